@@ -1,0 +1,97 @@
+/**
+ * buildApp(deps): the HTTP surface (receiver, admin API, health, OpenAPI). It never listens, so
+ * tests inject requests; main.ts decides whether and where to listen.
+ */
+import swagger from '@fastify/swagger';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import type { Redis } from 'ioredis';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { adminRoutes, type AdminDeps } from './admin/routes.js';
+import { isDatabaseUnavailable } from './db/client.js';
+import { Problem } from './lib/problem.js';
+import { receiverRoutes, type ReceiverDeps } from './receiver/routes.js';
+
+export interface AppDeps {
+  logger: Logger;
+  trustProxy: string[];
+  pool: pg.Pool;
+  redis: Redis;
+  receiver: ReceiverDeps;
+  admin: AdminDeps;
+}
+
+/** Fastify's own errors, as problems (everything else a route throws is a Problem or a 500). */
+const FASTIFY_ERRORS: Record<string, [number, string]> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: [415, 'The Content-Type is not accepted here; send application/json.'],
+  FST_ERR_CTP_BODY_TOO_LARGE: [413, 'The body is larger than this route accepts.'],
+  FST_ERR_CTP_EMPTY_JSON_BODY: [400, 'The body is empty.'],
+  FST_ERR_CTP_INVALID_JSON_BODY: [400, 'The body is not valid JSON.'],
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: [400, 'The Content-Length does not match the body.'],
+  FST_BASIC_AUTH_MISSING_OR_BAD_AUTHORIZATION_HEADER: [401, 'The credentials were not accepted.'],
+};
+
+const TITLES: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 413: 'Content Too Large', 415: 'Unsupported Media Type', 503: 'Service Unavailable' };
+
+export function toProblem(err: FastifyError | Error): Problem {
+  if (err instanceof Problem) return err;
+  const fe = err as FastifyError;
+  if (hasZodFastifySchemaValidationErrors(fe)) {
+    const where = fe.validationContext ?? 'body';
+    const errors = fe.validation.map((v) => ({ field: [where, ...v.instancePath.split('/').filter(Boolean)].join('.'), message: v.message ?? 'is invalid' }));
+    return new Problem(400, 'Bad Request', `The request ${where} is not valid: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, { code: 'invalid_input', errors });
+  }
+  const known = fe.code ? FASTIFY_ERRORS[fe.code] : undefined;
+  if (known) return new Problem(known[0], TITLES[known[0]] ?? 'Error', known[1], { code: fe.code!.toLowerCase() });
+  if (isDatabaseUnavailable(err)) {
+    return new Problem(503, 'Service Unavailable', 'The database is unavailable; nothing was stored. Retry later.', { code: 'database_unavailable', headers: { 'retry-after': '5' } });
+  }
+  if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) return new Problem(fe.statusCode, TITLES[fe.statusCode] ?? 'Error', fe.message);
+  return new Problem(500, 'Internal Server Error', 'Something went wrong; it has been logged.', { code: 'internal' });
+}
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    trustProxy: deps.trustProxy.length > 0 ? deps.trustProxy : false,
+    requestIdHeader: 'x-request-id',
+    // One line per notification is logged by the receiver itself; Fastify's two per request are noise at this rate.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: 1024 * 1024,
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    const problem = toProblem(err);
+    if (problem.status >= 500) req.log.error({ err }, 'request failed');
+    for (const [name, value] of Object.entries(problem.extra.headers ?? {})) reply.header(name, value);
+    return reply.code(problem.status).type('application/problem+json').send(problem.body(req.url.split('?')[0]));
+  });
+  app.setNotFoundHandler((req, reply) =>
+    reply.code(404).type('application/problem+json').send(new Problem(404, 'Not Found', `No route ${req.method} ${req.url.split('?')[0]}.`, { code: 'no_route' }).body()),
+  );
+
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'Skyhook', version: '0.1.0', description: 'Admin API and notification receiver of Skyhook.' },
+      components: { securitySchemes: { adminToken: { type: 'http', scheme: 'bearer' } } },
+    },
+    transform: jsonSchemaTransform,
+  });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+    const [database, redis] = await Promise.all([
+      deps.pool.query('SELECT 1').then(() => true, () => false),
+      deps.redis.ping().then(() => true, () => false),
+    ]);
+    return reply.code(database && redis ? 200 : 503).send({ status: database && redis ? 'ready' : 'unavailable', database, redis });
+  });
+
+  await app.register((scope) => receiverRoutes(scope, deps.receiver));
+  await app.register((scope) => adminRoutes(scope, deps.admin), { prefix: '/admin' });
+  return app;
+}

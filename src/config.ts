@@ -1,0 +1,149 @@
+/**
+ * The one validated configuration (SPEC §3). Read once at start-up; a bad or missing value stops the
+ * process with one clear line naming the variable. Nothing else in the code reads process.env.
+ */
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+
+/** Used outside production only, with a loud warning: never a secret anybody relies on. */
+const DEVELOPMENT_SECRET_KEY = Buffer.alloc(32, 'skyhook-development-key-not-secret').toString('base64');
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+const envSchema = z
+  .object({
+    NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+    DATABASE_URL: z.url().default('postgres://postgres@127.0.0.1:5432/skyhook'),
+    REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
+    PORT: int(0, 65535).default(3000),
+    HOST: z.string().min(1).default('127.0.0.1'),
+    PUBLIC_BASE_URL: z.url().default('http://localhost:3000'),
+    SECRET_KEY: z.string().optional(),
+    ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+    ROLE: z.enum(['api', 'worker', 'all']).default('all'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** Addresses of proxies whose X-Forwarded-For is trusted (comma-separated); Fastify ignores a number. */
+    TRUST_PROXY: z.string().default(''),
+    /** BullMQ key prefix; hash-tagged so every key of a queue lands in one Redis Cluster slot. */
+    QUEUE_PREFIX: z.string().regex(/^\{[^{}]+\}$/, 'must be a hash tag such as {skyhook}').default('{skyhook}'),
+    FETCH_MIN_INTERVAL_MS: int(0, 3_600_000).default(1000),
+    FETCH_TIMEOUT_MS: int(100, 120_000).default(10_000),
+    FETCH_ATTEMPTS: int(1, 100).default(12),
+    FETCH_BACKOFF_BASE_MS: int(10, 600_000).default(2000),
+    FETCH_BACKOFF_MAX_MS: int(100, 86_400_000).default(15 * 60_000),
+    WORKER_CONCURRENCY: int(1, 1000).default(32),
+    MARKETPLACE_TIMEOUT_MS: int(100, 120_000).default(15_000),
+    ROTATION_GRACE_HOURS: z.coerce.number().min(0).max(24 * 30).default(24),
+    OAUTH_TIMESTAMP_SKEW_S: int(1, 3600).default(300),
+    RELAY_INTERVAL_MS: int(100, 600_000).default(2000),
+    /** A received row younger than this is left to the receiver's own enqueue before the relay takes it. */
+    RELAY_GRACE_MS: int(0, 600_000).default(3000),
+    RETENTION_DAYS: int(1, 3650).default(30),
+    DB_POOL_SIZE: int(1, 200).default(20),
+    SHUTDOWN_TIMEOUT_MS: int(100, 600_000).default(15_000),
+  })
+  .superRefine((env, ctx) => {
+    if (env.NODE_ENV === 'production') {
+      if (!env.SECRET_KEY) ctx.addIssue({ code: 'custom', path: ['SECRET_KEY'], message: 'is required in production' });
+      if (!env.ADMIN_TOKEN) ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'is required in production' });
+    }
+    if (env.SECRET_KEY !== undefined && Buffer.from(env.SECRET_KEY, 'base64').length !== 32) {
+      ctx.addIssue({ code: 'custom', path: ['SECRET_KEY'], message: 'must be 32 random bytes, base64-encoded' });
+    }
+  });
+
+export interface Config {
+  env: 'development' | 'test' | 'production';
+  databaseUrl: string;
+  redisUrl: string;
+  port: number;
+  host: string;
+  publicBaseUrl: string;
+  secretKey: Buffer;
+  adminToken: string;
+  role: 'api' | 'worker' | 'all';
+  logLevel: string;
+  trustProxy: string[];
+  queuePrefix: string;
+  /** Production requires https hrefs; elsewhere http is accepted for local marketplaces. */
+  requireHttpsHrefs: boolean;
+  fetch: {
+    minIntervalMs: number;
+    timeoutMs: number;
+    attempts: number;
+    backoffBaseMs: number;
+    backoffMaxMs: number;
+    concurrency: number;
+  };
+  marketplaceTimeoutMs: number;
+  rotationGraceMs: number;
+  oauthTimestampSkewS: number;
+  relayIntervalMs: number;
+  relayGraceMs: number;
+  retentionDays: number;
+  dbPoolSize: number;
+  shutdownTimeoutMs: number;
+  /** Development-only warnings to print once the logger exists. */
+  warnings: string[];
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
+  // Empty strings count as unset, the way shells and compose files usually mean them.
+  const cleaned = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = envSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'environment'} ${issue.message}`);
+    throw new ConfigError(`invalid configuration: ${lines.join('; ')}`);
+  }
+  const env = parsed.data;
+  const warnings: string[] = [];
+
+  let secretKey: Buffer;
+  if (env.SECRET_KEY) secretKey = Buffer.from(env.SECRET_KEY, 'base64');
+  else {
+    secretKey = Buffer.from(DEVELOPMENT_SECRET_KEY, 'base64');
+    warnings.push('SECRET_KEY is not set: stored secrets are encrypted with the fixed DEVELOPMENT key. Never do this in production.');
+  }
+
+  let adminToken: string;
+  if (env.ADMIN_TOKEN) adminToken = env.ADMIN_TOKEN;
+  else {
+    adminToken = `dev-${randomBytes(18).toString('base64url')}`;
+    warnings.push(`ADMIN_TOKEN is not set: this process accepts the development admin token ${adminToken}`);
+  }
+
+  return {
+    env: env.NODE_ENV,
+    databaseUrl: env.DATABASE_URL,
+    redisUrl: env.REDIS_URL,
+    port: env.PORT,
+    host: env.HOST,
+    publicBaseUrl: env.PUBLIC_BASE_URL.replace(/\/+$/, ''),
+    secretKey,
+    adminToken,
+    role: env.ROLE,
+    logLevel: env.LOG_LEVEL,
+    trustProxy: env.TRUST_PROXY.split(',').map((s) => s.trim()).filter(Boolean),
+    queuePrefix: env.QUEUE_PREFIX,
+    requireHttpsHrefs: env.NODE_ENV === 'production',
+    fetch: {
+      minIntervalMs: env.FETCH_MIN_INTERVAL_MS,
+      timeoutMs: env.FETCH_TIMEOUT_MS,
+      attempts: env.FETCH_ATTEMPTS,
+      backoffBaseMs: env.FETCH_BACKOFF_BASE_MS,
+      backoffMaxMs: env.FETCH_BACKOFF_MAX_MS,
+      concurrency: env.WORKER_CONCURRENCY,
+    },
+    marketplaceTimeoutMs: env.MARKETPLACE_TIMEOUT_MS,
+    rotationGraceMs: env.ROTATION_GRACE_HOURS * 3_600_000,
+    oauthTimestampSkewS: env.OAUTH_TIMESTAMP_SKEW_S,
+    relayIntervalMs: env.RELAY_INTERVAL_MS,
+    relayGraceMs: env.RELAY_GRACE_MS,
+    retentionDays: env.RETENTION_DAYS,
+    dbPoolSize: env.DB_POOL_SIZE,
+    shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+    warnings,
+  };
+}

@@ -1,0 +1,39 @@
+import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
+import pg from 'pg';
+import * as schema from './schema/index.js';
+
+export type Database = NodePgDatabase<typeof schema>;
+/** A transaction handle: the same query API as Database. */
+export type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
+
+export interface DbHandle {
+  pool: pg.Pool;
+  db: Database;
+}
+
+/**
+ * One pool per role: the receiver's pool must not wait behind worker transactions.
+ * Every wait is bounded, so a database that stops answering turns into a 503, not a hang.
+ */
+export function connectDatabase(url: string, opts: { max: number; applicationName: string }): DbHandle {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.max,
+    connectionTimeoutMillis: 3000,
+    query_timeout: 15_000,
+    idleTimeoutMillis: 30_000,
+    application_name: opts.applicationName,
+  });
+  // An idle client losing its connection must not crash the process; the next query reconnects.
+  pool.on('error', () => {});
+  return { pool, db: drizzle({ client: pool, schema }) };
+}
+
+/** SQLSTATEs (and socket errors) meaning "the database is unreachable", not "your data is wrong". */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  if (!e || typeof e !== 'object') return false;
+  if (e.code && /^(08|53|57P0[1-3])/.test(e.code)) return true;
+  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'].includes(e.code)) return true;
+  return /timeout|Connection terminated|connect/i.test(e.message ?? '');
+}

@@ -1,0 +1,50 @@
+import { sql } from 'drizzle-orm';
+import { bigint, index, integer, jsonb, pgEnum, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { companies } from './companies.js';
+import { webhooks } from './webhooks.js';
+
+/** received -> queued -> processed | failed | discarded (SPEC §4). */
+export const notificationStatus = pgEnum('notification_status', ['received', 'queued', 'processed', 'failed', 'discarded']);
+export const authenticatedBy = pgEnum('authenticated_by', ['basic', 'oauth']);
+/** What the covering fetch found: a stored snapshot, or a resource that is gone (404/410). */
+export const fetchOutcome = pgEnum('fetch_outcome', ['stored', 'gone']);
+
+export const notifications = pgTable(
+  'notifications',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    companyId: uuid('company_id')
+      .notNull()
+      .references(() => companies.id, { onDelete: 'cascade' }),
+    webhookId: uuid('webhook_id')
+      .notNull()
+      .references(() => webhooks.id, { onDelete: 'cascade' }),
+    receivedAt: timestamp('received_at', { withTimezone: true }).notNull().defaultNow(),
+    /** The notification body's `id`: the id of the resource that changed. */
+    resourceId: text('resource_id').notNull(),
+    type: text('type').notNull(),
+    href: text('href').notNull(),
+    body: jsonb('body').notNull(),
+    authenticatedBy: authenticatedBy('authenticated_by').notNull(),
+    status: notificationStatus('status').notNull().default('received'),
+    attempts: integer('attempts').notNull().default(0),
+    lastError: text('last_error'),
+    outcome: fetchOutcome('outcome'),
+    snapshotVersion: integer('snapshot_version'),
+    processedAt: timestamp('processed_at', { withTimezone: true }),
+  },
+  (t) => [
+    // The worker's claim: pending rows of one (company, href).
+    index('notifications_pending_idx')
+      .on(t.companyId, t.href)
+      .where(sql`status in ('received', 'queued')`),
+    // The relay: committed rows nobody queued yet.
+    index('notifications_unqueued_idx').on(t.receivedAt).where(sql`status = 'received'`),
+    index('notifications_company_idx').on(t.companyId, t.id),
+    index('notifications_status_idx').on(t.status, t.id),
+    index('notifications_received_at_idx').on(t.receivedAt),
+  ],
+);
+
+export type NotificationRow = typeof notifications.$inferSelect;
+export type NotificationStatus = (typeof notificationStatus.enumValues)[number];

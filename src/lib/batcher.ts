@@ -1,0 +1,60 @@
+/**
+ * Smart batching without a timer: an item is handed to `run` at once when a slot is free; while every
+ * slot is busy, items gather and go together in the next run. Low load gets no added latency, high
+ * load gets large batches (group commit, bulk enqueue).
+ */
+export type Settled<R> = { ok: true; value: R } | { ok: false; error: unknown };
+
+interface Pending<T, R> {
+  item: T;
+  resolve: (value: R) => void;
+  reject: (err: unknown) => void;
+}
+
+export class Batcher<T, R> {
+  private queue: Pending<T, R>[] = [];
+  private inFlight = 0;
+
+  constructor(
+    /** Must settle every item, in order: one result per item. */
+    private readonly run: (items: T[]) => Promise<Settled<R>[]>,
+    private readonly opts: { maxBatch: number; maxConcurrent: number },
+  ) {}
+
+  add(item: T): Promise<R> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      this.pump();
+    });
+  }
+
+  /** Items waiting or being run: zero once everything added has settled. */
+  get size(): number {
+    return this.queue.length + this.inFlight;
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0 && this.inFlight < this.opts.maxConcurrent) {
+      const batch = this.queue.splice(0, this.opts.maxBatch);
+      this.inFlight++;
+      void this.execute(batch).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
+  }
+
+  private async execute(batch: Pending<T, R>[]): Promise<void> {
+    let results: Settled<R>[];
+    try {
+      results = await this.run(batch.map((p) => p.item));
+    } catch (error) {
+      results = batch.map(() => ({ ok: false, error }));
+    }
+    batch.forEach((p, i) => {
+      const r = results[i] ?? { ok: false, error: new Error('batch returned too few results') };
+      if (r.ok) p.resolve(r.value);
+      else p.reject(r.error);
+    });
+  }
+}

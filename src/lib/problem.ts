@@ -1,0 +1,35 @@
+/**
+ * RFC 9457 problem details: the one error shape of every HTTP answer Skyhook gives.
+ * Throw a Problem anywhere in a route; the app's error handler writes it.
+ */
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export class Problem extends Error {
+  constructor(
+    readonly status: number,
+    readonly title: string,
+    readonly detail?: string,
+    readonly extra: { errors?: FieldError[]; headers?: Record<string, string>; code?: string } = {},
+  ) {
+    super(detail ?? title);
+  }
+
+  body(instance?: string): Record<string, unknown> {
+    return {
+      type: 'about:blank',
+      title: this.title,
+      status: this.status,
+      ...(this.detail ? { detail: this.detail } : {}),
+      ...(this.extra.code ? { code: this.extra.code } : {}),
+      ...(instance ? { instance } : {}),
+      ...(this.extra.errors ? { errors: this.extra.errors } : {}),
+    };
+  }
+}
+
+export const badRequest = (detail: string, errors?: FieldError[]) =>
+  new Problem(400, 'Bad Request', detail, { errors, code: 'invalid_input' });
+export const notFound = (what: string) => new Problem(404, 'Not Found', `${what} was not found`, { code: 'not_found' });

@@ -1,0 +1,41 @@
+/**
+ * Webhook settings on the marketplace (seed §4.3). The seed spells the PUT once in the singular
+ * (`/webhook/settings/{id}`): the plural is used, and when the marketplace answers 404 for it the
+ * call is tried once with the other spelling, which the caller then remembers for the company.
+ */
+import { MarketplaceError, type ApiConnection, type MarketplaceClient } from './client.js';
+import { WEBHOOK_SETTINGS_PATH, WEBHOOK_SETTINGS_SINGULAR_PATH, type WebhookSetting, type WebhookSettingBody } from './contract.js';
+
+export type SettingsPathForm = 'plural' | 'singular';
+
+const pathFor = (form: SettingsPathForm, id: string) =>
+  `${form === 'plural' ? WEBHOOK_SETTINGS_PATH : WEBHOOK_SETTINGS_SINGULAR_PATH}/${encodeURIComponent(id)}`;
+
+export interface WebhookSettingsApi {
+  create(conn: ApiConnection, body: WebhookSettingBody): Promise<WebhookSetting>;
+  update(conn: ApiConnection, id: string, body: WebhookSettingBody, form: SettingsPathForm): Promise<{ setting: WebhookSetting; pathForm: SettingsPathForm }>;
+}
+
+export function webhookSettingsApi(client: MarketplaceClient): WebhookSettingsApi {
+  return {
+    async create(conn, body) {
+      const setting = await client.call<WebhookSetting>(conn, 'POST', WEBHOOK_SETTINGS_PATH, { body });
+      if (!setting || typeof setting.id !== 'string') throw new MarketplaceError('invalid_response', 'POST /webhooks/settings answered without data.id');
+      return setting;
+    },
+
+    async update(conn, id, body, form) {
+      try {
+        return { setting: await client.call<WebhookSetting>(conn, 'PUT', pathFor(form, id), { body }), pathForm: form };
+      } catch (err) {
+        if (!(err instanceof MarketplaceError) || err.status !== 404) throw err;
+        const other: SettingsPathForm = form === 'plural' ? 'singular' : 'plural';
+        try {
+          return { setting: await client.call<WebhookSetting>(conn, 'PUT', pathFor(other, id), { body }), pathForm: other };
+        } catch {
+          throw err; // both spellings unknown: the setting itself is missing; report the first answer
+        }
+      }
+    },
+  };
+}

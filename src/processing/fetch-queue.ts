@@ -1,0 +1,86 @@
+/**
+ * The `fetch` queue: one job per (company, href). The coalescing rules of SPEC §5 come from BullMQ
+ * deduplication in keepLastIfActive mode, keyed by (company, href):
+ *  - C1: while the key's job waits (or is delayed), adding again is a no-op;
+ *  - C2: adding while it runs stores exactly one follow-up job, created when the running one ends;
+ *  - C3: so at most one job per key exists outside "waiting for the active one", hence runs at a time;
+ *  - C5 is enforced by the worker (reserveFetchSlot); C4 by the worker's claim of pending rows.
+ */
+import { createHash } from 'node:crypto';
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { withTimeout } from '../lib/redis.js';
+
+export const FETCH_QUEUE = 'fetch';
+export const FETCH_BACKOFF = 'fetch-backoff';
+
+export interface FetchJobData {
+  companyId: string;
+  href: string;
+}
+
+export interface FetchKeyRow {
+  id: number;
+  companyId: string;
+  href: string;
+}
+
+/** The coalescing key of (company, href); hashed so a long href makes no long Redis key. */
+export const fetchKey = (companyId: string, href: string): string =>
+  `${companyId}:${createHash('sha256').update(href).digest('base64url').slice(0, 32)}`;
+
+export function createFetchQueue(connection: Redis, prefix: string): Queue<FetchJobData> {
+  return new Queue<FetchJobData>(FETCH_QUEUE, { connection, prefix });
+}
+
+export class FetchEnqueuer {
+  private redisDown = false;
+
+  constructor(
+    private readonly queue: Queue<FetchJobData>,
+    private readonly pool: pg.Pool,
+    private readonly opts: { attempts: number; timeoutMs: number },
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Called once rows are committed. Never awaited by a request: if Redis is slow or down the rows
+   * stay `received` and the relay queues them when it is back.
+   */
+  afterCommit(rows: FetchKeyRow[]): void {
+    const pending = rows.filter(Boolean);
+    if (pending.length === 0) return;
+    void this.enqueue(pending)
+      .then(() => this.markQueued(pending.map((r) => r.id)))
+      .catch((err) => {
+        if (!this.redisDown) this.log.warn({ err: String(err) }, 'enqueue failed; the relay will queue these notifications');
+        this.redisDown = true;
+      });
+  }
+
+  /** Adds one job per distinct key (deduplicated by BullMQ). Bounded in time; throws on failure. */
+  async enqueue(rows: Pick<FetchKeyRow, 'companyId' | 'href'>[]): Promise<void> {
+    const byKey = new Map<string, FetchJobData>();
+    for (const r of rows) byKey.set(fetchKey(r.companyId, r.href), { companyId: r.companyId, href: r.href });
+    const jobs = [...byKey].map(([key, data]) => ({ name: 'fetch', data, opts: this.jobOptions(key) }));
+    await withTimeout(this.queue.addBulk(jobs), this.opts.timeoutMs, 'enqueue');
+    this.redisDown = false;
+  }
+
+  async markQueued(ids: number[]): Promise<void> {
+    // Only `received` rows: a fast worker may already have processed them.
+    await this.pool.query(`UPDATE notifications SET status = 'queued' WHERE id = ANY($1::bigint[]) AND status = 'received'`, [ids]);
+  }
+
+  private jobOptions(key: string): JobsOptions {
+    return {
+      deduplication: { id: key, keepLastIfActive: true },
+      attempts: this.opts.attempts,
+      backoff: { type: FETCH_BACKOFF },
+      removeOnComplete: true,
+      removeOnFail: { count: 1000 },
+    };
+  }
+}

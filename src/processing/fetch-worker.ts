@@ -1,0 +1,153 @@
+/**
+ * The fetch worker: for one (company, href) it claims the pending notifications, fetches href with
+ * the company's token, stores what it got and marks the claimed rows. Rows that arrive while it runs
+ * are not claimed: BullMQ (keepLastIfActive) runs one more job for the key afterwards (C2).
+ */
+import { DelayedError, Worker, type Job } from 'bullmq';
+import { and, eq, inArray } from 'drizzle-orm';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Database } from '../db/client.js';
+import { companies, notifications } from '../db/schema/index.js';
+import { decryptSecret } from '../lib/crypto.js';
+import { FETCH_BACKOFF, FETCH_QUEUE, fetchKey, type FetchJobData } from './fetch-queue.js';
+import { fetchResource } from './fetch-resource.js';
+import type { HandlerRegistry } from './handlers/index.js';
+import { markFailed, markGone, recordAttempt, storeSnapshot, type Claimed } from './snapshots.js';
+
+/** How often a paused company's jobs look again whether its token was replaced. */
+export const PAUSED_RECHECK_MS = 5000;
+/** Claimed per job; a larger backlog for one href is taken by the follow-up job. */
+const CLAIM_LIMIT = 5000;
+
+export interface FetchWorkerDeps {
+  db: Database;
+  /** Worker connection (maxRetriesPerRequest: null). */
+  connection: Redis;
+  prefix: string;
+  secretKey: Buffer;
+  handlers: HandlerRegistry;
+  log: Logger;
+  fetch: { minIntervalMs: number; timeoutMs: number; attempts: number; backoffBaseMs: number; backoffMaxMs: number; concurrency: number };
+  /** Re-adds a job for a key (used when one job could not claim the whole backlog). */
+  requeue: (companyId: string, href: string) => Promise<void>;
+}
+
+export class RetryableFetchError extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** Exponential backoff with full jitter, or the marketplace's Retry-After when it gave one. */
+export function fetchBackoff(attemptsMade: number, err: unknown, opts: { backoffBaseMs: number; backoffMaxMs: number }, random = Math.random): number {
+  const retryAfter = (err as RetryableFetchError | undefined)?.retryAfterMs;
+  if (retryAfter !== undefined) return Math.min(retryAfter, opts.backoffMaxMs);
+  const ceiling = Math.min(opts.backoffMaxMs, opts.backoffBaseMs * 2 ** Math.max(0, attemptsMade - 1));
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}
+
+/**
+ * C5: reserves the key's fetch slot for `intervalMs`. Returns 0 when this fetch may start now, else
+ * how long to wait. SET NX PX makes it atomic across every worker.
+ */
+export async function reserveFetchSlot(redis: Redis, prefix: string, key: string, intervalMs: number): Promise<number> {
+  if (intervalMs <= 0) return 0;
+  const slot = `${prefix}:fetch-slot:${key}`;
+  const taken = await redis.set(slot, '1', 'PX', intervalMs, 'NX');
+  if (taken === 'OK') return 0;
+  const ttl = await redis.pttl(slot);
+  return ttl > 0 ? ttl : 1;
+}
+
+export function createFetchWorker(deps: FetchWorkerDeps): Worker<FetchJobData> {
+  const process = (job: Job<FetchJobData>, token?: string) => processFetch(deps, job, token);
+  return new Worker<FetchJobData>(FETCH_QUEUE, process, {
+    connection: deps.connection,
+    prefix: deps.prefix,
+    concurrency: deps.fetch.concurrency,
+    settings: {
+      backoffStrategy: (attemptsMade, type, err) => (type === FETCH_BACKOFF ? fetchBackoff(attemptsMade, err, deps.fetch) : 1000),
+    },
+  });
+}
+
+async function delay(job: Job, token: string | undefined, ms: number): Promise<never> {
+  await job.moveToDelayed(Date.now() + ms, token);
+  throw new DelayedError();
+}
+
+export async function processFetch(deps: FetchWorkerDeps, job: Job<FetchJobData>, token?: string): Promise<string> {
+  const { db, log } = deps;
+  const { companyId, href } = job.data;
+  const key = fetchKey(companyId, href);
+
+  const [company] = await db.select().from(companies).where(eq(companies.id, companyId)).limit(1);
+  if (!company) return 'company deleted';
+  // 401/403 paused this company: wait, without touching its rows, until its token is replaced.
+  if (company.connectionStatus === 'unauthorized') return delay(job, token, PAUSED_RECHECK_MS);
+
+  const claimed = await claimPending(db, companyId, href);
+  if (!claimed) return 'nothing pending';
+
+  const wait = await reserveFetchSlot(deps.connection, deps.prefix, key, deps.fetch.minIntervalMs);
+  if (wait > 0) return delay(job, token, wait);
+
+  const fetchStartedAt = new Date();
+  const apiToken = decryptSecret(deps.secretKey, company.apiTokenEncrypted);
+  const result = await fetchResource(href, apiToken, deps.fetch.timeoutMs);
+  const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+
+  switch (result.kind) {
+    case 'ok':
+      await storeSnapshot(db, deps.handlers, { companyId, href, claimed, fetchStartedAt, resource: result.resource });
+      break;
+    case 'gone':
+      await markGone(db, { companyId, href, ids: claimed.ids, fetchStartedAt });
+      break;
+    case 'soft_error':
+      await markFailed(db, claimed.ids, `soft error: ${result.message}`);
+      break;
+    case 'failed':
+      await markFailed(db, claimed.ids, result.message);
+      break;
+    case 'unauthorized': {
+      const why = `GET ${href} answered ${result.status}: the API token was refused`;
+      await db.transaction(async (tx) => {
+        await markFailed(tx, claimed.ids, why);
+        await tx
+          .update(companies)
+          .set({ connectionStatus: 'unauthorized', connectionError: why, updatedAt: new Date() })
+          .where(eq(companies.id, companyId));
+      });
+      log.warn({ companyId }, 'marketplace refused the company token; its fetches are paused until the token is replaced');
+      break;
+    }
+    case 'retry':
+      if (lastAttempt) {
+        await markFailed(db, claimed.ids, `gave up after ${job.attemptsMade + 1} attempts: ${result.message}`);
+        break;
+      }
+      await recordAttempt(db, claimed.ids, result.message);
+      throw new RetryableFetchError(result.message, result.retryAfterMs);
+  }
+  if (claimed.ids.length >= CLAIM_LIMIT) await deps.requeue(companyId, href);
+  return result.kind;
+}
+
+/** The pending rows of (company, href) committed before this fetch starts: the ones it covers (C4). */
+async function claimPending(db: Database, companyId: string, href: string): Promise<Claimed | null> {
+  const rows = await db
+    .select({ id: notifications.id, type: notifications.type, resourceId: notifications.resourceId })
+    .from(notifications)
+    .where(and(eq(notifications.companyId, companyId), eq(notifications.href, href), inArray(notifications.status, ['received', 'queued'])))
+    .orderBy(notifications.id)
+    .limit(CLAIM_LIMIT);
+  const last = rows.at(-1);
+  if (!last) return null;
+  return { ids: rows.map((r) => r.id), type: last.type, resourceId: last.resourceId };
+}
+

@@ -1,0 +1,93 @@
+/**
+ * The relay (transactional outbox): queues notifications that were committed but never queued,
+ * for example while Redis was down, within seconds of Redis being back. It also re-adds a job for
+ * rows left `queued` for long (a Redis that lost its data); BullMQ deduplication makes that a no-op
+ * for keys whose job still exists. Safe to run in every process: rows are taken with SKIP LOCKED.
+ */
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import type { FetchEnqueuer } from './fetch-queue.js';
+
+const BATCH = 1000;
+const STALE_QUEUED_MS = 60_000;
+
+interface KeyRow {
+  id: string;
+  company_id: string;
+  href: string;
+}
+
+export class Relay {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private lastStaleScan = 0;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly enqueuer: FetchEnqueuer,
+    private readonly opts: { intervalMs: number; graceMs: number },
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => {
+      if (!this.running) this.running = this.runOnce().catch(() => 0).then(() => (this.running = undefined));
+    }, this.opts.intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** Queues what is waiting; returns how many notifications it queued. Throws when Redis is down. */
+  async runOnce(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await this.queueUnqueued();
+      total += n;
+      if (n < BATCH) break;
+    }
+    if (Date.now() - this.lastStaleScan > STALE_QUEUED_MS / 2) {
+      await this.requeueStale();
+      this.lastStaleScan = Date.now();
+    }
+    if (total > 0) this.log.info({ count: total }, 'relay queued notifications that were committed but not queued');
+    return total;
+  }
+
+  private async queueUnqueued(): Promise<number> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const { rows } = await client.query<KeyRow>(
+        `SELECT id, company_id, href FROM notifications
+         WHERE status = 'received' AND received_at < now() - make_interval(secs => $1::double precision / 1000)
+         ORDER BY received_at LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`,
+        [this.opts.graceMs],
+      );
+      if (rows.length > 0) {
+        await this.enqueuer.enqueue(rows.map((r) => ({ companyId: r.company_id, href: r.href })));
+        await client.query(`UPDATE notifications SET status = 'queued' WHERE id = ANY($1::bigint[])`, [rows.map((r) => r.id)]);
+      }
+      await client.query('COMMIT');
+      return rows.length;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  private async requeueStale(): Promise<void> {
+    const { rows } = await this.pool.query<KeyRow>(
+      `SELECT DISTINCT ON (company_id, href) id, company_id, href FROM notifications
+       WHERE status = 'queued' AND received_at < now() - make_interval(secs => $1::double precision / 1000)
+       LIMIT ${BATCH}`,
+      [STALE_QUEUED_MS],
+    );
+    if (rows.length > 0) await this.enqueuer.enqueue(rows.map((r) => ({ companyId: r.company_id, href: r.href })));
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * Storing notifications: group commit. Concurrent requests' rows are written by one INSERT in one
+ * transaction (synchronous_commit stays on), so many requests share one WAL flush. There is no timer:
+ * while a flush is in flight the next rows gather, so a lone request is written at once and a busy
+ * receiver writes in batches (lib/batcher.ts). Every request is answered only after its own row is committed.
+ */
+import type pg from 'pg';
+import { isDatabaseUnavailable } from '../db/client.js';
+import { Batcher, type Settled } from '../lib/batcher.js';
+
+export interface NewNotification {
+  companyId: string;
+  webhookId: string;
+  resourceId: string;
+  type: string;
+  href: string;
+  /** The body exactly as parsed, serialised once more for jsonb. */
+  bodyJson: string;
+  authenticatedBy: 'basic' | 'oauth';
+  status: 'received' | 'discarded';
+}
+
+export interface StoredNotification extends NewNotification {
+  id: number;
+}
+
+/**
+ * INSERT from unnest(): one statement shape for any batch size, so PostgreSQL plans it once.
+ * RETURNING yields rows in the order unnest produced them (PostgreSQL inserts and returns them in
+ * executor order); the ids are matched to the requests by that order.
+ */
+const INSERT_SQL = `
+  INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status)
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::jsonb[],
+                       $7::authenticated_by[], $8::notification_status[])
+  RETURNING id`;
+
+export class NotificationWriter {
+  private readonly batcher: Batcher<NewNotification, StoredNotification>;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly onCommitted: (rows: StoredNotification[]) => void,
+    opts = { maxBatch: 512, maxConcurrent: 4 },
+  ) {
+    this.batcher = new Batcher((rows) => this.writeBatch(rows), opts);
+  }
+
+  /** Resolves once the row is committed; rejects when it is not (the caller answers 503). */
+  insert(row: NewNotification): Promise<StoredNotification> {
+    return this.batcher.add(row);
+  }
+
+  private async writeBatch(rows: NewNotification[]): Promise<Settled<StoredNotification>[]> {
+    try {
+      const stored = await this.write(rows);
+      this.onCommitted(stored);
+      return stored.map((value) => ({ ok: true, value }));
+    } catch (error) {
+      if (rows.length === 1 || isDatabaseUnavailable(error)) return rows.map(() => ({ ok: false, error }));
+      // A row the database refused must not take its neighbours down: write them one by one.
+      return Promise.all(rows.map(async (row) => (await this.writeBatch([row]))[0]!));
+    }
+  }
+
+  private async write(rows: NewNotification[]): Promise<StoredNotification[]> {
+    const column = <K extends keyof NewNotification>(key: K) => rows.map((r) => r[key]);
+    const result = await this.pool.query<{ id: string }>(INSERT_SQL, [
+      column('companyId'),
+      column('webhookId'),
+      column('resourceId'),
+      column('type'),
+      column('href'),
+      column('bodyJson'),
+      column('authenticatedBy'),
+      column('status'),
+    ]);
+    if (result.rows.length !== rows.length) throw new Error(`inserted ${result.rows.length} of ${rows.length} notifications`);
+    return rows.map((row, i) => ({ ...row, id: Number(result.rows[i]!.id) }));
+  }
+}

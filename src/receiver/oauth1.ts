@@ -1,0 +1,176 @@
+/**
+ * OAuth 1.0a signature verification (RFC 5849) for notifications signed by the marketplace.
+ * `oauth-1.0a` only signs, so this module parses the Authorization header, normalises the URL
+ * (§3.4.1.2), puts the query pairs in with the oauth parameters itself (the library drops
+ * `request.data` once a body hash is present), and recomputes the signature with the library.
+ */
+import { createHash, createHmac } from 'node:crypto';
+import OAuth from 'oauth-1.0a';
+import { constantTimeEqual } from '../lib/crypto.js';
+
+export const SIGNATURE_METHODS = { 'HMAC-SHA1': 'sha1', 'HMAC-SHA256': 'sha256' } as const;
+export type SignatureMethod = keyof typeof SIGNATURE_METHODS;
+
+const MAX_HEADER_LENGTH = 4096;
+const PARAM_RE = /^([A-Za-z0-9_.~-]+)\s*=\s*"([^"]*)"/;
+const ALLOWED_EXTRA = new Set(['realm']);
+
+export class OAuthHeaderError extends Error {}
+
+/** Parses `OAuth k="v", ...` into decoded parameters; throws OAuthHeaderError on anything malformed. */
+export function parseOAuthHeader(header: string): Record<string, string> {
+  if (header.length > MAX_HEADER_LENGTH) throw new OAuthHeaderError('header too long');
+  const scheme = /^\s*OAuth\s+/i.exec(header);
+  if (!scheme) throw new OAuthHeaderError('not an OAuth header');
+  const params: Record<string, string> = Object.create(null);
+  let rest = header.slice(scheme[0].length);
+  while (rest.length > 0) {
+    const match = PARAM_RE.exec(rest);
+    if (!match) throw new OAuthHeaderError('malformed parameter');
+    const [whole, name, encoded] = match as unknown as [string, string, string];
+    if (!name.startsWith('oauth_') && !ALLOWED_EXTRA.has(name)) throw new OAuthHeaderError(`unexpected parameter ${name}`);
+    if (name in params) throw new OAuthHeaderError(`duplicate parameter ${name}`);
+    try {
+      params[name] = decodeURIComponent(encoded);
+    } catch {
+      throw new OAuthHeaderError(`bad percent-encoding in ${name}`);
+    }
+    rest = rest.slice(whole.length).trimStart();
+    if (rest.startsWith(',')) rest = rest.slice(1).trimStart();
+    else if (rest.length > 0) throw new OAuthHeaderError('parameters must be separated by commas');
+  }
+  return params;
+}
+
+/** RFC 5849 §3.4.1.2: lower-case scheme and host, default port dropped, no query or fragment. */
+export function normaliseBaseUrl(url: URL): string {
+  const scheme = url.protocol.toLowerCase();
+  const defaultPort = (scheme === 'http:' && url.port === '80') || (scheme === 'https:' && url.port === '443');
+  const port = url.port && !defaultPort ? `:${url.port}` : '';
+  return `${scheme}//${url.hostname.toLowerCase()}${port}${url.pathname}`;
+}
+
+type Params = Record<string, string | string[]>;
+
+function addParam(out: Params, name: string, value: string | string[]): void {
+  const prev = out[name];
+  out[name] = prev === undefined ? value : ([] as string[]).concat(prev, value);
+}
+
+/**
+ * The §3.4.1.3 parameter set: the given parameters plus the query pairs, decoded as
+ * application/x-www-form-urlencoded; a name that occurs more than once keeps every value.
+ * Always a fresh object, because the library mutates what it is given.
+ */
+function allParams(input: SignatureInput): Params {
+  const out: Params = {};
+  for (const [name, value] of Object.entries(input.params)) addParam(out, name, value);
+  for (const [name, value] of input.url.searchParams) addParam(out, name, value);
+  return out;
+}
+
+function signer(method: SignatureMethod, consumerSecret: string): OAuth {
+  const algorithm = SIGNATURE_METHODS[method];
+  return new OAuth({
+    consumer: { key: '', secret: consumerSecret },
+    signature_method: method,
+    hash_function: (base, key) => createHmac(algorithm, key).update(base).digest('base64'),
+  });
+}
+
+export interface SignatureInput {
+  method: string;
+  /** The URL the sender signed: for notifications, PUBLIC_BASE_URL + path + query. */
+  url: URL;
+  /** oauth_* parameters (without oauth_signature and realm), plus any form-body parameters. */
+  params: Params;
+}
+
+/** The signature base string of §3.4.1. */
+export function signatureBaseString(input: SignatureInput): string {
+  const request = { url: normaliseBaseUrl(input.url), method: input.method, data: {} };
+  return signer('HMAC-SHA1', '').getBaseString(request, allParams(input) as unknown as OAuth.Data);
+}
+
+export function computeSignature(input: SignatureInput, method: SignatureMethod, consumerSecret: string, tokenSecret = ''): string {
+  const request = { url: normaliseBaseUrl(input.url), method: input.method, data: {} };
+  return signer(method, consumerSecret).getSignature(request, tokenSecret, allParams(input) as unknown as OAuth.Data);
+}
+
+/** `oauth_body_hash`: a plain (not keyed) digest of the raw body, with the signature method's algorithm. */
+export function bodyHash(method: SignatureMethod, body: Buffer | string): string {
+  return createHash(SIGNATURE_METHODS[method]).update(body).digest('base64');
+}
+
+export type OAuthFailure =
+  | 'malformed'
+  | 'unsupported_signature_method'
+  | 'token_not_expected'
+  | 'stale_timestamp'
+  | 'bad_signature';
+
+export interface OAuthHeaderCheck {
+  ok: true;
+  clientIdentifier: string;
+  nonce: string;
+  timestamp: number;
+  method: SignatureMethod;
+  bodyHash?: string;
+}
+
+export interface ParsedOAuth {
+  clientIdentifier: string;
+  params: Record<string, string>;
+}
+
+/** Reads the consumer key (our clientIdentifier) so the webhook can be found before verifying. */
+export function readOAuthHeader(header: string): ParsedOAuth | null {
+  try {
+    const params = parseOAuthHeader(header);
+    const key = params.oauth_consumer_key;
+    return key ? { clientIdentifier: key, params } : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Everything that can be checked before the body arrives: parameters, timestamp window and the
+ * signature (which covers oauth_body_hash, so the hash itself is compared once the body is read).
+ * `secrets` are the current secret and, inside its rotation grace period, the previous one.
+ */
+export function verifyOAuthHeader(
+  parsed: ParsedOAuth,
+  request: { method: string; url: URL },
+  secrets: string[],
+  opts: { nowSeconds: number; skewSeconds: number },
+): OAuthHeaderCheck | { ok: false; reason: OAuthFailure } {
+  const p = parsed.params;
+  const method = p.oauth_signature_method as SignatureMethod | undefined;
+  if (!p.oauth_signature || !p.oauth_nonce || !p.oauth_timestamp || !method) return { ok: false, reason: 'malformed' };
+  if (!(method in SIGNATURE_METHODS)) return { ok: false, reason: 'unsupported_signature_method' };
+  if (p.oauth_version !== undefined && p.oauth_version !== '1.0') return { ok: false, reason: 'malformed' };
+  if (p.oauth_token) return { ok: false, reason: 'token_not_expected' };
+  if (!/^\d{1,12}$/.test(p.oauth_timestamp) || p.oauth_nonce.length > 256) return { ok: false, reason: 'malformed' };
+  const { oauth_signature: signature, realm: _realm, ...signed } = p;
+  const given = Buffer.from(signature, 'base64');
+  const input = { method: request.method, url: request.url, params: signed };
+  const matches = secrets.some((secret) => constantTimeEqual(Buffer.from(computeSignature(input, method, secret), 'base64'), given));
+  if (!matches) return { ok: false, reason: 'bad_signature' };
+  // After the signature, so a stale-timestamp answer is only ever given to the secret's holder.
+  const timestamp = Number(p.oauth_timestamp);
+  if (Math.abs(opts.nowSeconds - timestamp) > opts.skewSeconds) return { ok: false, reason: 'stale_timestamp' };
+  return {
+    ok: true,
+    clientIdentifier: parsed.clientIdentifier,
+    nonce: p.oauth_nonce,
+    timestamp,
+    method,
+    ...(p.oauth_body_hash !== undefined ? { bodyHash: p.oauth_body_hash } : {}),
+  };
+}
+
+export function bodyHashMatches(check: OAuthHeaderCheck, rawBody: Buffer): boolean {
+  if (check.bodyHash === undefined) return true;
+  return constantTimeEqual(Buffer.from(bodyHash(check.method, rawBody), 'base64'), Buffer.from(check.bodyHash, 'base64'));
+}

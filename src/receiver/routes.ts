@@ -1,0 +1,163 @@
+/**
+ * The receiver (SPEC §4): POST /hooks/:endpointKey and POST /hooks. Checks run in the spec's order:
+ * credentials before the body is read (onRequest: webhook known, Basic secret or OAuth signature,
+ * timestamp, nonce), then Content-Type (415) and size (413) while parsing, then the OAuth body hash
+ * (it needs the body), the notification itself (400), the href rule (422), and the commit (503).
+ */
+import basicAuth from '@fastify/basic-auth';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Redis } from 'ioredis';
+import { constantTimeEqual, sha256 } from '../lib/crypto.js';
+import { Problem } from '../lib/problem.js';
+import { previousSecretValid, type WebhookCredentials, type WebhookDirectory } from './attribution.js';
+import type { NotificationWriter } from './ingest.js';
+import { bodyHashMatches, readOAuthHeader, verifyOAuthHeader, type OAuthHeaderCheck } from './oauth1.js';
+import { checkHrefScope, parseNotification } from './validate.js';
+
+export const MAX_NOTIFICATION_BYTES = 256 * 1024;
+const BASIC_CHALLENGE = 'Basic realm="skyhook"';
+const OAUTH_CHALLENGE = 'OAuth realm="skyhook"';
+const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json$/i;
+
+export interface ReceiverDeps {
+  directory: WebhookDirectory;
+  writer: NotificationWriter;
+  /** Producer connection: fails fast when Redis is down. */
+  redis: Redis;
+  keyPrefix: string;
+  publicBaseUrl: string;
+  requireHttpsHrefs: boolean;
+  oauthTimestampSkewS: number;
+}
+
+interface Authenticated {
+  webhook: WebhookCredentials;
+  by: 'basic' | 'oauth';
+  oauth?: OAuthHeaderCheck;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    notificationAuth?: Authenticated;
+  }
+}
+
+/** One answer for "unknown webhook" and "wrong secret" alike: never reveal which part was wrong. */
+const unauthorized = (challenge: string, detail = 'The credentials were not accepted.') =>
+  new Problem(401, 'Unauthorized', detail, { code: 'unauthorized', headers: { 'www-authenticate': challenge } });
+
+export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): Promise<void> {
+  // Only JSON bodies are parsed here (anything else is a 415); the raw bytes are kept for the body hash.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(JSON_TYPE, { parseAs: 'buffer', bodyLimit: MAX_NOTIFICATION_BYTES }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: MAX_NOTIFICATION_BYTES }, (_req, body, done) => done(null, body));
+
+  await app.register(basicAuth, {
+    validate: async (clientIdentifier: string, secret: string, req: FastifyRequest) => {
+      const webhook = await resolveWebhook(deps, req, clientIdentifier);
+      if (!webhook || webhook.authType !== 'BASIC' || !basicSecretMatches(webhook, secret)) throw unauthorized(BASIC_CHALLENGE);
+      req.notificationAuth = { webhook, by: 'basic' };
+    },
+    authenticate: { realm: 'skyhook' },
+    utf8: false,
+  });
+
+  const authenticate = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const header = req.headers.authorization;
+    const scheme = typeof header === 'string' ? /^\s*(\w+)/.exec(header)?.[1]?.toLowerCase() : undefined;
+    if (scheme === 'basic') {
+      await new Promise<void>((resolve, reject) => app.basicAuth(req, reply, (err?: Error) => (err ? reject(err) : resolve())));
+      return;
+    }
+    if (scheme === 'oauth' && typeof header === 'string') {
+      req.notificationAuth = await authenticateOAuth(deps, req, header);
+      return;
+    }
+    throw unauthorized(BASIC_CHALLENGE, 'Credentials are required.');
+  };
+
+  const receive = async (req: FastifyRequest, reply: FastifyReply) => {
+    const auth = req.notificationAuth!;
+    const contentType = req.headers['content-type']?.split(';')[0]?.trim() ?? '';
+    if (!JSON_TYPE.test(contentType)) {
+      throw new Problem(415, 'Unsupported Media Type', 'Notifications must be sent as application/json.', { code: 'unsupported_media_type' });
+    }
+    const raw = req.body as Buffer | undefined;
+    if (auth.oauth && !bodyHashMatches(auth.oauth, raw ?? Buffer.alloc(0))) throw unauthorized(OAUTH_CHALLENGE);
+    if (!raw || raw.length === 0) throw new Problem(400, 'Bad Request', 'The body is empty.', { code: 'invalid_input' });
+
+    const body = parseNotification(raw);
+    const { webhook } = auth;
+    checkHrefScope(body.href, webhook.apiBaseUrl, deps.requireHttpsHrefs);
+
+    // Durability first: the answer waits for the commit; a database error becomes a 503 upstream.
+    const stored = await deps.writer.insert({
+      companyId: webhook.companyId,
+      webhookId: webhook.webhookId,
+      resourceId: body.id,
+      type: body.type,
+      href: body.href,
+      bodyJson: JSON.stringify(body),
+      authenticatedBy: auth.by,
+      // A webhook Skyhook deactivated is still acknowledged, so the marketplace stops retrying.
+      status: webhook.active ? 'received' : 'discarded',
+    });
+    req.log.debug({ companyId: webhook.companyId, notificationId: stored.id, type: body.type, status: stored.status }, 'notification stored');
+    return reply.code(200).send({ status: stored.status, id: String(stored.id) });
+  };
+
+  const routeOptions = { onRequest: authenticate, bodyLimit: MAX_NOTIFICATION_BYTES };
+  app.post('/hooks/:endpointKey', routeOptions, receive);
+  app.post('/hooks', routeOptions, receive);
+}
+
+/**
+ * The webhook a request names: by its path key when it has one (then the credentials must name the
+ * same webhook), else by the clientIdentifier in its credentials.
+ */
+async function resolveWebhook(deps: ReceiverDeps, req: FastifyRequest, clientIdentifier: string): Promise<WebhookCredentials | null> {
+  const endpointKey = (req.params as { endpointKey?: string }).endpointKey;
+  if (endpointKey !== undefined) {
+    const webhook = await deps.directory.byEndpointKey(endpointKey);
+    return webhook && webhook.clientIdentifier === clientIdentifier ? webhook : null;
+  }
+  return deps.directory.byClientIdentifier(clientIdentifier);
+}
+
+function basicSecretMatches(webhook: WebhookCredentials, secret: string): boolean {
+  const given = sha256(secret);
+  // Both comparisons always run, so timing does not tell which secret matched.
+  const current = webhook.secretSha256 !== null && constantTimeEqual(given, webhook.secretSha256);
+  const previous = webhook.previousSecretSha256 !== null && previousSecretValid(webhook) && constantTimeEqual(given, webhook.previousSecretSha256);
+  return current || previous;
+}
+
+async function authenticateOAuth(deps: ReceiverDeps, req: FastifyRequest, header: string): Promise<Authenticated> {
+  const parsed = readOAuthHeader(header);
+  if (!parsed) throw unauthorized(OAUTH_CHALLENGE, 'The OAuth header is malformed.');
+  const webhook = await resolveWebhook(deps, req, parsed.clientIdentifier);
+  if (!webhook || webhook.authType !== 'OAUTH' || !webhook.secret) throw unauthorized(OAUTH_CHALLENGE);
+
+  const secrets = [webhook.secret, ...(webhook.previousSecret && previousSecretValid(webhook) ? [webhook.previousSecret] : [])];
+  const url = new URL(deps.publicBaseUrl + req.url);
+  const check = verifyOAuthHeader(parsed, { method: req.method, url }, secrets, {
+    nowSeconds: Math.floor(Date.now() / 1000),
+    skewSeconds: deps.oauthTimestampSkewS,
+  });
+  if (!check.ok) throw unauthorized(OAUTH_CHALLENGE, check.reason === 'stale_timestamp' ? 'The OAuth timestamp is outside the accepted window.' : undefined);
+
+  // A nonce is accepted once per clientIdentifier inside the timestamp window (both sides of it).
+  const nonceKey = `${deps.keyPrefix}:nonce:${webhook.clientIdentifier}:${check.nonce}`;
+  let fresh: boolean;
+  try {
+    fresh = (await deps.redis.set(nonceKey, '1', 'EX', deps.oauthTimestampSkewS * 2, 'NX')) === 'OK';
+  } catch {
+    // Without the nonce store a replay cannot be ruled out: refuse for now, the marketplace retries.
+    throw new Problem(503, 'Service Unavailable', 'The OAuth nonce store is unavailable; retry later.', {
+      code: 'nonce_store_unavailable',
+      headers: { 'retry-after': '5' },
+    });
+  }
+  if (!fresh) throw unauthorized(OAUTH_CHALLENGE, 'The OAuth nonce was already used.');
+  return { webhook, by: 'oauth', oauth: check };
+}

@@ -1,0 +1,88 @@
+/**
+ * The notification body (seed §2.4) and the href rule (SPEC §4). Extra properties are kept, never
+ * refused. Anything PostgreSQL's jsonb would refuse (a NUL character, absurd nesting) is refused
+ * here with a 400, so one bad request can never fail a group commit shared with good ones.
+ */
+import { Problem, badRequest, type FieldError } from '../lib/problem.js';
+import type { NotificationBody } from '../marketplace/contract.js';
+
+const MAX_DEPTH = 64;
+const LIMITS = { id: 512, type: 128, href: 2048 } as const;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+export function parseNotification(raw: Buffer): NotificationBody {
+  let text: string;
+  try {
+    text = utf8.decode(raw);
+  } catch {
+    throw badRequest('The body is not valid UTF-8.');
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw badRequest('The body is not valid JSON.');
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw badRequest('The body must be a JSON object with string id, type and href.');
+  }
+  if (/\\u0000/i.test(text) && containsNul(body)) throw badRequest('The body contains a NUL character, which cannot be stored.');
+  if (tooDeep(body, MAX_DEPTH)) throw badRequest(`The body is nested deeper than ${MAX_DEPTH} levels.`);
+
+  const record = body as Record<string, unknown>;
+  const errors: FieldError[] = [];
+  for (const field of ['id', 'type', 'href'] as const) {
+    const value = record[field];
+    if (typeof value !== 'string' || value.length === 0) errors.push({ field, message: 'must be a non-empty string' });
+    else if (value.length > LIMITS[field]) errors.push({ field, message: `must be at most ${LIMITS[field]} characters` });
+  }
+  if (errors.length === 0 && !URL.canParse(record.href as string)) errors.push({ field: 'href', message: 'must be an absolute URL' });
+  if (errors.length > 0) throw badRequest('The notification is not valid.', errors);
+  return record as NotificationBody;
+}
+
+/**
+ * The worker sends the company's token to href, so href must be under the company's API base URL:
+ * same scheme, host and port, and a path inside the base path. Anything else is an attack (422).
+ */
+export function checkHrefScope(href: string, apiBaseUrl: URL, requireHttps: boolean): void {
+  const url = new URL(href);
+  const reasons: string[] = [];
+  if (requireHttps && url.protocol !== 'https:') reasons.push('must use https');
+  if (url.username || url.password) reasons.push('must not carry credentials');
+  if (url.protocol !== apiBaseUrl.protocol || url.host !== apiBaseUrl.host) reasons.push("must be on the company's API host");
+  const base = apiBaseUrl.pathname.replace(/\/+$/, '');
+  if (url.pathname !== base && !url.pathname.startsWith(`${base}/`)) reasons.push("must be under the company's API base path");
+  if (reasons.length > 0) {
+    throw new Problem(422, 'Unprocessable Content', `href ${reasons.join(', ')}.`, {
+      code: 'href_out_of_scope',
+      errors: [{ field: 'href', message: reasons.join(', ') }],
+    });
+  }
+}
+
+function tooDeep(root: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[root, 1]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (typeof value !== 'object' || value === null) continue;
+    if (depth > limit) return true;
+    for (const child of Object.values(value)) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+function containsNul(root: unknown): boolean {
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value === 'string' && value.includes('\u0000')) return true;
+    if (typeof value === 'object' && value !== null) {
+      for (const [key, child] of Object.entries(value)) {
+        if (key.includes('\u0000')) return true;
+        stack.push(child);
+      }
+    }
+  }
+  return false;
+}

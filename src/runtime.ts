@@ -1,0 +1,134 @@
+/**
+ * The composition root: config -> connections -> services -> roles. main.ts runs it for real; tests
+ * run the very same wiring against their own database and queue prefix.
+ */
+import type { Worker } from 'bullmq';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { buildApp } from './app.js';
+import type { Config } from './config.js';
+import { connectDatabase, type DbHandle } from './db/client.js';
+import { prepareDatabase } from './db/migrate.js';
+import { connectRedis, redisReady, withTimeout } from './lib/redis.js';
+import { MarketplaceClient } from './marketplace/client.js';
+import { webhookSettingsApi } from './marketplace/webhook-settings.js';
+import { createFetchQueue, FetchEnqueuer } from './processing/fetch-queue.js';
+import { createFetchWorker } from './processing/fetch-worker.js';
+import { builtInHandlers, type HandlerRegistry } from './processing/handlers/index.js';
+import { Relay } from './processing/relay.js';
+import { listenForWebhookChanges, WebhookDirectory } from './receiver/attribution.js';
+import { NotificationWriter } from './receiver/ingest.js';
+import { createCompaniesService } from './services/companies.service.js';
+import { createNotificationsService } from './services/notifications.service.js';
+import { createWebhooksService } from './services/webhooks.service.js';
+
+/** A producer never waits longer than this for Redis: the relay covers what it could not queue. */
+const ENQUEUE_TIMEOUT_MS = 1000;
+
+export interface Runtime {
+  /** The HTTP app (roles api and all); not listening yet. */
+  app?: FastifyInstance;
+  worker?: Worker;
+  api: DbHandle;
+  relay: Relay;
+  enqueuer: FetchEnqueuer;
+  close(): Promise<void>;
+}
+
+export async function startRuntime(config: Config, log: Logger, opts: { handlers?: HandlerRegistry } = {}): Promise<Runtime> {
+  await prepareDatabase(config.databaseUrl);
+  const runsApi = config.role !== 'worker';
+  const runsWorker = config.role !== 'api';
+
+  const api = connectDatabase(config.databaseUrl, { max: config.dbPoolSize, applicationName: `skyhook-${config.role}` });
+  const producer = connectRedis(config.redisUrl, 'producer', 'skyhook-producer');
+  await redisReady(producer).catch(() => log.warn('Redis is not reachable yet: notifications are stored and will be queued by the relay when it is back'));
+
+  const queue = createFetchQueue(producer, config.queuePrefix);
+  queue.on('error', () => {}); // reported through enqueue failures and /readyz
+  const enqueuer = new FetchEnqueuer(queue, api.pool, { attempts: config.fetch.attempts, timeoutMs: ENQUEUE_TIMEOUT_MS }, log);
+  const relay = new Relay(api.pool, enqueuer, { intervalMs: config.relayIntervalMs, graceMs: config.relayGraceMs }, log);
+
+  const closers: (() => Promise<unknown>)[] = [];
+  let app: FastifyInstance | undefined;
+  let worker: Worker | undefined;
+
+  if (runsApi) {
+    const directory = new WebhookDirectory(api.db, config.secretKey);
+    const listener = listenForWebhookChanges(config.databaseUrl, directory, (err) => log.debug({ err: String(err) }, 'webhook change listener reconnecting'));
+    const writer = new NotificationWriter(api.pool, (rows) => enqueuer.afterCommit(rows.filter((r) => r.status === 'received')));
+    const marketplace = new MarketplaceClient({ timeoutMs: config.marketplaceTimeoutMs });
+    const companies = createCompaniesService({ db: api.db, secretKey: config.secretKey, requireHttps: config.env === 'production' });
+    const webhooks = createWebhooksService({
+      db: api.db,
+      secretKey: config.secretKey,
+      publicBaseUrl: config.publicBaseUrl,
+      rotationGraceMs: config.rotationGraceMs,
+      companies,
+      settings: webhookSettingsApi(marketplace),
+      onChange: () => directory.invalidate(),
+    });
+    const notifications = createNotificationsService({ db: api.db, enqueuer });
+    app = await buildApp({
+      logger: log,
+      trustProxy: config.trustProxy,
+      pool: api.pool,
+      redis: producer,
+      receiver: {
+        directory,
+        writer,
+        redis: producer,
+        keyPrefix: config.queuePrefix,
+        publicBaseUrl: config.publicBaseUrl,
+        requireHttpsHrefs: config.requireHttpsHrefs,
+        oauthTimestampSkewS: config.oauthTimestampSkewS,
+      },
+      admin: { adminToken: config.adminToken, companies, webhooks, notifications },
+    });
+    closers.push(() => app!.close(), () => listener.stop());
+  }
+
+  if (runsWorker) {
+    const workerDb = connectDatabase(config.databaseUrl, { max: Math.min(config.fetch.concurrency + 2, 100), applicationName: 'skyhook-worker' });
+    const connection = connectRedis(config.redisUrl, 'worker', 'skyhook-worker');
+    worker = createFetchWorker({
+      db: workerDb.db,
+      connection,
+      prefix: config.queuePrefix,
+      secretKey: config.secretKey,
+      handlers: opts.handlers ?? builtInHandlers(),
+      log,
+      fetch: config.fetch,
+      requeue: (companyId, href) => enqueuer.enqueue([{ companyId, href }]),
+    });
+    worker.on('error', (err) => log.warn({ err: String(err) }, 'worker error'));
+    worker.on('failed', (job, err) => log.debug({ jobId: job?.id, err: err.message }, 'fetch attempt failed'));
+    // Running jobs finish (bounded); a job still running at the deadline returns to the queue as stalled.
+    closers.push(
+      () => withTimeout(worker!.close(), config.shutdownTimeoutMs, 'worker close').catch(() => worker!.close(true)),
+      async () => {
+        await workerDb.pool.end();
+        connection.disconnect();
+      },
+    );
+  }
+
+  relay.start();
+  closers.push(
+    () => relay.stop(),
+    () => queue.close().catch(() => {}),
+    async () => producer.disconnect(),
+    () => api.pool.end(),
+  );
+
+  return {
+    app,
+    worker,
+    api,
+    relay,
+    enqueuer,
+    async close() {
+      for (const close of closers) await close().catch((err) => log.warn({ err: String(err) }, 'error while closing'));
+    },
+  };
+}

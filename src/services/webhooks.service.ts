@@ -1,0 +1,195 @@
+/**
+ * Webhooks: Skyhook generates the credentials (clientIdentifier, clientSecret, endpoint key), creates
+ * and changes the setting on the marketplace with the company's token (SPEC §6), and keeps its row.
+ */
+import { and, asc, eq, sql } from 'drizzle-orm';
+import type { Database } from '../db/client.js';
+import { webhooks, type WebhookRow } from '../db/schema/index.js';
+import { encryptSecret, randomToken, sha256 } from '../lib/crypto.js';
+import { Problem, notFound } from '../lib/problem.js';
+import { MarketplaceError } from '../marketplace/client.js';
+import type { ClientAuthenticationType, EventType, WebhookSettingBody } from '../marketplace/contract.js';
+import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
+import { WEBHOOK_CHANGES_CHANNEL } from '../receiver/attribution.js';
+import type { CompaniesService } from './companies.service.js';
+
+export interface WebhookView {
+  id: string;
+  companyId: string;
+  remoteId: string;
+  targetURI: string;
+  clientIdentifier: string;
+  authType: ClientAuthenticationType;
+  eventTypes: string[];
+  displayName: string;
+  active: boolean;
+  previousSecretExpiresAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface WebhooksDeps {
+  db: Database;
+  secretKey: Buffer;
+  publicBaseUrl: string;
+  rotationGraceMs: number;
+  companies: CompaniesService;
+  settings: WebhookSettingsApi;
+  /** Called after every change so receivers drop cached credentials. */
+  onChange: () => void;
+}
+
+/** The targetURI a webhook is reached at: its own (`/hooks/<endpointKey>`) or the shared one. */
+export const targetUri = (publicBaseUrl: string, w: Pick<WebhookRow, 'endpointKey'> & { shared: boolean }) =>
+  w.shared ? `${publicBaseUrl}/hooks` : `${publicBaseUrl}/hooks/${w.endpointKey}`;
+
+export function createWebhooksService(deps: WebhooksDeps) {
+  const { db } = deps;
+
+  const view = (w: WebhookRow): WebhookView => ({
+    id: w.id,
+    companyId: w.companyId,
+    remoteId: w.remoteId,
+    targetURI: w.targetUri,
+    clientIdentifier: w.clientIdentifier,
+    authType: w.authType,
+    eventTypes: w.eventTypes,
+    displayName: w.displayName,
+    active: w.active,
+    previousSecretExpiresAt: w.previousSecretExpiresAt?.toISOString() ?? null,
+    createdAt: w.createdAt.toISOString(),
+    updatedAt: w.updatedAt.toISOString(),
+  });
+
+  /** Secret columns for a new secret: a BASIC secret is only compared (hash), an OAUTH one signs (encrypted). */
+  const secretColumns = (authType: ClientAuthenticationType, secret: string) =>
+    authType === 'BASIC' ? { secretSha256: sha256(secret), secretEncrypted: null } : { secretSha256: null, secretEncrypted: encryptSecret(deps.secretKey, secret) };
+
+  async function changed(): Promise<void> {
+    deps.onChange();
+    await db.execute(sql`SELECT pg_notify(${WEBHOOK_CHANGES_CHANNEL}, '')`);
+  }
+
+  async function getRow(companyId: string, webhookId: string): Promise<WebhookRow> {
+    const [row] = await db.select().from(webhooks).where(and(eq(webhooks.id, webhookId), eq(webhooks.companyId, companyId))).limit(1);
+    if (!row) throw notFound(`Webhook ${webhookId}`);
+    return row;
+  }
+
+  return {
+    async create(companyId: string, input: { eventTypes: EventType[]; authType: ClientAuthenticationType; displayName?: string; sharedTarget?: boolean }): Promise<WebhookView> {
+      const { row: company, conn } = await deps.companies.connection(companyId);
+      const endpointKey = randomToken(24);
+      const clientIdentifier = `skh_${randomToken(18)}`;
+      const clientSecret = randomToken(32);
+      const targetURI = targetUri(deps.publicBaseUrl, { endpointKey, shared: input.sharedTarget ?? false });
+      const body: WebhookSettingBody = {
+        targetURI,
+        displayName: input.displayName ?? `Skyhook (${company.name})`,
+        active: true,
+        clientIdentifier,
+        clientSecret,
+        clientAuthenticationType: input.authType,
+        eventTypes: input.eventTypes,
+      };
+      const setting = await marketplaceCall(() => deps.settings.create(conn, body));
+      try {
+        const [row] = await db
+          .insert(webhooks)
+          .values({
+            companyId,
+            remoteId: setting.id,
+            remoteVersion: setting.version ?? null,
+            endpointKey,
+            targetUri: targetURI,
+            clientIdentifier,
+            authType: input.authType,
+            ...secretColumns(input.authType, clientSecret),
+            eventTypes: input.eventTypes,
+            displayName: body.displayName,
+            active: true,
+          })
+          .returning();
+        await changed();
+        return view(row!);
+      } catch (err) {
+        // Do not leave a live setting on the marketplace that Skyhook cannot authenticate.
+        const { clientSecret: _omit, ...rest } = body;
+        await deps.settings.update(conn, setting.id, { ...rest, active: false }, company.settingsPathForm).catch(() => {});
+        throw err;
+      }
+    },
+
+    async list(companyId: string): Promise<WebhookView[]> {
+      await deps.companies.get(companyId);
+      const rows = await db.select().from(webhooks).where(eq(webhooks.companyId, companyId)).orderBy(asc(webhooks.createdAt));
+      return rows.map(view);
+    },
+
+    async get(companyId: string, webhookId: string): Promise<WebhookView> {
+      return view(await getRow(companyId, webhookId));
+    },
+
+    async update(
+      companyId: string,
+      webhookId: string,
+      patch: { active?: boolean; eventTypes?: EventType[]; displayName?: string; rotateSecret?: boolean },
+    ): Promise<WebhookView> {
+      const current = await getRow(companyId, webhookId);
+      const { row: company, conn } = await deps.companies.connection(companyId);
+      const newSecret = patch.rotateSecret ? randomToken(32) : undefined;
+      const body: WebhookSettingBody = {
+        targetURI: current.targetUri,
+        displayName: patch.displayName ?? current.displayName,
+        active: patch.active ?? current.active,
+        clientIdentifier: current.clientIdentifier,
+        ...(newSecret ? { clientSecret: newSecret } : {}),
+        clientAuthenticationType: current.authType,
+        eventTypes: (patch.eventTypes ?? current.eventTypes) as EventType[],
+      };
+      const result = await marketplaceCall(() => deps.settings.update(conn, current.remoteId, body, company.settingsPathForm));
+      if (result.pathForm !== company.settingsPathForm) await deps.companies.rememberSettingsPath(companyId, result.pathForm);
+
+      const rotation = newSecret
+        ? {
+            ...secretColumns(current.authType, newSecret),
+            // The previous secret stays valid for the grace period: no notification is refused during the switch.
+            previousSecretSha256: current.secretSha256,
+            previousSecretEncrypted: current.secretEncrypted,
+            previousSecretExpiresAt: new Date(Date.now() + deps.rotationGraceMs),
+          }
+        : {};
+      const [row] = await db
+        .update(webhooks)
+        .set({
+          displayName: body.displayName,
+          active: body.active,
+          eventTypes: body.eventTypes,
+          remoteVersion: result.setting.version ?? current.remoteVersion,
+          ...rotation,
+          updatedAt: new Date(),
+        })
+        .where(eq(webhooks.id, webhookId))
+        .returning();
+      await changed();
+      return view(row!);
+    },
+  };
+}
+
+/** Marketplace failures become 502 problems naming what the marketplace said. */
+async function marketplaceCall<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (err instanceof MarketplaceError) {
+      throw new Problem(502, 'Bad Gateway', `The marketplace refused the call: ${err.message}`, {
+        code: `marketplace_${err.kind}`,
+        errors: err.errors.map((e) => ({ field: e.field ?? 'marketplace', message: e.message })),
+      });
+    }
+    throw err;
+  }
+}
+
+export type WebhooksService = ReturnType<typeof createWebhooksService>;

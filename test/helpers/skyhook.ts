@@ -1,0 +1,89 @@
+/**
+ * Starts Skyhook for a test exactly as main.ts does (startRuntime), on a free port, against the
+ * test file's own database and queue prefix. Nothing is mocked: real PostgreSQL, real Redis.
+ */
+import { createServer } from 'node:net';
+import { pino } from 'pino';
+import { loadConfig, type Config } from '../../src/config.js';
+import { startRuntime, type Runtime } from '../../src/runtime.js';
+import type { HandlerRegistry } from '../../src/processing/handlers/index.js';
+import { REDIS_URL } from './database.js';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+export interface TestSkyhook {
+  url: string;
+  config: Config;
+  runtime: Runtime;
+  admin: (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
+  stop(): Promise<void>;
+}
+
+export async function startSkyhook(opts: {
+  databaseUrl: string;
+  queuePrefix: string;
+  env?: Record<string, string>;
+  role?: 'api' | 'worker' | 'all';
+  handlers?: HandlerRegistry;
+  port?: number;
+}): Promise<TestSkyhook> {
+  const port = opts.port ?? (await freePort());
+  const url = `http://127.0.0.1:${port}`;
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    DATABASE_URL: opts.databaseUrl,
+    REDIS_URL,
+    PORT: String(port),
+    PUBLIC_BASE_URL: url,
+    ADMIN_TOKEN,
+    QUEUE_PREFIX: opts.queuePrefix,
+    ROLE: opts.role ?? 'all',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    FETCH_BACKOFF_BASE_MS: '50',
+    FETCH_BACKOFF_MAX_MS: '500',
+    RELAY_INTERVAL_MS: '200',
+    RELAY_GRACE_MS: '500',
+    ...opts.env,
+  });
+  const log = pino({ level: config.logLevel });
+  const runtime = await startRuntime(config, log, { handlers: opts.handlers });
+  if (runtime.app) await runtime.app.listen({ port, host: '127.0.0.1' });
+
+  const admin = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${url}/admin${path}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  };
+  return { url, config, runtime, admin, stop: () => runtime.close() };
+}
+
+/** Polls `check` until it returns a truthy value or `timeoutMs` passes (then throws with `what`). */
+export async function eventually<T>(check: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+}
