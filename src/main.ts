@@ -1,16 +1,7 @@
 /** Entry: config -> runtime (roles chosen by ROLE) -> listen -> graceful shutdown on SIGTERM/SIGINT. */
-import { pino } from 'pino';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { createLogger } from './lib/logger.js';
 import { startRuntime } from './runtime.js';
-
-export function createLogger(config: Pick<Config, 'env' | 'logLevel'>) {
-  return pino({
-    level: config.logLevel,
-    base: { service: 'skyhook' },
-    redact: { paths: ['req.headers.authorization', 'headers.authorization', '*.apiToken', '*.clientSecret', '*.secret'], censor: '[redacted]' },
-    ...(config.env === 'development' && process.stdout.isTTY ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
-  });
-}
 
 async function main(): Promise<void> {
   let config: Config;

@@ -1,0 +1,15 @@
+import { pino, type Logger } from 'pino';
+import type { Config } from '../config.js';
+
+/** pino: JSON in production (and whenever output is not a terminal), readable in development. Secrets are redacted. */
+export function createLogger(config: Pick<Config, 'env' | 'logLevel'>): Logger {
+  return pino({
+    level: config.logLevel,
+    base: { service: 'skyhook' },
+    redact: {
+      paths: ['req.headers.authorization', 'headers.authorization', 'authorization', '*.apiToken', '*.clientSecret', '*.secret', '*.token'],
+      censor: '[redacted]',
+    },
+    ...(config.env === 'development' && process.stdout.isTTY ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
+  });
+}

@@ -1,0 +1,128 @@
+/**
+ * What the worker does with each answer of the marketplace to a resource GET (SPEC §5), driven by
+ * the simulator's scripted responses.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectDatabase } from '../../src/db/client.js';
+import { startScenario, type Scenario } from '../helpers/scenario.js';
+import { eventually } from '../helpers/skyhook.js';
+import { builtInHandlers } from '../../src/processing/handlers/index.js';
+import { storeSnapshot } from '../../src/processing/snapshots.js';
+
+let s: Scenario;
+let companyId: string;
+let currentToken: string;
+const apiBase = () => s.sim.apiBaseUrl;
+
+beforeAll(async () => {
+  s = await startScenario({ env: { FETCH_MIN_INTERVAL_MS: '0', FETCH_ATTEMPTS: '3', FETCH_BACKOFF_BASE_MS: '50', FETCH_BACKOFF_MAX_MS: '3000' } });
+  ({ companyId, token: currentToken } = await s.company('acme'));
+});
+afterAll(async () => s?.close());
+
+/** Scripts the answers for a new resource, fires one notification for it and waits until it is final. */
+async function notifyWith(resourceId: string, responses: { status: number; body?: unknown; headers?: Record<string, string> }[]) {
+  const href = `${apiBase()}/rfqs/${resourceId}`;
+  if (responses.length > 0) s.sim.programResource(href, responses);
+  await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId });
+  return eventually(async () => {
+    const { rows } = await s.sql.query('SELECT * FROM notifications WHERE href = $1', [href]);
+    return rows[0] && ['processed', 'failed'].includes(rows[0].status) ? { row: rows[0], href } : undefined;
+  }, `notification for ${resourceId} final`);
+}
+
+describe('fetch outcomes', () => {
+  it('2xx: stores the snapshot with its version and appends an event', async () => {
+    const { row, href } = await notifyWith('rfq-ok', []);
+    expect(row).toMatchObject({ status: 'processed', outcome: 'stored', attempts: 1, snapshot_version: 1, last_error: null });
+    const { rows: resources } = await s.sql.query('SELECT * FROM resources WHERE href = $1', [href]);
+    expect(resources[0]).toMatchObject({ company_id: companyId, type: 'rfqs', resource_id: 'rfq-ok', version: 1, gone: false });
+    expect(resources[0].body).toMatchObject({ id: 'rfq-ok', version: 1 });
+    const { rows: events } = await s.sql.query('SELECT * FROM events WHERE href = $1', [href]);
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ company_id: companyId, type: 'rfqs', resource_id: 'rfq-ok', snapshot_version: 1 });
+  });
+
+  it('5xx then 2xx: retried with backoff, then processed', async () => {
+    const { row, href } = await notifyWith('rfq-5xx', [{ status: 500 }, { status: 503 }]);
+    expect(row).toMatchObject({ status: 'processed', attempts: 3, outcome: 'stored' });
+    expect(s.fetchesOf(href).map((f) => f.status)).toEqual([500, 503, 200]);
+  });
+
+  it('429 with Retry-After: the next attempt waits that long', async () => {
+    const { row, href } = await notifyWith('rfq-429', [{ status: 429, headers: { 'retry-after': '1' } }]);
+    expect(row.status).toBe('processed');
+    const [throttled, ok] = s.fetchesOf(href).map((f) => Date.parse(f.at));
+    expect(ok! - throttled!).toBeGreaterThanOrEqual(950);
+  });
+
+  it('failures that never end: failed after the configured attempts, then replayable', async () => {
+    const { row, href } = await notifyWith('rfq-down', [{ status: 502 }, { status: 502 }, { status: 502 }]);
+    expect(row.status).toBe('failed');
+    expect(row.attempts).toBe(3);
+    expect(row.last_error).toMatch(/gave up after 3 attempts: marketplace answered 502/);
+
+    const replay = await s.skyhook.admin('POST', `/notifications/${row.id}/replay`);
+    expect(replay.status).toBe(200);
+    await eventually(async () => (await s.sql.query('SELECT status FROM notifications WHERE id = $1', [row.id])).rows[0].status === 'processed', 'replayed notification processed');
+    expect(s.fetchesOf(href)).toHaveLength(4);
+  });
+
+  it('404 and 410: processed with outcome gone', async () => {
+    const gone404 = await notifyWith('rfq-404', [{ status: 404 }]);
+    const gone410 = await notifyWith('rfq-410', [{ status: 410 }]);
+    expect(gone404.row).toMatchObject({ status: 'processed', outcome: 'gone' });
+    expect(gone410.row).toMatchObject({ status: 'processed', outcome: 'gone' });
+  });
+
+  it('2xx with meta.errors (soft error): failed with that error, not retried', async () => {
+    const { row, href } = await notifyWith('rfq-soft', [
+      { status: 200, body: { meta: { errors: [{ code: 'E42', message: 'resource is being rebuilt' }], warnings: [], infos: [] }, data: null } },
+    ]);
+    expect(row.status).toBe('failed');
+    expect(row.last_error).toContain('resource is being rebuilt');
+    expect(s.fetchesOf(href)).toHaveLength(1);
+  });
+
+  it('401/403: failed, the company paused with the reason shown, resumed by a new token', async () => {
+    const { row } = await notifyWith('rfq-401', [{ status: 401 }]);
+    expect(row.status).toBe('failed');
+    const company = await s.skyhook.admin('GET', `/companies/${companyId}`);
+    expect(company.body.connectionStatus).toBe('unauthorized');
+    expect(company.body.connectionError).toContain('401');
+
+    // While paused, a new notification is stored but not fetched.
+    const [n] = await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-after-401' });
+    const href = n!.notification.href;
+    await eventually(async () => (await s.sql.query('SELECT 1 FROM notifications WHERE href = $1', [href])).rowCount === 1, 'stored while paused');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(s.fetchesOf(href)).toHaveLength(0);
+
+    // Replacing the token (here: the same, now valid again) lifts the pause by itself.
+    const patched = await s.skyhook.admin('PATCH', `/companies/${companyId}`, { apiToken: currentToken });
+    expect(patched.status).toBe(200);
+    expect(patched.body.connectionStatus).toBe('ok');
+    await eventually(async () => (await s.sql.query('SELECT status FROM notifications WHERE href = $1', [href])).rows[0]?.status === 'processed', 'resumed', 15_000);
+  });
+
+  it('a snapshot is never replaced by an older fetch', async () => {
+    const handle = connectDatabase(s.db.url, { max: 2, applicationName: 'test' });
+    try {
+      const href = `${apiBase()}/rfqs/rfq-order`;
+      const { rows } = await s.sql.query(
+        `INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status)
+         SELECT company_id, id, 'rfq-order', 'rfqs', $1, '{}'::jsonb, 'basic', 'queued' FROM webhooks LIMIT 2 RETURNING id`,
+        [href],
+      );
+      const claim = (id: number) => ({ ids: [id], type: 'rfqs', resourceId: 'rfq-order' });
+      const newer = await storeSnapshot(handle.db, builtInHandlers(), { companyId, href, claimed: claim(rows[0].id), fetchStartedAt: new Date('2030-01-01T00:00:02Z'), resource: { v: 'newer' } });
+      const older = await storeSnapshot(handle.db, builtInHandlers(), { companyId, href, claimed: claim(rows[0].id), fetchStartedAt: new Date('2030-01-01T00:00:01Z'), resource: { v: 'older' } });
+      expect(newer).toBe(1);
+      expect(older).toBe(1); // covered by the newer copy
+      const stored = await s.sql.query('SELECT version, body FROM resources WHERE href = $1', [href]);
+      expect(stored.rows[0]).toMatchObject({ version: 1, body: { v: 'newer' } });
+    } finally {
+      await handle.pool.end();
+    }
+  });
+});
