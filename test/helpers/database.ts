@@ -6,7 +6,9 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
 export const SERVER_URL = process.env.TEST_DATABASE_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
-export const TEMPLATE_DATABASE = 'skyhook_test_template';
+/** Set by global-setup: one id per test run, so runs side by side never touch each other's databases. */
+export const runId = (): string => process.env.SKYHOOK_TEST_RUN ?? 'local';
+export const templateDatabase = (): string => `skyhook_tpl_${runId()}`;
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 async function withAdmin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
@@ -26,8 +28,8 @@ export interface TestDatabase {
 }
 
 export async function createTestDatabase(): Promise<TestDatabase> {
-  const name = `skyhook_t_${randomBytes(5).toString('hex')}`;
-  await withAdmin((c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DATABASE}`));
+  const name = `skyhook_t_${runId()}_${randomBytes(4).toString('hex')}`;
+  await withAdmin((c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${templateDatabase()}`));
   return {
     name,
     url: `${SERVER_URL}/${name}`,
@@ -37,6 +39,15 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 
 export const testQueuePrefix = (): string => `{skyhook-t-${randomBytes(5).toString('hex')}}`;
 
-export async function dropDatabase(name: string): Promise<void> {
-  await withAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+/** Drops the template and any database of this run a crashed test file left behind. */
+export async function dropRunDatabases(): Promise<void> {
+  await withAdmin(async (c) => {
+    const { rows } = await c.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname = $1 OR datname LIKE $2', [
+      templateDatabase(),
+      `skyhook\\_t\\_${runId()}\\_%`,
+    ]);
+    for (const r of rows) await c.query(`DROP DATABASE IF EXISTS ${r.datname} WITH (FORCE)`);
+  });
 }
+
+export { withAdmin };
