@@ -1,0 +1,209 @@
+/**
+ * `npm run demo`: the simulator and Skyhook together on localhost. Two demo companies (one BASIC
+ * webhook on its own targetURI, one OAUTH webhook on the shared targetURI), a burst of trip events,
+ * live progress, a summary table; then the demo's rows and queue keys are removed, so it runs again.
+ */
+import { createServer } from 'node:net';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { pino } from 'pino';
+import { loadConfig } from './config.js';
+import type { EventType } from './marketplace/contract.js';
+import { startRuntime, type Runtime } from './runtime.js';
+import { startSimulator, type Simulator } from './simulator/index.js';
+
+const DEMO_PREFIX = '{skyhook-demo}';
+const DEMO_NAME = 'Demo ·';
+const ADMIN_TOKEN = 'demo-admin-token-not-secret';
+
+interface DemoCompany {
+  simId: string;
+  name: string;
+  authType: 'BASIC' | 'OAUTH';
+  sharedTarget: boolean;
+  companyId?: string;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+export async function runDemo(opts: { events?: number; out?: NodeJS.WriteStream } = {}): Promise<{ fired: number; processed: number; failed: number }> {
+  const out = opts.out ?? process.stdout;
+  const say = (line = '') => out.write(`${line}\n`);
+  const events = opts.events ?? 600;
+  const port = await freePort();
+  const base = loadConfig({ ...process.env, NODE_ENV: 'development' });
+  const config = loadConfig({
+    ...process.env,
+    NODE_ENV: 'development',
+    PORT: String(port),
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+    ADMIN_TOKEN,
+    QUEUE_PREFIX: DEMO_PREFIX,
+    ROLE: 'all',
+    LOG_LEVEL: 'warn',
+    FETCH_MIN_INTERVAL_MS: process.env.FETCH_MIN_INTERVAL_MS ?? '300',
+  });
+  const companies: DemoCompany[] = [
+    { simId: 'demo-charter', name: `${DEMO_NAME} Charter Operator (BASIC, own targetURI)`, authType: 'BASIC', sharedTarget: false },
+    { simId: 'demo-broker', name: `${DEMO_NAME} Broker (OAUTH, shared targetURI)`, authType: 'OAUTH', sharedTarget: true },
+  ];
+
+  say(`Skyhook demo: database ${new URL(base.databaseUrl).pathname.slice(1)}, Redis ${config.redisUrl}`);
+  const sim: Simulator = await startSimulator({ companies: companies.map((c) => ({ id: c.simId, name: c.name, token: `demo-token-${c.simId}` })) });
+  say(`  marketplace simulator  ${sim.url}  (API base ${sim.apiBaseUrl})`);
+  let runtime: Runtime | undefined;
+  const sql = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
+  try {
+    await clearQueueKeys(config.redisUrl); // leftovers of an interrupted run, before any worker uses them
+    runtime = await startRuntime(config, pino({ level: 'warn' }));
+    await runtime.app!.listen({ port, host: '127.0.0.1' });
+    say(`  Skyhook (role all)     ${config.publicBaseUrl}`);
+    await deleteDemoCompanies(sql);
+
+    const admin = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${config.publicBaseUrl}/admin${path}`, {
+        method,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const json = (await res.json()) as Record<string, unknown>;
+      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+      return json;
+    };
+
+    say('\nSetting up through the admin API:');
+    for (const c of companies) {
+      const company = await admin('POST', '/companies', { name: c.name, apiBaseUrl: sim.apiBaseUrl, apiToken: `demo-token-${c.simId}` });
+      c.companyId = company.id as string;
+      const webhook = await admin('POST', `/companies/${c.companyId}/webhooks`, {
+        eventTypes: ['TripRequest', 'TripChatFromBuyer', 'ClientLeads', 'TripRequestSellerResponse'] satisfies EventType[],
+        authType: c.authType,
+        sharedTarget: c.sharedTarget,
+      });
+      say(`  ${c.name}\n      webhook ${webhook.remoteId} -> ${webhook.targetURI}`);
+    }
+
+    say(`\nFiring ${events} events per company (trip requests over 40 resources, chats over 20) ...`);
+    const started = Date.now();
+    const fired = new Map<string, number>();
+    for (const c of companies) {
+      const trips = await sim.fire({ companyId: c.simId, eventType: 'TripRequest', count: Math.round(events * 0.7), resources: 40 });
+      const chats = await sim.fire({ companyId: c.simId, eventType: 'TripChatFromBuyer', count: events - Math.round(events * 0.7), resources: 20 });
+      fired.set(c.companyId!, trips.length + chats.length);
+    }
+    const total = [...fired.values()].reduce((a, b) => a + b, 0);
+
+    const tty = out.isTTY === true;
+    let rows: Row[] = [];
+    for (let tick = 0; ; tick++) {
+      rows = await progress(sql);
+      const done = rows.reduce((a, r) => a + r.processed + r.failed + r.discarded, 0);
+      const line = companies
+        .map((c) => {
+          const r = rows.find((x) => x.companyId === c.companyId);
+          return `${c.simId}: received ${r?.received ?? 0}/${fired.get(c.companyId!)} processed ${r?.processed ?? 0} failed ${r?.failed ?? 0}`;
+        })
+        .join('   ');
+      if (tty) out.write(`\r  ${line}   `);
+      else if (tick % 4 === 0 || done >= total) say(`  ${line}`);
+      if (done >= total) break;
+      if (Date.now() - started > 120_000) throw new Error('the demo did not finish within 2 minutes');
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    if (tty) say();
+    const seconds = (Date.now() - started) / 1000;
+
+    const report = sim.report();
+    say('\nSummary');
+    const table = companies.map((c) => {
+      const r = rows.find((x) => x.companyId === c.companyId)!;
+      const fetches = report.fetches.filter((f) => f.ownerCompanyId === c.simId).length;
+      return {
+        company: c.simId,
+        auth: `${c.authType}${c.sharedTarget ? ' shared' : ' own'}`,
+        fired: fired.get(c.companyId!)!,
+        stored: r.received,
+        processed: r.processed,
+        failed: r.failed,
+        'resource GETs': fetches,
+        snapshots: r.snapshots,
+        'p50 ms': r.p50Ms,
+      };
+    });
+    printTable(say, table);
+    const processed = table.reduce((a, r) => a + r.processed, 0);
+    const failed = table.reduce((a, r) => a + r.failed, 0);
+    say(`\n${processed} of ${total} notifications processed in ${seconds.toFixed(1)} s; ${report.fetches.length} resource GETs (coalesced);`);
+    say(`delivered ${report.delivered}, retried ${report.retried}, given up ${report.gaveUp}; every GET used its owner's token: ${report.fetches.every((f) => f.tokenCompanyId === f.ownerCompanyId)}`);
+    return { fired: total, processed, failed };
+  } finally {
+    await runtime?.close();
+    await sim.stop();
+    await deleteDemoCompanies(sql).catch(() => {});
+    await clearQueueKeys(config.redisUrl).catch(() => {});
+    await sql.end();
+  }
+}
+
+interface Row {
+  companyId: string;
+  received: number;
+  processed: number;
+  failed: number;
+  discarded: number;
+  snapshots: number;
+  p50Ms: number | null;
+}
+
+async function progress(sql: pg.Pool): Promise<Row[]> {
+  const { rows } = await sql.query(`
+    SELECT c.id AS "companyId",
+           count(n.id)::int AS received,
+           count(n.id) FILTER (WHERE n.status = 'processed')::int AS processed,
+           count(n.id) FILTER (WHERE n.status = 'failed')::int AS failed,
+           count(n.id) FILTER (WHERE n.status = 'discarded')::int AS discarded,
+           (SELECT count(*)::int FROM resources r WHERE r.company_id = c.id) AS snapshots,
+           round(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM n.processed_at - n.received_at) * 1000)
+                 FILTER (WHERE n.status = 'processed'))::int AS "p50Ms"
+    FROM companies c LEFT JOIN notifications n ON n.company_id = c.id
+    WHERE c.name LIKE '${DEMO_NAME}%'
+    GROUP BY c.id`);
+  return rows as Row[];
+}
+
+/** The demo's companies go, and with them (cascade) their webhooks, notifications, snapshots and events. */
+async function deleteDemoCompanies(sql: pg.Pool): Promise<void> {
+  await sql.query(`DELETE FROM companies WHERE name LIKE '${DEMO_NAME}%'`);
+}
+
+async function clearQueueKeys(redisUrl: string): Promise<void> {
+  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${DEMO_PREFIX}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+function printTable(say: (line: string) => void, rows: Record<string, string | number | null>[]): void {
+  const headers = Object.keys(rows[0] ?? {});
+  const width = (h: string) => Math.max(h.length, ...rows.map((r) => String(r[h] ?? '-').length));
+  const line = (cells: string[]) => `  ${cells.map((c, i) => c.padEnd(width(headers[i]!))).join('  ')}`;
+  say(line(headers));
+  say(line(headers.map((h) => '-'.repeat(width(h)))));
+  for (const r of rows) say(line(headers.map((h) => String(r[h] ?? '-'))));
+}
