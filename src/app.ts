@@ -10,7 +10,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { adminRoutes, type AdminDeps } from './admin/routes.js';
 import { isDatabaseUnavailable } from './db/client.js';
-import { Problem } from './lib/problem.js';
+import { Problem, databaseUnavailable } from './lib/problem.js';
 import { receiverRoutes, type ReceiverDeps } from './receiver/routes.js';
 
 export interface AppDeps {
@@ -44,9 +44,7 @@ export function toProblem(err: FastifyError | Error): Problem {
   }
   const known = fe.code ? FASTIFY_ERRORS[fe.code] : undefined;
   if (known) return new Problem(known[0], TITLES[known[0]] ?? 'Error', known[1], { code: fe.code!.toLowerCase() });
-  if (isDatabaseUnavailable(err)) {
-    return new Problem(503, 'Service Unavailable', 'The database is unavailable; nothing was stored. Retry later.', { code: 'database_unavailable', headers: { 'retry-after': '5' } });
-  }
+  if (isDatabaseUnavailable(err)) return databaseUnavailable();
   if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) return new Problem(fe.statusCode, TITLES[fe.statusCode] ?? 'Error', fe.message);
   return new Problem(500, 'Internal Server Error', 'Something went wrong; it has been logged.', { code: 'internal' });
 }

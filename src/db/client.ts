@@ -29,11 +29,15 @@ export function connectDatabase(url: string, opts: { max: number; applicationNam
   return { pool, db: drizzle({ client: pool, schema }) };
 }
 
-/** SQLSTATEs (and socket errors) meaning "the database is unreachable", not "your data is wrong". */
-export function isDatabaseUnavailable(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  if (!e || typeof e !== 'object') return false;
+/**
+ * SQLSTATEs (and socket errors) meaning "the database is unreachable", not "your data is wrong".
+ * drizzle wraps driver errors (DrizzleQueryError), so the causes are looked at too.
+ */
+export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
+  const e = err as { code?: string; message?: string; cause?: unknown };
+  if (!e || typeof e !== 'object' || depth > 3) return false;
   if (e.code && /^(08|53|57P0[1-3])/.test(e.code)) return true;
   if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'].includes(e.code)) return true;
-  return /timeout|Connection terminated|connect/i.test(e.message ?? '');
+  if (/timeout exceeded when trying to connect|Connection terminated|connection timeout|Query read timeout/i.test(e.message ?? '')) return true;
+  return isDatabaseUnavailable(e.cause, depth + 1);
 }

@@ -17,6 +17,11 @@ export class Problem extends Error {
     super(detail ?? title);
   }
 
+  /** Fastify and its plugins read `statusCode` (e.g. @fastify/basic-auth keeps a status that is set). */
+  get statusCode(): number {
+    return this.status;
+  }
+
   body(instance?: string): Record<string, unknown> {
     return {
       type: 'about:blank',
@@ -33,3 +38,10 @@ export class Problem extends Error {
 export const badRequest = (detail: string, errors?: FieldError[]) =>
   new Problem(400, 'Bad Request', detail, { errors, code: 'invalid_input' });
 export const notFound = (what: string) => new Problem(404, 'Not Found', `${what} was not found`, { code: 'not_found' });
+
+/** Nothing was stored: the caller (the marketplace, for notifications) should retry. */
+export const databaseUnavailable = () =>
+  new Problem(503, 'Service Unavailable', 'The database is unavailable; nothing was stored. Retry later.', {
+    code: 'database_unavailable',
+    headers: { 'retry-after': '5' },
+  });

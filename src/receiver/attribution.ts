@@ -6,9 +6,10 @@
  */
 import { eq } from 'drizzle-orm';
 import pg from 'pg';
-import type { Database } from '../db/client.js';
+import { isDatabaseUnavailable, type Database } from '../db/client.js';
 import { companies, webhooks } from '../db/schema/index.js';
 import { decryptSecret } from '../lib/crypto.js';
+import { databaseUnavailable } from '../lib/problem.js';
 
 export const WEBHOOK_CHANGES_CHANNEL = 'skyhook_webhooks';
 
@@ -62,7 +63,14 @@ export class WebhookDirectory {
     const now = Date.now();
     const hit = this.cache.get(key);
     if (hit && hit.expiresAt > now) return hit.value;
-    const value = await load();
+    let value: WebhookCredentials | null;
+    try {
+      value = await load();
+    } catch (err) {
+      // Not a 401: the credentials may well be right, and the marketplace must retry.
+      if (isDatabaseUnavailable(err)) throw databaseUnavailable();
+      throw err;
+    }
     if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
     this.cache.set(key, { value, expiresAt: now + (value ? FOUND_TTL_MS : MISSING_TTL_MS) });
     return value;

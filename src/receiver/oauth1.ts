@@ -148,7 +148,7 @@ export function verifyOAuthHeader(
   const p = parsed.params;
   const method = p.oauth_signature_method as SignatureMethod | undefined;
   if (!p.oauth_signature || !p.oauth_nonce || !p.oauth_timestamp || !method) return { ok: false, reason: 'malformed' };
-  if (!(method in SIGNATURE_METHODS)) return { ok: false, reason: 'unsupported_signature_method' };
+  if (!Object.hasOwn(SIGNATURE_METHODS, method)) return { ok: false, reason: 'unsupported_signature_method' };
   if (p.oauth_version !== undefined && p.oauth_version !== '1.0') return { ok: false, reason: 'malformed' };
   if (p.oauth_token) return { ok: false, reason: 'token_not_expected' };
   if (!/^\d{1,12}$/.test(p.oauth_timestamp) || p.oauth_nonce.length > 256) return { ok: false, reason: 'malformed' };

@@ -26,6 +26,7 @@ export interface TestSkyhook {
   url: string;
   config: Config;
   runtime: Runtime;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read whatever the API answered
   admin: (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
   stop(): Promise<void>;
 }
