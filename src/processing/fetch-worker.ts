@@ -103,7 +103,18 @@ export async function processFetch(deps: FetchWorkerDeps, job: Job<FetchJobData>
 
   switch (result.kind) {
     case 'ok':
-      await storeSnapshot(db, deps.handlers, { companyId, href, claimed, fetchStartedAt, resource: result.resource });
+      try {
+        await storeSnapshot(db, deps.handlers, { companyId, href, claimed, fetchStartedAt, resource: result.resource });
+      } catch (err) {
+        // A handler (or the store) failed: the transaction rolled back, nothing is half-written.
+        const why = `storing the snapshot failed: ${err instanceof Error ? err.message : String(err)}`;
+        if (lastAttempt) {
+          await markFailed(db, claimed.ids, `gave up after ${job.attemptsMade + 1} attempts: ${why}`);
+          break;
+        }
+        await recordAttempt(db, claimed.ids, why);
+        throw err;
+      }
       break;
     case 'gone':
       await markGone(db, { companyId, href, ids: claimed.ids, fetchStartedAt });
