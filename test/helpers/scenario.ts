@@ -3,7 +3,7 @@
  * through Skyhook's admin API and webhooks registered on the simulator by Skyhook itself.
  */
 import pg from 'pg';
-import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.js';
+import { startSimulator, type FetchRecord, type Simulator, type SimulatorOptions } from '../../src/simulator/index.js';
 import type { EventType } from '../../src/marketplace/contract.js';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from './database.js';
 import { eventually, startSkyhook, type TestSkyhook } from './skyhook.js';
@@ -26,7 +26,7 @@ export interface Scenario {
   settled(count: number, timeoutMs?: number): Promise<void>;
   statusCounts(): Promise<Record<string, number>>;
   /** GETs the simulator recorded for href. */
-  fetchesOf(href: string): { at: string; status: number }[];
+  fetchesOf(href: string): FetchRecord[];
   close(): Promise<void>;
 }
 

@@ -1,0 +1,21 @@
+/** The marketplace API (under /api): every call needs a company's token; every answer is an envelope. */
+import type { FastifyError, FastifyPluginAsync } from 'fastify';
+import { envelope } from '../marketplace/contract.js';
+import { notFound } from './answers.js';
+import { authenticate } from './auth.js';
+import { resourceRoutes } from './resource-routes.js';
+import type { Simulation } from './simulation.js';
+import { webhookSettingsRoutes } from './webhook-routes.js';
+
+export const apiRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (api, { simulation }) => {
+  api.addHook('onRequest', authenticate(simulation.state));
+  api.setNotFoundHandler((_request, reply) => reply.code(404).send(notFound('route')));
+  // Fastify's own refusals (malformed JSON, wrong content type, body too large) in the envelope too.
+  api.setErrorHandler((error: FastifyError, _request, reply) => {
+    const status = error.statusCode ?? 500;
+    const message = status < 500 ? error.message : 'internal error';
+    return reply.code(status).send(envelope(null, [{ code: error.code ?? 'internal', message }]));
+  });
+  await api.register(webhookSettingsRoutes, { simulation });
+  await api.register(resourceRoutes, { simulation });
+};

@@ -1,0 +1,265 @@
+/** CLI: `simulator` runs the marketplace simulator; `simulator fire` fires events at a running one. */
+import { readFileSync } from 'node:fs';
+import { Command, InvalidArgumentError, Option, type CommanderError } from 'commander';
+import { z } from 'zod';
+import { EVENT_TYPES } from '../marketplace/contract.js';
+import { describeIssues, fetchFailureReason } from './errors.js';
+import { DEFAULT_HOST, startSimulator } from './server.js';
+import { companyAccount } from './state.js';
+import type { CompanyAccount, EmittedNotification, Faults, Simulator } from './types.js';
+
+const DEFAULT_PORT = 4010;
+const DEFAULT_URL = `http://127.0.0.1:${DEFAULT_PORT}`;
+const FIRE_TIMEOUT_MS = 60_000;
+/** Bad flags exit with 2 (usage error), as opposed to 1 for a failure while running. */
+const USAGE_EXIT_CODE = 2;
+
+interface StartFlags {
+  port: number;
+  host: string;
+  publicUrl?: string;
+  config?: CompanyAccount[];
+  company: CompanyAccount[];
+  timeScale?: number;
+  replyTimeout?: number;
+  concurrency?: number;
+  duplicateRate?: number;
+  lostAckRate?: number;
+  deliveryLatency?: number;
+  resourceLatency?: number;
+  resource5xxRate?: number;
+  resource429Rate?: number;
+  pluralPutMissing?: boolean;
+  verbose?: boolean;
+}
+
+interface FireFlags {
+  url: string;
+  company: string;
+  event: string;
+  count: number;
+  resources?: number;
+  resourceId?: string;
+  json?: boolean;
+}
+
+export function registerSimulatorCommands(program: Command): void {
+  const simulator = program
+    .command('simulator')
+    .description('the marketplace simulator: the marketplace API, webhook deliveries and resources, in memory')
+    // Set before the subcommands are added, so they inherit it.
+    .exitOverride(exitOnUsageError);
+
+  // The default subcommand, so `simulator --port 4010` starts it; a subcommand rather than the group's own
+  // action because `start --company <id:token>` and `fire --company <id>` must not share one option.
+  simulator
+    .command('start', { isDefault: true })
+    .description('start the simulator (the default: `simulator` alone starts it too)')
+    .option('--port <port>', 'port to listen on (0 = any free port)', parsePort, DEFAULT_PORT)
+    .option('--host <host>', 'address to listen on', DEFAULT_HOST)
+    .option(
+      '--public-url <url>',
+      'the origin others reach the simulator at, used in hrefs (e.g. http://simulator:4010)',
+      parseHttpUrl,
+    )
+    .option('--config <file>', 'JSON file {"companies": [{"id", "name", "token"}]}', parseConfigFile)
+    .option('--company <id:token>', 'a company and its API token (repeatable)', collectCompany, [])
+    .option('--time-scale <n>', 'compress time: 0.001 makes the 48 h give-up 172.8 s (default 1)', parsePositiveNumber)
+    .option('--reply-timeout <ms>', 'a slower delivery reply counts as undelivered (default 10000)', parsePositiveInteger)
+    .option('--concurrency <n>', 'parallel deliveries (default 64)', parsePositiveInteger)
+    .option('--duplicate-rate <share>', 'fault: share of deliveries sent twice', parseShare)
+    .option('--lost-ack-rate <share>', 'fault: share of 200 answers treated as lost', parseShare)
+    .option('--delivery-latency <ms>', 'fault: wait before each delivery', parseNonNegativeInteger)
+    .option('--resource-latency <ms>', 'fault: wait before each resource answer', parseNonNegativeInteger)
+    .option('--resource-5xx-rate <share>', 'fault: share of resource GETs answering 503', parseShare)
+    .option('--resource-429-rate <share>', 'fault: share of resource GETs answering 429', parseShare)
+    .option('--plural-put-missing', 'fault: PUT /webhooks/settings/{id} answers 404 (the singular path works)')
+    .option('--verbose', 'log every request')
+    .action(runSimulator);
+
+  simulator
+    .command('fire')
+    .description('fire events at a running simulator: each changes a resource and notifies the company webhooks')
+    .option('--url <url>', 'the simulator URL', parseHttpUrl, DEFAULT_URL)
+    .requiredOption('--company <id>', 'the company the events belong to')
+    .addOption(new Option('--event <type>', 'the event type').choices(EVENT_TYPES).makeOptionMandatory())
+    .option('--count <n>', 'number of events', parsePositiveInteger, 1)
+    .addOption(
+      new Option('--resources <n>', 'spread the events round-robin over this many new resources')
+        .argParser(parsePositiveInteger)
+        .conflicts('resourceId'),
+    )
+    .option('--resource-id <id>', 'change this resource with every event')
+    .option('--json', 'print the emitted notifications as JSON')
+    .action(fireEvents);
+}
+
+async function runSimulator(flags: StartFlags): Promise<void> {
+  const companies = [...(flags.config ?? []), ...flags.company];
+  let simulator: Simulator;
+  try {
+    simulator = await startSimulator({
+      port: flags.port,
+      host: flags.host,
+      publicUrl: flags.publicUrl,
+      companies,
+      timeScale: flags.timeScale,
+      replyTimeoutMs: flags.replyTimeout,
+      deliveryConcurrency: flags.concurrency,
+      faults: faultsFromFlags(flags),
+      logger: flags.verbose ?? false,
+    });
+  } catch (error) {
+    console.error(`simulator: cannot start: ${error instanceof Error ? error.message : String(error)}`);
+    process.exitCode = 1;
+    return;
+  }
+  console.log(`marketplace simulator listening at ${simulator.url}`);
+  console.log(`API base URL: ${simulator.apiBaseUrl}`);
+  console.log(
+    companies.length > 0
+      ? `companies: ${companies.map((company) => company.id).join(', ')}`
+      : 'no companies yet: add them with --company <id:token>, --config <file> or POST /_sim/companies',
+  );
+  stopOnSignals(simulator);
+}
+
+function faultsFromFlags(flags: StartFlags): Partial<Faults> {
+  return {
+    duplicateRate: flags.duplicateRate,
+    lostAckRate: flags.lostAckRate,
+    deliveryLatencyMs: flags.deliveryLatency,
+    resourceLatencyMs: flags.resourceLatency,
+    resource5xxRate: flags.resource5xxRate,
+    resource429Rate: flags.resource429Rate,
+    pluralPutMissing: flags.pluralPutMissing,
+  };
+}
+
+function stopOnSignals(simulator: Simulator): void {
+  const stop = async (signal: NodeJS.Signals): Promise<void> => {
+    console.log(`${signal}: stopping the simulator`);
+    await simulator.stop();
+    // Deliveries already on the wire would otherwise hold the process open until their reply timeout.
+    process.exit(0);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+async function fireEvents(flags: FireFlags): Promise<void> {
+  const request = {
+    companyId: flags.company,
+    eventType: flags.event,
+    count: flags.count,
+    resources: flags.resources,
+    resourceId: flags.resourceId,
+  };
+  let response: Response;
+  try {
+    response = await fetch(`${flags.url}/_sim/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(request),
+      signal: AbortSignal.timeout(FIRE_TIMEOUT_MS),
+    });
+  } catch (error) {
+    console.error(`simulator fire: cannot reach the simulator at ${flags.url}: ${fetchFailureReason(error)}`);
+    process.exitCode = 1;
+    return;
+  }
+  // Anything but the simulator's JSON (another server at that URL, say) reads as an empty answer.
+  const answer = (await response.json().catch(() => ({}))) as { notifications?: EmittedNotification[]; error?: string };
+  if (!response.ok || !answer.notifications) {
+    console.error(`simulator fire: the simulator refused: ${answer.error ?? `HTTP ${response.status}`}`);
+    // A refusal names a bad value (an unknown company, say): a usage error like a bad flag.
+    process.exitCode = response.status < 500 ? USAGE_EXIT_CODE : 1;
+    return;
+  }
+  console.log(flags.json ? JSON.stringify(answer.notifications, null, 2) : fireSummary(flags, answer.notifications));
+}
+
+function fireSummary(flags: FireFlags, notifications: EmittedNotification[]): string {
+  const resources = new Set(notifications.map(({ notification }) => notification.href)).size;
+  const webhooks = new Set(notifications.flatMap(({ webhookIds }) => webhookIds)).size;
+  const deliveries = notifications.reduce((sum, { webhookIds }) => sum + webhookIds.length, 0);
+  const fired =
+    `fired ${notifications.length} ${flags.event} event(s) for company ${flags.company} over ${resources} resource(s)`;
+  return webhooks > 0
+    ? `${fired}; ${deliveries} deliveries queued to ${webhooks} webhook(s)`
+    : `${fired}; no active webhook of ${flags.company} subscribes to ${flags.event}, so nothing was delivered`;
+}
+
+/** Commander exits with 1 on bad flags and 0 after --help; usage errors here exit with 2. */
+function exitOnUsageError(error: CommanderError): never {
+  process.exit(error.exitCode === 0 ? 0 : USAGE_EXIT_CODE);
+}
+
+/** Number(value), but NaN for blank text, which Number() would read as 0. */
+const numeric = (value: string): number => (value.trim() === '' ? Number.NaN : Number(value));
+
+function parsePort(value: string): number {
+  const port = numeric(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new InvalidArgumentError('must be a port number (0-65535)');
+  }
+  return port;
+}
+
+function parsePositiveInteger(value: string): number {
+  const number = numeric(value);
+  if (!Number.isInteger(number) || number < 1) throw new InvalidArgumentError('must be a positive integer');
+  return number;
+}
+
+function parseNonNegativeInteger(value: string): number {
+  const number = numeric(value);
+  if (!Number.isInteger(number) || number < 0) throw new InvalidArgumentError('must be a whole number of milliseconds');
+  return number;
+}
+
+function parsePositiveNumber(value: string): number {
+  const number = numeric(value);
+  if (!Number.isFinite(number) || number <= 0) throw new InvalidArgumentError('must be a positive number');
+  return number;
+}
+
+function parseShare(value: string): number {
+  const share = numeric(value);
+  if (!(share >= 0 && share <= 1)) throw new InvalidArgumentError('must be a share between 0 and 1');
+  return share;
+}
+
+function parseHttpUrl(value: string): string {
+  const url = URL.canParse(value) ? new URL(value) : undefined;
+  if (!url || !['http:', 'https:'].includes(url.protocol)) throw new InvalidArgumentError('must be an http(s) URL');
+  return url.origin;
+}
+
+function collectCompany(value: string, previous: CompanyAccount[]): CompanyAccount[] {
+  const separator = value.indexOf(':');
+  const id = value.slice(0, separator);
+  const token = value.slice(separator + 1);
+  if (separator < 1 || token === '') throw new InvalidArgumentError('must be <id>:<token>');
+  return [...previous, { id, token }];
+}
+
+const configFile = z.object({ companies: z.array(companyAccount) });
+
+function parseConfigFile(path: string): CompanyAccount[] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new InvalidArgumentError(`cannot read it: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new InvalidArgumentError('it is not JSON');
+  }
+  const config = configFile.safeParse(json);
+  if (!config.success) throw new InvalidArgumentError(describeIssues(config.error.issues));
+  return config.data.companies;
+}

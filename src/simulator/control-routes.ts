@@ -1,0 +1,32 @@
+/**
+ * The simulator's control surface (under /_sim), a local tool without authentication: fire events, add
+ * companies, set faults, script resource answers, read the report.
+ */
+import type { FastifyError, FastifyPluginAsync } from 'fastify';
+import { SimulatorInputError } from './errors.js';
+import type { Simulation } from './simulation.js';
+
+export const CONTROL_PREFIX = '/_sim';
+
+export const controlRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (control, { simulation }) => {
+  control.setErrorHandler((error: FastifyError, _request, reply) => {
+    const status = error instanceof SimulatorInputError ? 400 : (error.statusCode ?? 500);
+    return reply.code(status).send({ error: error.message });
+  });
+
+  control.post('/events', async (request) => ({ notifications: simulation.fire(request.body) }));
+
+  control.post('/companies', async (request, reply) => {
+    const { id, name } = simulation.addCompany(request.body);
+    return reply.code(201).send({ id, name });
+  });
+
+  control.put('/faults', async (request) => simulation.setFaults(request.body));
+
+  control.post('/resources/program', async (request, reply) => {
+    simulation.programResource(request.body);
+    return reply.code(204).send();
+  });
+
+  control.get('/report', async () => simulation.report());
+};

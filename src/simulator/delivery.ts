@@ -1,0 +1,204 @@
+/**
+ * Delivers notifications the way the marketplace does (seed §6): a signed JSON POST to the webhook's
+ * targetURI, consumed only by HTTP 200, retried with backoff until 48 hours after the first attempt.
+ */
+import type { NotificationBody } from '../marketplace/contract.js';
+import { Fifo } from './collections.js';
+import { fetchFailureReason } from './errors.js';
+import { happens } from './faults.js';
+import type { Ledger } from './ledger.js';
+import { deliveryAuthorization } from './sign.js';
+import type { MarketplaceState, StoredWebhookSetting } from './state.js';
+import type { NotificationRecord } from './types.js';
+
+const FIRST_BACKOFF_MS = 1_000;
+const MAX_BACKOFF_MS = 15 * 60_000;
+/** Seed §6.4 and §8: after 48 hours without consumption the marketplace stops trying. */
+const GIVE_UP_AFTER_MS = 48 * 3_600_000;
+
+export interface DeliveryQueueOptions {
+  state: MarketplaceState;
+  ledger: Ledger;
+  /** Scales the backoffs and the 48 h window (1 = real time). */
+  timeScale: number;
+  replyTimeoutMs: number;
+  concurrency: number;
+}
+
+interface Delivery {
+  record: NotificationRecord;
+  /** Serialised once: every attempt sends, and OAuth signs, these same bytes. */
+  rawBody: string;
+  firstAttemptAt?: number;
+  timer?: NodeJS.Timeout;
+  sending: boolean;
+}
+
+type AttemptOutcome = { consumed: true } | { consumed: false; error: string };
+
+export class DeliveryQueue {
+  /** Every delivery not yet settled: waiting for its time, waiting for a slot, or being sent. */
+  private readonly pending = new Set<Delivery>();
+  private readonly due = new Fifo<Delivery>();
+  private sendingCount = 0;
+  private idleWaiters: (() => void)[] = [];
+  private stopped = false;
+
+  constructor(private readonly options: DeliveryQueueOptions) {}
+
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
+  /** Queues one notification for one webhook. */
+  enqueue(webhookId: string, companyId: string, notification: NotificationBody): void {
+    const { id, href, type } = notification;
+    const record: NotificationRecord = { id, href, type, companyId, webhookId, attempts: 0, status: 'pending' };
+    const delivery: Delivery = { record, rawBody: JSON.stringify(notification), sending: false };
+    this.options.ledger.deliveryQueued(record);
+    this.pending.add(delivery);
+    this.scheduleAttempt(delivery, 0);
+  }
+
+  /**
+   * A deactivated webhook gets nothing more: its waiting deliveries are dropped now; one being sent right
+   * now is dropped when its attempt fails (if it succeeds, it was delivered).
+   */
+  dropWebhook(webhookId: string): void {
+    for (const delivery of this.pending) {
+      if (delivery.record.webhookId === webhookId && !delivery.sending) {
+        clearTimeout(delivery.timer);
+        this.settle(delivery, 'dropped');
+      }
+    }
+  }
+
+  idle(): Promise<void> {
+    if (this.pending.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Abandons every pending delivery; attempts already sent finish unobserved. */
+  stop(): void {
+    this.stopped = true;
+    for (const delivery of this.pending) clearTimeout(delivery.timer);
+    this.pending.clear();
+    this.wakeIdleWaiters();
+  }
+
+  private scheduleAttempt(delivery: Delivery, delayMs: number): void {
+    const waitMs = delayMs + this.options.state.faults.deliveryLatencyMs;
+    if (waitMs <= 0) this.makeDue(delivery);
+    else delivery.timer = setTimeout(() => this.makeDue(delivery), waitMs);
+  }
+
+  private makeDue(delivery: Delivery): void {
+    delivery.timer = undefined;
+    this.due.push(delivery);
+    this.startDueAttempts();
+  }
+
+  private startDueAttempts(): void {
+    while (!this.stopped && this.sendingCount < this.options.concurrency) {
+      const delivery = this.due.shift();
+      if (!delivery) return;
+      if (delivery.record.status !== 'pending') continue; // dropped while it waited for a slot
+      this.sendingCount++;
+      delivery.sending = true;
+      void this.attempt(delivery).finally(() => {
+        delivery.sending = false;
+        this.sendingCount--;
+        this.startDueAttempts();
+      });
+    }
+  }
+
+  private async attempt(delivery: Delivery): Promise<void> {
+    // The setting object is updated in place by PUT, so reading it after the await sees the current state.
+    const webhook = this.options.state.webhook(delivery.record.webhookId);
+    if (!webhook?.active) {
+      this.settle(delivery, 'dropped');
+      return;
+    }
+    const firstAttemptAt = (delivery.firstAttemptAt ??= Date.now());
+    delivery.record.attempts++;
+    const outcome = await this.post(webhook, delivery.rawBody);
+    if (this.stopped) return;
+    if (outcome.consumed && !this.ackLost()) {
+      await this.maybeSendDuplicate(webhook, delivery.rawBody);
+      if (!this.stopped) this.settle(delivery, 'delivered');
+      return;
+    }
+    delivery.record.lastError = outcome.consumed ? 'acknowledgement lost (fault)' : outcome.error;
+    if (!webhook.active) this.settle(delivery, 'dropped');
+    else this.retryLater(delivery, firstAttemptAt);
+  }
+
+  private ackLost(): boolean {
+    const lost = happens(this.options.state.faults.lostAckRate);
+    if (lost) this.options.ledger.counts.lostAcks++;
+    return lost;
+  }
+
+  /** The duplicate fault: the same body once more, freshly signed; its answer does not matter. */
+  private async maybeSendDuplicate(webhook: StoredWebhookSetting, rawBody: string): Promise<void> {
+    if (!happens(this.options.state.faults.duplicateRate)) return;
+    this.options.ledger.counts.duplicatesSent++;
+    await this.post(webhook, rawBody);
+  }
+
+  private retryLater(delivery: Delivery, firstAttemptAt: number): void {
+    const backoffMs = this.backoffMs(delivery.record.attempts);
+    const giveUpAt = firstAttemptAt + GIVE_UP_AFTER_MS * this.options.timeScale;
+    if (Date.now() + backoffMs > giveUpAt) {
+      this.settle(delivery, 'gave_up');
+      return;
+    }
+    this.options.ledger.counts.retried++;
+    this.scheduleAttempt(delivery, backoffMs);
+  }
+
+  /** 1 s doubling to 15 min (scaled), drawn from the upper half so the retries of a burst spread out. */
+  private backoffMs(attempts: number): number {
+    const ceilingMs = Math.min(FIRST_BACKOFF_MS * 2 ** (attempts - 1), MAX_BACKOFF_MS) * this.options.timeScale;
+    return ceilingMs * (0.5 + Math.random() / 2);
+  }
+
+  private async post(webhook: StoredWebhookSetting, rawBody: string): Promise<AttemptOutcome> {
+    const { replyTimeoutMs } = this.options;
+    try {
+      const response = await fetch(webhook.targetURI, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: deliveryAuthorization(webhook, webhook.targetURI, rawBody),
+        },
+        body: rawBody,
+        signal: AbortSignal.timeout(replyTimeoutMs),
+      });
+      // Read the (small) reply so the connection can be reused for the next delivery.
+      await response.arrayBuffer();
+      if (response.status === 200) return { consumed: true };
+      return { consumed: false, error: `answered HTTP ${response.status}` };
+    } catch (error) {
+      return { consumed: false, error: describeFailure(error, replyTimeoutMs) };
+    }
+  }
+
+  private settle(delivery: Delivery, status: 'delivered' | 'gave_up' | 'dropped'): void {
+    this.pending.delete(delivery);
+    this.options.ledger.deliverySettled(delivery.record, status);
+    if (this.pending.size === 0) this.wakeIdleWaiters();
+  }
+
+  private wakeIdleWaiters(): void {
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const wake of waiters) wake();
+  }
+}
+
+function describeFailure(error: unknown, replyTimeoutMs: number): string {
+  const timedOut = error instanceof Error && error.name === 'TimeoutError';
+  return timedOut ? `no reply within ${replyTimeoutMs} ms` : fetchFailureReason(error);
+}

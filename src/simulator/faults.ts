@@ -1,0 +1,36 @@
+/** The fault knobs: their defaults, their validation and the dice that decide each fault. */
+import { z } from 'zod';
+import type { Faults } from './types.js';
+
+export const NO_FAULTS: Faults = {
+  duplicateRate: 0,
+  lostAckRate: 0,
+  deliveryLatencyMs: 0,
+  resourceLatencyMs: 0,
+  resource5xxRate: 0,
+  resource429Rate: 0,
+  pluralPutMissing: false,
+};
+
+const share = z.number().min(0).max(1);
+const latencyMs = z.number().int().min(0).max(600_000);
+
+/** A partial update of the faults; unknown keys are refused so a misspelt knob is not silently ignored. */
+export const faultsPatch = z.strictObject({
+  duplicateRate: share.optional(),
+  lostAckRate: share.optional(),
+  deliveryLatencyMs: latencyMs.optional(),
+  resourceLatencyMs: latencyMs.optional(),
+  resource5xxRate: share.optional(),
+  resource429Rate: share.optional(),
+  pluralPutMissing: z.boolean().optional(),
+});
+
+/** Applies a partial update; a knob given as undefined (an absent CLI flag, say) keeps its value. */
+export function applyFaults(current: Faults, patch: Partial<Faults>): Faults {
+  const given = Object.entries(patch).filter(([, value]) => value !== undefined);
+  return { ...current, ...Object.fromEntries(given) };
+}
+
+/** True for about `rate` of the calls. */
+export const happens = (rate: number): boolean => rate > 0 && Math.random() < rate;

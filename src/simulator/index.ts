@@ -1,0 +1,18 @@
+/** The marketplace simulator: the service side of the marketplace API, in memory, for development and tests. */
+export { startSimulator } from './server.js';
+export { registerSimulatorCommands } from './command.js';
+export { SimulatorInputError } from './errors.js';
+export type {
+  CompanyAccount,
+  DeliveryStatus,
+  EmittedNotification,
+  Faults,
+  FetchRecord,
+  FireRequest,
+  NotificationRecord,
+  ResourceRecord,
+  ScriptedResponse,
+  Simulator,
+  SimulatorOptions,
+  SimulatorReport,
+} from './types.js';

@@ -1,0 +1,65 @@
+/** What the simulator did, kept so a test can compare what was sent with what Skyhook stored. */
+import { BoundedLog } from './collections.js';
+import type { DeliveryStatus, FetchRecord, NotificationRecord, ResourceRecord, SimulatorReport } from './types.js';
+
+type FinalStatus = Exclude<DeliveryStatus, 'pending'>;
+
+export class Ledger {
+  /** Event counts that have no final status of their own. */
+  readonly counts = { retried: 0, duplicatesSent: 0, lostAcks: 0 };
+  private readonly settled: Record<FinalStatus, number> = { delivered: 0, gave_up: 0, dropped: 0 };
+  private readonly perCompany = new Map<string, { fired: number; delivered: number }>();
+  private readonly notifications: BoundedLog<NotificationRecord>;
+  private readonly fetches: BoundedLog<FetchRecord>;
+
+  constructor(historyLimit: number) {
+    this.notifications = new BoundedLog(historyLimit);
+    this.fetches = new BoundedLog(historyLimit);
+  }
+
+  eventFired(companyId: string): void {
+    this.companyTally(companyId).fired++;
+  }
+
+  /** Records a new delivery; the record is updated in place as its attempts go on. */
+  deliveryQueued(record: NotificationRecord): void {
+    this.notifications.push(record);
+  }
+
+  deliverySettled(record: NotificationRecord, status: FinalStatus): void {
+    record.status = status;
+    this.settled[status]++;
+    if (status === 'delivered') this.companyTally(record.companyId).delivered++;
+  }
+
+  fetchServed(fetch: FetchRecord): void {
+    this.fetches.push(fetch);
+  }
+
+  report(pending: number, companyIds: string[], resources: ResourceRecord[]): SimulatorReport {
+    for (const companyId of companyIds) this.companyTally(companyId);
+    return {
+      delivered: this.settled.delivered,
+      retried: this.counts.retried,
+      gaveUp: this.settled.gave_up,
+      duplicatesSent: this.counts.duplicatesSent,
+      lostAcks: this.counts.lostAcks,
+      dropped: this.settled.dropped,
+      pending,
+      perCompany: Object.fromEntries([...this.perCompany].map(([id, tally]) => [id, { ...tally }])),
+      // Copies, so a caller holding the report does not see later attempts change it.
+      notifications: this.notifications.toArray().map((record) => ({ ...record })),
+      fetches: this.fetches.toArray(),
+      resources,
+    };
+  }
+
+  private companyTally(companyId: string): { fired: number; delivered: number } {
+    let tally = this.perCompany.get(companyId);
+    if (!tally) {
+      tally = { fired: 0, delivered: 0 };
+      this.perCompany.set(companyId, tally);
+    }
+    return tally;
+  }
+}

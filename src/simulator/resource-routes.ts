@@ -1,0 +1,80 @@
+/**
+ * Resources at the hrefs the simulator sends (seed §6.5). Only the owning company's token sees one; any
+ * other company gets the same 404 as for a missing resource. Faults and scripted answers come first.
+ */
+import { STATUS_CODES } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { envelope } from '../marketplace/contract.js';
+import { notFound } from './answers.js';
+import { callerOf } from './auth.js';
+import { happens } from './faults.js';
+import type { Simulation } from './simulation.js';
+import type { Company, Resource } from './state.js';
+import type { ScriptedResponse } from './types.js';
+
+const resourceView = (resource: Resource) => ({
+  id: resource.id,
+  type: resource.type,
+  version: resource.version,
+  updatedAt: resource.updatedAt.toISOString(),
+  ...resource.fields,
+});
+
+const pathOf = (url: string): string => {
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
+};
+
+/** A scripted answer; without a body, the envelope a real answer of that status would carry. */
+function sendScripted(reply: FastifyReply, scripted: ScriptedResponse, ownResource: Resource | undefined) {
+  const body =
+    scripted.body !== undefined
+      ? scripted.body
+      : scripted.status >= 400
+        ? envelope(null, [{ code: `http_${scripted.status}`, message: STATUS_CODES[scripted.status] ?? 'error' }])
+        : envelope(ownResource ? resourceView(ownResource) : null);
+  return reply.code(scripted.status).headers(scripted.headers ?? {}).send(body);
+}
+
+export const resourceRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (api, { simulation }) => {
+  const { state } = simulation;
+  const ownedBy = (path: string, company: Company): Resource | undefined => {
+    const resource = state.resourceAt(path);
+    return resource?.companyId === company.id ? resource : undefined;
+  };
+
+  // After the answer, so refused, faulted and scripted fetches are recorded with the status really sent.
+  api.addHook('onResponse', async (request, reply) => {
+    const path = pathOf(request.url);
+    simulation.ledger.fetchServed({
+      href: simulation.hrefOf(path),
+      ownerCompanyId: state.resourceAt(path)?.companyId ?? null,
+      tokenCompanyId: state.companyByAuthorization(request.headers.authorization)?.id ?? null,
+      status: reply.statusCode,
+      startedAt: new Date(Date.now() - reply.elapsedTime).toISOString(),
+      at: new Date().toISOString(),
+    });
+  });
+
+  api.get('/:type/:id', async (request, reply) => {
+    const path = pathOf(request.url);
+    const caller = callerOf(request);
+    const { faults } = state;
+    if (faults.resourceLatencyMs > 0) await sleep(faults.resourceLatencyMs);
+    const scripted = state.nextScriptedResponse(path);
+    if (scripted) return sendScripted(reply, scripted, ownedBy(path, caller));
+    if (happens(faults.resource5xxRate)) {
+      return reply.code(503).send(envelope(null, [{ code: 'unavailable', message: 'temporarily unavailable' }]));
+    }
+    if (happens(faults.resource429Rate)) {
+      return reply
+        .code(429)
+        .header('retry-after', '1')
+        .send(envelope(null, [{ code: 'rate_limited', message: 'too many requests' }]));
+    }
+    const resource = ownedBy(path, caller);
+    if (!resource) return reply.code(404).send(notFound('resource'));
+    return envelope(resourceView(resource));
+  });
+};

@@ -1,0 +1,34 @@
+/** The Authorization header the marketplace puts on each notification it delivers (seed §5.2). */
+import { createHash, createHmac } from 'node:crypto';
+import OAuth from 'oauth-1.0a';
+import type { ClientAuthenticationType } from '../marketplace/contract.js';
+
+export interface DeliveryCredentials {
+  clientAuthenticationType: ClientAuthenticationType;
+  clientIdentifier: string;
+  clientSecret: string;
+}
+
+/**
+ * Signs one delivery attempt. OAuth signs the exact `rawBody` string through `oauth_body_hash`, so the caller
+ * must send those very bytes; every call makes a fresh nonce and timestamp.
+ */
+export function deliveryAuthorization(
+  credentials: DeliveryCredentials,
+  targetURI: string,
+  rawBody: string,
+): string {
+  const { clientIdentifier, clientSecret } = credentials;
+  if (credentials.clientAuthenticationType === 'BASIC') {
+    return `Basic ${Buffer.from(`${clientIdentifier}:${clientSecret}`).toString('base64')}`;
+  }
+  const oauth = new OAuth({
+    consumer: { key: clientIdentifier, secret: clientSecret },
+    signature_method: 'HMAC-SHA1',
+    hash_function: (baseString, key) => createHmac('sha1', key).update(baseString).digest('base64'),
+    // The OAuth body-hash extension hashes the body itself: plain SHA-1, not an HMAC with the signing key.
+    body_hash_function: (body) => createHash('sha1').update(body).digest('base64'),
+  });
+  const signed = oauth.authorize({ url: targetURI, method: 'POST', data: rawBody, includeBodyHash: true });
+  return oauth.toHeader(signed).Authorization;
+}

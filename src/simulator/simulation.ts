@@ -1,0 +1,152 @@
+/**
+ * The simulated marketplace behind both doors: the HTTP routes and the in-process `Simulator` object call the
+ * same operations here, so "same as POST /_sim/events" holds by construction. Control input is validated
+ * here and refused with a SimulatorInputError.
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import {
+  EVENT_TYPES,
+  NOTIFICATION_TYPE_BY_EVENT,
+  type EventType,
+  type NotificationBody,
+} from '../marketplace/contract.js';
+import { DeliveryQueue } from './delivery.js';
+import { parseInput, SimulatorInputError } from './errors.js';
+import { applyFaults, faultsPatch } from './faults.js';
+import { Ledger } from './ledger.js';
+import { API_PREFIX, companyAccount, MarketplaceState, type Company } from './state.js';
+import type { EmittedNotification, Faults, SimulatorReport } from './types.js';
+
+/** Bounds one fire call (and the size of its answer); a longer burst is several calls. */
+const MAX_EVENTS_PER_FIRE = 100_000;
+
+const fireRequest = z
+  .object({
+    companyId: z.string().min(1),
+    eventType: z.enum(EVENT_TYPES),
+    count: z.number().int().min(1).max(MAX_EVENTS_PER_FIRE).default(1),
+    resourceId: z.string().min(1).max(200).optional(),
+    resources: z.number().int().min(1).max(MAX_EVENTS_PER_FIRE).optional(),
+    extra: z.record(z.string(), z.unknown()).optional(),
+  })
+  .refine((request) => request.resourceId === undefined || request.resources === undefined, {
+    message: 'give resourceId or resources, not both',
+    path: ['resources'],
+  });
+
+const resourceProgram = z.object({
+  href: z.url(),
+  responses: z
+    .array(
+      z.object({
+        status: z.number().int().min(200).max(599),
+        body: z.unknown().optional(),
+        headers: z.record(z.string(), z.string()).optional(),
+      }),
+    )
+    .min(1),
+});
+
+export interface SimulationSettings {
+  faults: Faults;
+  timeScale: number;
+  replyTimeoutMs: number;
+  deliveryConcurrency: number;
+  historyLimit: number;
+}
+
+export class Simulation {
+  readonly state: MarketplaceState;
+  readonly ledger: Ledger;
+  readonly deliveries: DeliveryQueue;
+  /** The simulator's public origin; known once it listens, before any event can be fired. */
+  origin = '';
+
+  constructor(settings: SimulationSettings) {
+    this.state = new MarketplaceState(settings.faults, settings.historyLimit);
+    this.ledger = new Ledger(settings.historyLimit);
+    this.deliveries = new DeliveryQueue({
+      state: this.state,
+      ledger: this.ledger,
+      timeScale: settings.timeScale,
+      replyTimeoutMs: settings.replyTimeoutMs,
+      concurrency: settings.deliveryConcurrency,
+    });
+  }
+
+  get apiBaseUrl(): string {
+    return `${this.origin}${API_PREFIX}`;
+  }
+
+  /** The absolute href of a path on the simulator. */
+  hrefOf(path: string): string {
+    return `${this.origin}${path}`;
+  }
+
+  addCompany(input: unknown): Company {
+    return this.state.addCompany(parseInput(companyAccount, input));
+  }
+
+  /** Fires `count` events of one type for one company; each changes a resource and notifies its webhooks. */
+  fire(input: unknown): EmittedNotification[] {
+    const request = parseInput(fireRequest, input);
+    if (!this.state.hasCompany(request.companyId)) {
+      throw new SimulatorInputError(`companyId: unknown company "${request.companyId}"`);
+    }
+    return resourceIdsToChange(request).map((resourceId) =>
+      this.emit(request.companyId, request.eventType, resourceId, request.extra),
+    );
+  }
+
+  /** Records a change to a company's resource and queues its notification for the subscribed webhooks. */
+  emit(
+    companyId: string,
+    eventType: EventType,
+    resourceId: string,
+    extra?: Record<string, unknown>,
+  ): EmittedNotification {
+    const type = NOTIFICATION_TYPE_BY_EVENT[eventType];
+    const resource = this.state.changeResource(companyId, type, resourceId, { lastEventType: eventType });
+    const notification: NotificationBody = { id: resource.id, href: this.hrefOf(resource.path), type, ...extra };
+    this.ledger.eventFired(companyId);
+    const webhookIds = this.state.subscribers(companyId, eventType).map((setting) => setting.id);
+    for (const webhookId of webhookIds) this.deliveries.enqueue(webhookId, companyId, notification);
+    return { companyId, eventType, notification, webhookIds };
+  }
+
+  /** Changes some fault knobs and answers all of them. */
+  setFaults(input: unknown): Faults {
+    this.state.faults = applyFaults(this.state.faults, parseInput(faultsPatch, input));
+    return this.state.faults;
+  }
+
+  /** Queues scripted answers `{href, responses}` for the next GETs of that href. */
+  programResource(input: unknown): void {
+    const { href, responses } = parseInput(resourceProgram, input);
+    this.state.program(new URL(href).pathname, responses);
+  }
+
+  report(): SimulatorReport {
+    const resources = this.state.resourceList().map(({ companyId, path, type, id, version }) => ({
+      companyId,
+      href: this.hrefOf(path),
+      type,
+      id,
+      version,
+    }));
+    return this.ledger.report(this.deliveries.pendingCount, this.state.companyIds(), resources);
+  }
+}
+
+/** Which resource each event changes: the given one, round-robin over a few new ones, or a new one each. */
+function resourceIdsToChange(request: z.infer<typeof fireRequest>): string[] {
+  const { count, resourceId, resources } = request;
+  if (resourceId !== undefined) return new Array<string>(count).fill(resourceId);
+  const distinct = Array.from({ length: Math.min(resources ?? count, count) }, () => randomUUID());
+  const ids: string[] = [];
+  while (ids.length < count) {
+    for (const id of distinct.slice(0, count - ids.length)) ids.push(id);
+  }
+  return ids;
+}

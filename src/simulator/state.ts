@@ -1,0 +1,157 @@
+/** The marketplace's memory: companies and their tokens, webhook settings, resources and scripted answers. */
+import { z } from 'zod';
+import {
+  authorizationHeader,
+  type EventType,
+  type WebhookSetting,
+} from '../marketplace/contract.js';
+import { SimulatorInputError } from './errors.js';
+import type { CompanyAccount, Faults, ScriptedResponse } from './types.js';
+
+/** Where the marketplace API lives on the simulator; the rest of the origin is the simulator's URL. */
+export const API_PREFIX = '/api';
+
+export const companyAccount = z.object({
+  id: z.string().min(1).max(200),
+  name: z.string().min(1).max(200).optional(),
+  token: z.string().min(1).max(500),
+});
+
+export interface Company {
+  id: string;
+  name: string;
+  token: string;
+}
+
+/** A webhook setting as the marketplace keeps it: what it answers, plus its owner and its secret. */
+export interface StoredWebhookSetting extends WebhookSetting {
+  companyId: string;
+  clientSecret: string;
+}
+
+export interface Resource {
+  companyId: string;
+  type: string;
+  id: string;
+  /** The href without its origin, e.g. `/api/rfqs/<id>`: GETs find the resource by it. */
+  path: string;
+  version: number;
+  updatedAt: Date;
+  fields: Record<string, unknown>;
+}
+
+export const resourcePath = (type: string, id: string): string =>
+  `${API_PREFIX}/${encodeURIComponent(type)}/${encodeURIComponent(id)}`;
+
+export class MarketplaceState {
+  private readonly companies = new Map<string, Company>();
+  /** Keyed by the whole Authorization header value, so the token scheme stays the contract's decision. */
+  private readonly companiesByAuthorization = new Map<string, Company>();
+  private readonly webhooks = new Map<string, StoredWebhookSetting>();
+  /** Keyed by path, in creation order, so the oldest can be forgotten first. */
+  private readonly resources = new Map<string, Resource>();
+  private readonly scripts = new Map<string, ScriptedResponse[]>();
+
+  constructor(
+    public faults: Faults,
+    private readonly resourceLimit: number,
+  ) {}
+
+  /** Adds a company, or replaces the name and token of a known one. */
+  addCompany(account: CompanyAccount): Company {
+    const authorization = authorizationHeader(account.token);
+    const holder = this.companiesByAuthorization.get(authorization);
+    if (holder && holder.id !== account.id) {
+      throw new SimulatorInputError(`token: already the token of company "${holder.id}"`);
+    }
+    const previous = this.companies.get(account.id);
+    if (previous) this.companiesByAuthorization.delete(authorizationHeader(previous.token));
+    const company = { id: account.id, name: account.name ?? account.id, token: account.token };
+    this.companies.set(company.id, company);
+    this.companiesByAuthorization.set(authorization, company);
+    return company;
+  }
+
+  hasCompany(companyId: string): boolean {
+    return this.companies.has(companyId);
+  }
+
+  companyIds(): string[] {
+    return [...this.companies.keys()];
+  }
+
+  companyByAuthorization(header: string | undefined): Company | undefined {
+    return header === undefined ? undefined : this.companiesByAuthorization.get(header);
+  }
+
+  webhook(webhookId: string): StoredWebhookSetting | undefined {
+    return this.webhooks.get(webhookId);
+  }
+
+  addWebhook(setting: StoredWebhookSetting): void {
+    this.webhooks.set(setting.id, setting);
+  }
+
+  webhooksOf(companyId: string): StoredWebhookSetting[] {
+    return [...this.webhooks.values()].filter((setting) => setting.companyId === companyId);
+  }
+
+  /** The webhooks a company's event is delivered to: active and subscribed to it. */
+  subscribers(companyId: string, eventType: EventType): StoredWebhookSetting[] {
+    return this.webhooksOf(companyId).filter(
+      (setting) => setting.active && setting.eventTypes.includes(eventType),
+    );
+  }
+
+  /** clientIdentifier is unique across the whole marketplace, not just per company. */
+  clientIdentifierTaken(clientIdentifier: string, exceptWebhookId?: string): boolean {
+    for (const setting of this.webhooks.values()) {
+      if (setting.clientIdentifier === clientIdentifier && setting.id !== exceptWebhookId) return true;
+    }
+    return false;
+  }
+
+  resourceAt(path: string): Resource | undefined {
+    return this.resources.get(path);
+  }
+
+  resourceList(): Resource[] {
+    return [...this.resources.values()];
+  }
+
+  /** Creates the resource for its company, or records a change to it (a new version). */
+  changeResource(companyId: string, type: string, id: string, fields: Record<string, unknown>): Resource {
+    const path = resourcePath(type, id);
+    const existing = this.resources.get(path);
+    if (existing && existing.companyId !== companyId) {
+      throw new SimulatorInputError(`resourceId: ${type}/${id} belongs to another company`);
+    }
+    if (existing) {
+      Object.assign(existing, { version: existing.version + 1, updatedAt: new Date(), fields });
+      return existing;
+    }
+    const resource = { companyId, type, id, path, version: 1, updatedAt: new Date(), fields };
+    this.resources.set(path, resource);
+    this.forgetOldestResources();
+    return resource;
+  }
+
+  /** Queues scripted answers for the next GETs of a path, after any already queued. */
+  program(path: string, responses: ScriptedResponse[]): void {
+    this.scripts.set(path, [...(this.scripts.get(path) ?? []), ...responses]);
+  }
+
+  nextScriptedResponse(path: string): ScriptedResponse | undefined {
+    const queue = this.scripts.get(path);
+    const next = queue?.shift();
+    if (queue?.length === 0) this.scripts.delete(path);
+    return next;
+  }
+
+  private forgetOldestResources(): void {
+    for (const path of this.resources.keys()) {
+      if (this.resources.size <= this.resourceLimit) return;
+      this.resources.delete(path);
+    }
+  }
+}

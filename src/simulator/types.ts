@@ -1,0 +1,151 @@
+/** The public shapes of the marketplace simulator: its options, its control inputs and its report. */
+import type { EventType, NotificationBody } from '../marketplace/contract.js';
+
+/** A marketplace company account and the API token its connection uses. */
+export interface CompanyAccount {
+  id: string;
+  name?: string;
+  token: string;
+}
+
+/** Fault knobs, so tests can see how Skyhook copes with an imperfect marketplace. Rates are shares in [0, 1]. */
+export interface Faults {
+  /** Share of deliveries sent twice. */
+  duplicateRate: number;
+  /** Share of 200 answers treated as lost (retried anyway). */
+  lostAckRate: number;
+  /** Added before each delivery attempt. */
+  deliveryLatencyMs: number;
+  /** Added before each resource GET answer. */
+  resourceLatencyMs: number;
+  /** Share of resource GETs answering 503. */
+  resource5xxRate: number;
+  /** Share of resource GETs answering 429 with `Retry-After: 1`. */
+  resource429Rate: number;
+  /** The plural PUT /webhooks/settings/{id} answers 404 (to test Skyhook's singular fallback). */
+  pluralPutMissing: boolean;
+}
+
+export interface SimulatorOptions {
+  /** 0 = a random free port. Default 0. */
+  port?: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /**
+   * The origin other processes reach the simulator at (e.g. `http://simulator:4010` in docker compose);
+   * hrefs and the API base URL use it. Default: the listening address.
+   */
+  publicUrl?: string;
+  companies?: CompanyAccount[];
+  /** 1 = real time; 0.001 compresses the 48 h give-up to 172.8 s and the backoffs likewise. */
+  timeScale?: number;
+  /** Default 10 000; a reply slower than this counts as undelivered. */
+  replyTimeoutMs?: number;
+  /** Default 64 parallel deliveries. */
+  deliveryConcurrency?: number;
+  faults?: Partial<Faults>;
+  /** How many notifications, fetches and resources the report keeps (the newest). Default 100 000. */
+  historyLimit?: number;
+  /** Log every request (pino). Default false. */
+  logger?: boolean;
+}
+
+/** Fire events on demand (POST /_sim/events). */
+export interface FireRequest {
+  companyId: string;
+  eventType: EventType;
+  /** Number of events. Default 1. */
+  count?: number;
+  /** Every event changes this resource (created on first use). */
+  resourceId?: string;
+  /** The events go round-robin over this many new resources. Default: a new resource per event. */
+  resources?: number;
+  /** Extra notification properties; they are spread last, so tests can also override `type` or `href`. */
+  extra?: Record<string, unknown>;
+}
+
+/** One fired event: the notification body and the webhooks it was queued for. */
+export interface EmittedNotification {
+  companyId: string;
+  eventType: EventType;
+  notification: NotificationBody;
+  webhookIds: string[];
+}
+
+/** A scripted answer for the next GET of a resource href. */
+export interface ScriptedResponse {
+  status: number;
+  /** Default: an envelope (with an error for status >= 400, else the resource or null). */
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export type DeliveryStatus = 'delivered' | 'pending' | 'gave_up' | 'dropped';
+
+/** One notification on its way to one webhook. */
+export interface NotificationRecord {
+  id: string;
+  href: string;
+  type: string;
+  companyId: string;
+  webhookId: string;
+  attempts: number;
+  status: DeliveryStatus;
+  /** Why the last attempt did not count as consumed. */
+  lastError?: string;
+}
+
+/** One resource GET, recorded to prove that no company's token reached another company's data. */
+export interface FetchRecord {
+  href: string;
+  /** null when no such resource exists. */
+  ownerCompanyId: string | null;
+  /** null for an unknown token. */
+  tokenCompanyId: string | null;
+  status: number;
+  /** When the GET arrived. */
+  startedAt: string;
+  /** When it was answered. */
+  at: string;
+}
+
+export interface ResourceRecord {
+  companyId: string;
+  href: string;
+  type: string;
+  id: string;
+  version: number;
+}
+
+export interface SimulatorReport {
+  delivered: number;
+  retried: number;
+  gaveUp: number;
+  duplicatesSent: number;
+  lostAcks: number;
+  dropped: number;
+  pending: number;
+  perCompany: Record<string, { fired: number; delivered: number }>;
+  notifications: NotificationRecord[];
+  fetches: FetchRecord[];
+  resources: ResourceRecord[];
+}
+
+export interface Simulator {
+  /** e.g. http://127.0.0.1:4010 */
+  url: string;
+  /** `${url}/api`: the base URL companies use. */
+  apiBaseUrl: string;
+  addCompany(company: CompanyAccount): void;
+  /** Same as POST /_sim/events. */
+  fire(request: FireRequest): Promise<EmittedNotification[]>;
+  setFaults(faults: Partial<Faults>): void;
+  /** Same as POST /_sim/resources/program. */
+  programResource(href: string, responses: ScriptedResponse[]): void;
+  /** Same as GET /_sim/report. */
+  report(): SimulatorReport;
+  /** Resolves when no delivery is pending or in flight. */
+  idle(): Promise<void>;
+  /** Stops timers and the server; pending deliveries are abandoned. */
+  stop(): Promise<void>;
+}

@@ -1,0 +1,112 @@
+/**
+ * The coalescing rules of SPEC §5 (C1–C5), each against real Redis/BullMQ, real PostgreSQL and the
+ * simulator: the simulator's log of resource GETs is the witness of how many fetches ran, and when.
+ */
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fetchKey } from '../../src/processing/fetch-queue.js';
+import { REDIS_URL } from '../helpers/database.js';
+import { startScenario, type Scenario } from '../helpers/scenario.js';
+import { eventually } from '../helpers/skyhook.js';
+
+let scenario: Scenario | undefined;
+afterEach(async () => {
+  await scenario?.close();
+  scenario = undefined;
+});
+
+const finalSnapshotVersion = async (s: Scenario, href: string) => {
+  const { rows } = await s.sql.query<{ body: { version: number } }>('SELECT body FROM resources WHERE href = $1', [href]);
+  return rows[0]?.body.version;
+};
+
+describe('coalescing of fetches per (company, href)', () => {
+  it('C1: notifications that arrive while the fetch waits add no fetch', async () => {
+    // No worker yet: every notification is stored and queued, and waits.
+    scenario = await startScenario({ role: 'api', env: { FETCH_MIN_INTERVAL_MS: '0' } });
+    const { companyId } = await scenario.company('acme');
+    const [first] = await scenario.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-c1', count: 20 });
+    const href = first!.notification.href;
+    await eventually(async () => (await scenario!.statusCounts()).queued === 20, '20 queued notifications');
+
+    await scenario.addSkyhook({ role: 'worker' });
+    await scenario.settled(20);
+    expect(scenario.fetchesOf(href)).toHaveLength(1);
+    expect(await scenario.statusCounts()).toEqual({ processed: 20 });
+    expect(await finalSnapshotVersion(scenario, href)).toBe(20);
+    expect(companyId).toBeTruthy();
+  });
+
+  it('C2: a notification arriving while the fetch runs causes exactly one more fetch afterwards', async () => {
+    // The interval (500 ms) is shorter than the GET (700 ms): it never delays the follow-up here, and it
+    // keeps the slot key visible while the GET runs.
+    scenario = await startScenario({ env: { FETCH_MIN_INTERVAL_MS: '500' }, sim: { faults: { resourceLatencyMs: 700 } } });
+    const { companyId } = await scenario.company('acme');
+    const [first] = await scenario.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-c2' });
+    const href = first!.notification.href;
+    // The worker reserves the key's fetch slot right before its GET: once it exists, the GET is under way.
+    const redis = new Redis(REDIS_URL);
+    try {
+      await eventually(async () => (await redis.exists(`${scenario!.prefix}:fetch-slot:${fetchKey(companyId, href)}`)) === 1, 'fetch under way');
+    } finally {
+      redis.disconnect();
+    }
+    // The resource changes three times while the slow GET runs (it may have read the old version).
+    await scenario.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-c2', count: 3 });
+    await scenario.settled(4);
+
+    expect(scenario.fetchesOf(href)).toHaveLength(2);
+    expect(await finalSnapshotVersion(scenario, href)).toBe(4); // no lost update
+    const { rows } = await scenario.sql.query<{ snapshot_version: number }>('SELECT snapshot_version FROM notifications ORDER BY id');
+    expect(rows.map((r) => r.snapshot_version)).toEqual([1, 2, 2, 2]);
+  });
+
+  it('C3: at most one fetch per (company, href) runs at a time across workers', async () => {
+    scenario = await startScenario({ role: 'api', env: { FETCH_MIN_INTERVAL_MS: '0', WORKER_CONCURRENCY: '8' }, sim: { faults: { resourceLatencyMs: 150 } } });
+    await scenario.company('acme');
+    await scenario.addSkyhook({ role: 'worker' });
+    await scenario.addSkyhook({ role: 'worker' });
+    let href = '';
+    for (let wave = 0; wave < 6; wave++) {
+      const [n] = await scenario.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-c3', count: 5 });
+      href = n!.notification.href;
+      await new Promise((r) => setTimeout(r, 60));
+    }
+    await scenario.settled(30);
+    const fetches = scenario.fetchesOf(href).map((f) => ({ start: Date.parse(f.startedAt), end: Date.parse(f.at) }));
+    expect(fetches.length).toBeGreaterThanOrEqual(2);
+    fetches.sort((a, b) => a.start - b.start);
+    for (let i = 1; i < fetches.length; i++) expect(fetches[i]!.start).toBeGreaterThanOrEqual(fetches[i - 1]!.end);
+    expect(await finalSnapshotVersion(scenario, href)).toBe(30);
+  });
+
+  it('C4: every notification ends processed, covered by a fetch that started after it was received', async () => {
+    scenario = await startScenario({ env: { FETCH_MIN_INTERVAL_MS: '100' }, sim: { faults: { resourceLatencyMs: 20 } } });
+    await scenario.company('acme');
+    const fired = [];
+    for (let i = 0; i < 5; i++) {
+      fired.push(...(await scenario.sim.fire({ companyId: 'acme', eventType: 'TripRequest', count: 20, resources: 4 })));
+      await new Promise((r) => setTimeout(r, 40));
+    }
+    await scenario.settled(fired.length);
+    expect(await scenario.statusCounts()).toEqual({ processed: fired.length });
+    // Every stored snapshot is the resource's final version: a processed notification was never
+    // covered by a fetch that read the resource before the change it announced.
+    for (const r of scenario.sim.report().resources) {
+      expect(await finalSnapshotVersion(scenario, r.href)).toBe(r.version);
+    }
+  });
+
+  it('C5: a burst costs one fetch at its start and one after it, FETCH_MIN_INTERVAL_MS apart', async () => {
+    scenario = await startScenario({ env: { FETCH_MIN_INTERVAL_MS: '1000' } });
+    await scenario.company('acme');
+    const firedAt = Date.now();
+    const [n] = await scenario.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-c5', count: 50 });
+    await scenario.settled(50);
+    const starts = scenario.fetchesOf(n!.notification.href).map((f) => Date.parse(f.startedAt)).sort();
+    expect(starts).toHaveLength(2);
+    expect(starts[0]! - firedAt).toBeLessThan(800); // the quiet resource's first fetch starts at once
+    expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(990);
+    expect(await finalSnapshotVersion(scenario, n!.notification.href)).toBe(50);
+  });
+});

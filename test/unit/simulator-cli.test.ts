@@ -1,0 +1,64 @@
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+
+const MAIN = 'src/simulator/main.ts';
+const cwd = new URL('../..', import.meta.url).pathname;
+
+/** Runs the standalone simulator CLI and answers its exit code and output. */
+function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', MAIN, ...args], { cwd }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number(error.code) : 0, stdout, stderr });
+    });
+  });
+}
+
+describe('simulator CLI', () => {
+  let sim: Simulator;
+  beforeAll(async () => {
+    sim = await startSimulator({ companies: [{ id: 'acme', token: 'acme-token' }] });
+  });
+  afterAll(() => sim.stop());
+
+  it('fire posts events to a running simulator and prints a summary', async () => {
+    const fired = await cli('simulator', 'fire', '--url', sim.url, '--company', 'acme', '--event', 'TripRequest', '--count', '3', '--resources', '2');
+    expect(fired).toMatchObject({ code: 0, stderr: '' });
+    expect(fired.stdout).toContain('fired 3 TripRequest event(s) for company acme over 2 resource(s)');
+    expect(sim.report().perCompany.acme?.fired).toBe(3);
+
+    const json = await cli('simulator', 'fire', '--url', sim.url, '--company', 'acme', '--event', 'ClientLeads', '--json');
+    expect(JSON.parse(json.stdout)).toEqual([expect.objectContaining({ companyId: 'acme', eventType: 'ClientLeads' })]);
+  });
+
+  it.each([
+    [['--count', 'abc', '--company', 'acme', '--event', 'TripRequest'], '--count'],
+    [['--company', 'acme', '--event', 'TripExploded'], '--event'],
+    [['--company', 'acme'], '--event'],
+  ])('a bad flag exits with 2 and one message naming it (%j)', async (args, flag) => {
+    const result = await cli('simulator', 'fire', '--url', sim.url, ...args);
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr.trim().split('\n')).toEqual([expect.stringContaining(flag)]);
+  });
+
+  it('an unknown company is refused with exit code 2', async () => {
+    const result = await cli('simulator', 'fire', '--url', sim.url, '--company', 'initech', '--event', 'TripRequest');
+    expect(result).toMatchObject({ code: 2, stdout: '' });
+    expect(result.stderr).toContain('unknown company "initech"');
+  });
+
+  it('starts on the given port, prints its URLs and stops cleanly on SIGTERM', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'simulator', '--port', '0', '--company', 'acme:acme-token'], { cwd });
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    while (!stdout.includes('API base URL')) await once(child.stdout, 'data');
+    const apiBaseUrl = /API base URL: (\S+)/.exec(stdout)?.[1] ?? '';
+    const answer = await fetch(`${apiBaseUrl}/webhooks/settings`, { headers: { authorization: 'Bearer acme-token' } });
+    expect(answer.status).toBe(200);
+    child.kill('SIGTERM');
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(0);
+  });
+});
