@@ -3,11 +3,14 @@
  * tests inject requests; main.ts decides whether and where to listen.
  */
 import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { Queue } from 'bullmq';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { queueDashboard } from './admin/dashboard.js';
 import { adminRoutes, type AdminDeps } from './admin/routes.js';
 import { isDatabaseUnavailable } from './db/client.js';
 import { Problem, databaseUnavailable } from './lib/problem.js';
@@ -20,6 +23,8 @@ export interface AppDeps {
   redis: Redis;
   receiver: ReceiverDeps;
   admin: AdminDeps;
+  /** Shown on the dashboard. */
+  queues: Queue[];
 }
 
 /** Fastify's own errors, as problems (everything else a route throws is a Problem or a 500). */
@@ -79,6 +84,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     transform: jsonSchemaTransform,
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // Public on purpose: the API's shape only, no data and no secret.
+  await app.register(swaggerUi, { routePrefix: '/docs' });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
@@ -91,5 +98,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register((scope) => receiverRoutes(scope, deps.receiver));
   await app.register((scope) => adminRoutes(scope, deps.admin), { prefix: '/admin' });
+  await app.register((scope) => queueDashboard(scope, { adminToken: deps.admin.adminToken, queues: deps.queues }));
   return app;
 }

@@ -19,7 +19,9 @@ import { Relay } from './processing/relay.js';
 import { listenForWebhookChanges, WebhookDirectory } from './receiver/attribution.js';
 import { NotificationWriter } from './receiver/ingest.js';
 import { createCompaniesService } from './services/companies.service.js';
+import { createLeadsService } from './services/leads.service.js';
 import { createNotificationsService } from './services/notifications.service.js';
+import { createQuotesService } from './services/quotes.service.js';
 import { createWebhooksService } from './services/webhooks.service.js';
 
 /** A producer never waits longer than this for Redis: the relay covers what it could not queue. */
@@ -69,6 +71,8 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
       onChange: () => directory.invalidate(),
     });
     const notifications = createNotificationsService({ db: api.db, enqueuer });
+    const leads = createLeadsService({ db: api.db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs });
+    const quotes = createQuotesService({ db: api.db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs });
     app = await buildApp({
       logger: log,
       trustProxy: config.trustProxy,
@@ -83,7 +87,8 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
         requireHttpsHrefs: config.requireHttpsHrefs,
         oauthTimestampSkewS: config.oauthTimestampSkewS,
       },
-      admin: { adminToken: config.adminToken, companies, webhooks, notifications },
+      admin: { adminToken: config.adminToken, companies, webhooks, notifications, leads, quotes },
+      queues: [queue],
     });
     closers.push(() => app!.close(), () => listener.stop());
   }

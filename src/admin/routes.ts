@@ -4,12 +4,14 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { constantTimeEqual, sha256 } from '../lib/crypto.js';
-import { Problem } from '../lib/problem.js';
+import { z } from 'zod';
 import type { EventType } from '../marketplace/contract.js';
 import type { CompaniesService } from '../services/companies.service.js';
+import type { LeadsService } from '../services/leads.service.js';
+import type { QuotesService } from '../services/quotes.service.js';
 import type { NotificationsService } from '../services/notifications.service.js';
 import type { WebhooksService } from '../services/webhooks.service.js';
+import { adminTokenCheck } from './auth.js';
 import * as s from './schemas.js';
 
 export interface AdminDeps {
@@ -17,24 +19,15 @@ export interface AdminDeps {
   companies: CompaniesService;
   webhooks: WebhooksService;
   notifications: NotificationsService;
+  leads: LeadsService;
+  quotes: QuotesService;
 }
 
 const errors = { 400: s.problemSchema, 401: s.problemSchema, 404: s.problemSchema };
 
 export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Promise<void> {
   const app = parent.withTypeProvider<ZodTypeProvider>();
-  const expected = sha256(deps.adminToken);
-
-  app.addHook('onRequest', async (req) => {
-    const header = req.headers.authorization ?? '';
-    const token = /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim() ?? '';
-    if (!constantTimeEqual(sha256(token), expected)) {
-      throw new Problem(401, 'Unauthorized', 'The admin API needs Authorization: Bearer <ADMIN_TOKEN>.', {
-        code: 'unauthorized',
-        headers: { 'www-authenticate': 'Bearer realm="skyhook-admin"' },
-      });
-    }
-  });
+  app.addHook('onRequest', adminTokenCheck(deps.adminToken, { allowBasic: false }));
 
   const tags = (t: string) => ({ tags: [t], security: [{ adminToken: [] }] });
 
@@ -74,6 +67,34 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
     async (req) => deps.webhooks.update(req.params.companyId, req.params.webhookId, { ...req.body, eventTypes: req.body.eventTypes as EventType[] | undefined }),
   );
 
+  app.post(
+    '/companies/:companyId/leads',
+    { schema: { ...tags('leads'), params: s.companyIdParams, body: s.createLeadBody, response: { 200: s.leadSchema, 201: s.leadSchema, ...errors, 409: s.problemSchema, 502: s.problemSchema } } },
+    async (req, reply) => {
+      const { lead, created } = await deps.leads.create(req.params.companyId, req.body);
+      return reply.code(created ? 201 : 200).send(lead);
+    },
+  );
+  app.get(
+    '/companies/:companyId/leads',
+    { schema: { ...tags('leads'), params: s.companyIdParams, querystring: s.listQuery, response: { 200: s.page(s.leadSchema), ...errors } } },
+    async (req) => deps.leads.list(req.params.companyId, req.query),
+  );
+
+  app.post(
+    '/companies/:companyId/quotes',
+    { schema: { ...tags('quotes'), params: s.companyIdParams, body: s.createQuoteBody, response: { 200: s.quoteSchema, 201: s.quoteSchema, ...errors, 409: s.problemSchema, 502: s.problemSchema } } },
+    async (req, reply) => {
+      const { quote, created } = await deps.quotes.submit(req.params.companyId, req.body);
+      return reply.code(created ? 201 : 200).send(quote);
+    },
+  );
+  app.get(
+    '/companies/:companyId/quotes',
+    { schema: { ...tags('quotes'), params: s.companyIdParams, querystring: s.quotesQuery, response: { 200: s.page(s.quoteSchema), ...errors } } },
+    async (req) => deps.quotes.list(req.params.companyId, req.query),
+  );
+
   app.get('/notifications', { schema: { ...tags('notifications'), querystring: s.notificationsQuery, response: { 200: s.page(s.notificationSchema), ...errors } } }, async (req) =>
     deps.notifications.list(req.query),
   );
@@ -84,6 +105,12 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
     '/notifications/:id/replay',
     { schema: { ...tags('notifications'), params: s.notificationParams, response: { 200: s.notificationSchema, ...errors, 409: s.problemSchema } } },
     async (req) => deps.notifications.replay(req.params.id),
+  );
+
+  app.post(
+    '/notifications/replay',
+    { schema: { ...tags('notifications'), body: s.replayBody, response: { 200: z.object({ replayed: z.number() }), ...errors } } },
+    async (req) => deps.notifications.replayMatching(req.body),
   );
 
   app.get('/resources', { schema: { ...tags('resources'), querystring: s.resourcesQuery, response: { 200: s.page(s.resourceSchema), ...errors } } }, async (req) =>

@@ -1,6 +1,9 @@
 /** Admin API schemas: written once, used for validation, types and the OpenAPI document. */
 import { z } from 'zod';
 import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES } from '../marketplace/contract.js';
+import { quoteSubmissionSchema } from '../marketplace/quotes.js';
+
+export { clientLeadSchema as createLeadBody } from '../marketplace/leads.js';
 
 export const problemSchema = z
   .object({
@@ -106,3 +109,49 @@ export const resourceSchema = z.object({
 });
 
 export const page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), nextCursor: z.string().nullable() });
+
+export const replayBody = z.strictObject({
+  companyId: z.uuid().optional(),
+  /** Default: the failed ones. */
+  status: z.enum(['received', 'queued', 'processed', 'failed']).default('failed'),
+  type: z.string().max(128).optional(),
+  limit: z.number().int().min(1).max(10_000).default(1000),
+});
+
+export const leadSchema = z.object({
+  id: z.string(),
+  companyId: z.string(),
+  clientIdentifier: z.string(),
+  kind: z.string(),
+  remoteId: z.string().nullable(),
+  status: z.enum(['sending', 'created']),
+  request: z.unknown(),
+  response: z.unknown(),
+  resourceHref: z.string().nullable(),
+  snapshotVersion: z.number().nullable(),
+  createdAt: z.string(),
+});
+
+export const createQuoteBody = z.strictObject({
+  requestId: z.string().trim().min(1).max(200).describe('a lift id (reply to that requested lift) or an RFQ id (an additional quote)'),
+  actAsAccount: z.string().trim().min(1).max(200).optional().describe('user login sent as X-Service-ActAsAccount'),
+  allowPriceMismatch: z.boolean().optional(),
+  submission: quoteSubmissionSchema,
+});
+
+export const quoteSchema = z.object({
+  id: z.string(),
+  companyId: z.string(),
+  requestId: z.string(),
+  sellerUniqueQuoteIdentifier: z.string(),
+  actAsAccount: z.string().nullable(),
+  status: z.enum(['sending', 'created']),
+  tripMessageId: z.string().nullable(),
+  sellerQuoteId: z.string().nullable(),
+  liftId: z.string().nullable(),
+  resourceHref: z.string().nullable(),
+  snapshotVersion: z.number().nullable(),
+  createdAt: z.string(),
+});
+
+export const quotesQuery = z.object({ liftId: z.string().max(200).optional(), limit, cursor: z.string().max(100).optional() });

@@ -1,5 +1,5 @@
 /** Stored notifications and fetched resources, as the admin surfaces show them; replay. */
-import { and, asc, desc, eq, inArray, lt, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, lt, ne, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { notifications, resources, type NotificationRow, type NotificationStatus, type ResourceRow } from '../db/schema/index.js';
 import { Problem, badRequest, notFound } from '../lib/problem.js';
@@ -129,6 +129,19 @@ export function createNotificationsService(deps: { db: Database; enqueuer: Fetch
       if (row.status === 'discarded') throw new Problem(409, 'Conflict', 'A discarded notification (its webhook was deactivated) cannot be replayed.', { code: 'not_replayable' });
       await requeue([row]);
       return this.get(id);
+    },
+
+    /** Replays every notification matching the filter (at most `limit`, oldest first); `discarded` ones never. */
+    async replayMatching(filter: NotificationFilter & { limit: number }): Promise<{ replayed: number }> {
+      const conditions = [...filterSql(filter), ne(notifications.status, 'discarded')];
+      const rows = await db
+        .select({ id: notifications.id, companyId: notifications.companyId, href: notifications.href })
+        .from(notifications)
+        .where(and(...conditions))
+        .orderBy(asc(notifications.id))
+        .limit(filter.limit);
+      for (let i = 0; i < rows.length; i += 1000) await requeue(rows.slice(i, i + 1000));
+      return { replayed: rows.length };
     },
 
     async listResources(filter: { companyId?: string; type?: string; limit: number; cursor?: string }): Promise<{ items: ResourceView[]; nextCursor: string | null }> {

@@ -6,12 +6,12 @@ import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { webhooks, type WebhookRow } from '../db/schema/index.js';
 import { encryptSecret, randomToken, sha256 } from '../lib/crypto.js';
-import { Problem, notFound } from '../lib/problem.js';
-import { MarketplaceError } from '../marketplace/client.js';
+import { notFound } from '../lib/problem.js';
 import type { ClientAuthenticationType, EventType, WebhookSettingBody } from '../marketplace/contract.js';
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
 import { WEBHOOK_CHANGES_CHANNEL } from '../receiver/attribution.js';
 import type { CompaniesService } from './companies.service.js';
+import { marketplaceCall } from './marketplace-call.js';
 
 export interface WebhookView {
   id: string;
@@ -175,21 +175,6 @@ export function createWebhooksService(deps: WebhooksDeps) {
       return view(row!);
     },
   };
-}
-
-/** Marketplace failures become 502 problems naming what the marketplace said. */
-async function marketplaceCall<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (err) {
-    if (err instanceof MarketplaceError) {
-      throw new Problem(502, 'Bad Gateway', `The marketplace refused the call: ${err.message}`, {
-        code: `marketplace_${err.kind}`,
-        errors: err.errors.map((e) => ({ field: e.field ?? 'marketplace', message: e.message })),
-      });
-    }
-    throw err;
-  }
 }
 
 export type WebhooksService = ReturnType<typeof createWebhooksService>;

@@ -1,0 +1,36 @@
+import { index, integer, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { companies } from './companies.js';
+import { outboundStatus } from './leads.js';
+
+/** Quotes Skyhook submitted to buyers for a company; idempotent by sellerUniqueQuoteIdentifier. */
+export const quotes = pgTable(
+  'quotes',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    companyId: uuid('company_id')
+      .notNull()
+      .references(() => companies.id, { onDelete: 'cascade' }),
+    sellerUniqueQuoteIdentifier: text('seller_unique_quote_identifier').notNull(),
+    /** The lift id or RFQ id the quote answers (seed §4.2). */
+    requestId: text('request_id').notNull(),
+    actAsAccount: text('act_as_account'),
+    status: outboundStatus('status').notNull().default('sending'),
+    submission: jsonb('submission').notNull(),
+    /** Stored with the sent message, the quote and the booked activity (seed §4.2). */
+    tripMessageId: text('trip_message_id'),
+    sellerQuoteId: text('seller_quote_id'),
+    liftId: text('lift_id'),
+    response: jsonb('response'),
+    resourceHref: text('resource_href'),
+    snapshotVersion: integer('snapshot_version'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('quotes_company_seller_quote_key').on(t.companyId, t.sellerUniqueQuoteIdentifier),
+    index('quotes_lift_idx').on(t.companyId, t.liftId),
+    index('quotes_trip_message_idx').on(t.companyId, t.tripMessageId),
+  ],
+);
+
+export type QuoteRow = typeof quotes.$inferSelect;

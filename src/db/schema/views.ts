@@ -1,0 +1,59 @@
+/**
+ * Views for the usual admin questions, so they read well in psql (README: "Admin queries").
+ */
+import { sql } from 'drizzle-orm';
+import { bigint, integer, numeric, pgView, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+
+/** Per company: notifications not yet final, and the age of the oldest. */
+export const backlogView = pgView('backlog', {
+  companyId: uuid('company_id'),
+  company: text('company'),
+  pending: bigint('pending', { mode: 'number' }),
+  oldestPendingAt: timestamp('oldest_pending_at', { withTimezone: true }),
+  oldestPendingAgeS: integer('oldest_pending_age_s'),
+}).as(
+  sql`SELECT c.id AS company_id, c.name AS company,
+             count(n.id) AS pending,
+             min(n.received_at) AS oldest_pending_at,
+             coalesce(extract(epoch FROM now() - min(n.received_at)), 0)::int AS oldest_pending_age_s
+      FROM companies c
+      LEFT JOIN notifications n ON n.company_id = c.id AND n.status IN ('received', 'queued')
+      GROUP BY c.id, c.name`,
+);
+
+/** Failed notifications grouped by reason (the last error without its variable tail). */
+export const failuresView = pgView('failures_by_reason', {
+  companyId: uuid('company_id'),
+  company: text('company'),
+  type: text('type'),
+  reason: text('reason'),
+  failures: bigint('failures', { mode: 'number' }),
+  lastFailedAt: timestamp('last_failed_at', { withTimezone: true }),
+}).as(
+  sql`SELECT n.company_id, c.name AS company, n.type,
+             regexp_replace(coalesce(n.last_error, 'unknown'), '^gave up after \\d+ attempts: ', '') AS reason,
+             count(*) AS failures, max(n.processed_at) AS last_failed_at
+      FROM notifications n JOIN companies c ON c.id = n.company_id
+      WHERE n.status = 'failed'
+      GROUP BY 1, 2, 3, 4`,
+);
+
+/** Per hour and company: received, processed, failed, and the median receive-to-process latency. */
+export const throughputView = pgView('throughput_hourly', {
+  hour: timestamp('hour', { withTimezone: true }),
+  companyId: uuid('company_id'),
+  company: text('company'),
+  received: bigint('received', { mode: 'number' }),
+  processed: bigint('processed', { mode: 'number' }),
+  failed: bigint('failed', { mode: 'number' }),
+  p50Ms: numeric('p50_ms'),
+}).as(
+  sql`SELECT date_trunc('hour', n.received_at) AS hour, n.company_id, c.name AS company,
+             count(*) AS received,
+             count(*) FILTER (WHERE n.status = 'processed') AS processed,
+             count(*) FILTER (WHERE n.status = 'failed') AS failed,
+             round((percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM n.processed_at - n.received_at) * 1000)
+                    FILTER (WHERE n.status = 'processed'))::numeric, 1) AS p50_ms
+      FROM notifications n JOIN companies c ON c.id = n.company_id
+      GROUP BY 1, 2, 3`,
+);
