@@ -10,19 +10,13 @@ import type { Config } from './config.js';
 import { connectDatabase, type DbHandle } from './db/client.js';
 import { prepareDatabase } from './db/migrate.js';
 import { connectRedis, redisReady, withTimeout } from './lib/redis.js';
-import { MarketplaceClient } from './marketplace/client.js';
-import { webhookSettingsApi } from './marketplace/webhook-settings.js';
 import { createFetchQueue, FetchEnqueuer } from './processing/fetch-queue.js';
 import { createFetchWorker } from './processing/fetch-worker.js';
 import { builtInHandlers, type HandlerRegistry } from './processing/handlers/index.js';
 import { Relay } from './processing/relay.js';
 import { listenForWebhookChanges, WebhookDirectory } from './receiver/attribution.js';
 import { NotificationWriter } from './receiver/ingest.js';
-import { createCompaniesService } from './services/companies.service.js';
-import { createLeadsService } from './services/leads.service.js';
-import { createNotificationsService } from './services/notifications.service.js';
-import { createQuotesService } from './services/quotes.service.js';
-import { createWebhooksService } from './services/webhooks.service.js';
+import { createServices } from './services/index.js';
 
 /** A producer never waits longer than this for Redis: the relay covers what it could not queue. */
 const ENQUEUE_TIMEOUT_MS = 1000;
@@ -59,20 +53,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
     const directory = new WebhookDirectory(api.db, config.secretKey);
     const listener = listenForWebhookChanges(config.databaseUrl, directory, (err) => log.debug({ err: String(err) }, 'webhook change listener reconnecting'));
     const writer = new NotificationWriter(api.pool, (rows) => enqueuer.afterCommit(rows.filter((r) => r.status === 'received')));
-    const marketplace = new MarketplaceClient({ timeoutMs: config.marketplaceTimeoutMs });
-    const companies = createCompaniesService({ db: api.db, secretKey: config.secretKey, requireHttps: config.env === 'production' });
-    const webhooks = createWebhooksService({
-      db: api.db,
-      secretKey: config.secretKey,
-      publicBaseUrl: config.publicBaseUrl,
-      rotationGraceMs: config.rotationGraceMs,
-      companies,
-      settings: webhookSettingsApi(marketplace),
-      onChange: () => directory.invalidate(),
-    });
-    const notifications = createNotificationsService({ db: api.db, enqueuer });
-    const leads = createLeadsService({ db: api.db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs });
-    const quotes = createQuotesService({ db: api.db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs });
+    const services = createServices({ db: api.db, enqueuer, config, onWebhookChange: () => directory.invalidate() });
     app = await buildApp({
       logger: log,
       trustProxy: config.trustProxy,
@@ -87,7 +68,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
         requireHttpsHrefs: config.requireHttpsHrefs,
         oauthTimestampSkewS: config.oauthTimestampSkewS,
       },
-      admin: { adminToken: config.adminToken, companies, webhooks, notifications, leads, quotes },
+      admin: { adminToken: config.adminToken, ...services },
       queues: [queue],
     });
     closers.push(() => app!.close(), () => listener.stop());
