@@ -50,12 +50,12 @@ export class FetchEnqueuer {
    * stay `received` and the relay queues them when it is back.
    */
   afterCommit(rows: FetchKeyRow[]): void {
-    const pending = rows.filter(Boolean);
-    if (pending.length === 0) return;
-    void this.enqueue(pending)
-      .then(() => this.markQueued(pending.map((r) => r.id)))
+    if (rows.length === 0) return;
+    void this.enqueue(rows)
+      .then(() => this.markQueued(rows.map((r) => r.id)))
       .catch((err) => {
-        if (!this.redisDown) this.log.warn({ err: String(err) }, 'enqueue failed; the relay will queue these notifications');
+        // Logged once per outage, not once per request.
+        if (!this.redisDown) this.log.warn({ err: String(err) }, 'queueing after commit failed; the relay will queue these notifications');
         this.redisDown = true;
       });
   }

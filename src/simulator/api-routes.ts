@@ -3,6 +3,8 @@ import type { FastifyError, FastifyPluginAsync } from 'fastify';
 import { envelope } from '../marketplace/contract.js';
 import { notFound } from './answers.js';
 import { authenticate } from './auth.js';
+import { leadRoutes } from './lead-routes.js';
+import { quoteRoutes } from './quote-routes.js';
 import { resourceRoutes } from './resource-routes.js';
 import type { Simulation } from './simulation.js';
 import { webhookSettingsRoutes } from './webhook-routes.js';
@@ -17,5 +19,7 @@ export const apiRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (
     return reply.code(status).send(envelope(null, [{ code: error.code ?? 'internal', message }]));
   });
   await api.register(webhookSettingsRoutes, { simulation });
+  await api.register(leadRoutes, { simulation });
+  await api.register(quoteRoutes, { simulation });
   await api.register(resourceRoutes, { simulation });
 };

@@ -1,4 +1,7 @@
-/** Two small queues that stay fast at a hundred thousand entries, where `Array.shift` would not. */
+/**
+ * Small collections: two queues that stay fast at a hundred thousand entries (where `Array.shift` would not),
+ * and an index per company.
+ */
 
 /** Keeps the newest `capacity` entries, so a long demo does not grow the report without limit. */
 export class BoundedLog<T> {
@@ -39,5 +42,20 @@ export class Fifo<T> {
       this.head = 0;
     }
     return item;
+  }
+}
+
+/** Values by company and a key the company chose, so two companies' keys never collide. */
+export class PerCompany<T> {
+  private readonly byCompany = new Map<string, Map<string, T>>();
+
+  get(companyId: string, key: string): T | undefined {
+    return this.byCompany.get(companyId)?.get(key);
+  }
+
+  set(companyId: string, key: string, value: T): void {
+    const own = this.byCompany.get(companyId) ?? new Map<string, T>();
+    own.set(key, value);
+    this.byCompany.set(companyId, own);
   }
 }

@@ -1,20 +1,34 @@
 /** What the simulator did, kept so a test can compare what was sent with what Skyhook stored. */
 import { BoundedLog } from './collections.js';
-import type { DeliveryStatus, FetchRecord, NotificationRecord, ResourceRecord, SimulatorReport } from './types.js';
+import type {
+  DeliveryStatus,
+  FetchRecord,
+  LeadRecord,
+  NotificationRecord,
+  QuoteRecord,
+  ResourceRecord,
+  SimulatorReport,
+} from './types.js';
 
 type FinalStatus = Exclude<DeliveryStatus, 'pending'>;
 
 export class Ledger {
   /** Event counts that have no final status of their own. */
   readonly counts = { retried: 0, duplicatesSent: 0, lostAcks: 0 };
+  /** POSTs received on the lead and quote routes, whatever they were answered. */
+  readonly calls = { leads: 0, quotes: 0 };
   private readonly settled: Record<FinalStatus, number> = { delivered: 0, gave_up: 0, dropped: 0 };
   private readonly perCompany = new Map<string, { fired: number; delivered: number }>();
   private readonly notifications: BoundedLog<NotificationRecord>;
   private readonly fetches: BoundedLog<FetchRecord>;
+  private readonly leads: BoundedLog<LeadRecord>;
+  private readonly quotes: BoundedLog<QuoteRecord>;
 
   constructor(historyLimit: number) {
     this.notifications = new BoundedLog(historyLimit);
     this.fetches = new BoundedLog(historyLimit);
+    this.leads = new BoundedLog(historyLimit);
+    this.quotes = new BoundedLog(historyLimit);
   }
 
   eventFired(companyId: string): void {
@@ -36,6 +50,14 @@ export class Ledger {
     this.fetches.push(fetch);
   }
 
+  leadCreated(lead: LeadRecord): void {
+    this.leads.push(lead);
+  }
+
+  quoteSubmitted(quote: QuoteRecord): void {
+    this.quotes.push(quote);
+  }
+
   report(pending: number, companyIds: string[], resources: ResourceRecord[]): SimulatorReport {
     for (const companyId of companyIds) this.companyTally(companyId);
     return {
@@ -51,6 +73,9 @@ export class Ledger {
       notifications: this.notifications.toArray().map((record) => ({ ...record })),
       fetches: this.fetches.toArray(),
       resources,
+      leads: this.leads.toArray(),
+      quotes: this.quotes.toArray(),
+      calls: { ...this.calls },
     };
   }
 

@@ -95,19 +95,22 @@ export class Simulation {
       throw new SimulatorInputError(`companyId: unknown company "${request.companyId}"`);
     }
     return resourceIdsToChange(request).map((resourceId) =>
-      this.emit(request.companyId, request.eventType, resourceId, request.extra),
+      this.emit(request.companyId, request.eventType, resourceId, { extra: request.extra }),
     );
   }
 
-  /** Records a change to a company's resource and queues its notification for the subscribed webhooks. */
+  /**
+   * Records a change to a company's resource (`fields` are what a GET of it then shows) and queues its
+   * notification (`extra` are added to the body) for the subscribed webhooks.
+   */
   emit(
     companyId: string,
     eventType: EventType,
     resourceId: string,
-    extra?: Record<string, unknown>,
+    { extra, fields }: { extra?: Record<string, unknown>; fields?: Record<string, unknown> } = {},
   ): EmittedNotification {
     const type = NOTIFICATION_TYPE_BY_EVENT[eventType];
-    const resource = this.state.changeResource(companyId, type, resourceId, { lastEventType: eventType });
+    const resource = this.state.changeResource(companyId, type, resourceId, { ...fields, lastEventType: eventType });
     const notification: NotificationBody = { id: resource.id, href: this.hrefOf(resource.path), type, ...extra };
     this.ledger.eventFired(companyId);
     const webhookIds = this.state.subscribers(companyId, eventType).map((setting) => setting.id);

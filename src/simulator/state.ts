@@ -1,10 +1,17 @@
-/** The marketplace's memory: companies and their tokens, webhook settings, resources and scripted answers. */
+/**
+ * The marketplace's memory: companies and their tokens, webhook settings, leads, quotes, resources and
+ * scripted answers.
+ */
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import {
   authorizationHeader,
   type EventType,
   type WebhookSetting,
 } from '../marketplace/contract.js';
+import type { LeadCreated } from '../marketplace/leads.js';
+import type { QuoteSubmitted } from '../marketplace/quotes.js';
+import { PerCompany } from './collections.js';
 import { SimulatorInputError } from './errors.js';
 import type { CompanyAccount, Faults, ScriptedResponse } from './types.js';
 
@@ -40,6 +47,9 @@ export interface Resource {
   fields: Record<string, unknown>;
 }
 
+/** A new marketplace id such as `lead_…`: a kind prefix and 96 random bits. */
+export const newId = (prefix: string): string => `${prefix}_${randomBytes(12).toString('base64url')}`;
+
 export const resourcePath = (type: string, id: string): string =>
   `${API_PREFIX}/${encodeURIComponent(type)}/${encodeURIComponent(id)}`;
 
@@ -51,6 +61,12 @@ export class MarketplaceState {
   /** Keyed by path, in creation order, so the oldest can be forgotten first. */
   private readonly resources = new Map<string, Resource>();
   private readonly scripts = new Map<string, ScriptedResponse[]>();
+  /**
+   * What a repeat answers: leads by clientIdentifier, quotes by sellerUniqueQuoteIdentifier. Kept whole,
+   * unlike resources: forgetting an entry would let a repeat create a second lead or quote.
+   */
+  readonly leads = new PerCompany<LeadCreated>();
+  readonly quotes = new PerCompany<QuoteSubmitted>();
 
   constructor(
     public faults: Faults,
@@ -127,7 +143,9 @@ export class MarketplaceState {
       throw new SimulatorInputError(`resourceId: ${type}/${id} belongs to another company`);
     }
     if (existing) {
-      Object.assign(existing, { version: existing.version + 1, updatedAt: new Date(), fields });
+      // Merged, so an event fired on a lead or quote keeps what it holds.
+      const merged = { ...existing.fields, ...fields };
+      Object.assign(existing, { version: existing.version + 1, updatedAt: new Date(), fields: merged });
       return existing;
     }
     const resource = { companyId, type, id, path, version: 1, updatedAt: new Date(), fields };

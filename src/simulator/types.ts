@@ -117,6 +117,26 @@ export interface ResourceRecord {
   version: number;
 }
 
+/** A lead the simulator created; a repeat of its clientIdentifier adds no record. */
+export interface LeadRecord {
+  companyId: string;
+  id: string;
+  clientIdentifier: string;
+  kind: 'client_search' | 'empty_leg';
+}
+
+/** A quote the simulator accepted; a repeat of its sellerUniqueQuoteIdentifier adds no record. */
+export interface QuoteRecord {
+  companyId: string;
+  requestId: string;
+  tripMessageId: string;
+  sellerQuoteId: string;
+  liftId: string;
+  /** The X-Service-ActAsAccount header; null when it was not sent. */
+  actAsAccount: string | null;
+  sellerUniqueQuoteIdentifier: string;
+}
+
 export interface SimulatorReport {
   delivered: number;
   retried: number;
@@ -129,6 +149,10 @@ export interface SimulatorReport {
   notifications: NotificationRecord[];
   fetches: FetchRecord[];
   resources: ResourceRecord[];
+  leads: LeadRecord[];
+  quotes: QuoteRecord[];
+  /** Every POST received on the lead and quote routes: repeats, soft errors and refused tokens included. */
+  calls: { leads: number; quotes: number };
 }
 
 export interface Simulator {

@@ -2,7 +2,6 @@
  * Webhook settings (seed §3, §4.3): POST creates an active setting; PUT replaces it whole, which activates,
  * deactivates, changes it or rotates its secret. The seed's singular spelling of the PUT path works too.
  */
-import { randomBytes } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import {
   envelope,
@@ -16,7 +15,7 @@ import {
 import { issueErrors, notFound, softError } from './answers.js';
 import { callerOf } from './auth.js';
 import type { Simulation } from './simulation.js';
-import type { MarketplaceState, StoredWebhookSetting } from './state.js';
+import { newId, type MarketplaceState, type StoredWebhookSetting } from './state.js';
 
 /** What the marketplace answers for a setting: never the secret. */
 const publicView = (setting: StoredWebhookSetting): WebhookSetting => ({
@@ -71,7 +70,7 @@ export const webhookSettingsRoutes: FastifyPluginAsync<{ simulation: Simulation 
     if (problems.length > 0) return softError(problems);
     const setting: StoredWebhookSetting = {
       ...parsed.data,
-      id: `wh_${randomBytes(12).toString('base64url')}`,
+      id: newId('wh'),
       version: 1,
       companyId: callerOf(request).id,
     };

@@ -39,6 +39,7 @@ export async function startScenario(opts: {
   const prefix = testQueuePrefix();
   const sim = await startSimulator({ timeScale: 0.001, ...opts.sim });
   const sql = new pg.Pool({ connectionString: db.url, max: 3 });
+  sql.on('error', () => {}); // the database is dropped with FORCE at the end
   const skyhooks: TestSkyhook[] = [];
 
   const scenario: Scenario = {

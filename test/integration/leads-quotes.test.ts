@@ -1,0 +1,181 @@
+/**
+ * Leads and quotes through the admin API against the simulator: every validation rule (one bad field
+ * at a time, and several at once), idempotency under concurrent repeats, the ActAsAccount header,
+ * the stored ids, and the notifications that link fetched resources back to them.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clientSearchLead, emptyLegLead, floatingFleetQuote, tailQuote } from '../fixtures/requests.js';
+import { startScenario, type Scenario } from '../helpers/scenario.js';
+import { eventually } from '../helpers/skyhook.js';
+
+let s: Scenario;
+let companyId: string;
+beforeAll(async () => {
+  s = await startScenario({ env: { FETCH_MIN_INTERVAL_MS: '0' } });
+  ({ companyId } = await s.company('acme', { eventTypes: ['ClientLeads', 'TripRequestSellerResponse'] }));
+});
+afterAll(async () => s?.close());
+
+const postLead = (body: unknown) => s.skyhook.admin('POST', `/companies/${companyId}/leads`, body);
+const postQuote = (body: unknown) => s.skyhook.admin('POST', `/companies/${companyId}/quotes`, body);
+const fields = (res: { body: { errors?: { field: string }[] } }) => (res.body.errors ?? []).map((e) => e.field);
+const count = async (table: string) => Number((await s.sql.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
+const uid = (p: string) => `${p}-${Math.random().toString(36).slice(2, 10)}`;
+
+/** Deep-clones `body` and sets the value at a dotted path. */
+function withField<T>(body: T, path: string, value: unknown): T {
+  const copy = structuredClone(body) as Record<string, unknown>;
+  const keys = path.split('.');
+  let at: Record<string, unknown> = copy;
+  for (const k of keys.slice(0, -1)) at = at[k] as Record<string, unknown>;
+  if (value === undefined) delete at[keys.at(-1)!];
+  else at[keys.at(-1)!] = value;
+  return copy as T;
+}
+
+describe('client leads', () => {
+  it.each([
+    ['clientIdentifier', undefined],
+    ['inquiryLift', []],
+    ['leadContactInfo.emailAddresses.0.emailAddress', 'not-an-email'],
+    ['leadContactInfo.emailAddresses.0.type', 'Office'],
+    ['leadContactInfo.phoneNumbers.0.phoneNumber', '0791234567'],
+    ['leadContactInfo.phoneNumbers.0.phoneNumber', '+41 79 123'],
+    ['leadContactInfo.phoneNumbers.0.type', 'Mobile'],
+    ['leadContactInfo.url', 'ftp://x'],
+    ['leadCurrency', 'eur'],
+    ['leadCurrency', 'EURO'],
+    ['leadLocale', 'eng'],
+    ['inquiryLift.0.priceExpectation', -1],
+    ['inquiryLift.0.availabilityId', 42],
+    ['sellerQuoteIds', 'sq-1'],
+  ])('refuses %s = %j with a 400 naming it; nothing stored, nothing sent', async (path, value) => {
+    const before = { leads: await count('leads'), calls: s.sim.report().calls.leads };
+    const res = await postLead(withField(clientSearchLead(uid('bad')), path, value));
+    expect(res.status).toBe(400);
+    expect(fields(res).join(' ')).toContain(`body.${path}`);
+    expect(await count('leads')).toBe(before.leads);
+    expect(s.sim.report().calls.leads).toBe(before.calls);
+  });
+
+  it('refuses an empty leg lead without searchId or with an item lacking emptyLegId', async () => {
+    const bad = emptyLegLead(uid('el'));
+    delete bad.searchId;
+    bad.inquiryLift.push({ priceExpectation: 1 });
+    const res = await postLead(bad);
+    expect(res.status).toBe(400);
+    expect(fields(res)).toEqual(expect.arrayContaining(['body.searchId', 'body.inquiryLift.1.emptyLegId']));
+  });
+
+  it('names every bad field at once', async () => {
+    const bad = withField(withField(withField(clientSearchLead(uid('multi')), 'leadCurrency', 'x'), 'leadLocale', '1'), 'inquiryLift.1.priceExpectation', -5);
+    const res = await postLead(bad);
+    expect(res.status).toBe(400);
+    expect(fields(res)).toEqual(expect.arrayContaining(['body.leadCurrency', 'body.leadLocale', 'body.inquiryLift.1.priceExpectation']));
+  });
+
+  it('accepts zero priceExpectation and a null availabilityId; creates once; a repeat returns it unchanged', async () => {
+    const id = uid('lead');
+    const first = await postLead(clientSearchLead(id));
+    expect(first.status).toBe(201);
+    expect(first.body).toMatchObject({ clientIdentifier: id, kind: 'client_search', status: 'created', remoteId: expect.stringMatching(/^lead_/) });
+    const calls = s.sim.report().calls.leads;
+    const repeat = await postLead({ ...clientSearchLead(id), leadMessage: 'changed details' });
+    expect(repeat.status).toBe(200);
+    expect(repeat.body).toEqual(first.body);
+    expect(s.sim.report().calls.leads).toBe(calls);
+  });
+
+  it('ten parallel identical requests make one marketplace call', async () => {
+    const id = uid('burst');
+    const calls = s.sim.report().calls.leads;
+    const answers = await Promise.all(Array.from({ length: 10 }, () => postLead(clientSearchLead(id))));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 200, 200, 201]);
+    expect(new Set(answers.map((a) => a.body.id)).size).toBe(1);
+    expect(s.sim.report().calls.leads).toBe(calls + 1);
+  });
+
+  it('creates an empty leg lead, and links the ClientLeads resource Skyhook then fetches', async () => {
+    const id = uid('empty');
+    const res = await postLead(emptyLegLead(id));
+    expect(res.status).toBe(201);
+    expect(res.body.kind).toBe('empty_leg');
+    const linked = await eventually(async () => {
+      const list = await s.skyhook.admin('GET', `/companies/${companyId}/leads?limit=100`);
+      const lead = list.body.items.find((l: { id: string }) => l.id === res.body.id);
+      return lead?.resourceHref ? lead : undefined;
+    }, 'lead linked to its snapshot');
+    expect(linked.resourceHref).toBe(`${s.sim.apiBaseUrl}/leads/${res.body.remoteId}`);
+    expect(linked.snapshotVersion).toBe(1);
+  });
+});
+
+describe('quotes', () => {
+  const request = (submission: ReturnType<typeof tailQuote>, extra: Record<string, unknown> = {}) => ({ requestId: 'lift-req-1', submission, ...extra });
+
+  it.each([
+    ['quote.segments.0.startAirport.icao', 'LSG'],
+    ['quote.segments.0.endAirport.icao', 'egll'],
+    ['quote.segments.0.dateTime.date', '2027-02-30'],
+    ['quote.segments.0.dateTime.date', '14/03/2027'],
+    ['quote.segments.0.dateTime.time', '9:30'],
+    ['quote.segments.0.dateTime.time', '24:00'],
+    ['quote.segments.0.paxCount', 'four'],
+    ['quote.segments.0.distanceNM', -1],
+    ['quote.segments.0.blockTimeMinutes', 1.5],
+    ['quote.segments.0.flightMinutes', -10],
+    ['quote.lineItems.0.formattedUnitPrice', '20,000'],
+    ['quote.lineItems.0.formattedQuantity', 'one'],
+    ['quote.currencyCode', 'eur'],
+    ['quote.sellerUniqueQuoteIdentifier', ''],
+    ['quote.lift', { aircraftTail: '', aircraftType: '', aircraftCategory: '' }],
+    ['quote.segments', []],
+  ])('refuses %s = %j with a 400 naming it; nothing stored, nothing sent', async (path, value) => {
+    const before = { quotes: await count('quotes'), calls: s.sim.report().calls.quotes };
+    const res = await postQuote(request(withField(tailQuote(uid('q')), path, value)));
+    expect(res.status).toBe(400);
+    expect(fields(res).join(' ')).toContain(`body.submission.${path}`);
+    expect(await count('quotes')).toBe(before.quotes);
+    expect(s.sim.report().calls.quotes).toBe(before.calls);
+  });
+
+  it('refuses a total that is not the sum of the line items, unless allowPriceMismatch', async () => {
+    const q = withField(tailQuote(uid('sum')), 'quote.totalPrice', 21250.49);
+    const refused = await postQuote(request(q));
+    expect(refused.status).toBe(400);
+    expect(fields(refused)).toEqual(['submission.quote.totalPrice']);
+    const allowed = await postQuote(request(q, { allowPriceMismatch: true }));
+    expect(allowed.status).toBe(201);
+  });
+
+  it('submits a quote on a tail: the three ids are stored and returned; no ActAsAccount header unless given', async () => {
+    const res = await postQuote(request(tailQuote(uid('tail'))));
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ requestId: 'lift-req-1', tripMessageId: expect.stringMatching(/^tm_/), sellerQuoteId: expect.stringMatching(/^sq_/), liftId: expect.stringMatching(/^lift_/), actAsAccount: null });
+    const sent = s.sim.report().quotes.find((q) => q.tripMessageId === res.body.tripMessageId);
+    expect(sent?.actAsAccount).toBeNull();
+    const byLift = await s.skyhook.admin('GET', `/companies/${companyId}/quotes?liftId=${res.body.liftId}`);
+    expect(byLift.body.items.map((q: { id: string }) => q.id)).toEqual([res.body.id]);
+  });
+
+  it('submits a floating-fleet quote with X-Service-ActAsAccount, and links the seller-response resource', async () => {
+    const res = await postQuote({ requestId: 'rfq-77', actAsAccount: 'jane.dispatcher', submission: floatingFleetQuote(uid('ff')) });
+    expect(res.status).toBe(201);
+    expect(s.sim.report().quotes.find((q) => q.tripMessageId === res.body.tripMessageId)?.actAsAccount).toBe('jane.dispatcher');
+    const linked = await eventually(async () => {
+      const list = await s.skyhook.admin('GET', `/companies/${companyId}/quotes?liftId=${res.body.liftId}`);
+      return list.body.items[0]?.resourceHref ? list.body.items[0] : undefined;
+    }, 'quote linked to its snapshot');
+    expect(linked.resourceHref).toBe(`${s.sim.apiBaseUrl}/tripmsgs/${res.body.tripMessageId}`);
+  });
+
+  it('ten parallel identical submissions make one marketplace call and one quote', async () => {
+    const body = request(tailQuote(uid('burst')));
+    const calls = s.sim.report().calls.quotes;
+    const answers = await Promise.all(Array.from({ length: 10 }, () => postQuote(body)));
+    expect(answers.filter((a) => a.status === 201)).toHaveLength(1);
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(9);
+    expect(new Set(answers.map((a) => a.body.sellerQuoteId)).size).toBe(1);
+    expect(s.sim.report().calls.quotes).toBe(calls + 1);
+  });
+});
