@@ -1,6 +1,6 @@
 /**
  * `npm run demo`: the simulator and Skyhook together on localhost. Two demo companies (one BASIC
- * webhook on its own targetURI, one OAUTH webhook on the shared targetURI), a burst of trip events,
+ * webhook on its own targetURI, one OAUTH webhook on the shared targetURI), a lead and a quote, a burst of trip events,
  * live progress, a summary table; then the demo's rows and queue keys are removed, so it runs again.
  */
 import { createServer } from 'node:net';
@@ -12,7 +12,7 @@ import type { EventType } from './marketplace/contract.js';
 import { startRuntime, type Runtime } from './runtime.js';
 import { startSimulator, type Simulator } from './simulator/index.js';
 
-const DEMO_PREFIX = '{skyhook-demo}';
+const DEFAULT_DEMO_PREFIX = '{skyhook-demo}';
 const DEMO_NAME = 'Demo ·';
 const ADMIN_TOKEN = 'demo-admin-token-not-secret';
 
@@ -40,13 +40,15 @@ export async function runDemo(opts: { events?: number; out?: NodeJS.WriteStream 
   const events = opts.events ?? 600;
   const port = await freePort();
   const base = loadConfig({ ...process.env, NODE_ENV: 'development' });
+  // Its own key prefix, so the demo never touches a running Skyhook's queue (tests give their own).
+  const prefix = process.env.DEMO_QUEUE_PREFIX ?? DEFAULT_DEMO_PREFIX;
   const config = loadConfig({
     ...process.env,
     NODE_ENV: 'development',
     PORT: String(port),
     PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
     ADMIN_TOKEN,
-    QUEUE_PREFIX: DEMO_PREFIX,
+    QUEUE_PREFIX: prefix,
     ROLE: 'all',
     LOG_LEVEL: 'warn',
     FETCH_MIN_INTERVAL_MS: process.env.FETCH_MIN_INTERVAL_MS ?? '300',
@@ -62,7 +64,7 @@ export async function runDemo(opts: { events?: number; out?: NodeJS.WriteStream 
   let runtime: Runtime | undefined;
   const sql = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
   try {
-    await clearQueueKeys(config.redisUrl); // leftovers of an interrupted run, before any worker uses them
+    await clearQueueKeys(config.redisUrl, prefix); // leftovers of an interrupted run, before any worker uses them
     runtime = await startRuntime(config, pino({ level: 'warn' }));
     await runtime.app!.listen({ port, host: '127.0.0.1' });
     say(`  Skyhook (role all)     ${config.publicBaseUrl}`);
@@ -91,6 +93,13 @@ export async function runDemo(opts: { events?: number; out?: NodeJS.WriteStream 
       say(`  ${c.name}\n      webhook ${webhook.remoteId} -> ${webhook.targetURI}`);
     }
 
+    const [operator, broker] = companies as [DemoCompany, DemoCompany];
+    say('\nCalling the marketplace for the companies:');
+    const lead = await admin('POST', `/companies/${broker.companyId}/leads`, demoLead());
+    say(`  lead ${lead.clientIdentifier} created for ${broker.simId}: marketplace id ${lead.remoteId}`);
+    const quote = await admin('POST', `/companies/${operator.companyId}/quotes`, { requestId: 'demo-lift-1', actAsAccount: 'demo.dispatcher', submission: demoQuote() });
+    say(`  quote ${DEMO_QUOTE_ID} submitted for ${operator.simId}: tripmsgs ${quote.tripMessageId}, sellerQuote ${quote.sellerQuoteId}, lift ${quote.liftId}`);
+
     say(`\nFiring ${events} events per company (trip requests over 40 resources, chats over 20) ...`);
     const started = Date.now();
     const fired = new Map<string, number>();
@@ -99,6 +108,9 @@ export async function runDemo(opts: { events?: number; out?: NodeJS.WriteStream 
       const chats = await sim.fire({ companyId: c.simId, eventType: 'TripChatFromBuyer', count: events - Math.round(events * 0.7), resources: 20 });
       fired.set(c.companyId!, trips.length + chats.length);
     }
+    // The lead and the quote each made the marketplace notify its company once more.
+    fired.set(broker.companyId!, fired.get(broker.companyId!)! + 1);
+    fired.set(operator.companyId!, fired.get(operator.companyId!)! + 1);
     const total = [...fired.values()].reduce((a, b) => a + b, 0);
 
     const tty = out.isTTY === true;
@@ -148,10 +160,49 @@ export async function runDemo(opts: { events?: number; out?: NodeJS.WriteStream 
     await runtime?.close();
     await sim.stop();
     await deleteDemoCompanies(sql).catch(() => {});
-    await clearQueueKeys(config.redisUrl).catch(() => {});
+    await clearQueueKeys(config.redisUrl, prefix).catch(() => {});
     await sql.end();
   }
 }
+
+const DEMO_QUOTE_ID = 'demo-quote-1';
+
+const demoLead = () => ({
+  clientIdentifier: `demo-lead-${Date.now()}`,
+  searchId: 'demo-search-1',
+  inquiryLift: [{ aircraftType: 'Citation XLS', priceExpectation: 18500, availabilityId: null }],
+  leadContactInfo: { name: 'Ada Client', emailAddresses: [{ type: 'Work', emailAddress: 'ada@client.example.com' }], phoneNumbers: [{ type: 'Work', phoneNumber: '+41791234567' }] },
+  leadCurrency: 'EUR',
+  leadLocale: 'en',
+  leadMessage: 'Geneva to London, 4 passengers',
+});
+
+const demoQuote = () => ({
+  message: 'Floating fleet offer',
+  quote: {
+    segments: [
+      {
+        startAirport: { icao: 'LSGG' },
+        endAirport: { icao: 'EGLF' },
+        dateTime: { date: '2027-03-14', time: '09:30', departure: true, local: true },
+        paxCount: '4',
+        paxTBD: false,
+        timeTBD: false,
+        distanceNM: 410,
+        blockTimeMinutes: 95,
+        flightMinutes: 80,
+      },
+    ],
+    lift: { aircraftTail: '', aircraftType: '', aircraftCategory: 'Midsize Jet' },
+    currencyCode: 'EUR',
+    sellerUniqueQuoteIdentifier: DEMO_QUOTE_ID,
+    totalPrice: 21250,
+    lineItems: [
+      { visibleToBuyer: true, displayName: 'Flight', type: 'FLT', price: 20000, formattedUnitPrice: '20000', formattedQuantity: '1' },
+      { visibleToBuyer: true, displayName: 'Catering', type: '', price: 1250, formattedUnitPrice: '312.5', formattedQuantity: '4' },
+    ],
+  },
+});
 
 interface Row {
   companyId: string;
@@ -184,13 +235,13 @@ async function deleteDemoCompanies(sql: pg.Pool): Promise<void> {
   await sql.query(`DELETE FROM companies WHERE name LIKE '${DEMO_NAME}%'`);
 }
 
-async function clearQueueKeys(redisUrl: string): Promise<void> {
+async function clearQueueKeys(redisUrl: string, prefix: string): Promise<void> {
   const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
   try {
     await redis.connect();
     let cursor = '0';
     do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${DEMO_PREFIX}:*`, 'COUNT', 1000);
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
       cursor = next;
       if (keys.length > 0) await redis.unlink(...keys);
     } while (cursor !== '0');
