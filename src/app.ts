@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import { queueDashboard } from './admin/dashboard.js';
 import { adminRoutes, type AdminDeps } from './admin/routes.js';
 import { isDatabaseUnavailable } from './db/client.js';
+import { AuthFailureLimiter } from './lib/auth-failure-limiter.js';
 import { Problem, databaseUnavailable } from './lib/problem.js';
 import { receiverRoutes, type ReceiverDeps } from './receiver/routes.js';
 
@@ -25,6 +26,7 @@ export interface AppDeps {
   admin: AdminDeps;
   /** Shown on the dashboard. */
   queues: Queue[];
+  authFailures: { limit: number; windowMs: number };
 }
 
 /** Fastify's own errors, as problems (everything else a route throws is a Problem or a 500). */
@@ -37,7 +39,7 @@ const FASTIFY_ERRORS: Record<string, [number, string]> = {
   FST_BASIC_AUTH_MISSING_OR_BAD_AUTHORIZATION_HEADER: [401, 'The credentials were not accepted.'],
 };
 
-const TITLES: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 413: 'Content Too Large', 415: 'Unsupported Media Type', 503: 'Service Unavailable' };
+const TITLES: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 413: 'Content Too Large', 415: 'Unsupported Media Type', 429: 'Too Many Requests', 503: 'Service Unavailable' };
 
 export function toProblem(err: FastifyError | Error): Problem {
   if (err instanceof Problem) return err;
@@ -72,6 +74,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     for (const [name, value] of Object.entries(problem.extra.headers ?? {})) reply.header(name, value);
     return reply.code(problem.status).type('application/problem+json').send(problem.body(req.url.split('?')[0]));
   });
+  // Failed authentication (any 401, receiver or admin) is rate-limited per client address.
+  const limiter = new AuthFailureLimiter(deps.authFailures);
+  app.addHook('onRequest', async (req) => {
+    const wait = limiter.blockedFor(req.ip);
+    if (wait > 0) {
+      throw new Problem(429, 'Too Many Requests', 'Too many failed authentications from this address; retry later.', {
+        code: 'too_many_auth_failures',
+        headers: { 'retry-after': String(wait) },
+      });
+    }
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    if (reply.statusCode === 401) limiter.recordFailure(req.ip);
+  });
+
   app.setNotFoundHandler((req, reply) =>
     reply.code(404).type('application/problem+json').send(new Problem(404, 'Not Found', `No route ${req.method} ${req.url.split('?')[0]}.`, { code: 'no_route' }).body()),
   );

@@ -40,6 +40,8 @@ const envSchema = z
     RELAY_GRACE_MS: int(0, 600_000).default(3000),
     RETENTION_DAYS: int(1, 3650).default(30),
     DB_POOL_SIZE: int(1, 200).default(20),
+    /** Failed authentications allowed per client address and minute before 429s. */
+    AUTH_FAILURE_LIMIT: int(1, 1_000_000).default(60),
     SHUTDOWN_TIMEOUT_MS: int(100, 600_000).default(15_000),
   })
   .superRefine((env, ctx) => {
@@ -82,6 +84,7 @@ export interface Config {
   relayGraceMs: number;
   retentionDays: number;
   dbPoolSize: number;
+  authFailureLimit: number;
   shutdownTimeoutMs: number;
   /** Development-only warnings to print once the logger exists. */
   warnings: string[];
@@ -143,6 +146,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     relayGraceMs: env.RELAY_GRACE_MS,
     retentionDays: env.RETENTION_DAYS,
     dbPoolSize: env.DB_POOL_SIZE,
+    authFailureLimit: env.AUTH_FAILURE_LIMIT,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     warnings,
   };

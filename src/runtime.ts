@@ -70,6 +70,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
       },
       admin: { adminToken: config.adminToken, ...services },
       queues: [queue],
+      authFailures: { limit: config.authFailureLimit, windowMs: 60_000 },
     });
     closers.push(() => app!.close(), () => listener.stop());
   }

@@ -182,3 +182,22 @@ describe('notifications and resources', () => {
     expect(resources.body.items[0]).toMatchObject({ companyId, type: 'rfqs', version: 1 });
   });
 });
+
+describe('failed authentication is rate-limited per client address', () => {
+  it('answers 429 with Retry-After once an address has failed too often, for the receiver and the admin API alike', async () => {
+    const { startSkyhook } = await import('../helpers/skyhook.js');
+    const limited = await startSkyhook({ databaseUrl: s.db.url, queuePrefix: s.prefix, role: 'api', env: { AUTH_FAILURE_LIMIT: '5' } });
+    try {
+      const wrong = { method: 'POST', headers: { authorization: `Basic ${Buffer.from('nobody:wrong').toString('base64')}`, 'content-type': 'application/json' }, body: '{}' };
+      const statuses = [];
+      for (let i = 0; i < 6; i++) statuses.push((await fetch(`${limited.url}/hooks`, wrong)).status);
+      expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
+      const admin = await fetch(`${limited.url}/admin/companies`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      expect(admin.status).toBe(429); // the address is blocked, whatever it presents
+      expect(Number(admin.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(admin.headers.get('content-type')).toContain('application/problem+json');
+    } finally {
+      await limited.stop();
+    }
+  });
+});
