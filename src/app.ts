@@ -14,6 +14,8 @@ import { queueDashboard } from './admin/dashboard.js';
 import { adminRoutes, type AdminDeps } from './admin/routes.js';
 import { isDatabaseUnavailable } from './db/client.js';
 import { AuthFailureLimiter } from './lib/auth-failure-limiter.js';
+import type { Metrics } from './lib/metrics.js';
+import { withTimeout } from './lib/redis.js';
 import { Problem, databaseUnavailable } from './lib/problem.js';
 import { receiverRoutes, type ReceiverDeps } from './receiver/routes.js';
 
@@ -27,6 +29,7 @@ export interface AppDeps {
   /** Shown on the dashboard. */
   queues: Queue[];
   authFailures: { limit: number; windowMs: number };
+  metrics: Metrics;
 }
 
 /** Fastify's own errors, as problems (everything else a route throws is a Problem or a 500). */
@@ -105,6 +108,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+    await collectGauges(deps).catch((err) => app.log.debug({ err: String(err) }, 'metrics gauges not collected'));
+    return reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
+  });
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
     const [database, redis] = await Promise.all([
       deps.pool.query('SELECT 1').then(() => true, () => false),
@@ -117,4 +124,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register((scope) => adminRoutes(scope, deps.admin), { prefix: '/admin' });
   await app.register((scope) => queueDashboard(scope, { adminToken: deps.admin.adminToken, queues: deps.queues }));
   return app;
+}
+
+/** Gauges that need a look at Redis or PostgreSQL are read when scraped, bounded in time. */
+async function collectGauges(deps: AppDeps): Promise<void> {
+  const [counts, backlog] = await Promise.all([
+    withTimeout(Promise.all(deps.queues.map((q) => q.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'failed'))), 1000, 'queue depth'),
+    withTimeout(deps.pool.query<{ company_id: string; oldest_pending_age_s: number }>('SELECT company_id, oldest_pending_age_s FROM backlog'), 1000, 'backlog'),
+  ]);
+  deps.metrics.queueDepth.reset();
+  for (const c of counts) for (const [state, n] of Object.entries(c)) deps.metrics.queueDepth.inc({ state }, n);
+  deps.metrics.oldestPendingAge.reset();
+  for (const r of backlog.rows) deps.metrics.oldestPendingAge.set({ company: r.company_id }, r.oldest_pending_age_s);
 }

@@ -14,6 +14,8 @@ import { createFetchQueue, FetchEnqueuer } from './processing/fetch-queue.js';
 import { createFetchWorker } from './processing/fetch-worker.js';
 import { builtInHandlers, type HandlerRegistry } from './processing/handlers/index.js';
 import { Relay } from './processing/relay.js';
+import { startRetention } from './processing/retention.js';
+import { createMetrics } from './lib/metrics.js';
 import { listenForWebhookChanges, WebhookDirectory } from './receiver/attribution.js';
 import { NotificationWriter } from './receiver/ingest.js';
 import { createServices } from './services/index.js';
@@ -45,6 +47,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
   const enqueuer = new FetchEnqueuer(queue, api.pool, { attempts: config.fetch.attempts, timeoutMs: ENQUEUE_TIMEOUT_MS }, log);
   const relay = new Relay(api.pool, enqueuer, { intervalMs: config.relayIntervalMs, graceMs: config.relayGraceMs }, log);
 
+  const metrics = createMetrics();
   const closers: (() => Promise<unknown>)[] = [];
   let app: FastifyInstance | undefined;
   let worker: Worker | undefined;
@@ -53,7 +56,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
     const directory = new WebhookDirectory(api.db, config.secretKey);
     const listener = listenForWebhookChanges(config.databaseUrl, directory, (err) => log.debug({ err: String(err) }, 'webhook change listener reconnecting'));
     const writer = new NotificationWriter(api.pool, (rows) => enqueuer.afterCommit(rows.filter((r) => r.status === 'received')));
-    const services = createServices({ db: api.db, enqueuer, config, onWebhookChange: () => directory.invalidate() });
+    const services = createServices({ db: api.db, enqueuer, config, metrics, onWebhookChange: () => directory.invalidate() });
     app = await buildApp({
       logger: log,
       trustProxy: config.trustProxy,
@@ -67,10 +70,12 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
         publicBaseUrl: config.publicBaseUrl,
         requireHttpsHrefs: config.requireHttpsHrefs,
         oauthTimestampSkewS: config.oauthTimestampSkewS,
+        metrics,
       },
       admin: { adminToken: config.adminToken, ...services },
       queues: [queue],
       authFailures: { limit: config.authFailureLimit, windowMs: 60_000 },
+      metrics,
     });
     closers.push(() => app!.close(), () => listener.stop());
   }
@@ -87,12 +92,15 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
       log,
       fetch: config.fetch,
       requeue: (companyId, href) => enqueuer.enqueue([{ companyId, href }]),
+      metrics,
     });
+    const retention = await startRetention({ connection, prefix: config.queuePrefix, pool: workerDb.pool, retentionDays: config.retentionDays, log });
     worker.on('error', (err) => log.warn({ err: String(err) }, 'worker error'));
     worker.on('failed', (job, err) => log.debug({ jobId: job?.id, err: err.message }, 'fetch attempt failed'));
     // Running jobs finish (bounded); a job still running at the deadline returns to the queue as stalled.
     closers.push(
       () => withTimeout(worker!.close(), config.shutdownTimeoutMs, 'worker close').catch(() => worker!.close(true)),
+      () => retention.close(),
       async () => {
         await workerDb.pool.end();
         connection.disconnect();

@@ -36,22 +36,27 @@ export function softErrors(body: unknown): string | null {
 export interface RequestOptions {
   body?: unknown;
   headers?: Record<string, string>;
+  /** A stable name for metrics, e.g. `leads.create` (default: the method). */
+  operation?: string;
 }
 
 const RETRYABLE_METHODS = new Set(['GET', 'PUT', 'DELETE']);
 const MAX_RETRIES = 2;
 
 export class MarketplaceClient {
-  constructor(private readonly opts: { timeoutMs: number; retryDelayMs?: number }) {}
+  constructor(private readonly opts: { timeoutMs: number; retryDelayMs?: number; onCall?: (operation: string, outcome: string) => void }) {}
 
   /** Sends one call and returns the envelope's `data`; throws MarketplaceError. */
   async call<T>(conn: ApiConnection, method: string, path: string, options: RequestOptions = {}): Promise<T> {
     const retries = RETRYABLE_METHODS.has(method) ? MAX_RETRIES : 0;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.once<T>(conn, method, path, options);
+        const data = await this.once<T>(conn, method, path, options);
+        this.opts.onCall?.(options.operation ?? method, 'ok');
+        return data;
       } catch (err) {
         const e = err as MarketplaceError;
+        this.opts.onCall?.(options.operation ?? method, e.kind === 'http' ? `http_${e.status}` : (e.kind ?? 'error'));
         const transient = e.kind === 'network' || e.kind === 'timeout' || (e.kind === 'http' && (e.status === 429 || (e.status ?? 0) >= 500));
         if (!transient || attempt >= retries) throw err;
         await new Promise((r) => setTimeout(r, (this.opts.retryDelayMs ?? 250) * 2 ** attempt));

@@ -19,19 +19,19 @@ export interface WebhookSettingsApi {
 export function webhookSettingsApi(client: MarketplaceClient): WebhookSettingsApi {
   return {
     async create(conn, body) {
-      const setting = await client.call<WebhookSetting>(conn, 'POST', WEBHOOK_SETTINGS_PATH, { body });
+      const setting = await client.call<WebhookSetting>(conn, 'POST', WEBHOOK_SETTINGS_PATH, { body, operation: 'webhook_settings.create' });
       if (!setting || typeof setting.id !== 'string') throw new MarketplaceError('invalid_response', 'POST /webhooks/settings answered without data.id');
       return setting;
     },
 
     async update(conn, id, body, form) {
       try {
-        return { setting: await client.call<WebhookSetting>(conn, 'PUT', pathFor(form, id), { body }), pathForm: form };
+        return { setting: await client.call<WebhookSetting>(conn, 'PUT', pathFor(form, id), { body, operation: 'webhook_settings.update' }), pathForm: form };
       } catch (err) {
         if (!(err instanceof MarketplaceError) || err.status !== 404) throw err;
         const other: SettingsPathForm = form === 'plural' ? 'singular' : 'plural';
         try {
-          return { setting: await client.call<WebhookSetting>(conn, 'PUT', pathFor(other, id), { body }), pathForm: other };
+          return { setting: await client.call<WebhookSetting>(conn, 'PUT', pathFor(other, id), { body, operation: 'webhook_settings.update' }), pathForm: other };
         } catch {
           throw err; // both spellings unknown: the setting itself is missing; report the first answer
         }

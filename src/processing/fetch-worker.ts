@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { Database } from '../db/client.js';
 import { companies, notifications } from '../db/schema/index.js';
 import { decryptSecret } from '../lib/crypto.js';
+import type { Metrics } from '../lib/metrics.js';
 import { FETCH_BACKOFF, FETCH_QUEUE, fetchKey, type FetchJobData } from './fetch-queue.js';
 import { fetchResource } from './fetch-resource.js';
 import type { HandlerRegistry } from './handlers/index.js';
@@ -29,6 +30,7 @@ export interface FetchWorkerDeps {
   handlers: HandlerRegistry;
   log: Logger;
   fetch: { minIntervalMs: number; timeoutMs: number; attempts: number; backoffBaseMs: number; backoffMaxMs: number; concurrency: number };
+  metrics: Pick<Metrics, 'fetchOutcomes' | 'processingLatency'>;
   /** Re-adds a job for a key (used when one job could not claim the whole backlog). */
   requeue: (companyId: string, href: string) => Promise<void>;
 }
@@ -100,16 +102,23 @@ export async function processFetch(deps: FetchWorkerDeps, job: Job<FetchJobData>
   const apiToken = decryptSecret(deps.secretKey, company.apiTokenEncrypted);
   const result = await fetchResource(href, apiToken, deps.fetch.timeoutMs);
   const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+  deps.metrics.fetchOutcomes.inc({ outcome: result.kind });
+  const finished = (status: 'processed' | 'failed') => {
+    const now = Date.now();
+    for (const at of claimed.receivedAt) deps.metrics.processingLatency.observe({ status }, (now - at) / 1000);
+  };
 
   switch (result.kind) {
     case 'ok':
       try {
         await storeSnapshot(db, deps.handlers, { companyId, href, claimed, fetchStartedAt, resource: result.resource });
+        finished('processed');
       } catch (err) {
         // A handler (or the store) failed: the transaction rolled back, nothing is half-written.
         const why = `storing the snapshot failed: ${err instanceof Error ? err.message : String(err)}`;
         if (lastAttempt) {
           await markFailed(db, claimed.ids, `gave up after ${job.attemptsMade + 1} attempts: ${why}`);
+          finished('failed');
           break;
         }
         await recordAttempt(db, claimed.ids, why);
@@ -118,12 +127,15 @@ export async function processFetch(deps: FetchWorkerDeps, job: Job<FetchJobData>
       break;
     case 'gone':
       await markGone(db, { companyId, href, ids: claimed.ids, fetchStartedAt });
+      finished('processed');
       break;
     case 'soft_error':
       await markFailed(db, claimed.ids, `soft error: ${result.message}`);
+      finished('failed');
       break;
     case 'failed':
       await markFailed(db, claimed.ids, result.message);
+      finished('failed');
       break;
     case 'unauthorized': {
       const why = `GET ${href} answered ${result.status}: the API token was refused`;
@@ -134,12 +146,14 @@ export async function processFetch(deps: FetchWorkerDeps, job: Job<FetchJobData>
           .set({ connectionStatus: 'unauthorized', connectionError: why, updatedAt: new Date() })
           .where(eq(companies.id, companyId));
       });
+      finished('failed');
       log.warn({ companyId }, 'marketplace refused the company token; its fetches are paused until the token is replaced');
       break;
     }
     case 'retry':
       if (lastAttempt) {
         await markFailed(db, claimed.ids, `gave up after ${job.attemptsMade + 1} attempts: ${result.message}`);
+        finished('failed');
         break;
       }
       await recordAttempt(db, claimed.ids, result.message);
@@ -150,15 +164,15 @@ export async function processFetch(deps: FetchWorkerDeps, job: Job<FetchJobData>
 }
 
 /** The pending rows of (company, href) committed before this fetch starts: the ones it covers (C4). */
-async function claimPending(db: Database, companyId: string, href: string): Promise<Claimed | null> {
+async function claimPending(db: Database, companyId: string, href: string): Promise<(Claimed & { receivedAt: number[] }) | null> {
   const rows = await db
-    .select({ id: notifications.id, type: notifications.type, resourceId: notifications.resourceId })
+    .select({ id: notifications.id, type: notifications.type, resourceId: notifications.resourceId, receivedAt: notifications.receivedAt })
     .from(notifications)
     .where(and(eq(notifications.companyId, companyId), eq(notifications.href, href), inArray(notifications.status, ['received', 'queued'])))
     .orderBy(notifications.id)
     .limit(CLAIM_LIMIT);
   const last = rows.at(-1);
   if (!last) return null;
-  return { ids: rows.map((r) => r.id), type: last.type, resourceId: last.resourceId };
+  return { ids: rows.map((r) => r.id), type: last.type, resourceId: last.resourceId, receivedAt: rows.map((r) => r.receivedAt.getTime()) };
 }
 

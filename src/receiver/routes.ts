@@ -8,6 +8,7 @@ import basicAuth from '@fastify/basic-auth';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { constantTimeEqual, sha256 } from '../lib/crypto.js';
+import type { Metrics } from '../lib/metrics.js';
 import { Problem } from '../lib/problem.js';
 import { previousSecretValid, type WebhookCredentials, type WebhookDirectory } from './attribution.js';
 import type { NotificationWriter } from './ingest.js';
@@ -28,6 +29,7 @@ export interface ReceiverDeps {
   publicBaseUrl: string;
   requireHttpsHrefs: boolean;
   oauthTimestampSkewS: number;
+  metrics: Pick<Metrics, 'received'>;
 }
 
 interface Authenticated {
@@ -103,8 +105,13 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
       status: webhook.active ? 'received' : 'discarded',
     });
     req.log.debug({ companyId: webhook.companyId, notificationId: stored.id, type: body.type, status: stored.status }, 'notification stored');
+    deps.metrics.received.inc({ outcome: stored.status === 'received' ? 'stored' : 'discarded', company: webhook.companyId });
     return reply.code(200).send({ status: stored.status, id: String(stored.id) });
   };
+
+  app.addHook('onResponse', async (req, reply) => {
+    if (reply.statusCode >= 400) deps.metrics.received.inc({ outcome: String(reply.statusCode), company: req.notificationAuth?.webhook.companyId ?? 'unknown' });
+  });
 
   const routeOptions = { onRequest: authenticate, bodyLimit: MAX_NOTIFICATION_BYTES };
   app.post('/hooks/:endpointKey', routeOptions, receive);

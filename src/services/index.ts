@@ -1,6 +1,7 @@
 /** The services the admin API and the CLI share, composed once from narrow dependencies. */
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
+import type { Metrics } from '../lib/metrics.js';
 import { MarketplaceClient } from '../marketplace/client.js';
 import { webhookSettingsApi } from '../marketplace/webhook-settings.js';
 import type { FetchEnqueuer } from '../processing/fetch-queue.js';
@@ -16,9 +17,13 @@ export function createServices(deps: {
   config: Pick<Config, 'secretKey' | 'env' | 'publicBaseUrl' | 'rotationGraceMs' | 'marketplaceTimeoutMs'>;
   /** Called after a webhook changes (the receiver drops cached credentials). */
   onWebhookChange?: () => void;
+  metrics?: Pick<Metrics, 'marketplaceCalls'>;
 }) {
   const { db, config } = deps;
-  const marketplace = new MarketplaceClient({ timeoutMs: config.marketplaceTimeoutMs });
+  const marketplace = new MarketplaceClient({
+    timeoutMs: config.marketplaceTimeoutMs,
+    onCall: (operation, outcome) => deps.metrics?.marketplaceCalls.inc({ operation, outcome }),
+  });
   const companies = createCompaniesService({ db, secretKey: config.secretKey, requireHttps: config.env === 'production' });
   const webhooks = createWebhooksService({
     db,

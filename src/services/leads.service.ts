@@ -55,7 +55,7 @@ export function createLeadsService(deps: { db: Database; companies: CompaniesSer
             (await db.update(leads).set({ updatedAt: new Date() }).where(and(eq(leads.id, r.id), eq(leads.status, 'sending'), lt(leads.updatedAt, staleBefore()))).returning())[0] ?? null,
           send: async (r) => {
             // Safe to repeat after a crash: the marketplace itself keeps one lead per clientIdentifier.
-            const answer = await marketplaceCall(() => deps.marketplace.call<LeadCreated>(conn, 'POST', LEADS_PATH, { body: r.request }));
+            const answer = await marketplaceCall(() => deps.marketplace.call<LeadCreated>(conn, 'POST', LEADS_PATH, { body: r.request, operation: 'leads.create' }));
             const [done] = await db
               .update(leads)
               .set({ status: 'created', remoteId: typeof answer?.id === 'string' ? answer.id : null, response: answer ?? null, updatedAt: new Date() })

@@ -88,7 +88,7 @@ export function createQuotesService(deps: { db: Database; companies: CompaniesSe
             (await db.update(quotes).set({ updatedAt: new Date() }).where(and(eq(quotes.id, r.id), eq(quotes.status, 'sending'), lt(quotes.updatedAt, staleBefore()))).returning())[0] ?? null,
           send: async (r) => {
             const headers = r.actAsAccount ? { [ACT_AS_ACCOUNT_HEADER]: r.actAsAccount } : undefined;
-            const answer = await marketplaceCall(() => deps.marketplace.call<QuoteSubmitted>(conn, 'POST', submitQuotePath(r.requestId), { body: r.submission, headers }));
+            const answer = await marketplaceCall(() => deps.marketplace.call<QuoteSubmitted>(conn, 'POST', submitQuotePath(r.requestId), { body: r.submission, headers, operation: 'quotes.submit' }));
             const ids = { tripMessageId: idOf(answer?.tripmsgs), sellerQuoteId: idOf(answer?.sellerQuote), liftId: idOf(answer?.lift) };
             if (!ids.tripMessageId || !ids.sellerQuoteId || !ids.liftId) {
               // Submitted, but the ids the seed requires us to keep are missing: keep the row, say so.

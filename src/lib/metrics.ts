@@ -1,0 +1,48 @@
+/**
+ * Prometheus metrics (SPEC §7): one registry per process (and per test runtime). Counters are updated
+ * where things happen; gauges that need a query (queue depth, oldest pending age) are collected when
+ * /metrics is scraped, so an idle process does no work for them.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'skyhook_' });
+  return {
+    registry,
+    received: new Counter({
+      name: 'skyhook_notifications_received_total',
+      help: 'Notifications answered by the receiver, by outcome (stored, discarded, or the HTTP status of a refusal) and company',
+      labelNames: ['outcome', 'company'] as const,
+      registers: [registry],
+    }),
+    processingLatency: new Histogram({
+      name: 'skyhook_processing_latency_seconds',
+      help: 'From a notification received to its final status',
+      labelNames: ['status'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600],
+      registers: [registry],
+    }),
+    fetchOutcomes: new Counter({
+      name: 'skyhook_fetch_outcomes_total',
+      help: 'Resource GETs by outcome (ok, gone, soft_error, unauthorized, retry, failed)',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    marketplaceCalls: new Counter({
+      name: 'skyhook_marketplace_calls_total',
+      help: 'Calls to the marketplace API by operation and outcome (ok or the error kind)',
+      labelNames: ['operation', 'outcome'] as const,
+      registers: [registry],
+    }),
+    queueDepth: new Gauge({ name: 'skyhook_queue_depth', help: 'Jobs in the fetch queue by state', labelNames: ['state'] as const, registers: [registry] }),
+    oldestPendingAge: new Gauge({
+      name: 'skyhook_oldest_pending_age_seconds',
+      help: 'Age of the oldest notification not yet processed, per company',
+      labelNames: ['company'] as const,
+      registers: [registry],
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

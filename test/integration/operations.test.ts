@@ -1,0 +1,74 @@
+/** Health, readiness, Prometheus metrics and retention. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { purgeOldNotifications } from '../../src/processing/retention.js';
+import { startScenario, type Scenario } from '../helpers/scenario.js';
+
+let s: Scenario;
+let companyId: string;
+beforeAll(async () => {
+  s = await startScenario({ env: { FETCH_MIN_INTERVAL_MS: '0' } });
+  ({ companyId } = await s.company('acme'));
+});
+afterAll(async () => s?.close());
+
+describe('health and metrics', () => {
+  it('answers /healthz and /readyz', async () => {
+    expect((await fetch(`${s.skyhook.url}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${s.skyhook.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'ready', database: true, redis: true });
+  });
+
+  it('exposes received-by-outcome, latency, fetch outcomes, marketplace calls, queue depth and oldest pending age', async () => {
+    await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', count: 6, resources: 3 });
+    await s.settled(6);
+    await fetch(`${s.skyhook.url}/hooks/not-a-key`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const text = await (await fetch(`${s.skyhook.url}/metrics`)).text();
+    expect(text).toContain(`skyhook_notifications_received_total{outcome="stored",company="${companyId}"} 6`);
+    expect(text).toMatch(/skyhook_notifications_received_total\{outcome="401",company="unknown"\} [1-9]/);
+    expect(text).toContain('skyhook_processing_latency_seconds_count{status="processed"} 6');
+    expect(text).toMatch(/skyhook_fetch_outcomes_total\{outcome="ok"\} [1-6]/);
+    expect(text).toContain('skyhook_marketplace_calls_total{operation="webhook_settings.create",outcome="ok"} 1');
+    expect(text).toMatch(/skyhook_queue_depth\{state="wait"\} 0/);
+    expect(text).toContain(`skyhook_oldest_pending_age_seconds{company="${companyId}"} 0`);
+    expect(text).toContain('skyhook_process_resident_memory_bytes');
+  });
+});
+
+describe('retention', () => {
+  it('purges final notifications older than the retention period, in batches; keeps pending ones, snapshots and events', async () => {
+    await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-old' });
+    await s.settled(7);
+    const webhook = (await s.sql.query('SELECT id FROM webhooks LIMIT 1')).rows[0].id;
+    await s.sql.query(
+      `INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status, received_at)
+       SELECT $1, $2, 'old', 'rfqs', 'http://x/api/rfqs/old', '{}'::jsonb, 'basic', st::notification_status, now() - interval '40 days'
+       FROM unnest(ARRAY['processed', 'failed', 'discarded', 'queued']) AS st, generate_series(1, 3000)`,
+      [companyId, webhook],
+    );
+    const before = await s.sql.query(`SELECT (SELECT count(*) FROM resources)::int AS resources, (SELECT count(*) FROM events)::int AS events`);
+    const purged = await purgeOldNotifications(s.skyhook.runtime.api.pool, 30);
+    expect(purged).toBe(9000);
+    const left = await s.sql.query(`SELECT status, count(*)::int AS n FROM notifications WHERE received_at < now() - interval '30 days' GROUP BY status`);
+    expect(left.rows).toEqual([{ status: 'queued', n: 3000 }]);
+    expect((await s.sql.query(`SELECT count(*)::int AS n FROM notifications WHERE received_at > now() - interval '1 day'`)).rows[0].n).toBe(7);
+    const after = await s.sql.query(`SELECT (SELECT count(*) FROM resources)::int AS resources, (SELECT count(*) FROM events)::int AS events`);
+    expect(after.rows[0]).toEqual(before.rows[0]);
+    await s.sql.query(`DELETE FROM notifications WHERE resource_id = 'old'`);
+  });
+
+  it('is scheduled as a BullMQ job scheduler by the worker role', async () => {
+    const { Queue } = await import('bullmq');
+    const { Redis } = await import('ioredis');
+    const connection = new Redis(s.skyhook.config.redisUrl, { maxRetriesPerRequest: null });
+    const queue = new Queue('maintenance', { connection, prefix: s.prefix });
+    try {
+      const schedulers = await queue.getJobSchedulers();
+      expect(schedulers.map((j) => j.key)).toContain('purge-notifications');
+      expect(schedulers[0]?.every).toBe(3_600_000);
+    } finally {
+      await queue.close();
+      connection.disconnect();
+    }
+  });
+});
