@@ -1,5 +1,6 @@
 /** The `skyhook` command: operators' entry to every role and tool. Each sub-command has --help. */
 import { Command, InvalidArgumentError } from 'commander';
+import { registerAdminCommands } from './admin/cli.js';
 import { registerSimulatorCommands } from './simulator/index.js';
 
 const program = new Command('skyhook')
@@ -28,5 +29,6 @@ program
   });
 
 registerSimulatorCommands(program);
+registerAdminCommands(program);
 
 await program.parseAsync(process.argv);

@@ -1,0 +1,263 @@
+/**
+ * `npm run bench` (SPEC §11): every figure in one run on this machine, against the local PostgreSQL
+ * and Redis. Skyhook runs as its own `all` process (`node bin/skyhook.js start`), the ceiling is a bare
+ * Fastify process, resources come from a local resource server, and autocannon is the load generator
+ * for both. `-- --json` ends the output with one JSON line; `-- --quick` is the short CI smoke run.
+ */
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import autocannon from 'autocannon';
+import OAuth from 'oauth-1.0a';
+import pg from 'pg';
+import { encryptSecret, randomToken, sha256 } from '../src/lib/crypto.js';
+
+const args = new Set(process.argv.slice(2));
+const QUICK = args.has('--quick');
+const JSON_OUT = args.has('--json');
+const DURATION_S = QUICK ? 3 : 10;
+const CONNECTIONS = 64;
+const SERVER = process.env.BENCH_DATABASE_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
+const DB_NAME = 'skyhook_bench';
+const DATABASE_URL = `${SERVER}/${DB_NAME}`;
+const SECRET_KEY = randomBytes(32).toString('base64');
+const PORTS = { ceiling: 3901, skyhook: 3902, resources: 3903 };
+const SKYHOOK_URL = `http://127.0.0.1:${PORTS.skyhook}`;
+const API_BASE = `http://127.0.0.1:${PORTS.resources}/api`;
+const children: ChildProcess[] = [];
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function startTs(file: string, port: number): Promise<ChildProcess> {
+  const child = fork(new URL(file, import.meta.url), [], { env: { ...process.env, PORT: String(port) }, execArgv: ['--import', 'tsx'], stdio: 'ignore' });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    child.once('message', () => resolve(child));
+    child.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
+  });
+}
+
+async function startSkyhook(): Promise<ChildProcess> {
+  // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles Skyhook during the run.
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, 'bin/skyhook.js', 'start'], {
+    env: {
+      ...process.env,
+      // development: the bench's hrefs are plain http on loopback, which production refuses.
+      NODE_ENV: 'development',
+      DATABASE_URL,
+      PORT: String(PORTS.skyhook),
+      PUBLIC_BASE_URL: SKYHOOK_URL,
+      SECRET_KEY,
+      ADMIN_TOKEN: randomToken(24),
+      ROLE: 'all',
+      QUEUE_PREFIX: '{skyhook-bench}',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  children.push(child);
+  for (let i = 0; i < 100; i++) {
+    if (await fetch(`${SKYHOOK_URL}/healthz`).then((r) => r.ok, () => false)) return child;
+    await sleep(200);
+  }
+  throw new Error('Skyhook did not start');
+}
+
+async function resetState(): Promise<void> {
+  const admin = new pg.Client({ connectionString: `${SERVER}/postgres` });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`);
+  await admin.end();
+  const { Redis } = await import('ioredis');
+  const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', '{skyhook-bench}:*', 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.unlink(...keys);
+  } while (cursor !== '0');
+  redis.disconnect();
+}
+
+interface Seeded {
+  companyId: string;
+  basic: { path: string; authorization: string };
+  oauth: { clientIdentifier: string; secret: string };
+}
+
+/** A company on the local resource server, a BASIC webhook on its own targetURI and an OAUTH one on /hooks. */
+async function seed(sql: pg.Client): Promise<Seeded> {
+  const key = Buffer.from(SECRET_KEY, 'base64');
+  const { rows } = await sql.query(`INSERT INTO companies (name, api_base_url, api_token_encrypted) VALUES ('bench', $1, $2) RETURNING id`, [API_BASE, encryptSecret(key, 'bench-token')]);
+  const companyId = rows[0].id as string;
+  const webhook = async (auth: 'BASIC' | 'OAUTH', shared: boolean) => {
+    const endpointKey = randomToken(24);
+    const clientIdentifier = `skh_${randomToken(18)}`;
+    const secret = randomToken(32);
+    const path = shared ? '/hooks' : `/hooks/${endpointKey}`;
+    await sql.query(
+      `INSERT INTO webhooks (company_id, remote_id, endpoint_key, target_uri, client_identifier, auth_type, secret_sha256, secret_encrypted, event_types, display_name)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'bench')`,
+      [companyId, `wh_${endpointKey}`, endpointKey, `${SKYHOOK_URL}${path}`, clientIdentifier, auth, auth === 'BASIC' ? sha256(secret) : null, auth === 'OAUTH' ? encryptSecret(key, secret) : null, ['TripRequest']],
+    );
+    return { path, clientIdentifier, secret };
+  };
+  const basic = await webhook('BASIC', false);
+  const oauth = await webhook('OAUTH', true);
+  return { companyId, basic: { path: basic.path, authorization: `Basic ${Buffer.from(`${basic.clientIdentifier}:${basic.secret}`).toString('base64')}` }, oauth };
+}
+
+let bodySeq = 0;
+const notification = (resource: string) => JSON.stringify({ id: resource, type: 'rfqs', href: `${API_BASE}/rfqs/${resource}`, seq: bodySeq++ });
+
+interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+}
+
+async function load(opts: { url: string; setup: (req: autocannon.Request) => autocannon.Request; duration?: number; amount?: number; overallRate?: number; connections?: number }): Promise<LoadResult> {
+  const result = await autocannon({
+    url: opts.url,
+    method: 'POST',
+    connections: opts.connections ?? CONNECTIONS,
+    ...(opts.amount ? { amount: opts.amount } : { duration: opts.duration ?? DURATION_S }),
+    ...(opts.overallRate ? { overallRate: opts.overallRate } : {}),
+    headers: { 'content-type': 'application/json' },
+    requests: [{ setupRequest: opts.setup }],
+  });
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors + result.timeouts };
+}
+
+/** Peak resident memory of a process so far (VmHWM), in MB. */
+const peakRssMb = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+async function waitProcessed(sql: pg.Client, minId: number, count: number, timeoutMs = 120_000): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    const { rows } = await sql.query(`SELECT count(*)::int AS n FROM notifications WHERE id > $1 AND status IN ('processed', 'failed')`, [minId]);
+    if (rows[0].n >= count) return Date.now();
+    if (Date.now() - started > timeoutMs) throw new Error(`only ${rows[0].n} of ${count} processed after ${timeoutMs} ms`);
+    await sleep(20);
+  }
+}
+
+const maxId = async (sql: pg.Client) => Number((await sql.query('SELECT coalesce(max(id), 0) AS m FROM notifications')).rows[0].m);
+
+async function main(): Promise<void> {
+  log(`Skyhook benchmark (${QUICK ? 'quick' : 'full'}: ${DURATION_S} s per load, ${CONNECTIONS} connections), PostgreSQL and Redis on this machine`);
+  await resetState();
+  await startTs('./resource-server.ts', PORTS.resources);
+
+  log('1/6 ceiling: bare Fastify JSON route');
+  const ceilingProc = await startTs('./ceiling-server.ts', PORTS.ceiling);
+  const ceilingBody = notification('ceiling');
+  const ceiling = await load({ url: `http://127.0.0.1:${PORTS.ceiling}/hooks`, setup: (r) => ({ ...r, body: ceilingBody }) });
+  ceilingProc.kill();
+
+  const skyhook = await startSkyhook();
+  const sql = new pg.Client({ connectionString: DATABASE_URL });
+  await sql.connect();
+  const seeded = await seed(sql);
+  const resources = Array.from({ length: 2000 }, (_, i) => `rfq-${i}`);
+  let i = 0;
+
+  log('2/6 ingest, Basic');
+  const basic = await load({
+    url: `${SKYHOOK_URL}${seeded.basic.path}`,
+    setup: (r) => ({ ...r, headers: { ...r.headers, authorization: seeded.basic.authorization }, body: notification(resources[i++ % resources.length]!) }),
+  });
+  let ingestPeakRss = peakRssMb(skyhook.pid!);
+
+  log('3/6 ingest, OAuth 1.0a HMAC-SHA1 with body hash');
+  const oauth = new OAuth({
+    consumer: { key: seeded.oauth.clientIdentifier, secret: seeded.oauth.secret },
+    signature_method: 'HMAC-SHA1',
+    hash_function: (base, k) => createHmac('sha1', k).update(base).digest('base64'),
+    body_hash_function: (data) => createHash('sha1').update(data).digest('base64'),
+  });
+  const oauthResult = await load({
+    url: `${SKYHOOK_URL}/hooks`,
+    setup: (r) => {
+      const body = notification(resources[i++ % resources.length]!);
+      const header = oauth.toHeader(oauth.authorize({ url: `${SKYHOOK_URL}/hooks`, method: 'POST', data: body, includeBodyHash: true }));
+      return { ...r, headers: { ...r.headers, authorization: header.Authorization }, body };
+    },
+  });
+  ingestPeakRss = Math.max(ingestPeakRss, peakRssMb(skyhook.pid!));
+  await waitProcessed(sql, 0, Number((await sql.query('SELECT count(*) AS n FROM notifications')).rows[0].n), 300_000);
+
+  log('4/6 end to end: distinct resources, as fast as they come');
+  const e2eCount = QUICK ? 3000 : 20_000;
+  let start = await maxId(sql);
+  let seq = 0;
+  const t0 = Date.now();
+  await load({ url: `${SKYHOOK_URL}${seeded.basic.path}`, amount: e2eCount, setup: (r) => ({ ...r, headers: { ...r.headers, authorization: seeded.basic.authorization }, body: notification(`e2e-${seq++}`) }) });
+  const e2eRps = e2eCount / ((await waitProcessed(sql, start, e2eCount, 300_000)) - t0) * 1000;
+
+  log('5/6 received -> processed latency at a steady 500 notifications/s');
+  start = await maxId(sql);
+  const steadyCount = 500 * DURATION_S;
+  await load({ url: `${SKYHOOK_URL}${seeded.basic.path}`, amount: steadyCount, overallRate: 500, connections: 16, setup: (r) => ({ ...r, headers: { ...r.headers, authorization: seeded.basic.authorization }, body: notification(`steady-${seq++}`) }) });
+  await waitProcessed(sql, start, steadyCount);
+  const { rows: lat } = await sql.query(
+    `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99
+     FROM (SELECT extract(epoch FROM processed_at - received_at) * 1000 AS ms FROM notifications WHERE id > $1) t`,
+    [start],
+  );
+
+  log('6/6 burst: 1,000 notifications over 10 resources within one second');
+  start = await maxId(sql);
+  const burstIds = Array.from({ length: 10 }, (_, k) => `burst-${k}`);
+  let b = 0;
+  await load({ url: `${SKYHOOK_URL}${seeded.basic.path}`, amount: 1000, overallRate: 1000, connections: 32, setup: (r) => ({ ...r, headers: { ...r.headers, authorization: seeded.basic.authorization }, body: notification(burstIds[b++ % 10]!) }) });
+  await waitProcessed(sql, start, 1000);
+  const counts = (await (await fetch(`http://127.0.0.1:${PORTS.resources}/_counts`)).json()) as Record<string, number>;
+  const burstFetches = burstIds.map((id) => counts[`/api/rfqs/${id}`] ?? 0);
+
+  await sql.end();
+  const figures = {
+    ceilingRps: Math.round(ceiling.rps),
+    basicRps: Math.round(basic.rps),
+    basicRatio: round(basic.rps / ceiling.rps, 3),
+    oauthRps: Math.round(oauthResult.rps),
+    oauthRatio: round(oauthResult.rps / ceiling.rps, 3),
+    ingestP99Ms: Math.max(basic.p99, oauthResult.p99),
+    e2eRps: Math.round(e2eRps),
+    e2eP50Ms: round(Number(lat[0].p50), 1),
+    e2eP99Ms: round(Number(lat[0].p99), 1),
+    burstFetchesPerResource: round(Math.max(...burstFetches), 1),
+    peakRssMb: Math.round(ingestPeakRss),
+  };
+  const errors = basic.non2xx + oauthResult.non2xx;
+  printTable(figures, { ceiling, basic, oauthResult, errors, burstFetches });
+  if (JSON_OUT) console.log(JSON.stringify(figures));
+}
+
+const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+function printTable(f: Record<string, number>, extra: { ceiling: LoadResult; basic: LoadResult; oauthResult: LoadResult; errors: number; burstFetches: number[] }): void {
+  const rows: [string, string, string, boolean][] = [
+    ['ceiling: bare Fastify JSON route, req/s', `${f.ceilingRps} (p50 ${extra.ceiling.p50} ms, p99 ${extra.ceiling.p99} ms)`, '-', true],
+    ['ingest Basic, req/s (ratio to ceiling)', `${f.basicRps} (${f.basicRatio})`, '>= 0.35', f.basicRatio! >= 0.35],
+    ['ingest OAuth + body hash, req/s (ratio)', `${f.oauthRps} (${f.oauthRatio})`, '>= 0.30', f.oauthRatio! >= 0.3],
+    ['ingest p99 latency at 64 connections, ms', `${f.ingestP99Ms} (Basic p50 ${extra.basic.p50}, OAuth p50 ${extra.oauthResult.p50})`, '<= 25', f.ingestP99Ms! <= 25],
+    ['end to end, processed/s', `${f.e2eRps}`, '>= 3000', f.e2eRps! >= 3000],
+    ['received -> processed at 500/s, p50 ms', `${f.e2eP50Ms} (p99 ${f.e2eP99Ms})`, '<= 20', f.e2eP50Ms! <= 20],
+    ['burst 1,000 over 10 resources, fetches/resource', `${f.burstFetchesPerResource} (${extra.burstFetches.join(' ')})`, '<= 2', f.burstFetchesPerResource! <= 2],
+    ['peak RSS of the all process under ingest, MB', `${f.peakRssMb}`, '<= 300', f.peakRssMb! <= 300],
+  ];
+  const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length)), 8];
+  console.log(`\n${'figure'.padEnd(w[0]!)}  ${'measured'.padEnd(w[1]!)}  ${'target'.padEnd(w[2]!)}  met`);
+  for (const [name, value, target, ok] of rows) console.log(`${name.padEnd(w[0]!)}  ${value.padEnd(w[1]!)}  ${target.padEnd(w[2]!)}  ${ok ? 'yes' : 'NO'}`);
+  if (extra.errors > 0) console.log(`\n${extra.errors} ingest requests were not answered 2xx`);
+}
+
+try {
+  await main();
+} finally {
+  for (const c of children) c.kill('SIGTERM');
+}

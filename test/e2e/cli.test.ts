@@ -1,0 +1,287 @@
+/**
+ * The admin CLI, run as an operator runs it: `node bin/skyhook.js <args>` as a child process, against a
+ * test database and a real simulator as the marketplace. Asserts stdout, stderr and exit codes: 0 done,
+ * 2 a usage error naming each bad flag or field, 1 a Problem from a service with its detail.
+ */
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
+
+const BIN = new URL('../../bin/skyhook.js', import.meta.url).pathname;
+const TOKEN = `tok-cli-${randomUUID()}`;
+
+let db: TestDatabase;
+let sim: Simulator;
+let dir: string;
+let env: NodeJS.ProcessEnv;
+const prefix = testQueuePrefix();
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** One `skyhook` invocation; `stdin` is written to the child's standard input. */
+function skyhook(args: string[], stdin?: string): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(process.execPath, [BIN, ...args], { env, timeout: 30_000 }, (error, stdout, stderr) => {
+      const code = error ? error.code : 0;
+      if (typeof code !== 'number') reject(error ?? new Error('no exit code'));
+      else resolve({ code, stdout, stderr });
+    });
+    child.stdin?.end(stdin ?? '');
+  });
+}
+
+/** stdout of a successful --json run, parsed. */
+async function json(args: string[], stdin?: string): Promise<Record<string, unknown> & { id: string }> {
+  const run = await skyhook([...args, '--json'], stdin);
+  expect(run, run.stderr).toMatchObject({ code: 0, stderr: '' });
+  return JSON.parse(run.stdout) as Record<string, unknown> & { id: string };
+}
+
+/** The webhook settings the simulator holds for the company (no in-process list method: its API). */
+async function simulatorSettings(): Promise<{ id: string; active: boolean; eventTypes: string[] }[]> {
+  const response = await fetch(`${sim.apiBaseUrl}/webhooks/settings`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { data: { id: string; active: boolean; eventTypes: string[] }[] }).data;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  sim = await startSimulator({ timeScale: 0.001 });
+  sim.addCompany({ id: 'acme', name: 'Acme Jets', token: TOKEN });
+  dir = await mkdtemp(join(tmpdir(), 'skyhook-cli-'));
+  env = {
+    ...process.env,
+    DATABASE_URL: db.url,
+    REDIS_URL,
+    QUEUE_PREFIX: prefix,
+    ADMIN_TOKEN: 'cli-test-admin-token-0123456789',
+    // Nothing listens here: the webhooks are only registered, never delivered to.
+    PUBLIC_BASE_URL: 'http://127.0.0.1:9',
+    LOG_LEVEL: 'silent',
+  };
+});
+
+afterAll(async () => {
+  await sim?.stop();
+  await db?.drop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+  // The replay queued a job under this file's prefix; nothing consumes it.
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 500 }) as AsyncIterable<string[]>) if (keys.length > 0) await redis.del(...keys);
+  } finally {
+    redis.disconnect();
+  }
+});
+
+const lead = {
+  clientIdentifier: 'cli-lead-1',
+  inquiryLift: [{ aircraftType: 'Light jet', priceExpectation: 0 }],
+  leadContactInfo: { name: 'Ann Example', emailAddresses: [{ type: 'Work', emailAddress: 'ann@example.com' }], phoneNumbers: [{ type: 'Work', phoneNumber: '+14155550100' }] },
+  leadCurrency: 'USD',
+};
+
+/** A floating-fleet quote (a category, no tail); the total is the sum of the line items. */
+const quoteRequest = {
+  requestId: 'lift-req-1',
+  actAsAccount: 'ops.user',
+  submission: {
+    message: 'Happy to fly you',
+    quote: {
+      segments: [
+        {
+          startAirport: { icao: 'KTEB' },
+          endAirport: { icao: 'KPBI' },
+          dateTime: { date: '2030-01-15', time: '09:30', departure: true, local: true },
+          paxCount: '4',
+          flightMinutes: 150,
+        },
+      ],
+      lift: { aircraftCategory: 'Midsize jet' },
+      currencyCode: 'USD',
+      sellerUniqueQuoteIdentifier: 'cli-quote-1',
+      totalPrice: 1500.5,
+      lineItems: [
+        { type: 'FLT', price: 1000, formattedUnitPrice: '1000', formattedQuantity: '1' },
+        { price: 500.5, formattedUnitPrice: '500.50', formattedQuantity: '1' },
+      ],
+    },
+  },
+};
+
+// Each spawn costs about a second (tsx), several when the machine is busy.
+describe('skyhook admin CLI', { timeout: 60_000 }, () => {
+  let companyId: string;
+  let webhookId: string;
+
+  it('creates, lists, shows and updates a company, never printing its token', async () => {
+    const created = await json(['companies', 'create', '--name', 'Acme Jets', '--api-base-url', sim.apiBaseUrl, '--api-token', TOKEN]);
+    expect(created).toMatchObject({ name: 'Acme Jets', apiBaseUrl: sim.apiBaseUrl, connectionStatus: 'ok' });
+    expect(Object.keys(created).sort()).toEqual(['apiBaseUrl', 'connectionError', 'connectionStatus', 'createdAt', 'id', 'name', 'updatedAt']);
+    companyId = created.id;
+
+    const [listed, shown] = await Promise.all([skyhook(['companies', 'list']), skyhook(['companies', 'get', companyId])]);
+    // The token on stdin: the same one, so the simulator keeps accepting it.
+    const updated = await skyhook(['companies', 'update', companyId, '--name', 'Acme Jets Ltd', '--api-token', '-', '--json'], `${TOKEN}\n`);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/^ID\s+NAME\s+API BASE URL\s+CONNECTION\s+CREATED\n/);
+    expect(listed.stdout).toContain(companyId);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(new RegExp(`^id:\\s+${companyId}$`, 'm'));
+    expect(shown.stdout).toMatch(/^name:\s+Acme Jets$/m);
+    expect(updated.code).toBe(0);
+    expect(JSON.parse(updated.stdout)).toMatchObject({ id: companyId, name: 'Acme Jets Ltd', connectionStatus: 'ok' });
+    for (const run of [listed, shown, updated]) {
+      expect(run.stderr).toBe('');
+      expect(run.stdout).not.toContain(TOKEN);
+    }
+  });
+
+  it('exits 2 on bad flags, one line naming each bad flag, before touching anything', async () => {
+    const [noName, badWebhook, badFilters, unknownOption] = await Promise.all([
+      skyhook(['companies', 'create', '--api-base-url', sim.apiBaseUrl, '--api-token', TOKEN]),
+      skyhook(['webhooks', 'create', companyId, '--auth-type', 'DIGEST', '--event-types', 'TripRequest,NoSuchEvent']),
+      skyhook(['notifications', 'list', '--status', 'lost', '--limit', '0', '--company-id', 'acme']),
+      skyhook(['companies', 'list', '--colour']),
+    ]);
+    expect(noName).toMatchObject({ code: 2, stdout: '' });
+    expect(noName.stderr.trim()).toBe('skyhook: --name is required');
+    expect(badWebhook).toMatchObject({ code: 2, stdout: '' });
+    expect(badWebhook.stderr).toMatch(/^skyhook: --auth-type must be one of BASIC, OAUTH \(got "DIGEST"\)$/m);
+    expect(badWebhook.stderr).toMatch(/^skyhook: --event-types must be one of ClientLeads, .* \(got "NoSuchEvent"\)$/m);
+    expect(badWebhook.stderr.trim().split('\n')).toHaveLength(2);
+    expect(badFilters.code).toBe(2);
+    expect(badFilters.stderr).toMatch(/^skyhook: --status must be one of received, .*\(got "lost"\)$/m);
+    expect(badFilters.stderr).toMatch(/^skyhook: --limit must be 1 or more/m);
+    expect(badFilters.stderr).toMatch(/^skyhook: --company-id must be a UUID/m);
+    expect(unknownOption.code).toBe(2);
+    expect(unknownOption.stderr).toMatch(/^skyhook: unknown option '--colour'/m);
+    // Nothing was registered on the marketplace.
+    expect(await simulatorSettings()).toEqual([]);
+  });
+
+  it('exits 1 with the detail of a Problem: an unknown company is a 404', async () => {
+    const unknown = randomUUID();
+    const run = await skyhook(['webhooks', 'list', unknown]);
+    expect(run).toMatchObject({ code: 1, stdout: '' });
+    expect(run.stderr.trim()).toBe(`skyhook: Company ${unknown} was not found (404 Not Found)`);
+  });
+
+  it('creates a webhook, active on the marketplace, lists it, and deactivates it', async () => {
+    const created = await json(['webhooks', 'create', companyId, '--event-types', 'TripRequest,ClientLeads', '--auth-type', 'BASIC', '--display-name', 'CLI hook']);
+    expect(created).toMatchObject({ companyId, authType: 'BASIC', active: true, eventTypes: ['TripRequest', 'ClientLeads'], displayName: 'CLI hook' });
+    expect(created.targetURI).toMatch(/^http:\/\/127\.0\.0\.1:9\/hooks\/.+/);
+    expect(created).not.toHaveProperty('clientSecret');
+    webhookId = created.id;
+    expect(await simulatorSettings()).toEqual([expect.objectContaining({ id: created.remoteId, active: true, eventTypes: ['TripRequest', 'ClientLeads'] })]);
+
+    const listed = await skyhook(['webhooks', 'list', companyId]);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`^${webhookId}\\s+BASIC\\s+yes\\s+TripRequest,ClientLeads\\s+http://127\\.0\\.0\\.1:9/hooks/`, 'm'));
+
+    const updated = await json(['webhooks', 'update', companyId, webhookId, '--active', 'false']);
+    expect(updated).toMatchObject({ id: webhookId, active: false });
+    expect(await simulatorSettings()).toEqual([expect.objectContaining({ id: created.remoteId, active: false })]);
+  });
+
+  it('creates a lead from a file, says so again without sending twice, and refuses a bad lead naming its fields', async () => {
+    const file = join(dir, 'lead.json');
+    await writeFile(file, JSON.stringify(lead));
+    const created = await skyhook(['leads', 'create', companyId, '--file', file]);
+    expect(created, created.stderr).toMatchObject({ code: 0, stderr: '' });
+    expect(created.stdout).toMatch(/^created lead \S+ \(clientIdentifier cli-lead-1, marketplace id \S+\)$/m);
+
+    const again = await json(['leads', 'create', companyId, '--file', file]);
+    expect(again).toMatchObject({ clientIdentifier: 'cli-lead-1', kind: 'client_search', status: 'created' });
+    expect(created.stdout).toContain(again.id);
+    expect(sim.report().leads).toHaveLength(1);
+
+    // An empty leg lead without emptyLegId or searchId, a bad e-mail, and a field the schema does not know.
+    const bad = join(dir, 'bad-lead.json');
+    await writeFile(
+      bad,
+      JSON.stringify({
+        clientIdentifier: 'cli-lead-2',
+        inquiryLift: [{ priceExpectation: 10 }, { emptyLegId: 'el-1' }],
+        leadContactInfo: { emailAddresses: [{ type: 'Work', emailAddress: 'not-an-address' }] },
+        colour: 'blue',
+      }),
+    );
+    const refused = await skyhook(['leads', 'create', companyId, '--file', bad]);
+    expect(refused).toMatchObject({ code: 2, stdout: '' });
+    const lines = refused.stderr.trim().split('\n');
+    expect(lines).toContain('skyhook: inquiryLift.0.emptyLegId is required for an empty leg lead');
+    expect(lines).toContain('skyhook: searchId is required for an empty leg lead');
+    expect(lines).toContain('skyhook: leadContactInfo.emailAddresses.0.emailAddress must be an e-mail address');
+    expect(lines).toContain('skyhook: colour is not a known field');
+    expect(sim.report().calls.leads).toBe(1);
+  });
+
+  it('submits a floating-fleet quote from stdin, finds it by lift id, and refuses a total that is not the sum (exit 1)', async () => {
+    const submitted = await json(['quotes', 'submit', companyId, '--file', '-'], JSON.stringify(quoteRequest));
+    expect(submitted).toMatchObject({ companyId, requestId: 'lift-req-1', actAsAccount: 'ops.user', sellerUniqueQuoteIdentifier: 'cli-quote-1', status: 'created' });
+    expect(submitted.liftId).toEqual(expect.any(String));
+    expect(submitted.tripMessageId).toEqual(expect.any(String));
+    expect(submitted.sellerQuoteId).toEqual(expect.any(String));
+
+    const mismatch = structuredClone(quoteRequest);
+    mismatch.submission.quote.sellerUniqueQuoteIdentifier = 'cli-quote-2';
+    mismatch.submission.quote.totalPrice = 1600;
+    const [found, refused] = await Promise.all([
+      json(['quotes', 'list', companyId, '--lift-id', String(submitted.liftId)]),
+      skyhook(['quotes', 'submit', companyId, '--file', '-'], JSON.stringify(mismatch)),
+    ]);
+    expect(found).toEqual({ items: [submitted], nextCursor: null });
+    expect(refused).toMatchObject({ code: 1, stdout: '' });
+    expect(refused.stderr).toMatch(/^skyhook: totalPrice 1600 is not the sum .*\(400 Bad Request\)$/m);
+    expect(refused.stderr).toMatch(/^ {2}submission\.quote\.totalPrice: must equal the sum of lineItems\[\]\.price \(1500\.5\)$/m);
+    expect(sim.report().quotes).toHaveLength(1);
+  });
+
+  it('lists, shows and replays notifications', async () => {
+    // A failed notification, as the receiver and a worker would have left it.
+    const sql = new pg.Client({ connectionString: db.url });
+    await sql.connect();
+    let id: string;
+    try {
+      const { rows } = await sql.query<{ id: string }>(
+        `INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status, attempts, last_error)
+         VALUES ($1, $2, 'rfq-1', 'rfqs', $3, $4, 'basic', 'failed', 12, 'HTTP 503 from the marketplace') RETURNING id`,
+        [companyId, webhookId, `${sim.apiBaseUrl}/rfqs/rfq-1`, JSON.stringify({ id: 'rfq-1', type: 'rfqs', href: `${sim.apiBaseUrl}/rfqs/rfq-1` })],
+      );
+      id = String(rows[0]!.id);
+    } finally {
+      await sql.end();
+    }
+
+    const [listed, shown] = await Promise.all([json(['notifications', 'list', '--company-id', companyId, '--status', 'failed']), skyhook(['notifications', 'get', id])]);
+    expect(Object.keys(listed).sort()).toEqual(['items', 'nextCursor']);
+    expect(listed).toMatchObject({ items: [{ id, companyId, webhookId, type: 'rfqs', status: 'failed', attempts: 12 }], nextCursor: null });
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/^status:\s+failed$/m);
+    expect(shown.stdout).toMatch(/^lastError:\s+HTTP 503 from the marketplace$/m);
+
+    const replayed = await json(['notifications', 'replay-all', '--company-id', companyId]);
+    expect(replayed).toEqual({ replayed: 1 });
+  });
+
+  it('answers --help with exit 0', async () => {
+    const runs = await Promise.all([skyhook(['companies', 'create', '--help']), skyhook(['webhooks', 'update', '--help']), skyhook(['notifications', 'replay-all', '--help'])]);
+    for (const run of runs) expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(runs[0]!.stdout).toContain('--api-base-url <url>');
+    expect(runs[1]!.stdout).toContain('--active <true|false>');
+    expect(runs[2]!.stdout).toContain('--status <status>');
+  });
+});
