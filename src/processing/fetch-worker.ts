@@ -9,9 +9,9 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Database } from '../db/client.js';
 import { companies, notifications } from '../db/schema/index.js';
-import { decryptSecret } from '../lib/crypto.js';
 import type { Metrics } from '../lib/metrics.js';
 import { FETCH_BACKOFF, FETCH_QUEUE, fetchKey, type FetchJobData } from './fetch-queue.js';
+import { CompanyConnections } from './company-connections.js';
 import { fetchResource } from './fetch-resource.js';
 import type { HandlerRegistry } from './handlers/index.js';
 import { markFailed, markGone, recordAttempt, storeSnapshot, type Claimed } from './snapshots.js';
@@ -66,7 +66,8 @@ export async function reserveFetchSlot(redis: Redis, prefix: string, key: string
 }
 
 export function createFetchWorker(deps: FetchWorkerDeps): Worker<FetchJobData> {
-  const process = (job: Job<FetchJobData>, token?: string) => processFetch(deps, job, token);
+  const connections = new CompanyConnections(deps.db, deps.secretKey);
+  const process = (job: Job<FetchJobData>, token?: string) => processFetch(deps, connections, job, token);
   return new Worker<FetchJobData>(FETCH_QUEUE, process, {
     connection: deps.connection,
     prefix: deps.prefix,
@@ -82,15 +83,15 @@ async function delay(job: Job, token: string | undefined, ms: number): Promise<n
   throw new DelayedError();
 }
 
-export async function processFetch(deps: FetchWorkerDeps, job: Job<FetchJobData>, token?: string): Promise<string> {
+export async function processFetch(deps: FetchWorkerDeps, connections: CompanyConnections, job: Job<FetchJobData>, token?: string): Promise<string> {
   const { db, log } = deps;
   const { companyId, href } = job.data;
   const key = fetchKey(companyId, href);
 
-  const [company] = await db.select().from(companies).where(eq(companies.id, companyId)).limit(1);
+  const company = await connections.get(companyId);
   if (!company) return 'company deleted';
   // 401/403 paused this company: wait, without touching its rows, until its token is replaced.
-  if (company.connectionStatus === 'unauthorized') return delay(job, token, PAUSED_RECHECK_MS);
+  if (company.paused) return delay(job, token, PAUSED_RECHECK_MS);
 
   const claimed = await claimPending(db, companyId, href);
   if (!claimed) return 'nothing pending';
@@ -99,8 +100,7 @@ export async function processFetch(deps: FetchWorkerDeps, job: Job<FetchJobData>
   if (wait > 0) return delay(job, token, wait);
 
   const fetchStartedAt = new Date();
-  const apiToken = decryptSecret(deps.secretKey, company.apiTokenEncrypted);
-  const result = await fetchResource(href, apiToken, deps.fetch.timeoutMs);
+  const result = await fetchResource(href, company.apiToken, deps.fetch.timeoutMs);
   const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
   deps.metrics.fetchOutcomes.inc({ outcome: result.kind });
   const finished = (status: 'processed' | 'failed') => {
@@ -146,6 +146,7 @@ export async function processFetch(deps: FetchWorkerDeps, job: Job<FetchJobData>
           .set({ connectionStatus: 'unauthorized', connectionError: why, updatedAt: new Date() })
           .where(eq(companies.id, companyId));
       });
+      connections.forget(companyId);
       finished('failed');
       log.warn({ companyId }, 'marketplace refused the company token; its fetches are paused until the token is replaced');
       break;
