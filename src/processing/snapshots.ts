@@ -18,8 +18,9 @@ type Rows<T> = { rows: T[] };
 
 /**
  * Stores the snapshot unless a fetch that started later already stored one (a snapshot is never
- * replaced by an older fetch), appends the event, runs the type's handler and marks the covered
- * notifications processed. Returns the version the notifications are covered by.
+ * replaced by an older fetch), appends the event with its NOTIFY, and marks the covered notifications
+ * processed: one statement, so one round trip. When the type has a handler, the statement and the
+ * handler share a transaction. Returns the version the notifications are covered by.
  */
 export async function storeSnapshot(
   db: Database,
@@ -27,48 +28,48 @@ export async function storeSnapshot(
   input: { companyId: string; href: string; claimed: Claimed; fetchStartedAt: Date; resource: unknown },
 ): Promise<number> {
   const { companyId, href, claimed, fetchStartedAt, resource } = input;
-  return db.transaction(async (tx) => {
-    const upserted = (await tx.execute(sql`
-      INSERT INTO resources (company_id, href, type, resource_id, version, fetched_at, gone, body)
-      VALUES (${companyId}, ${href}, ${claimed.type}, ${claimed.resourceId}, 1, ${fetchStartedAt.toISOString()}, false, ${JSON.stringify(resource)}::jsonb)
-      ON CONFLICT (company_id, href) DO UPDATE
-        SET type = excluded.type, resource_id = excluded.resource_id, version = resources.version + 1,
-            fetched_at = excluded.fetched_at, gone = false, body = excluded.body
-        WHERE resources.fetched_at <= excluded.fetched_at
-      RETURNING version`)) as unknown as Rows<{ version: number }>;
+  const store = async (q: Database | Tx) => {
+    const result = (await q.execute(sql`
+      WITH up AS (
+        INSERT INTO resources (company_id, href, type, resource_id, version, fetched_at, gone, body)
+        VALUES (${companyId}, ${href}, ${claimed.type}, ${claimed.resourceId}, 1, ${fetchStartedAt.toISOString()}, false, ${JSON.stringify(resource)}::jsonb)
+        ON CONFLICT (company_id, href) DO UPDATE
+          SET type = excluded.type, resource_id = excluded.resource_id, version = resources.version + 1,
+              fetched_at = excluded.fetched_at, gone = false, body = excluded.body
+          WHERE resources.fetched_at <= excluded.fetched_at
+        RETURNING version
+      ),
+      -- Without a row from up, a later fetch already stored a newer copy; it covers these notifications too.
+      cur AS (
+        SELECT coalesce((SELECT version FROM up), (SELECT version FROM resources WHERE company_id = ${companyId} AND href = ${href})) AS version
+      ),
+      ev AS (
+        INSERT INTO events (company_id, type, resource_id, href, snapshot_version)
+        SELECT ${companyId}, ${claimed.type}, ${claimed.resourceId}, ${href}, version FROM up
+        RETURNING id, snapshot_version
+      ),
+      done AS (
+        UPDATE notifications
+        SET status = 'processed', outcome = 'stored', snapshot_version = (SELECT version FROM cur),
+            last_error = NULL, attempts = attempts + 1, processed_at = now()
+        WHERE id = ANY(${toArray(claimed.ids)}::bigint[])
+      )
+      SELECT (SELECT version FROM cur) AS version, (SELECT version FROM up) AS stored,
+             (SELECT pg_notify(${EVENTS_CHANNEL}, json_build_object(
+                'id', ev.id, 'companyId', ${companyId}::text, 'type', ${claimed.type}::text, 'resourceId', ${claimed.resourceId}::text,
+                'href', ${href}::text, 'snapshotVersion', ev.snapshot_version)::text) FROM ev) AS notified`)) as unknown as Rows<{ version: number; stored: number | null }>;
+    return result.rows[0]!;
+  };
 
-    let version: number;
-    const stored = upserted.rows[0];
-    if (stored) {
-      version = stored.version;
-      await appendEvent(tx, { companyId, href, type: claimed.type, resourceId: claimed.resourceId, version });
-      await handlers.for(claimed.type).handle({
-        tx,
-        companyId,
-        href,
-        type: claimed.type,
-        resourceId: claimed.resourceId,
-        snapshot: { version, body: resource },
-        notificationIds: claimed.ids,
-      });
-    } else {
-      // A later fetch already stored a newer copy; it covers these notifications too.
-      const current = (await tx.execute(sql`SELECT version FROM resources WHERE company_id = ${companyId} AND href = ${href}`)) as unknown as Rows<{ version: number }>;
-      version = current.rows[0]!.version;
+  const handler = handlers.handlerFor(claimed.type);
+  if (!handler) return (await store(db)).version;
+  return db.transaction(async (tx) => {
+    const { version, stored } = await store(tx);
+    if (stored !== null) {
+      await handler.handle({ tx, companyId, href, type: claimed.type, resourceId: claimed.resourceId, snapshot: { version, body: resource }, notificationIds: claimed.ids });
     }
-    await finish(tx, claimed.ids, { status: 'processed', outcome: 'stored', snapshotVersion: version });
     return version;
   });
-}
-
-async function appendEvent(tx: Tx, e: { companyId: string; href: string; type: string; resourceId: string; version: number }): Promise<void> {
-  const inserted = (await tx.execute(sql`
-    INSERT INTO events (company_id, type, resource_id, href, snapshot_version)
-    VALUES (${e.companyId}, ${e.type}, ${e.resourceId}, ${e.href}, ${e.version})
-    RETURNING id, created_at`)) as unknown as Rows<{ id: string; created_at: string }>;
-  const row = inserted.rows[0]!;
-  const payload = JSON.stringify({ id: Number(row.id), companyId: e.companyId, type: e.type, resourceId: e.resourceId, href: e.href, snapshotVersion: e.version });
-  await tx.execute(sql`SELECT pg_notify(${EVENTS_CHANNEL}, ${payload})`);
 }
 
 /** 404/410: the resource is gone; its snapshot (if any) is kept and flagged. */

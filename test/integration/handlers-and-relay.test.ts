@@ -7,7 +7,6 @@ import pg from 'pg';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HandlerRegistry, type NotificationHandler } from '../../src/processing/handlers/index.js';
-import { fallbackHandler } from '../../src/processing/handlers/fallback.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { eventually } from '../helpers/skyhook.js';
 
@@ -36,7 +35,7 @@ describe('handlers', () => {
     // Replace the worker with one that has the custom registry.
     await s.skyhooks.pop()!.stop();
     const { startSkyhook } = await import('../helpers/skyhook.js');
-    const worker = await startSkyhook({ databaseUrl: s.db.url, queuePrefix: s.prefix, role: 'worker', handlers: new HandlerRegistry([rfqsHandler], fallbackHandler), env: { FETCH_MIN_INTERVAL_MS: '0' } });
+    const worker = await startSkyhook({ databaseUrl: s.db.url, queuePrefix: s.prefix, role: 'worker', handlers: new HandlerRegistry([rfqsHandler]), env: { FETCH_MIN_INTERVAL_MS: '0' } });
     s.skyhooks.push(worker);
     const { companyId } = await s.company('acme');
 
@@ -51,7 +50,7 @@ describe('handlers', () => {
     const notification = await s.sql.query('SELECT status, attempts FROM notifications');
     expect(notification.rows[0]).toEqual({ status: 'processed', attempts: 2 });
 
-    // Another type goes to the fallback: snapshot and event only.
+    // A type without a handler: snapshot and event only.
     await s.sim.fire({ companyId: 'acme', eventType: 'ClientLeads', resourceId: 'lead-h' });
     await s.settled(2);
     expect((await s.sql.query('SELECT count(*)::int AS n FROM handled')).rows[0].n).toBe(1);

@@ -1,4 +1,3 @@
-import { fallbackHandler } from './fallback.js';
 import { leadsHandler } from './leads.js';
 import { HandlerRegistry, type NotificationHandler } from './registry.js';
 import { tripmsgsHandler } from './tripmsgs.js';
@@ -8,8 +7,9 @@ export { HandlerRegistry } from './registry.js';
 
 /**
  * The built-in handlers. Adding one is one file in this folder and one line here (see README).
- * `rfqs` and `emptylegs` have nothing of Skyhook's to link to yet: the fallback stores them.
+ * `rfqs`, `emptylegs` and unknown types have nothing of Skyhook's to link to: the snapshot and the
+ * event row (with its NOTIFY) are all that happens for them, and a company's application follows them.
  */
 const BUILT_IN: NotificationHandler[] = [leadsHandler, tripmsgsHandler];
 
-export const builtInHandlers = (): HandlerRegistry => new HandlerRegistry(BUILT_IN, fallbackHandler);
+export const builtInHandlers = (): HandlerRegistry => new HandlerRegistry(BUILT_IN);

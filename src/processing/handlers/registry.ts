@@ -18,7 +18,7 @@ export interface HandlerContext {
 }
 
 export interface NotificationHandler {
-  /** The notification `type` it handles (seed §2.4), or '*' for the fallback. */
+  /** The notification `type` it handles (seed §2.4), or '*' for a fallback. */
   type: string;
   handle(ctx: HandlerContext): Promise<void>;
 }
@@ -28,7 +28,8 @@ export class HandlerRegistry {
 
   constructor(
     handlers: NotificationHandler[],
-    private readonly fallback: NotificationHandler,
+    /** Runs for types without a handler of their own; without it, those get the snapshot and the event only. */
+    private readonly fallback?: NotificationHandler,
   ) {
     for (const h of handlers) {
       if (this.byType.has(h.type)) throw new Error(`two handlers for type ${h.type}`);
@@ -36,7 +37,7 @@ export class HandlerRegistry {
     }
   }
 
-  for(type: string): NotificationHandler {
+  handlerFor(type: string): NotificationHandler | undefined {
     return this.byType.get(type) ?? this.fallback;
   }
 }
