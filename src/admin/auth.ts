@@ -3,14 +3,14 @@
  * `Authorization: Bearer <ADMIN_TOKEN>`; a browser opening the dashboard is asked for Basic
  * credentials, and the password is the admin token (any user name).
  */
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { constantTimeEqual, sha256 } from '../lib/crypto.js';
 import { Problem } from '../lib/problem.js';
 
 export function adminTokenCheck(adminToken: string, opts: { allowBasic: boolean }) {
   const expected = sha256(adminToken);
   const challenge = opts.allowBasic ? 'Basic realm="skyhook-admin"' : 'Bearer realm="skyhook-admin"';
-  return async (req: FastifyRequest): Promise<void> => {
+  return async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const header = req.headers.authorization ?? '';
     let given = /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim();
     if (given === undefined && opts.allowBasic) {
@@ -18,6 +18,8 @@ export function adminTokenCheck(adminToken: string, opts: { allowBasic: boolean 
       if (basic) given = Buffer.from(basic, 'base64').toString('utf8').split(':').slice(1).join(':');
     }
     if (!constantTimeEqual(sha256(given ?? ''), expected)) {
+      // Set here too: bull-board's routes answer errors with their own handler, which drops Problem headers.
+      reply.header('www-authenticate', challenge);
       throw new Problem(401, 'Unauthorized', 'This needs the admin token: Authorization: Bearer <ADMIN_TOKEN>.', {
         code: 'unauthorized',
         headers: { 'www-authenticate': challenge },
