@@ -38,7 +38,8 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
   const runsApi = config.role !== 'worker';
   const runsWorker = config.role !== 'api';
 
-  const api = connectDatabase(config.databaseUrl, { max: config.dbPoolSize, applicationName: `skyhook-${config.role}` });
+  // A worker-only process uses this pool for the relay alone; the worker has its own, sized to its concurrency.
+  const api = connectDatabase(config.databaseUrl, { max: runsApi ? config.dbPoolSize : 3, applicationName: `skyhook-${config.role}` });
   const producer = connectRedis(config.redisUrl, 'producer', 'skyhook-producer');
   await redisReady(producer).catch(() => log.warn('Redis is not reachable yet: notifications are stored and will be queued by the relay when it is back'));
 

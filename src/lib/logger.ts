@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { pino, type Logger } from 'pino';
 import type { Config } from '../config.js';
 
@@ -10,6 +11,16 @@ export function createLogger(config: Pick<Config, 'env' | 'logLevel'>): Logger {
       paths: ['req.headers.authorization', 'headers.authorization', 'authorization', '*.apiToken', '*.clientSecret', '*.secret', '*.token'],
       censor: '[redacted]',
     },
-    ...(config.env === 'development' && process.stdout.isTTY ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
+    ...(config.env === 'development' && process.stdout.isTTY && prettyAvailable() ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
   });
+}
+
+/** pino-pretty is a dev dependency: an image without it logs JSON instead of failing to start. */
+function prettyAvailable(): boolean {
+  try {
+    createRequire(import.meta.url).resolve('pino-pretty');
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -57,6 +57,9 @@ export async function startSkyhook(opts: {
     RELAY_GRACE_MS: '500',
     // Tests send many wrong credentials from 127.0.0.1 on purpose; the limiter has its own test.
     AUTH_FAILURE_LIMIT: '1000000',
+    // Several Skyhooks run at once in the suite; PostgreSQL allows 100 connections in all.
+    DB_POOL_SIZE: '6',
+    WORKER_CONCURRENCY: '8',
     ...opts.env,
   });
   const log = pino({ level: config.logLevel });

@@ -1,0 +1,49 @@
+# syntax=docker/dockerfile:1
+#
+# Skyhook: one image for every role. ROLE=api|worker|all picks what `skyhook start` runs; the same image
+# also runs the marketplace simulator (`simulator start ...`) and the admin CLI (`companies list`, ...).
+#
+#   docker build -t skyhook .
+#   docker run --rm -e ROLE=api -e DATABASE_URL=... -e REDIS_URL=... -e SECRET_KEY=... -e ADMIN_TOKEN=... -p 3000:3000 skyhook
+#
+# Only compiled JavaScript runs here: bin/skyhook.js loads dist/cli.js because src/ is not in the image.
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# ---- build: every dependency, TypeScript -> dist/ ---------------------------------------------------
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# ---- deps: production dependencies only --------------------------------------------------------------
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+# ---- runtime -----------------------------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=3000
+WORKDIR /app
+# Owned by root and only readable by the `node` user that runs the process: the code cannot be changed
+# from inside a running container. Migrations (drizzle/) must sit beside dist/: dist/db/migrate.js reads
+# them from ../../drizzle.
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY bin ./bin
+COPY drizzle ./drizzle
+COPY --from=build /app/dist ./dist
+USER node
+EXPOSE 3000
+# GET /healthz with Node's own fetch (the slim image has no curl). A worker (ROLE=worker) serves no HTTP,
+# so there is nothing to ask: its liveness is the process itself (docker restarts it when it exits).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "if (process.env.ROLE === 'worker') process.exit(0); fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1)).catch(() => process.exit(1))"]
+ENTRYPOINT ["node", "bin/skyhook.js"]
+CMD ["start"]
