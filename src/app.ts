@@ -107,18 +107,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Public on purpose: the API's shape only, no data and no secret.
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
-    await collectGauges(deps).catch((err) => app.log.debug({ err: String(err) }, 'metrics gauges not collected'));
-    return reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
-  });
-  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
-    const [database, redis] = await Promise.all([
-      deps.pool.query('SELECT 1').then(() => true, () => false),
-      deps.redis.ping().then(() => true, () => false),
-    ]);
-    return reply.code(database && redis ? 200 : 503).send({ status: database && redis ? 'ready' : 'unavailable', database, redis });
-  });
+  await app.register((scope) => opsRoutes(scope, deps));
 
   await app.register((scope) => receiverRoutes(scope, deps.receiver));
   await app.register((scope) => adminRoutes(scope, deps.admin), { prefix: '/admin' });
@@ -126,8 +115,27 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   return app;
 }
 
+
+export type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues'>;
+
+/** /healthz, /readyz and /metrics: served by every role (a worker-only process serves only these). */
+export async function opsRoutes(scope: FastifyInstance, deps: OpsDeps): Promise<void> {
+  scope.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  scope.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+    await collectGauges(deps).catch((err) => scope.log.debug({ err: String(err) }, 'metrics gauges not collected'));
+    return reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
+  });
+  scope.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+    const [database, redis] = await Promise.all([
+      deps.pool.query('SELECT 1').then(() => true, () => false),
+      deps.redis.ping().then(() => true, () => false),
+    ]);
+    return reply.code(database && redis ? 200 : 503).send({ status: database && redis ? 'ready' : 'unavailable', database, redis });
+  });
+}
+
 /** Gauges that need a look at Redis or PostgreSQL are read when scraped, bounded in time. */
-async function collectGauges(deps: AppDeps): Promise<void> {
+async function collectGauges(deps: OpsDeps): Promise<void> {
   const [counts, backlog] = await Promise.all([
     withTimeout(Promise.all(deps.queues.map((q) => q.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'failed'))), 1000, 'queue depth'),
     withTimeout(deps.pool.query<{ company_id: string; oldest_pending_age_s: number }>('SELECT company_id, oldest_pending_age_s FROM backlog'), 1000, 'backlog'),

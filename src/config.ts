@@ -18,6 +18,8 @@ const envSchema = z
     PORT: int(0, 65535).default(3000),
     HOST: z.string().min(1).default('127.0.0.1'),
     PUBLIC_BASE_URL: z.url().default('http://localhost:3000'),
+    /** A worker-only process serves /healthz, /readyz and /metrics on this port when it is set. */
+    OPS_PORT: int(1, 65535).optional(),
     SECRET_KEY: z.string().optional(),
     ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
     ROLE: z.enum(['api', 'worker', 'all']).default('all'),
@@ -61,6 +63,7 @@ export interface Config {
   port: number;
   host: string;
   publicBaseUrl: string;
+  opsPort: number | undefined;
   secretKey: Buffer;
   adminToken: string;
   role: 'api' | 'worker' | 'all';
@@ -124,6 +127,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     port: env.PORT,
     host: env.HOST,
     publicBaseUrl: env.PUBLIC_BASE_URL.replace(/\/+$/, ''),
+    opsPort: env.OPS_PORT,
     secretKey,
     adminToken,
     role: env.ROLE,

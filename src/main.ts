@@ -18,11 +18,12 @@ async function main(): Promise<void> {
   for (const warning of config.warnings) log.warn(warning);
 
   const runtime = await startRuntime(config, log);
-  if (runtime.app) {
-    await runtime.app.listen({ port: config.port, host: config.host });
+  if (config.role !== 'worker') {
+    await runtime.app!.listen({ port: config.port, host: config.host });
     log.info({ role: config.role, publicBaseUrl: config.publicBaseUrl }, 'skyhook is listening');
   } else {
-    log.info({ role: config.role }, 'skyhook worker is running');
+    if (runtime.app) await runtime.app.listen({ port: config.opsPort!, host: config.host });
+    log.info({ role: config.role, opsPort: config.opsPort }, 'skyhook worker is running');
   }
 
   let stopping = false;

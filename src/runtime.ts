@@ -5,7 +5,8 @@
 import type { Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { buildApp } from './app.js';
+import Fastify, { type FastifyBaseLogger } from 'fastify';
+import { buildApp, opsRoutes } from './app.js';
 import type { Config } from './config.js';
 import { connectDatabase, type DbHandle } from './db/client.js';
 import { prepareDatabase } from './db/migrate.js';
@@ -24,7 +25,7 @@ import { createServices } from './services/index.js';
 const ENQUEUE_TIMEOUT_MS = 1000;
 
 export interface Runtime {
-  /** The HTTP app (roles api and all); not listening yet. */
+  /** The HTTP app (roles api and all; a worker's ops routes when OPS_PORT is set); not listening yet. */
   app?: FastifyInstance;
   worker?: Worker;
   api: DbHandle;
@@ -107,6 +108,12 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
         connection.disconnect();
       },
     );
+  }
+
+  if (!runsApi && config.opsPort !== undefined) {
+    app = Fastify({ loggerInstance: log as FastifyBaseLogger });
+    await app.register((scope) => opsRoutes(scope, { pool: api.pool, redis: producer, metrics, queues: [queue] }));
+    closers.unshift(() => app!.close());
   }
 
   relay.start();

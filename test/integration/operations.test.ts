@@ -35,6 +35,17 @@ describe('health and metrics', () => {
   });
 });
 
+describe('a worker-only process', () => {
+  it('serves /healthz, /readyz and /metrics on OPS_PORT', async () => {
+    const worker = await s.addSkyhook({ role: 'worker', env: { OPS_PORT: '65000' } });
+    expect((await fetch(`${worker.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${worker.url}/readyz`)).status).toBe(200);
+    const text = await (await fetch(`${worker.url}/metrics`)).text();
+    expect(text).toContain('# TYPE skyhook_processing_latency_seconds histogram');
+    expect((await fetch(`${worker.url}/admin/companies`)).status).toBe(404); // no admin API on a worker
+  });
+});
+
 describe('retention', () => {
   it('purges final notifications older than the retention period, in batches; keeps pending ones, snapshots and events', async () => {
     await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-old' });
