@@ -1,0 +1,104 @@
+/**
+ * A worker process (`ROLE=worker`, `node bin/skyhook.js start`) is killed with SIGKILL while its fetches
+ * are under way (the simulator answers resource GETs slowly). BullMQ's stalled-job recovery hands the
+ * dead worker's jobs to another worker process.
+ *
+ * Proves: nothing the dead worker held is lost (every notification ends processed, including those that
+ * arrived for the same resources while it lay dead), the jobs are fetched again by the second process,
+ * and every snapshot is the newest (snapshot body version = simulator resource version).
+ *
+ * Takes 30–60 s by construction: BullMQ's lock duration and stalled-check interval are 30 s, and Skyhook
+ * has no configuration for them (see the report).
+ */
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FETCH_QUEUE } from '../../src/processing/fetch-queue.js';
+import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
+import { killAllChildren, spawnSkyhook, type SkyhookProcess } from '../helpers/processes.js';
+import { eventually, startSkyhook, type TestSkyhook } from '../helpers/skyhook.js';
+import { createCompany, expectNothingMissing, settled, sleep, statusCounts, type FaultCompany } from './support.js';
+
+const prefix = testQueuePrefix();
+let db: TestDatabase;
+let sim: Simulator;
+let api: TestSkyhook;
+let sql: pg.Pool;
+let redis: Redis;
+let queue: Queue;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  sim = await startSimulator({ timeScale: 0.001 });
+  api = await startSkyhook({ databaseUrl: db.url, queuePrefix: prefix, role: 'api' });
+  sql = new pg.Pool({ connectionString: db.url, max: 3 });
+  sql.on('error', () => {});
+  redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  queue = new Queue(FETCH_QUEUE, { connection: redis, prefix });
+});
+
+afterAll(async () => {
+  await killAllChildren();
+  await queue?.close();
+  redis?.disconnect();
+  await api?.stop();
+  await sim?.stop();
+  await sql?.end();
+  await db?.drop();
+});
+
+const spawnWorker = (): Promise<SkyhookProcess> =>
+  spawnSkyhook({ databaseUrl: db.url, queuePrefix: prefix, role: 'worker', env: { WORKER_CONCURRENCY: '64', FETCH_MIN_INTERVAL_MS: '500' } });
+
+describe('a worker process killed with SIGKILL in the middle of fetches', () => {
+  it('its jobs are taken over by another worker process; everything ends processed with the newest snapshots', async () => {
+    const workerA = await spawnWorker();
+    const companies: Record<string, FaultCompany> = {
+      acme: await createCompany(api.admin, sim, 'acme', { authType: 'BASIC' }),
+      zeta: await createCompany(api.admin, sim, 'zeta', { authType: 'OAUTH', sharedTarget: true }),
+    };
+    await sim.fire({ companyId: 'acme', eventType: 'TripRequest', count: 10, resources: 5 });
+    await sim.idle();
+    await settled(sql, 10, 20_000);
+
+    // Slow GETs: worker A is in the middle of 40 fetches when it dies.
+    sim.setFaults({ resourceLatencyMs: 5000 });
+    const fired = [
+      ...(await sim.fire({ companyId: 'acme', eventType: 'TripRequest', count: 20, resources: 20 })),
+      ...(await sim.fire({ companyId: 'zeta', eventType: 'ClientLeads', count: 20, resources: 20 })),
+    ];
+    await sim.idle();
+    await eventually(async () => ((await queue.getJobCounts('active')).active ?? 0) >= 40, '40 active fetch jobs', 15_000);
+    await sleep(500); // the GETs have reached the simulator
+    const inFlight = new Set(fired.map((n) => n.notification.href));
+    workerA.kill('SIGKILL');
+    expect(await workerA.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    const killedAt = Date.now();
+    expect((await queue.getJobCounts('active')).active, 'the dead worker’s jobs are still "active"').toBe(40);
+    expect(await statusCounts(sql)).toEqual({ processed: 10, queued: 40 });
+
+    // The resources change again while nobody works on them (C2 follow-ups of jobs whose worker is dead).
+    sim.setFaults({ resourceLatencyMs: 50 });
+    for (const n of fired.slice(0, 10)) {
+      const eventType = n.companyId === 'acme' ? 'TripRequest' : 'ClientLeads';
+      await sim.fire({ companyId: n.companyId, eventType, resourceId: n.notification.id, count: 2 });
+    }
+    await sim.idle();
+
+    const workerB = await spawnWorker();
+    await settled(sql, 10 + 40 + 20, 100_000);
+    const recoveredAfterMs = Date.now() - killedAt;
+    console.log(`worker-kill: every job of the killed worker processed ${recoveredAfterMs} ms after SIGKILL`);
+    expect(workerB.exitInfo()).toBeUndefined();
+
+    // Worker B fetched every resource worker A was fetching when it died.
+    const fetchedAfterKill = new Set(sim.report().fetches.filter((f) => Date.parse(f.startedAt) > killedAt && f.status === 200).map((f) => f.href));
+    expect([...inFlight].filter((href) => !fetchedAfterKill.has(href)), 'resources not fetched again after the kill').toEqual([]);
+    const report = sim.report();
+    expect(report.gaveUp).toBe(0);
+    await expectNothingMissing(sql, report, companies);
+    expect((await queue.getJobCounts('active', 'wait', 'delayed', 'failed')).failed ?? 0).toBe(0);
+  }, 150_000);
+});

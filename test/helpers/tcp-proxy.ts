@@ -1,0 +1,114 @@
+/**
+ * A TCP proxy on a fixed 127.0.0.1 port in front of a real server, whose behaviour a test switches at
+ * will: `pass` (forward), `refuse` (nothing listens: ECONNREFUSED), `reset` (accept, then close at
+ * once) or `blackhole` (accept and never answer). Switching away from `pass` cuts every open link, as a
+ * network failure or a server crash would. Optionally records what clients sent (to read what one
+ * process told another, e.g. the webhook secrets Skyhook registers on the simulator).
+ */
+import { connect, createServer, type Server, type Socket } from 'node:net';
+
+export type ProxyMode = 'pass' | 'refuse' | 'reset' | 'blackhole';
+
+export interface SwitchableProxy {
+  port: number;
+  mode(): ProxyMode;
+  setMode(mode: ProxyMode): Promise<void>;
+  /** Sets the upstream (for a proxy started before its target). */
+  setTarget(target: { host: string; port: number }): void;
+  /** Everything clients sent through the proxy so far, as text (when started with `record: true`). */
+  recorded(): string;
+  openLinks(): number;
+  close(): Promise<void>;
+}
+
+export async function startSwitchableProxy(opts: { target?: { host: string; port: number }; record?: boolean } = {}): Promise<SwitchableProxy> {
+  let target = opts.target;
+  let mode: ProxyMode = 'pass';
+  const sockets = new Set<Socket>();
+  const recorded: Buffer[] = [];
+
+  const onConnection = (client: Socket) => {
+    sockets.add(client);
+    client.on('close', () => sockets.delete(client));
+    client.on('error', () => client.destroy());
+    if (mode === 'reset') {
+      client.destroy();
+      return;
+    }
+    if (mode === 'blackhole' || !target) {
+      client.on('data', () => {}); // read and drop, answer nothing
+      return;
+    }
+    const upstream = connect(target.port, target.host);
+    sockets.add(upstream);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    upstream.on('close', () => {
+      sockets.delete(upstream);
+      drop();
+    });
+    upstream.on('error', drop);
+    client.on('close', drop);
+    if (opts.record) client.on('data', (chunk: Buffer) => recorded.push(Buffer.from(chunk)));
+    client.pipe(upstream);
+    upstream.pipe(client);
+  };
+
+  let server: Server | undefined;
+  const listen = (port: number) =>
+    new Promise<number>((resolve, reject) => {
+      const s = createServer(onConnection);
+      s.once('error', reject);
+      s.listen(port, '127.0.0.1', () => {
+        server = s;
+        resolve((s.address() as { port: number }).port);
+      });
+    });
+  const unlisten = () =>
+    new Promise<void>((resolve) => {
+      const s = server;
+      server = undefined;
+      if (!s) return resolve();
+      s.close(() => resolve());
+    });
+  const cutAll = () => {
+    for (const s of [...sockets]) s.destroy();
+    sockets.clear();
+  };
+
+  const port = await listen(0);
+  return {
+    port,
+    mode: () => mode,
+    async setMode(next) {
+      if (next === mode) return;
+      const previous = mode;
+      mode = next;
+      cutAll();
+      if (next === 'refuse') await unlisten();
+      else if (previous === 'refuse') {
+        // The port was free a moment ago; retry briefly in case the OS is slow to release it.
+        for (let i = 0; ; i++) {
+          try {
+            await listen(port);
+            break;
+          } catch (err) {
+            if (i >= 50) throw err;
+            await new Promise((r) => setTimeout(r, 100));
+          }
+        }
+      }
+    },
+    setTarget(t) {
+      target = t;
+    },
+    recorded: () => Buffer.concat(recorded).toString('utf8'),
+    openLinks: () => sockets.size,
+    async close() {
+      cutAll();
+      await unlisten();
+    },
+  };
+}
