@@ -66,6 +66,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     requestIdHeader: 'x-request-id',
     // One line per notification is logged by the receiver itself; Fastify's two per request are noise at this rate.
     logController: new LogController({ disableRequestLogging: true }),
+    // Malformed HTTP (bad request line, oversized headers) gets a problem too, not Fastify's JSON.
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
+      const [status, title] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : [400, 'Bad Request'];
+      const body = JSON.stringify(new Problem(status, title, 'The HTTP request is malformed.', { code: 'malformed_http' }).body());
+      if (socket.writable) socket.end(`HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      else socket.destroy();
+    },
     bodyLimit: 1024 * 1024,
   });
   app.setValidatorCompiler(validatorCompiler);
@@ -73,7 +80,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const problem = toProblem(err);
-    if (problem.status >= 500) req.log.error({ err }, 'request failed');
+    // An outage is one warning line per request, not a stack trace; a real bug keeps its stack.
+    if (problem.status === 503) req.log.warn({ code: problem.extra.code }, problem.detail ?? problem.title);
+    else if (problem.status >= 500) req.log.error({ err }, 'request failed');
     for (const [name, value] of Object.entries(problem.extra.headers ?? {})) reply.header(name, value);
     return reply.code(problem.status).type('application/problem+json').send(problem.body(req.url.split('?')[0]));
   });

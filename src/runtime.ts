@@ -47,7 +47,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
   const queue = createFetchQueue(producer, config.queuePrefix);
   queue.on('error', () => {}); // reported through enqueue failures and /readyz
   const enqueuer = new FetchEnqueuer(queue, api.pool, { attempts: config.fetch.attempts, timeoutMs: ENQUEUE_TIMEOUT_MS }, log);
-  const relay = new Relay(api.pool, enqueuer, { intervalMs: config.relayIntervalMs, graceMs: config.relayGraceMs }, log);
+  const relay = new Relay(api.pool, enqueuer, { intervalMs: config.relayIntervalMs, graceMs: config.relayGraceMs }, log, producer);
 
   const metrics = createMetrics();
   const closers: (() => Promise<unknown>)[] = [];
@@ -99,9 +99,14 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
     const retention = await startRetention({ connection, prefix: config.queuePrefix, pool: workerDb.pool, retentionDays: config.retentionDays, log });
     worker.on('error', (err) => log.warn({ err: String(err) }, 'worker error'));
     worker.on('failed', (job, err) => log.debug({ jobId: job?.id, err: err.message }, 'fetch attempt failed'));
-    // Running jobs finish (bounded); a job still running at the deadline returns to the queue as stalled.
+    // Running jobs finish (bounded); a job still running at the deadline is left to stalled-job recovery:
+    // its lock lapses and another worker takes it (worker.close(true) would still wait for it).
     closers.push(
-      () => withTimeout(worker!.close(), config.shutdownTimeoutMs, 'worker close').catch(() => worker!.close(true)),
+      () =>
+        withTimeout(worker!.close(), config.shutdownTimeoutMs, 'worker close').catch(() => {
+          log.warn('running fetch jobs did not finish in time; they return to the queue when their lock lapses');
+          connection.disconnect();
+        }),
       () => retention.close(),
       async () => {
         await workerDb.pool.end();

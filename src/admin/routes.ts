@@ -11,6 +11,7 @@ import type { LeadsService } from '../services/leads.service.js';
 import type { QuotesService } from '../services/quotes.service.js';
 import type { NotificationsService } from '../services/notifications.service.js';
 import type { WebhooksService } from '../services/webhooks.service.js';
+import { decodeJsonBody } from '../lib/json-body.js';
 import { adminTokenCheck } from './auth.js';
 import * as s from './schemas.js';
 
@@ -28,6 +29,15 @@ const errors = { 400: s.problemSchema, 401: s.problemSchema, 404: s.problemSchem
 export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Promise<void> {
   const app = parent.withTypeProvider<ZodTypeProvider>();
   app.addHook('onRequest', adminTokenCheck(deps.adminToken, { allowBasic: false }));
+  // Strict JSON: bad UTF-8, NUL and lone surrogates are a 400 here, not a replacement character or a 500.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => {
+    try {
+      done(null, decodeJsonBody(body as Buffer));
+    } catch (err) {
+      done(err as Error, undefined);
+    }
+  });
 
   const tags = (t: string) => ({ tags: [t], security: [{ adminToken: [] }] });
 

@@ -24,8 +24,10 @@ export function connectDatabase(url: string, opts: { max: number; applicationNam
     idleTimeoutMillis: 30_000,
     application_name: opts.applicationName,
   });
-  // An idle client losing its connection must not crash the process; the next query reconnects.
+  // A client losing its connection must not crash the process, idle (pool 'error') or checked out
+  // (the client's own 'error', which pg-pool does not listen to): the query fails, the pool reconnects.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   return { pool, db: drizzle({ client: pool, schema }) };
 }
 

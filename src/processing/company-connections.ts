@@ -13,6 +13,8 @@ const TTL_MS = 2000;
 export interface CompanyConnection {
   paused: boolean;
   apiToken: string;
+  /** The token as stored, to tell later whether it was replaced. */
+  sealedToken: string;
 }
 
 export class CompanyConnections {
@@ -32,7 +34,7 @@ export class CompanyConnections {
       .from(companies)
       .where(eq(companies.id, companyId))
       .limit(1);
-    const value = row ? { paused: row.status === 'unauthorized', apiToken: decryptSecret(this.secretKey, row.token) } : null;
+    const value = row ? { paused: row.status === 'unauthorized', apiToken: decryptSecret(this.secretKey, row.token), sealedToken: row.token } : null;
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(companyId, { value, expiresAt: now + TTL_MS });
     return value;

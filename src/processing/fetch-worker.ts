@@ -139,14 +139,18 @@ export async function processFetch(deps: FetchWorkerDeps, connections: CompanyCo
       break;
     case 'unauthorized': {
       const why = `GET ${href} answered ${result.status}: the API token was refused`;
-      await db.transaction(async (tx) => {
-        await markFailed(tx, claimed.ids, why);
-        await tx
+      connections.forget(companyId);
+      // Only the token this fetch used is refused: if it was replaced meanwhile, try again with the new one.
+      const paused = await db.transaction(async (tx) => {
+        const updated = await tx
           .update(companies)
           .set({ connectionStatus: 'unauthorized', connectionError: why, updatedAt: new Date() })
-          .where(eq(companies.id, companyId));
+          .where(and(eq(companies.id, companyId), eq(companies.apiTokenEncrypted, company.sealedToken)))
+          .returning({ id: companies.id });
+        if (updated.length > 0) await markFailed(tx, claimed.ids, why);
+        return updated.length > 0;
       });
-      connections.forget(companyId);
+      if (!paused) throw new RetryableFetchError(`${why}, but the token was replaced meanwhile`, 0);
       finished('failed');
       log.warn({ companyId }, 'marketplace refused the company token; its fetches are paused until the token is replaced');
       break;

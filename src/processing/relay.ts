@@ -2,8 +2,10 @@
  * The relay (transactional outbox): queues notifications that were committed but never queued,
  * for example while Redis was down, within seconds of Redis being back. It also re-adds a job for
  * rows left `queued` for long (a Redis that lost its data); BullMQ deduplication makes that a no-op
- * for keys whose job still exists. Safe to run in every process: rows are taken with SKIP LOCKED.
+ * for keys whose job still exists; when Redis restarted (its run_id changed) it does so at once, since a
+ * Redis without persistence comes back empty. Safe to run in every process: rows are taken with SKIP LOCKED.
  */
+import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { FetchEnqueuer } from './fetch-queue.js';
@@ -21,12 +23,14 @@ export class Relay {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private lastStaleScan = 0;
+  private redisRunId: string | undefined;
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly enqueuer: FetchEnqueuer,
     private readonly opts: { intervalMs: number; graceMs: number },
     private readonly log: Logger,
+    private readonly redis?: Pick<Redis, 'info'>,
   ) {}
 
   start(): void {
@@ -49,8 +53,9 @@ export class Relay {
       total += n;
       if (n < BATCH) break;
     }
-    if (Date.now() - this.lastStaleScan > STALE_QUEUED_MS / 2) {
-      await this.requeueStale();
+    const restarted = await this.redisRestarted();
+    if (restarted || Date.now() - this.lastStaleScan > STALE_QUEUED_MS / 2) {
+      await this.requeueStale(restarted ? 0 : STALE_QUEUED_MS);
       this.lastStaleScan = Date.now();
     }
     if (total > 0) this.log.info({ count: total }, 'relay queued notifications that were committed but not queued');
@@ -81,12 +86,21 @@ export class Relay {
     }
   }
 
-  private async requeueStale(): Promise<void> {
+  private async redisRestarted(): Promise<boolean> {
+    if (!this.redis) return false;
+    const runId = /run_id:(\w+)/.exec(await this.redis.info('server'))?.[1];
+    const restarted = this.redisRunId !== undefined && runId !== undefined && runId !== this.redisRunId;
+    this.redisRunId = runId ?? this.redisRunId;
+    if (restarted) this.log.warn('Redis restarted: queueing again every notification left queued');
+    return restarted;
+  }
+
+  private async requeueStale(olderThanMs: number): Promise<void> {
     const { rows } = await this.pool.query<KeyRow>(
       `SELECT DISTINCT ON (company_id, href) id, company_id, href FROM notifications
        WHERE status = 'queued' AND received_at < now() - make_interval(secs => $1::double precision / 1000)
        LIMIT ${BATCH}`,
-      [STALE_QUEUED_MS],
+      [olderThanMs],
     );
     if (rows.length > 0) await this.enqueuer.enqueue(rows.map((r) => ({ companyId: r.company_id, href: r.href })));
   }

@@ -30,6 +30,7 @@ export async function purgeOldNotifications(pool: pg.Pool, retentionDays: number
 /** Schedules the purge (idempotent: every worker upserts the same scheduler) and consumes it. */
 export async function startRetention(deps: { connection: Redis; prefix: string; pool: pg.Pool; retentionDays: number; log: Logger }): Promise<{ close: () => Promise<void> }> {
   const queue = new Queue(MAINTENANCE_QUEUE, { connection: deps.connection, prefix: deps.prefix });
+  queue.on('error', () => {}); // Redis outages are reported by /readyz, not as raw stderr
   await queue.upsertJobScheduler('purge-notifications', { every: PURGE_EVERY_MS }, { name: 'purge', opts: { removeOnComplete: 10, removeOnFail: 10 } });
   const worker = new Worker(
     MAINTENANCE_QUEUE,

@@ -1,32 +1,20 @@
 /**
  * The notification body (seed §2.4) and the href rule (SPEC §4). Extra properties are kept, never
  * refused. Anything PostgreSQL's jsonb would refuse (a NUL character, absurd nesting) is refused
- * here with a 400, so one bad request can never fail a group commit shared with good ones.
+ * here with a 400 (lib/json-body.ts), so one bad request can never fail a group commit shared with good ones.
  */
+import { decodeJsonBody } from '../lib/json-body.js';
 import { Problem, badRequest, type FieldError } from '../lib/problem.js';
 import type { NotificationBody } from '../marketplace/contract.js';
 
 const MAX_DEPTH = 64;
 const LIMITS = { id: 512, type: 128, href: 2048 } as const;
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export function parseNotification(raw: Buffer): NotificationBody {
-  let text: string;
-  try {
-    text = utf8.decode(raw);
-  } catch {
-    throw badRequest('The body is not valid UTF-8.');
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw badRequest('The body is not valid JSON.');
-  }
+  const body = decodeJsonBody(raw);
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw badRequest('The body must be a JSON object with string id, type and href.');
   }
-  if (/\\u0000/i.test(text) && containsNul(body)) throw badRequest('The body contains a NUL character, which cannot be stored.');
   if (tooDeep(body, MAX_DEPTH)) throw badRequest(`The body is nested deeper than ${MAX_DEPTH} levels.`);
 
   const record = body as Record<string, unknown>;
@@ -68,21 +56,6 @@ function tooDeep(root: unknown, limit: number): boolean {
     if (typeof value !== 'object' || value === null) continue;
     if (depth > limit) return true;
     for (const child of Object.values(value)) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
-  }
-  return false;
-}
-
-function containsNul(root: unknown): boolean {
-  const stack: unknown[] = [root];
-  while (stack.length > 0) {
-    const value = stack.pop();
-    if (typeof value === 'string' && value.includes('\u0000')) return true;
-    if (typeof value === 'object' && value !== null) {
-      for (const [key, child] of Object.entries(value)) {
-        if (key.includes('\u0000')) return true;
-        stack.push(child);
-      }
-    }
   }
   return false;
 }
