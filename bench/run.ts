@@ -51,7 +51,7 @@ async function startSkyhook(): Promise<ChildProcess> {
       PUBLIC_BASE_URL: SKYHOOK_URL,
       SECRET_KEY,
       ADMIN_TOKEN: randomToken(24),
-      ROLE: 'all',
+      ROLE: process.env.BENCH_ROLE ?? 'all',
       QUEUE_PREFIX: '{skyhook-bench}',
       LOG_LEVEL: 'warn',
     },
@@ -129,7 +129,9 @@ async function load(opts: { url: string; setup: (req: autocannon.Request) => aut
     headers: { 'content-type': 'application/json' },
     requests: [{ setupRequest: opts.setup }],
   });
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors + result.timeouts };
+  const figures = { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors + result.timeouts };
+  log(`    ${Math.round(figures.rps)} req/s, p50 ${figures.p50} ms, p99 ${figures.p99} ms${figures.non2xx ? `, ${figures.non2xx} not 2xx` : ''}`);
+  return figures;
 }
 
 /** Peak resident memory of a process so far (VmHWM), in MB. */

@@ -56,13 +56,18 @@ export function fetchBackoff(attemptsMade: number, err: unknown, opts: { backoff
  * C5: reserves the key's fetch slot for `intervalMs`. Returns 0 when this fetch may start now, else
  * how long to wait. SET NX PX makes it atomic across every worker.
  */
+const slotKey = (prefix: string, key: string) => `${prefix}:fetch-slot:${key}`;
+
 export async function reserveFetchSlot(redis: Redis, prefix: string, key: string, intervalMs: number): Promise<number> {
   if (intervalMs <= 0) return 0;
-  const slot = `${prefix}:fetch-slot:${key}`;
-  const taken = await redis.set(slot, '1', 'PX', intervalMs, 'NX');
+  const taken = await redis.set(slotKey(prefix, key), '1', 'PX', intervalMs, 'NX');
   if (taken === 'OK') return 0;
-  const ttl = await redis.pttl(slot);
-  return ttl > 0 ? ttl : 1;
+  return Math.max(1, await fetchSlotWait(redis, prefix, key));
+}
+
+/** How long the key's slot stays taken (0 when free); reads only, reserves nothing. */
+export async function fetchSlotWait(redis: Redis, prefix: string, key: string): Promise<number> {
+  return Math.max(0, await redis.pttl(slotKey(prefix, key)));
 }
 
 export function createFetchWorker(deps: FetchWorkerDeps): Worker<FetchJobData> {
@@ -92,6 +97,10 @@ export async function processFetch(deps: FetchWorkerDeps, connections: CompanyCo
   if (!company) return 'company deleted';
   // 401/403 paused this company: wait, without touching its rows, until its token is replaced.
   if (company.paused) return delay(job, token, PAUSED_RECHECK_MS);
+
+  // A fetch of this key started less than FETCH_MIN_INTERVAL_MS ago: wait, before asking the database anything.
+  const busy = await fetchSlotWait(deps.connection, deps.prefix, key);
+  if (busy > 0) return delay(job, token, busy);
 
   const claimed = await claimPending(db, companyId, href);
   if (!claimed) return 'nothing pending';

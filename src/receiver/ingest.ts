@@ -41,7 +41,8 @@ export class NotificationWriter {
   constructor(
     private readonly pool: pg.Pool,
     private readonly onCommitted: (rows: StoredNotification[]) => void,
-    opts = { maxBatch: 512, maxConcurrent: 4 },
+    // One flush at a time: everything that arrives meanwhile goes in the next one (fewer, larger commits).
+    opts = { maxBatch: 1000, maxConcurrent: 1 },
   ) {
     this.batcher = new Batcher((rows) => this.writeBatch(rows), opts);
   }
