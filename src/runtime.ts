@@ -98,7 +98,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
     });
     const retention = await startRetention({ connection, prefix: config.queuePrefix, pool: workerDb.pool, retentionDays: config.retentionDays, log });
     worker.on('error', (err) => log.warn({ err: String(err) }, 'worker error'));
-    worker.on('failed', (job, err) => log.debug({ jobId: job?.id, err: err.message }, 'fetch attempt failed'));
+    worker.on('failed', (job, err) => log.debug({ jobId: job?.id, companyId: job?.data.companyId, err: err.message }, 'fetch attempt failed'));
     // Running jobs finish (bounded); a job still running at the deadline is left to stalled-job recovery:
     // its lock lapses and another worker takes it (worker.close(true) would still wait for it).
     closers.push(

@@ -89,8 +89,9 @@ async function delay(job: Job, token: string | undefined, ms: number): Promise<n
 }
 
 export async function processFetch(deps: FetchWorkerDeps, connections: CompanyConnections, job: Job<FetchJobData>, token?: string): Promise<string> {
-  const { db, log } = deps;
+  const { db } = deps;
   const { companyId, href } = job.data;
+  const log = deps.log.child({ companyId, jobId: job.id });
   const key = fetchKey(companyId, href);
 
   const company = await connections.get(companyId);
@@ -161,7 +162,7 @@ export async function processFetch(deps: FetchWorkerDeps, connections: CompanyCo
       });
       if (!paused) throw new RetryableFetchError(`${why}, but the token was replaced meanwhile`, 0);
       finished('failed');
-      log.warn({ companyId }, 'marketplace refused the company token; its fetches are paused until the token is replaced');
+      log.warn('marketplace refused the company token; its fetches are paused until the token is replaced');
       break;
     }
     case 'retry':

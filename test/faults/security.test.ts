@@ -280,6 +280,16 @@ describe('secrets', () => {
     }
     expect(leaks, 'log lines with a secret').toEqual([]);
   });
+
+  it('name the request and the company on the lines about a notification', () => {
+    const parsed = logLines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const stored = parsed.filter((l) => l.msg === 'notification stored');
+    expect(stored.length).toBeGreaterThan(0);
+    for (const line of stored) {
+      expect(line.reqId, JSON.stringify(line)).toBeTruthy();
+      expect(line.companyId, JSON.stringify(line)).toMatch(/^[0-9a-f-]{36}$/);
+    }
+  });
 });
 
 function* entries(value: unknown): Generator<[string, unknown]> {
