@@ -11,6 +11,7 @@ import autocannon from 'autocannon';
 import OAuth from 'oauth-1.0a';
 import pg from 'pg';
 import { encryptSecret, randomToken, sha256 } from '../src/lib/crypto.js';
+import { deleteKeysWithPrefix } from '../src/lib/redis.js';
 
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
@@ -70,15 +71,7 @@ async function resetState(): Promise<void> {
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`);
   await admin.end();
-  const { Redis } = await import('ioredis');
-  const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', '{skyhook-bench}:*', 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.unlink(...keys);
-  } while (cursor !== '0');
-  redis.disconnect();
+  await deleteKeysWithPrefix(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', '{skyhook-bench}');
 }
 
 interface Seeded {

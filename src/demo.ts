@@ -4,11 +4,11 @@
  * live progress, a summary table; then the demo's rows and queue keys are removed, so it runs again.
  */
 import { createServer } from 'node:net';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from './config.js';
 import type { EventType } from './marketplace/contract.js';
+import { deleteKeysWithPrefix } from './lib/redis.js';
 import { startRuntime, type Runtime } from './runtime.js';
 import { startSimulator, type Simulator } from './simulator/index.js';
 
@@ -64,7 +64,7 @@ export async function runDemo(opts: { events?: number; out?: NodeJS.WriteStream 
   let runtime: Runtime | undefined;
   const sql = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
   try {
-    await clearQueueKeys(config.redisUrl, prefix); // leftovers of an interrupted run, before any worker uses them
+    await deleteKeysWithPrefix(config.redisUrl, prefix); // leftovers of an interrupted run, before any worker uses them
     runtime = await startRuntime(config, pino({ level: 'warn' }));
     await runtime.app!.listen({ port, host: '127.0.0.1' });
     say(`  Skyhook (role all)     ${config.publicBaseUrl}`);
@@ -160,7 +160,7 @@ export async function runDemo(opts: { events?: number; out?: NodeJS.WriteStream 
     await runtime?.close();
     await sim.stop();
     await deleteDemoCompanies(sql).catch(() => {});
-    await clearQueueKeys(config.redisUrl, prefix).catch(() => {});
+    await deleteKeysWithPrefix(config.redisUrl, prefix).catch(() => {});
     await sql.end();
   }
 }
@@ -235,20 +235,6 @@ async function deleteDemoCompanies(sql: pg.Pool): Promise<void> {
   await sql.query(`DELETE FROM companies WHERE name LIKE '${DEMO_NAME}%'`);
 }
 
-async function clearQueueKeys(redisUrl: string, prefix: string): Promise<void> {
-  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  try {
-    await redis.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
-}
 
 function printTable(say: (line: string) => void, rows: Record<string, string | number | null>[]): void {
   const headers = Object.keys(rows[0] ?? {});

@@ -28,11 +28,6 @@ export class Batcher<T, R> {
     });
   }
 
-  /** Items waiting or being run: zero once everything added has settled. */
-  get size(): number {
-    return this.queue.length + this.inFlight;
-  }
-
   private pump(): void {
     while (this.queue.length > 0 && this.inFlight < this.opts.maxConcurrent) {
       const batch = this.queue.splice(0, this.opts.maxBatch);

@@ -3,13 +3,13 @@ import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 
-const MAIN = 'src/simulator/main.ts';
+const MAIN = 'bin/skyhook.js';
 const cwd = new URL('../..', import.meta.url).pathname;
 
 /** Runs the standalone simulator CLI and answers its exit code and output. */
 function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', MAIN, ...args], { cwd }, (error, stdout, stderr) => {
+    execFile(process.execPath, [MAIN, ...args], { cwd }, (error, stdout, stderr) => {
       resolve({ code: error ? Number(error.code) : 0, stdout, stderr });
     });
   });
@@ -50,7 +50,7 @@ describe('simulator CLI', () => {
   });
 
   it('starts on the given port, prints its URLs and stops cleanly on SIGTERM', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'simulator', '--port', '0', '--company', 'acme:acme-token'], { cwd });
+    const child = spawn(process.execPath, [MAIN, 'simulator', '--port', '0', '--company', 'acme:acme-token'], { cwd });
     let stdout = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     while (!stdout.includes('API base URL')) await once(child.stdout, 'data');
