@@ -4,8 +4,7 @@ import { registerAdminCommands } from './admin/cli.js';
 import { registerSimulatorCommands } from './simulator/index.js';
 
 const program = new Command('skyhook')
-  .description('Skyhook: receives the marketplace webhook notifications of many companies, fetches and stores what changed.')
-  .showHelpAfterError();
+  .description('Skyhook: receives the marketplace webhook notifications of many companies, fetches and stores what changed.');
 
 program
   .command('start')
