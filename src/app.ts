@@ -7,7 +7,6 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { Queue } from 'bullmq';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { queueDashboard } from './admin/dashboard.js';
@@ -15,7 +14,7 @@ import { adminRoutes, type AdminDeps } from './admin/routes.js';
 import { isDatabaseUnavailable } from './db/client.js';
 import { AuthFailureLimiter } from './lib/auth-failure-limiter.js';
 import type { Metrics } from './lib/metrics.js';
-import { withTimeout } from './lib/redis.js';
+import { redisAnswers, withTimeout, type RedisClient } from './lib/redis.js';
 import { Problem, databaseUnavailable } from './lib/problem.js';
 import { receiverRoutes, type ReceiverDeps } from './receiver/routes.js';
 
@@ -23,7 +22,7 @@ export interface AppDeps {
   logger: Logger;
   trustProxy: string[];
   pool: pg.Pool;
-  redis: Redis;
+  redis: RedisClient;
   receiver: ReceiverDeps;
   admin: AdminDeps;
   /** Shown on the dashboard. */
@@ -137,7 +136,7 @@ export async function opsRoutes(scope: FastifyInstance, deps: OpsDeps): Promise<
   scope.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
     const [database, redis] = await Promise.all([
       deps.pool.query('SELECT 1').then(() => true, () => false),
-      deps.redis.ping().then(() => true, () => false),
+      redisAnswers(deps.redis),
     ]);
     return reply.code(database && redis ? 200 : 503).send({ status: database && redis ? 'ready' : 'unavailable', database, redis });
   });

@@ -4,17 +4,45 @@
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import type { RedisNodeAddress } from './lib/redis.js';
 
 /** Used outside production only, with a loud warning: never a secret anybody relies on. */
 const DEVELOPMENT_SECRET_KEY = Buffer.alloc(32, 'skyhook-development-key-not-secret').toString('base64');
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
+/** `host:port`, or `[ipv6]:port`. */
+const NODE_ADDRESS = /^(?:\[([0-9a-fA-F:.]+)\]|([^\s:,[\]]+)):(\d{1,5})$/;
+
+function parseNodeAddress(entry: string): RedisNodeAddress | undefined {
+  const match = NODE_ADDRESS.exec(entry);
+  const port = Number(match?.[3]);
+  if (!match || port < 1 || port > 65535) return undefined;
+  return { host: (match[1] ?? match[2])!, port };
+}
+
+/** Comma-separated seed nodes of a Redis Cluster; every entry must be an address. */
+const clusterNodes = z
+  .string()
+  .transform((value, ctx) => {
+    const entries = value.split(',').map((s) => s.trim()).filter(Boolean);
+    const nodes = entries.map(parseNodeAddress);
+    const bad = entries.filter((_, i) => nodes[i] === undefined);
+    if (entries.length === 0 || bad.length > 0) {
+      const got = bad.length > 0 ? ` (not an address: ${bad.map((b) => JSON.stringify(b)).join(', ')})` : '';
+      ctx.addIssue({ code: 'custom', message: `must be comma-separated host:port seed nodes of a Redis Cluster, such as redis-1:6379,redis-2:6379${got}` });
+      return z.NEVER;
+    }
+    return nodes as RedisNodeAddress[];
+  });
+
 const envSchema = z
   .object({
     NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
     DATABASE_URL: z.url().default('postgres://postgres@127.0.0.1:5432/skyhook'),
     REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
+    /** When set, Redis is a cluster found from these seeds; REDIS_URL then gives only user, password and TLS. */
+    REDIS_CLUSTER_NODES: clusterNodes.optional(),
     PORT: int(0, 65535).default(3000),
     HOST: z.string().min(1).default('127.0.0.1'),
     PUBLIC_BASE_URL: z.url().default('http://localhost:3000'),
@@ -51,6 +79,9 @@ const envSchema = z
       if (!env.SECRET_KEY) ctx.addIssue({ code: 'custom', path: ['SECRET_KEY'], message: 'is required in production' });
       if (!env.ADMIN_TOKEN) ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'is required in production' });
     }
+    if (env.REDIS_CLUSTER_NODES && /^\/\d*[1-9]/.test(new URL(env.REDIS_URL).pathname)) {
+      ctx.addIssue({ code: 'custom', path: ['REDIS_URL'], message: 'must not select a database other than 0 when REDIS_CLUSTER_NODES is set (a Redis Cluster has database 0 only)' });
+    }
     if (env.SECRET_KEY !== undefined && Buffer.from(env.SECRET_KEY, 'base64').length !== 32) {
       ctx.addIssue({ code: 'custom', path: ['SECRET_KEY'], message: 'must be 32 random bytes, base64-encoded' });
     }
@@ -60,6 +91,8 @@ export interface Config {
   env: 'development' | 'test' | 'production';
   databaseUrl: string;
   redisUrl: string;
+  /** Seed nodes of a Redis Cluster: every connection is then a cluster client (redisUrl gives credentials and TLS only). */
+  redisClusterNodes: RedisNodeAddress[] | undefined;
   port: number;
   host: string;
   publicBaseUrl: string;
@@ -124,6 +157,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     env: env.NODE_ENV,
     databaseUrl: env.DATABASE_URL,
     redisUrl: env.REDIS_URL,
+    redisClusterNodes: env.REDIS_CLUSTER_NODES,
     port: env.PORT,
     host: env.HOST,
     publicBaseUrl: env.PUBLIC_BASE_URL.replace(/\/+$/, ''),

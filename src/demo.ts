@@ -58,13 +58,13 @@ export async function runDemo(opts: { events?: number; out?: NodeJS.WriteStream 
     { simId: 'demo-broker', name: `${DEMO_NAME} Broker (OAUTH, shared targetURI)`, authType: 'OAUTH', sharedTarget: true },
   ];
 
-  say(`Skyhook demo: database ${new URL(base.databaseUrl).pathname.slice(1)}, Redis ${config.redisUrl}`);
+  say(`Skyhook demo: database ${new URL(base.databaseUrl).pathname.slice(1)}, Redis ${config.redisClusterNodes ? `cluster ${config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')}` : config.redisUrl}`);
   const sim: Simulator = await startSimulator({ companies: companies.map((c) => ({ id: c.simId, name: c.name, token: `demo-token-${c.simId}` })) });
   say(`  marketplace simulator  ${sim.url}  (API base ${sim.apiBaseUrl})`);
   let runtime: Runtime | undefined;
   const sql = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
   try {
-    await deleteKeysWithPrefix(config.redisUrl, prefix); // leftovers of an interrupted run, before any worker uses them
+    await deleteKeysWithPrefix(config, prefix); // leftovers of an interrupted run, before any worker uses them
     runtime = await startRuntime(config, pino({ level: 'warn' }));
     await runtime.app!.listen({ port, host: '127.0.0.1' });
     say(`  Skyhook (role all)     ${config.publicBaseUrl}`);
@@ -160,7 +160,7 @@ export async function runDemo(opts: { events?: number; out?: NodeJS.WriteStream 
     await runtime?.close();
     await sim.stop();
     await deleteDemoCompanies(sql).catch(() => {});
-    await deleteKeysWithPrefix(config.redisUrl, prefix).catch(() => {});
+    await deleteKeysWithPrefix(config, prefix).catch(() => {});
     await sql.end();
   }
 }

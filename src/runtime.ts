@@ -41,7 +41,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
 
   // A worker-only process uses this pool for the relay alone; the worker has its own, sized to its concurrency.
   const api = connectDatabase(config.databaseUrl, { max: runsApi ? config.dbPoolSize : 3, applicationName: `skyhook-${config.role}` });
-  const producer = connectRedis(config.redisUrl, 'producer', 'skyhook-producer');
+  const producer = connectRedis(config, 'producer', 'skyhook-producer');
   await redisReady(producer).catch(() => log.warn('Redis is not reachable yet: notifications are stored and will be queued by the relay when it is back'));
 
   const queue = createFetchQueue(producer, config.queuePrefix);
@@ -84,9 +84,10 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
 
   if (runsWorker) {
     const workerDb = connectDatabase(config.databaseUrl, { max: Math.min(config.fetch.concurrency + 2, 100), applicationName: 'skyhook-worker' });
-    const connection = connectRedis(config.redisUrl, 'worker', 'skyhook-worker');
+    const connection = connectRedis(config, 'worker', 'skyhook-worker');
     worker = createFetchWorker({
       db: workerDb.db,
+      pool: workerDb.pool,
       connection,
       prefix: config.queuePrefix,
       secretKey: config.secretKey,

@@ -22,7 +22,7 @@ export async function openAdminContext(env: Record<string, string | undefined> =
   const log = createLogger({ env: config.env, logLevel: 'silent' });
   await prepareDatabase(config.databaseUrl);
   const handle = connectDatabase(config.databaseUrl, { max: 2, applicationName: 'skyhook-cli' });
-  const redis = connectRedis(config.redisUrl, 'producer', 'skyhook-cli');
+  const redis = connectRedis(config, 'producer', 'skyhook-cli');
   await redisReady(redis, 2000).catch(() => {});
   const queue = createFetchQueue(redis, config.queuePrefix);
   queue.on('error', () => {});

@@ -1,27 +1,102 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type DNSLookupFunction, type RedisOptions } from 'ioredis';
+
+/** A connection to a standalone Redis or to a Redis Cluster; every Skyhook key lives under one hash tag. */
+export type RedisClient = Redis | Cluster;
+
+export interface RedisNodeAddress {
+  host: string;
+  port: number;
+}
+
+/**
+ * Where Redis is: a standalone server at `redisUrl`, or, when `redisClusterNodes` is set, a cluster
+ * discovered from those seed nodes; `redisUrl` then supplies only the credentials and TLS (`rediss:`).
+ */
+export interface RedisTarget {
+  redisUrl: string;
+  redisClusterNodes?: RedisNodeAddress[] | undefined;
+}
+
+export type RedisKind = 'producer' | 'worker';
+
+const retryStrategy = (times: number): number => Math.min(200 * times, 2000);
+const keepHostNames: DNSLookupFunction = (address, callback) => callback(null, address);
 
 /**
  * Two kinds of Redis connection. A producer (HTTP handlers, relay) fails fast when Redis is down, so a
  * request never waits for it: the relay re-sends later. A worker connection waits and retries forever,
  * as BullMQ requires (maxRetriesPerRequest: null).
  */
-export function connectRedis(url: string, kind: 'producer' | 'worker', name: string): Redis {
-  const common: RedisOptions = {
-    connectionName: name,
-    lazyConnect: false,
-    retryStrategy: (times) => Math.min(200 * times, 2000),
-  };
-  const options: RedisOptions =
-    kind === 'producer'
-      ? { ...common, enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 2000 }
-      : { ...common, maxRetriesPerRequest: null };
-  const redis = new Redis(url, options);
+export function connectRedis(target: RedisTarget, kind: RedisKind, name: string): RedisClient {
+  const redis = target.redisClusterNodes ? connectCluster(target.redisUrl, target.redisClusterNodes, kind, name) : connectStandalone(target.redisUrl, kind, name);
   redis.on('error', () => {}); // reconnects by itself; readiness is reported by /readyz
   return redis;
 }
 
+function connectStandalone(url: string, kind: RedisKind, name: string): Redis {
+  const common: RedisOptions = { connectionName: name, lazyConnect: false, retryStrategy };
+  const options: RedisOptions =
+    kind === 'producer'
+      ? { ...common, enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 2000 }
+      : { ...common, maxRetriesPerRequest: null };
+  return new Redis(url, options);
+}
+
+function connectCluster(url: string, nodes: RedisNodeAddress[], kind: RedisKind, name: string): Cluster {
+  // Per-node options. ioredis forces an offline queue and no reconnection on each node connection (the
+  // cluster reconnects and re-reads the slots instead), so failing fast is the cluster's own
+  // enableOfflineQueue below. BullMQ reads maxRetriesPerRequest from here, and duplicates these options
+  // for a worker's blocking connection.
+  const redisOptions: RedisOptions = {
+    connectionName: name,
+    ...credentialsOf(url),
+    ...(kind === 'producer' ? { maxRetriesPerRequest: 1, commandTimeout: 2000 } : { maxRetriesPerRequest: null }),
+  };
+  const options: ClusterOptions = {
+    lazyConnect: false,
+    enableOfflineQueue: kind === 'worker',
+    clusterRetryStrategy: retryStrategy,
+    // ioredis re-reads the slot map only after a MOVED or a reconnect unless told to: a master that
+    // restarted or joined is then seen within seconds by /readyz and the relay's restart check.
+    slotsRefreshInterval: 5000,
+    redisOptions,
+    // TLS certificates name the hosts the cluster announces, not the addresses DNS resolves them to
+    // (the ioredis README's advice for clusters behind TLS, such as ElastiCache).
+    ...(redisOptions.tls ? { dnsLookup: keepHostNames } : {}),
+  };
+  return new Cluster(nodes, options);
+}
+
+/** User, password and TLS of a redis:// or rediss:// URL: what a cluster's nodes share. */
+function credentialsOf(url: string): Pick<RedisOptions, 'username' | 'password' | 'tls'> {
+  const parsed = new URL(url);
+  return {
+    ...(parsed.username ? { username: decodeURIComponent(parsed.username) } : {}),
+    ...(parsed.password ? { password: decodeURIComponent(parsed.password) } : {}),
+    ...(parsed.protocol === 'rediss:' ? { tls: {} } : {}),
+  };
+}
+
+export function isCluster(redis: RedisClient): redis is Cluster {
+  return redis instanceof Cluster;
+}
+
+/**
+ * The servers that hold data: the server itself, or every master the cluster's slot map names. A command
+ * without a key (INFO, SCAN) reaches one random node of a cluster, so per-server questions ask each.
+ * Undefined while the client has no connection to one of them: ioredis drops a node it lost from its
+ * pool (until the next slot refresh), and the remaining masters alone would look like a healthy cluster.
+ */
+export function masterNodes(redis: RedisClient): Redis[] | undefined {
+  if (!isCluster(redis)) return [redis];
+  const connected = new Map(redis.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]));
+  const serving = new Set(redis.slots.map((owners) => owners[0]).filter((key) => key !== undefined));
+  const masters = [...serving].map((key) => connected.get(key));
+  return masters.length > 0 && masters.every((node) => node !== undefined) ? (masters as Redis[]) : undefined;
+}
+
 /** Resolves when the connection is ready, or rejects after `ms`. */
-export function redisReady(redis: Redis, ms = 5000): Promise<void> {
+export function redisReady(redis: RedisClient, ms = 5000): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -36,6 +111,37 @@ export function redisReady(redis: Redis, ms = 5000): Promise<void> {
   });
 }
 
+/**
+ * Whether Redis can serve Skyhook now (/readyz). A standalone server answers PING. On a cluster every
+ * master of the slot map must answer and report `cluster_state:ok` (every slot served): a PING would
+ * reach one random node and say nothing about the others.
+ */
+export async function redisAnswers(redis: RedisClient): Promise<boolean> {
+  try {
+    if (!isCluster(redis)) return (await redis.ping()) === 'PONG';
+    const masters = masterNodes(redis);
+    if (!masters) return false;
+    const infos = await Promise.all(masters.map((node) => node.cluster('INFO')));
+    return infos.every((info) => /^cluster_state:ok\s*$/m.test(info));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The identity of the running Redis process(es): the server's `run_id`, or the masters' run_ids, sorted
+ * and joined. It changes when any of them restarted (and, on a cluster, when a failover or resharding
+ * changed the masters: the relay then re-queues once more than needed, which deduplication absorbs).
+ * Undefined when it cannot be told now (a master lost); rejects when a server does not answer.
+ */
+export async function redisRunId(redis: RedisClient): Promise<string | undefined> {
+  const masters = masterNodes(redis);
+  if (!masters) return undefined;
+  const ids = await Promise.all(masters.map(async (node) => /run_id:(\w+)/.exec(await node.info('server'))?.[1]));
+  if (ids.some((id) => id === undefined)) return undefined;
+  return ids.sort().join(',');
+}
+
 /** Rejects with a timeout error when `promise` takes longer than `ms`. */
 export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
@@ -45,18 +151,34 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Deletes every key under `prefix` (SCAN + UNLINK, never KEYS): the demo's and the bench's clean slate. */
-export async function deleteKeysWithPrefix(redisUrl: string, prefix: string): Promise<void> {
-  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+/**
+ * Deletes every key under `prefix` (SCAN + UNLINK, never KEYS): the demo's and the bench's clean slate.
+ * On a cluster SCAN sees one node's keys only, so it runs on every master. A URL means a standalone server.
+ */
+export async function deleteKeysWithPrefix(target: RedisTarget | string, prefix: string): Promise<void> {
+  const where = typeof target === 'string' ? { redisUrl: target } : target;
+  const redis: RedisClient = where.redisClusterNodes
+    ? new Cluster(where.redisClusterNodes, { lazyConnect: true, redisOptions: { ...credentialsOf(where.redisUrl), maxRetriesPerRequest: 1 } })
+    : new Redis(where.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
   try {
     await redis.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
+    const masters = masterNodes(redis);
+    if (!masters) throw new Error('a Redis Cluster master is unreachable');
+    for (const node of masters) await deleteOnNode(node, `${prefix}:*`);
   } finally {
     redis.disconnect();
   }
+}
+
+async function deleteOnNode(node: Redis, pattern: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    // One UNLINK per key: keys of different slots cannot share a command on a cluster node.
+    if (keys.length === 0) continue;
+    const results = await node.pipeline(keys.map((key) => ['unlink', key])).exec();
+    const failed = results?.find(([err]) => err);
+    if (failed) throw failed[0];
+  } while (cursor !== '0');
 }

@@ -2,12 +2,13 @@
  * The relay (transactional outbox): queues notifications that were committed but never queued,
  * for example while Redis was down, within seconds of Redis being back. It also re-adds a job for
  * rows left `queued` for long (a Redis that lost its data); BullMQ deduplication makes that a no-op
- * for keys whose job still exists; when Redis restarted (its run_id changed) it does so at once, since a
- * Redis without persistence comes back empty. Safe to run in every process: rows are taken with SKIP LOCKED.
+ * for keys whose job still exists; when Redis restarted (its run_id changed; on a cluster, any master's)
+ * it does so at once, since a Redis without persistence comes back empty. Safe to run in every process:
+ * rows are taken with SKIP LOCKED.
  */
-import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { redisRunId, type RedisClient } from '../lib/redis.js';
 import type { FetchEnqueuer } from './fetch-queue.js';
 
 const BATCH = 1000;
@@ -30,7 +31,7 @@ export class Relay {
     private readonly enqueuer: FetchEnqueuer,
     private readonly opts: { intervalMs: number; graceMs: number },
     private readonly log: Logger,
-    private readonly redis?: Pick<Redis, 'info'>,
+    private readonly redis?: RedisClient,
   ) {}
 
   start(): void {
@@ -88,7 +89,7 @@ export class Relay {
 
   private async redisRestarted(): Promise<boolean> {
     if (!this.redis) return false;
-    const runId = /run_id:(\w+)/.exec(await this.redis.info('server'))?.[1];
+    const runId = await redisRunId(this.redis);
     const restarted = this.redisRunId !== undefined && runId !== undefined && runId !== this.redisRunId;
     this.redisRunId = runId ?? this.redisRunId;
     if (restarted) this.log.warn('Redis restarted: queueing again every notification left queued');

@@ -4,9 +4,9 @@
  * long lock is held. Pending ones are never purged (that would lose work); snapshots and events stay.
  */
 import { Queue, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import type { RedisClient } from '../lib/redis.js';
 
 export const MAINTENANCE_QUEUE = 'maintenance';
 const PURGE_EVERY_MS = 3_600_000;
@@ -28,7 +28,7 @@ export async function purgeOldNotifications(pool: pg.Pool, retentionDays: number
 }
 
 /** Schedules the purge (idempotent: every worker upserts the same scheduler) and consumes it. */
-export async function startRetention(deps: { connection: Redis; prefix: string; pool: pg.Pool; retentionDays: number; log: Logger }): Promise<{ close: () => Promise<void> }> {
+export async function startRetention(deps: { connection: RedisClient; prefix: string; pool: pg.Pool; retentionDays: number; log: Logger }): Promise<{ close: () => Promise<void> }> {
   const queue = new Queue(MAINTENANCE_QUEUE, { connection: deps.connection, prefix: deps.prefix });
   queue.on('error', () => {}); // Redis outages are reported by /readyz, not as raw stderr
   await queue.upsertJobScheduler('purge-notifications', { every: PURGE_EVERY_MS }, { name: 'purge', opts: { removeOnComplete: 10, removeOnFail: 10 } });

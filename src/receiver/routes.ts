@@ -6,10 +6,10 @@
  */
 import basicAuth from '@fastify/basic-auth';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Redis } from 'ioredis';
 import { constantTimeEqual, sha256 } from '../lib/crypto.js';
 import type { Metrics } from '../lib/metrics.js';
 import { Problem } from '../lib/problem.js';
+import type { RedisClient } from '../lib/redis.js';
 import { previousSecretValid, type WebhookCredentials, type WebhookDirectory } from './attribution.js';
 import type { NotificationWriter } from './ingest.js';
 import { bodyHashMatches, readOAuthHeader, verifyOAuthHeader, type OAuthHeaderCheck } from './oauth1.js';
@@ -24,7 +24,7 @@ export interface ReceiverDeps {
   directory: WebhookDirectory;
   writer: NotificationWriter;
   /** Producer connection: fails fast when Redis is down. */
-  redis: Redis;
+  redis: RedisClient;
   keyPrefix: string;
   publicBaseUrl: string;
   requireHttpsHrefs: boolean;

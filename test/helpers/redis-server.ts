@@ -51,7 +51,7 @@ export async function startOwnRedis(): Promise<OwnRedis> {
   return { port, url: `redis://127.0.0.1:${port}`, running: () => child !== undefined, stop, start };
 }
 
-async function waitForPing(port: number, timeoutMs: number): Promise<void> {
+export async function waitForPing(port: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
