@@ -26,6 +26,8 @@ const PORTS = { ceiling: 3901, skyhook: 3902, resources: 3903 };
 const SKYHOOK_URL = `http://127.0.0.1:${PORTS.skyhook}`;
 const API_BASE = `http://127.0.0.1:${PORTS.resources}/api`;
 const children: ChildProcess[] = [];
+/** `all` is what §11 measures; BENCH_ROLE=api measures ingest without the in-process worker (diagnosis). */
+const ROLE = process.env.BENCH_ROLE ?? 'all';
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -52,7 +54,7 @@ async function startSkyhook(): Promise<ChildProcess> {
       PUBLIC_BASE_URL: SKYHOOK_URL,
       SECRET_KEY,
       ADMIN_TOKEN: randomToken(24),
-      ROLE: process.env.BENCH_ROLE ?? 'all',
+      ROLE,
       QUEUE_PREFIX: '{skyhook-bench}',
       LOG_LEVEL: 'warn',
     },
@@ -183,6 +185,12 @@ async function main(): Promise<void> {
     },
   });
   ingestPeakRss = Math.max(ingestPeakRss, peakRssMb(skyhook.pid!));
+  if (ROLE === 'api') {
+    // Diagnosis only: without a worker nothing gets processed, so the ingest figures are all there is.
+    log(`ROLE=api: Basic ${Math.round(basic.rps)} req/s (${round(basic.rps / ceiling.rps, 3)}), OAuth ${Math.round(oauthResult.rps)} req/s (${round(oauthResult.rps / ceiling.rps, 3)}), peak RSS ${Math.round(ingestPeakRss)} MB`);
+    await sql.end();
+    return;
+  }
   await waitProcessed(sql, 0, Number((await sql.query('SELECT count(*) AS n FROM notifications')).rows[0].n), 300_000);
 
   log('4/6 end to end: distinct resources, as fast as they come');

@@ -53,3 +53,20 @@ export class Batcher<T, R> {
     });
   }
 }
+
+/**
+ * Turns a whole-batch writer into a per-item one for Batcher: when the database refuses a batch, its
+ * items are written one by one, so one bad item does not fail its neighbours. An error that is
+ * `shared` (the database is unreachable) fails the whole batch at once instead.
+ */
+export function splitOnFailure<T, R>(write: (items: T[]) => Promise<R[]>, shared: (err: unknown) => boolean): (items: T[]) => Promise<Settled<R>[]> {
+  const run = async (items: T[]): Promise<Settled<R>[]> => {
+    try {
+      return (await write(items)).map((value) => ({ ok: true, value }));
+    } catch (error) {
+      if (items.length === 1 || shared(error)) return items.map(() => ({ ok: false, error }));
+      return Promise.all(items.map(async (item) => (await run([item]))[0]!));
+    }
+  };
+  return run;
+}

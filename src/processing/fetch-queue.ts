@@ -4,14 +4,14 @@
  *  - C1: while the key's job waits (or is delayed), adding again is a no-op;
  *  - C2: adding while it runs stores exactly one follow-up job, created when the running one ends;
  *  - C3: so at most one job per key exists outside "waiting for the active one", hence runs at a time;
- *  - C5 is enforced by the worker (reserveFetchSlot); C4 by the worker's claim of pending rows.
+ *  - C5 is enforced by the worker (fetch-start.ts: a slot per key); C4 by the worker's claim of pending rows.
  */
 import { createHash } from 'node:crypto';
 import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { withTimeout } from '../lib/redis.js';
+import { Batcher } from '../lib/batcher.js';
+import { withTimeout, type RedisClient } from '../lib/redis.js';
 
 export const FETCH_QUEUE = 'fetch';
 export const FETCH_BACKOFF = 'fetch-backoff';
@@ -31,19 +31,30 @@ export interface FetchKeyRow {
 export const fetchKey = (companyId: string, href: string): string =>
   `${companyId}:${createHash('sha256').update(href).digest('base64url').slice(0, 32)}`;
 
-export function createFetchQueue(connection: Redis, prefix: string): Queue<FetchJobData> {
+export function createFetchQueue(connection: RedisClient, prefix: string): Queue<FetchJobData> {
   return new Queue<FetchJobData>(FETCH_QUEUE, { connection, prefix });
 }
 
 export class FetchEnqueuer {
   private redisDown = false;
+  /** `queued` marks from many commits share one UPDATE: it is bookkeeping, not on any request's path. */
+  private readonly queuedMarks: Batcher<number, void>;
 
   constructor(
     private readonly queue: Queue<FetchJobData>,
     private readonly pool: pg.Pool,
     private readonly opts: { attempts: number; timeoutMs: number },
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.queuedMarks = new Batcher<number, void>(
+      async (ids) => {
+        // Only `received` rows: a fast worker may already have processed them.
+        await this.pool.query(`UPDATE notifications SET status = 'queued' WHERE id = ANY($1::bigint[]) AND status = 'received'`, [ids]);
+        return ids.map(() => ({ ok: true, value: undefined }));
+      },
+      { maxBatch: 10_000, maxConcurrent: 1 },
+    );
+  }
 
   /**
    * Called once rows are committed. Never awaited by a request: if Redis is slow or down the rows
@@ -69,9 +80,9 @@ export class FetchEnqueuer {
     this.redisDown = false;
   }
 
+  /** A row left `received` (the mark failed) is queued again by the relay, which dedup makes harmless. */
   async markQueued(ids: number[]): Promise<void> {
-    // Only `received` rows: a fast worker may already have processed them.
-    await this.pool.query(`UPDATE notifications SET status = 'queued' WHERE id = ANY($1::bigint[]) AND status = 'received'`, [ids]);
+    await Promise.all(ids.map((id) => this.queuedMarks.add(id)));
   }
 
   private jobOptions(key: string): JobsOptions {

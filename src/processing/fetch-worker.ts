@@ -4,27 +4,29 @@
  * are not claimed: BullMQ (keepLastIfActive) runs one more job for the key afterwards (C2).
  */
 import { DelayedError, Worker, type Job } from 'bullmq';
-import { and, eq, inArray } from 'drizzle-orm';
-import type { Redis } from 'ioredis';
+import { and, eq } from 'drizzle-orm';
+import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Database } from '../db/client.js';
-import { companies, notifications } from '../db/schema/index.js';
+import { companies } from '../db/schema/index.js';
 import type { Metrics } from '../lib/metrics.js';
-import { FETCH_BACKOFF, FETCH_QUEUE, fetchKey, type FetchJobData } from './fetch-queue.js';
+import type { RedisClient } from '../lib/redis.js';
+import { FETCH_BACKOFF, FETCH_QUEUE, type FetchJobData } from './fetch-queue.js';
+import { CLAIM_LIMIT, FetchStarts } from './fetch-start.js';
 import { CompanyConnections } from './company-connections.js';
 import { fetchResource } from './fetch-resource.js';
 import type { HandlerRegistry } from './handlers/index.js';
-import { markFailed, markGone, recordAttempt, storeSnapshot, type Claimed } from './snapshots.js';
+import { markFailed, markGone, recordAttempt, SnapshotStore } from './snapshots.js';
 
 /** How often a paused company's jobs look again whether its token was replaced. */
 export const PAUSED_RECHECK_MS = 5000;
-/** Claimed per job; a larger backlog for one href is taken by the follow-up job. */
-const CLAIM_LIMIT = 5000;
 
 export interface FetchWorkerDeps {
   db: Database;
+  /** The same pool as `db`, for the batched statements. */
+  pool: pg.Pool;
   /** Worker connection (maxRetriesPerRequest: null). */
-  connection: Redis;
+  connection: RedisClient;
   prefix: string;
   secretKey: Buffer;
   handlers: HandlerRegistry;
@@ -52,27 +54,20 @@ export function fetchBackoff(attemptsMade: number, err: unknown, opts: { backoff
   return Math.round(ceiling / 2 + (random() * ceiling) / 2);
 }
 
-/**
- * C5: reserves the key's fetch slot for `intervalMs`. Returns 0 when this fetch may start now, else
- * how long to wait. SET NX PX makes it atomic across every worker.
- */
-const slotKey = (prefix: string, key: string) => `${prefix}:fetch-slot:${key}`;
-
-export async function reserveFetchSlot(redis: Redis, prefix: string, key: string, intervalMs: number): Promise<number> {
-  if (intervalMs <= 0) return 0;
-  const taken = await redis.set(slotKey(prefix, key), '1', 'PX', intervalMs, 'NX');
-  if (taken === 'OK') return 0;
-  return Math.max(1, await fetchSlotWait(redis, prefix, key));
-}
-
-/** How long the key's slot stays taken (0 when free); reads only, reserves nothing. */
-export async function fetchSlotWait(redis: Redis, prefix: string, key: string): Promise<number> {
-  return Math.max(0, await redis.pttl(slotKey(prefix, key)));
+/** What the jobs of one worker share: caches and the batchers that let concurrent jobs share round trips. */
+interface WorkerParts {
+  connections: CompanyConnections;
+  starts: FetchStarts;
+  snapshots: SnapshotStore;
 }
 
 export function createFetchWorker(deps: FetchWorkerDeps): Worker<FetchJobData> {
-  const connections = new CompanyConnections(deps.db, deps.secretKey);
-  const process = (job: Job<FetchJobData>, token?: string) => processFetch(deps, connections, job, token);
+  const parts: WorkerParts = {
+    connections: new CompanyConnections(deps.db, deps.secretKey),
+    starts: new FetchStarts(deps.pool, deps.connection, deps.prefix, deps.fetch.minIntervalMs),
+    snapshots: new SnapshotStore(deps.db, deps.handlers),
+  };
+  const process = (job: Job<FetchJobData>, token?: string) => processFetch(deps, parts, job, token);
   return new Worker<FetchJobData>(FETCH_QUEUE, process, {
     connection: deps.connection,
     prefix: deps.prefix,
@@ -88,26 +83,22 @@ async function delay(job: Job, token: string | undefined, ms: number): Promise<n
   throw new DelayedError();
 }
 
-export async function processFetch(deps: FetchWorkerDeps, connections: CompanyConnections, job: Job<FetchJobData>, token?: string): Promise<string> {
+async function processFetch(deps: FetchWorkerDeps, parts: WorkerParts, job: Job<FetchJobData>, token?: string): Promise<string> {
   const { db } = deps;
+  const { connections } = parts;
   const { companyId, href } = job.data;
   const log = deps.log.child({ companyId, jobId: job.id });
-  const key = fetchKey(companyId, href);
 
   const company = await connections.get(companyId);
   if (!company) return 'company deleted';
   // 401/403 paused this company: wait, without touching its rows, until its token is replaced.
   if (company.paused) return delay(job, token, PAUSED_RECHECK_MS);
 
-  // A fetch of this key started less than FETCH_MIN_INTERVAL_MS ago: wait, before asking the database anything.
-  const busy = await fetchSlotWait(deps.connection, deps.prefix, key);
-  if (busy > 0) return delay(job, token, busy);
-
-  const claimed = await claimPending(db, companyId, href);
-  if (!claimed) return 'nothing pending';
-
-  const wait = await reserveFetchSlot(deps.connection, deps.prefix, key, deps.fetch.minIntervalMs);
-  if (wait > 0) return delay(job, token, wait);
+  // C5 slot and C4 claim, batched with the other running jobs.
+  const start = await parts.starts.begin(companyId, href);
+  if (start.kind === 'wait') return delay(job, token, start.waitMs);
+  if (start.kind === 'empty') return 'nothing pending';
+  const { claimed } = start;
 
   const fetchStartedAt = new Date();
   const result = await fetchResource(href, company.apiToken, deps.fetch.timeoutMs);
@@ -121,7 +112,7 @@ export async function processFetch(deps: FetchWorkerDeps, connections: CompanyCo
   switch (result.kind) {
     case 'ok':
       try {
-        await storeSnapshot(db, deps.handlers, { companyId, href, claimed, fetchStartedAt, resource: result.resource });
+        await parts.snapshots.store({ companyId, href, claimed, fetchStartedAt, resource: result.resource });
         finished('processed');
       } catch (err) {
         // A handler (or the store) failed: the transaction rolled back, nothing is half-written.
@@ -177,17 +168,3 @@ export async function processFetch(deps: FetchWorkerDeps, connections: CompanyCo
   if (claimed.ids.length >= CLAIM_LIMIT) await deps.requeue(companyId, href);
   return result.kind;
 }
-
-/** The pending rows of (company, href) committed before this fetch starts: the ones it covers (C4). */
-async function claimPending(db: Database, companyId: string, href: string): Promise<(Claimed & { receivedAt: number[] }) | null> {
-  const rows = await db
-    .select({ id: notifications.id, type: notifications.type, resourceId: notifications.resourceId, receivedAt: notifications.receivedAt })
-    .from(notifications)
-    .where(and(eq(notifications.companyId, companyId), eq(notifications.href, href), inArray(notifications.status, ['received', 'queued'])))
-    .orderBy(notifications.id)
-    .limit(CLAIM_LIMIT);
-  const last = rows.at(-1);
-  if (!last) return null;
-  return { ids: rows.map((r) => r.id), type: last.type, resourceId: last.resourceId, receivedAt: rows.map((r) => r.receivedAt.getTime()) };
-}
-

@@ -3,7 +3,8 @@
  * notification rows' final status, in one transaction.
  */
 import { sql } from 'drizzle-orm';
-import type { Database, Tx } from '../db/client.js';
+import { isDatabaseUnavailable, type Database, type Tx } from '../db/client.js';
+import { Batcher, splitOnFailure } from '../lib/batcher.js';
 import type { HandlerRegistry } from './handlers/index.js';
 
 export const EVENTS_CHANNEL = 'skyhook_events';
@@ -16,60 +17,109 @@ export interface Claimed {
 
 type Rows<T> = { rows: T[] };
 
-/**
- * Stores the snapshot unless a fetch that started later already stored one (a snapshot is never
- * replaced by an older fetch), appends the event with its NOTIFY, and marks the covered notifications
- * processed: one statement, so one round trip. When the type has a handler, the statement and the
- * handler share a transaction. Returns the version the notifications are covered by.
- */
-export async function storeSnapshot(
-  db: Database,
-  handlers: HandlerRegistry,
-  input: { companyId: string; href: string; claimed: Claimed; fetchStartedAt: Date; resource: unknown },
-): Promise<number> {
-  const { companyId, href, claimed, fetchStartedAt, resource } = input;
-  const store = async (q: Database | Tx) => {
-    const result = (await q.execute(sql`
-      WITH up AS (
-        INSERT INTO resources (company_id, href, type, resource_id, version, fetched_at, gone, body)
-        VALUES (${companyId}, ${href}, ${claimed.type}, ${claimed.resourceId}, 1, ${fetchStartedAt.toISOString()}, false, ${JSON.stringify(resource)}::jsonb)
-        ON CONFLICT (company_id, href) DO UPDATE
-          SET type = excluded.type, resource_id = excluded.resource_id, version = resources.version + 1,
-              fetched_at = excluded.fetched_at, gone = false, body = excluded.body
-          WHERE resources.fetched_at <= excluded.fetched_at
-        RETURNING version
-      ),
-      -- Without a row from up, a later fetch already stored a newer copy; it covers these notifications too.
-      cur AS (
-        SELECT coalesce((SELECT version FROM up), (SELECT version FROM resources WHERE company_id = ${companyId} AND href = ${href})) AS version
-      ),
-      ev AS (
-        INSERT INTO events (company_id, type, resource_id, href, snapshot_version)
-        SELECT ${companyId}, ${claimed.type}, ${claimed.resourceId}, ${href}, version FROM up
-        RETURNING id, snapshot_version
-      ),
-      done AS (
-        UPDATE notifications
-        SET status = 'processed', outcome = 'stored', snapshot_version = (SELECT version FROM cur),
-            last_error = NULL, attempts = attempts + 1, processed_at = now()
-        WHERE id = ANY(${toArray(claimed.ids)}::bigint[])
-      )
-      SELECT (SELECT version FROM cur) AS version, (SELECT version FROM up) AS stored,
-             (SELECT pg_notify(${EVENTS_CHANNEL}, json_build_object(
-                'id', ev.id, 'companyId', ${companyId}::text, 'type', ${claimed.type}::text, 'resourceId', ${claimed.resourceId}::text,
-                'href', ${href}::text, 'snapshotVersion', ev.snapshot_version)::text) FROM ev) AS notified`)) as unknown as Rows<{ version: number; stored: number | null }>;
-    return result.rows[0]!;
-  };
+export interface SnapshotInput {
+  companyId: string;
+  href: string;
+  claimed: Claimed;
+  fetchStartedAt: Date;
+  resource: unknown;
+}
 
-  const handler = handlers.handlerFor(claimed.type);
-  if (!handler) return (await store(db)).version;
-  return db.transaction(async (tx) => {
-    const { version, stored } = await store(tx);
-    if (stored !== null) {
-      await handler.handle({ tx, companyId, href, type: claimed.type, resourceId: claimed.resourceId, snapshot: { version, body: resource }, notificationIds: claimed.ids });
-    }
-    return version;
-  });
+interface Stored {
+  /** The version the notifications are covered by. */
+  version: number;
+  /** The version this fetch stored, or null when a fetch that started later had stored a newer copy. */
+  stored: number | null;
+}
+
+/**
+ * Stores fetched resources. Fetches of types without a handler are written together: the concurrent
+ * jobs' snapshots share one statement and one commit (the worker's group commit, like ingest's). A
+ * type with a handler gets its own transaction, shared with the handler, so a failing handler rolls
+ * back only its own fetch.
+ */
+export class SnapshotStore {
+  private readonly batcher: Batcher<SnapshotInput, Stored>;
+
+  constructor(
+    private readonly db: Database,
+    private readonly handlers: HandlerRegistry,
+  ) {
+    this.batcher = new Batcher(
+      splitOnFailure((items) => storeMany(db, items), isDatabaseUnavailable),
+      { maxBatch: 500, maxConcurrent: 1 },
+    );
+  }
+
+  /** Returns the version the claimed notifications are covered by. */
+  async store(input: SnapshotInput): Promise<number> {
+    const handler = this.handlers.handlerFor(input.claimed.type);
+    if (!handler) return (await this.batcher.add(input)).version;
+    const { companyId, href, claimed, resource } = input;
+    return this.db.transaction(async (tx) => {
+      const [{ version, stored }] = (await storeMany(tx, [input])) as [Stored];
+      if (stored !== null) {
+        await handler.handle({ tx, companyId, href, type: claimed.type, resourceId: claimed.resourceId, snapshot: { version, body: resource }, notificationIds: claimed.ids });
+      }
+      return version;
+    });
+  }
+}
+
+/**
+ * One statement for any number of fetches (of distinct keys: C3 guarantees that): each snapshot is
+ * upserted unless a fetch that started later already stored one (a snapshot is never replaced by an
+ * older fetch), an event row with its NOTIFY is appended per stored snapshot, and the covered
+ * notifications are marked processed. Results come back in input order.
+ */
+async function storeMany(q: Database | Tx, items: SnapshotInput[]): Promise<Stored[]> {
+  const col = <T>(f: (i: SnapshotInput) => T) => sql.param(items.map(f));
+  const coveredIds = items.flatMap((i) => i.claimed.ids);
+  const coveredOrd = items.flatMap((i, n) => i.claimed.ids.map(() => n + 1));
+  const result = (await q.execute(sql`
+    WITH input AS (
+      SELECT * FROM unnest(${col((i) => i.companyId)}::uuid[], ${col((i) => i.href)}::text[], ${col((i) => i.claimed.type)}::text[],
+                           ${col((i) => i.claimed.resourceId)}::text[], ${col((i) => i.fetchStartedAt.toISOString())}::timestamptz[],
+                           ${col((i) => JSON.stringify(i.resource))}::jsonb[])
+        WITH ORDINALITY AS t(company_id, href, type, resource_id, fetched_at, body, ord)
+    ),
+    up AS (
+      INSERT INTO resources (company_id, href, type, resource_id, version, fetched_at, gone, body)
+      SELECT company_id, href, type, resource_id, 1, fetched_at, false, body FROM input ORDER BY ord
+      ON CONFLICT (company_id, href) DO UPDATE
+        SET type = excluded.type, resource_id = excluded.resource_id, version = resources.version + 1,
+            fetched_at = excluded.fetched_at, gone = false, body = excluded.body
+        WHERE resources.fetched_at <= excluded.fetched_at
+      RETURNING company_id, href, version
+    ),
+    -- Without a row from up, a later fetch already stored a newer copy (read as it was before this
+    -- statement): it covers these notifications too.
+    cur AS (
+      SELECT i.ord, i.company_id, i.href, i.type, i.resource_id, u.version AS stored, coalesce(u.version, r.version) AS version
+      FROM input i
+      LEFT JOIN up u ON u.company_id = i.company_id AND u.href = i.href
+      LEFT JOIN resources r ON r.company_id = i.company_id AND r.href = i.href
+    ),
+    ev AS (
+      INSERT INTO events (company_id, type, resource_id, href, snapshot_version)
+      SELECT company_id, type, resource_id, href, stored FROM cur WHERE stored IS NOT NULL ORDER BY ord
+      RETURNING id, company_id, type, resource_id, href, snapshot_version
+    ),
+    done AS (
+      UPDATE notifications n
+      SET status = 'processed', outcome = 'stored', snapshot_version = c.version,
+          last_error = NULL, attempts = n.attempts + 1, processed_at = now()
+      FROM unnest(${sql.param(coveredIds)}::bigint[], ${sql.param(coveredOrd)}::bigint[]) AS x(id, ord)
+      JOIN cur c ON c.ord = x.ord
+      WHERE n.id = x.id
+    )
+    SELECT c.version, c.stored,
+           (SELECT count(pg_notify(${EVENTS_CHANNEL}, json_build_object(
+              'id', ev.id, 'companyId', ev.company_id::text, 'type', ev.type, 'resourceId', ev.resource_id,
+              'href', ev.href, 'snapshotVersion', ev.snapshot_version)::text)) FROM ev) AS notified
+    FROM cur c ORDER BY c.ord`)) as unknown as Rows<Stored>;
+  if (result.rows.length !== items.length) throw new Error(`stored ${result.rows.length} of ${items.length} snapshots`);
+  return result.rows;
 }
 
 /** 404/410: the resource is gone; its snapshot (if any) is kept and flagged. */

@@ -6,7 +6,7 @@
  */
 import type pg from 'pg';
 import { isDatabaseUnavailable } from '../db/client.js';
-import { Batcher, type Settled } from '../lib/batcher.js';
+import { Batcher, splitOnFailure } from '../lib/batcher.js';
 
 export interface NewNotification {
   companyId: string;
@@ -44,24 +44,12 @@ export class NotificationWriter {
     // One flush at a time: everything that arrives meanwhile goes in the next one (fewer, larger commits).
     opts = { maxBatch: 1000, maxConcurrent: 1 },
   ) {
-    this.batcher = new Batcher((rows) => this.writeBatch(rows), opts);
+    this.batcher = new Batcher(splitOnFailure((rows) => this.write(rows), isDatabaseUnavailable), opts);
   }
 
   /** Resolves once the row is committed; rejects when it is not (the caller answers 503). */
   insert(row: NewNotification): Promise<StoredNotification> {
     return this.batcher.add(row);
-  }
-
-  private async writeBatch(rows: NewNotification[]): Promise<Settled<StoredNotification>[]> {
-    try {
-      const stored = await this.write(rows);
-      this.onCommitted(stored);
-      return stored.map((value) => ({ ok: true, value }));
-    } catch (error) {
-      if (rows.length === 1 || isDatabaseUnavailable(error)) return rows.map(() => ({ ok: false, error }));
-      // A row the database refused must not take its neighbours down: write them one by one.
-      return Promise.all(rows.map(async (row) => (await this.writeBatch([row]))[0]!));
-    }
   }
 
   private async write(rows: NewNotification[]): Promise<StoredNotification[]> {
@@ -77,6 +65,8 @@ export class NotificationWriter {
       column('status'),
     ]);
     if (result.rows.length !== rows.length) throw new Error(`inserted ${result.rows.length} of ${rows.length} notifications`);
-    return rows.map((row, i) => ({ ...row, id: Number(result.rows[i]!.id) }));
+    const stored = rows.map((row, i) => ({ ...row, id: Number(result.rows[i]!.id) }));
+    this.onCommitted(stored);
+    return stored;
   }
 }

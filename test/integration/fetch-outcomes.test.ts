@@ -7,7 +7,7 @@ import { connectDatabase } from '../../src/db/client.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { eventually } from '../helpers/skyhook.js';
 import { builtInHandlers } from '../../src/processing/handlers/index.js';
-import { storeSnapshot } from '../../src/processing/snapshots.js';
+import { SnapshotStore } from '../../src/processing/snapshots.js';
 
 let s: Scenario;
 let companyId: string;
@@ -115,12 +115,47 @@ describe('fetch outcomes', () => {
         [href],
       );
       const claim = (id: number) => ({ ids: [id], type: 'rfqs', resourceId: 'rfq-order' });
-      const newer = await storeSnapshot(handle.db, builtInHandlers(), { companyId, href, claimed: claim(rows[0].id), fetchStartedAt: new Date('2030-01-01T00:00:02Z'), resource: { v: 'newer' } });
-      const older = await storeSnapshot(handle.db, builtInHandlers(), { companyId, href, claimed: claim(rows[0].id), fetchStartedAt: new Date('2030-01-01T00:00:01Z'), resource: { v: 'older' } });
+      const store = new SnapshotStore(handle.db, builtInHandlers());
+      const newer = await store.store({ companyId, href, claimed: claim(rows[0].id), fetchStartedAt: new Date('2030-01-01T00:00:02Z'), resource: { v: 'newer' } });
+      const older = await store.store({ companyId, href, claimed: claim(rows[0].id), fetchStartedAt: new Date('2030-01-01T00:00:01Z'), resource: { v: 'older' } });
       expect(newer).toBe(1);
       expect(older).toBe(1); // covered by the newer copy
       const stored = await s.sql.query('SELECT version, body FROM resources WHERE href = $1', [href]);
       expect(stored.rows[0]).toMatchObject({ version: 1, body: { v: 'newer' } });
+    } finally {
+      await handle.pool.end();
+    }
+  });
+
+  it('concurrent fetches are written together, and each gets its own result', async () => {
+    const handle = connectDatabase(s.db.url, { max: 2, applicationName: 'test' });
+    try {
+      const hrefs = ['rfq-batch-a', 'rfq-batch-b', 'rfq-batch-c'].map((id) => `${apiBase()}/rfqs/${id}`);
+      const { rows } = await s.sql.query<{ id: string; href: string }>(
+        `INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status)
+         SELECT w.company_id, w.id, split_part(h, '/', -1), 'rfqs', h, '{}'::jsonb, 'basic', 'queued'
+         FROM (SELECT * FROM webhooks LIMIT 1) w, unnest($1::text[]) AS h, generate_series(1, 2) RETURNING id, href`,
+        [hrefs],
+      );
+      const idsOf = (href: string) => rows.filter((r) => r.href === href).map((r) => Number(r.id));
+      const store = new SnapshotStore(handle.db, builtInHandlers());
+      // b already has a copy fetched later than this batch's fetch: it keeps it, and its rows are covered by it.
+      await store.store({ companyId, href: hrefs[1]!, claimed: { ids: [], type: 'rfqs', resourceId: 'rfq-batch-b' }, fetchStartedAt: new Date('2030-01-01T00:00:09Z'), resource: { v: 'b-later' } });
+      const events = Number((await s.sql.query('SELECT count(*) FROM events')).rows[0].count);
+
+      const versions = await Promise.all(
+        hrefs.map((href, i) =>
+          store.store({ companyId, href, claimed: { ids: idsOf(href), type: 'rfqs', resourceId: href.split('/').at(-1)! }, fetchStartedAt: new Date('2030-01-01T00:00:05Z'), resource: { v: i } }),
+        ),
+      );
+      expect(versions).toEqual([1, 1, 1]);
+      const { rows: resources } = await s.sql.query('SELECT href, version, body FROM resources WHERE href = ANY($1) ORDER BY href', [hrefs]);
+      expect(resources.map((r) => r.body)).toEqual([{ v: 0 }, { v: 'b-later' }, { v: 2 }]);
+      // One event per stored snapshot (a and c), none for b.
+      expect(Number((await s.sql.query('SELECT count(*) FROM events')).rows[0].count)).toBe(events + 2);
+      const { rows: marked } = await s.sql.query('SELECT href, status, snapshot_version FROM notifications WHERE href = ANY($1)', [hrefs]);
+      expect(marked).toHaveLength(6);
+      for (const row of marked) expect(row).toMatchObject({ status: 'processed', snapshot_version: 1 });
     } finally {
       await handle.pool.end();
     }

@@ -1,0 +1,119 @@
+/**
+ * The start of a fetch, batched across the worker's concurrent jobs: for every key in a batch, one
+ * Redis script reserves the C5 fetch slot and one SELECT claims the pending notifications, the two
+ * in parallel. A job whose slot is taken waits (it is delayed); a job with nothing pending gives its
+ * slot back, so the next notification for that key is fetched at once.
+ */
+import type pg from 'pg';
+import { isDatabaseUnavailable } from '../db/client.js';
+import { Batcher, splitOnFailure } from '../lib/batcher.js';
+import type { RedisClient } from '../lib/redis.js';
+import { fetchKey } from './fetch-queue.js';
+import type { Claimed } from './snapshots.js';
+
+/** Claimed per job; a larger backlog for one href is taken by a follow-up job. */
+export const CLAIM_LIMIT = 5000;
+
+export type FetchStart =
+  /** The key's previous fetch started less than FETCH_MIN_INTERVAL_MS ago: try again in `waitMs`. */
+  | { kind: 'wait'; waitMs: number }
+  /** Nothing is pending for the key (an earlier fetch covered it). */
+  | { kind: 'empty' }
+  /** The slot is reserved and these rows, committed before now, are what this fetch covers (C4). */
+  | { kind: 'claimed'; claimed: ClaimedRows };
+
+export type ClaimedRows = Claimed & { receivedAt: number[] };
+
+interface Key {
+  companyId: string;
+  href: string;
+}
+
+/**
+ * SET NX PX per key: 0 when this fetch may start now (the slot is now its own), else how long the
+ * slot stays taken. All keys share the queue prefix's hash tag, so on a Redis Cluster they live in
+ * one slot and a multi-key script is allowed.
+ */
+const RESERVE_SLOTS = `
+local out = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('SET', key, '1', 'PX', ARGV[1], 'NX') then
+    out[i] = 0
+  else
+    out[i] = math.max(1, redis.call('PTTL', key))
+  end
+end
+return out`;
+
+/** The pending rows of each key, oldest first, at most CLAIM_LIMIT per key. */
+const CLAIM_SQL = `
+  SELECT k.ord, n.id, n.type, n.resource_id, n.received_at
+  FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS k(company_id, href, ord)
+  CROSS JOIN LATERAL (
+    SELECT id, type, resource_id, received_at FROM notifications
+    WHERE company_id = k.company_id AND href = k.href AND status IN ('received', 'queued')
+    ORDER BY id LIMIT ${CLAIM_LIMIT}
+  ) n
+  ORDER BY k.ord, n.id`;
+
+type ReserveSlots = (numKeys: number, ...args: (string | number)[]) => Promise<number[]>;
+
+export class FetchStarts {
+  private readonly batcher: Batcher<Key, FetchStart>;
+  private readonly reserveSlots: ReserveSlots;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly redis: RedisClient,
+    private readonly prefix: string,
+    private readonly minIntervalMs: number,
+  ) {
+    redis.defineCommand('skyhookReserveSlots', { lua: RESERVE_SLOTS });
+    this.reserveSlots = (redis as unknown as { skyhookReserveSlots: ReserveSlots }).skyhookReserveSlots.bind(redis);
+    this.batcher = new Batcher(splitOnFailure((keys) => this.startMany(keys), isDatabaseUnavailable), { maxBatch: 500, maxConcurrent: 1 });
+  }
+
+  begin(companyId: string, href: string): Promise<FetchStart> {
+    return this.batcher.add({ companyId, href });
+  }
+
+  private slotKey(key: Key): string {
+    return `${this.prefix}:fetch-slot:${fetchKey(key.companyId, key.href)}`;
+  }
+
+  private async startMany(keys: Key[]): Promise<FetchStart[]> {
+    const slotKeys = keys.map((k) => this.slotKey(k));
+    const [waits, claims] = await Promise.all([
+      this.minIntervalMs > 0 ? this.reserveSlots(slotKeys.length, ...slotKeys, this.minIntervalMs) : keys.map(() => 0),
+      this.claim(keys),
+    ]);
+    const starts: FetchStart[] = keys.map((_, i) => {
+      if (waits[i]! > 0) return { kind: 'wait', waitMs: waits[i]! };
+      const claimed = claims[i];
+      return claimed ? { kind: 'claimed', claimed } : { kind: 'empty' };
+    });
+    // A slot reserved for nothing would make the next notification of its key wait for no reason.
+    const unused = slotKeys.filter((_, i) => starts[i]!.kind === 'empty');
+    if (unused.length > 0 && this.minIntervalMs > 0) await this.redis.del(...unused);
+    return starts;
+  }
+
+  /** Indexed like `keys`; a key with nothing pending has no entry. */
+  private async claim(keys: Key[]): Promise<(ClaimedRows | undefined)[]> {
+    const { rows } = await this.pool.query<{ ord: string; id: string; type: string; resource_id: string; received_at: Date }>(CLAIM_SQL, [
+      keys.map((k) => k.companyId),
+      keys.map((k) => k.href),
+    ]);
+    const claims: (ClaimedRows | undefined)[] = [];
+    for (const row of rows) {
+      const i = Number(row.ord) - 1;
+      const c = (claims[i] ??= { ids: [], type: row.type, resourceId: row.resource_id, receivedAt: [] });
+      c.ids.push(Number(row.id));
+      c.receivedAt.push(row.received_at.getTime());
+      // The latest notification names the type and resource id the snapshot is stored under.
+      c.type = row.type;
+      c.resourceId = row.resource_id;
+    }
+    return claims;
+  }
+}
