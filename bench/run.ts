@@ -1,10 +1,10 @@
 /**
  * `npm run bench` (SPEC §11): every figure in one run on this machine, against the local PostgreSQL
- * and Redis. Skyhook runs as its own `all` process (`node bin/skyhook.js start`), the ceiling is a bare
+ * and Redis. Skyhook runs as its own `all` process (`node dist/cli.js start`, built first), the ceiling is a bare
  * Fastify process, resources come from a local resource server, and autocannon is the load generator
  * for both. `-- --json` ends the output with one JSON line; `-- --quick` is the short CI smoke run.
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
@@ -41,10 +41,16 @@ function startTs(file: string, port: number): Promise<ChildProcess> {
   });
 }
 
+/** Skyhook runs as it does in production: compiled JavaScript (`npm run build`), not through tsx. */
+function build(): void {
+  const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  if (tsc.status !== 0) throw new Error('npm run build failed');
+}
+
 async function startSkyhook(): Promise<ChildProcess> {
   // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles Skyhook during the run.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, 'bin/skyhook.js', 'start'], {
+  const child = spawn(process.execPath, [...nodeArgs, 'dist/cli.js', 'start'], {
     env: {
       ...process.env,
       // development: the bench's hrefs are plain http on loopback, which production refuses.
@@ -146,6 +152,7 @@ const maxId = async (sql: pg.Client) => Number((await sql.query('SELECT coalesce
 
 async function main(): Promise<void> {
   log(`Skyhook benchmark (${QUICK ? 'quick' : 'full'}: ${DURATION_S} s per load, ${CONNECTIONS} connections), PostgreSQL and Redis on this machine`);
+  build();
   await resetState();
   await startTs('./resource-server.ts', PORTS.resources);
 

@@ -12,7 +12,7 @@ import { connectDatabase, type DbHandle } from './db/client.js';
 import { prepareDatabase } from './db/migrate.js';
 import { connectRedis, redisReady, withTimeout } from './lib/redis.js';
 import { createFetchQueue, FetchEnqueuer } from './processing/fetch-queue.js';
-import { createFetchWorker } from './processing/fetch-worker.js';
+import { createFetchWorkers } from './processing/fetch-worker.js';
 import { builtInHandlers, type HandlerRegistry } from './processing/handlers/index.js';
 import { Relay } from './processing/relay.js';
 import { startRetention } from './processing/retention.js';
@@ -27,7 +27,8 @@ const ENQUEUE_TIMEOUT_MS = 1000;
 export interface Runtime {
   /** The HTTP app (roles api and all; a worker's ops routes when OPS_PORT is set); not listening yet. */
   app?: FastifyInstance;
-  worker?: Worker;
+  /** The fetch workers (roles worker and all): several BullMQ Workers sharing one process's batchers. */
+  workers: Worker[];
   api: DbHandle;
   relay: Relay;
   enqueuer: FetchEnqueuer;
@@ -52,7 +53,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
   const metrics = createMetrics();
   const closers: (() => Promise<unknown>)[] = [];
   let app: FastifyInstance | undefined;
-  let worker: Worker | undefined;
+  let workers: Worker[] = [];
 
   if (runsApi) {
     const directory = new WebhookDirectory(api.db, config.secretKey);
@@ -85,7 +86,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
   if (runsWorker) {
     const workerDb = connectDatabase(config.databaseUrl, { max: Math.min(config.fetch.concurrency + 2, 100), applicationName: 'skyhook-worker' });
     const connection = connectRedis(config, 'worker', 'skyhook-worker');
-    worker = createFetchWorker({
+    workers = createFetchWorkers({
       db: workerDb.db,
       pool: workerDb.pool,
       connection,
@@ -98,13 +99,15 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
       metrics,
     });
     const retention = await startRetention({ connection, prefix: config.queuePrefix, pool: workerDb.pool, retentionDays: config.retentionDays, log });
-    worker.on('error', (err) => log.warn({ err: String(err) }, 'worker error'));
-    worker.on('failed', (job, err) => log.debug({ jobId: job?.id, companyId: job?.data.companyId, err: err.message }, 'fetch attempt failed'));
+    for (const worker of workers) {
+      worker.on('error', (err) => log.warn({ err: String(err) }, 'worker error'));
+      worker.on('failed', (job, err) => log.debug({ jobId: job?.id, companyId: job?.data.companyId, err: err.message }, 'fetch attempt failed'));
+    }
     // Running jobs finish (bounded); a job still running at the deadline is left to stalled-job recovery:
     // its lock lapses and another worker takes it (worker.close(true) would still wait for it).
     closers.push(
       () =>
-        withTimeout(worker!.close(), config.shutdownTimeoutMs, 'worker close').catch(() => {
+        withTimeout(Promise.all(workers.map((w) => w.close())), config.shutdownTimeoutMs, 'worker close').catch(() => {
           log.warn('running fetch jobs did not finish in time; they return to the queue when their lock lapses');
           connection.disconnect();
         }),
@@ -132,7 +135,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
 
   return {
     app,
-    worker,
+    workers,
     api,
     relay,
     enqueuer,

@@ -10,7 +10,6 @@ import { createHash } from 'node:crypto';
 import { Queue, type JobsOptions } from 'bullmq';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { Batcher } from '../lib/batcher.js';
 import { withTimeout, type RedisClient } from '../lib/redis.js';
 
 export const FETCH_QUEUE = 'fetch';
@@ -35,26 +34,24 @@ export function createFetchQueue(connection: RedisClient, prefix: string): Queue
   return new Queue<FetchJobData>(FETCH_QUEUE, { connection, prefix });
 }
 
+/**
+ * How long `queued` marks gather before one UPDATE writes them. The mark is bookkeeping (the job is
+ * in Redis already), so it need not be immediate: at a steady trickle this is a few UPDATEs a second
+ * instead of one per commit, and a row processed meanwhile is simply never marked.
+ */
+const MARK_QUEUED_EVERY_MS = 250;
+
 export class FetchEnqueuer {
   private redisDown = false;
-  /** `queued` marks from many commits share one UPDATE: it is bookkeeping, not on any request's path. */
-  private readonly queuedMarks: Batcher<number, void>;
+  private unmarked: number[] = [];
+  private markTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly queue: Queue<FetchJobData>,
     private readonly pool: pg.Pool,
     private readonly opts: { attempts: number; timeoutMs: number },
     private readonly log: Logger,
-  ) {
-    this.queuedMarks = new Batcher<number, void>(
-      async (ids) => {
-        // Only `received` rows: a fast worker may already have processed them.
-        await this.pool.query(`UPDATE notifications SET status = 'queued' WHERE id = ANY($1::bigint[]) AND status = 'received'`, [ids]);
-        return ids.map(() => ({ ok: true, value: undefined }));
-      },
-      { maxBatch: 10_000, maxConcurrent: 1 },
-    );
-  }
+  ) {}
 
   /**
    * Called once rows are committed. Never awaited by a request: if Redis is slow or down the rows
@@ -63,7 +60,7 @@ export class FetchEnqueuer {
   afterCommit(rows: FetchKeyRow[]): void {
     if (rows.length === 0) return;
     void this.enqueue(rows)
-      .then(() => this.markQueued(rows.map((r) => r.id)))
+      .then(() => this.markQueuedSoon(rows.map((r) => r.id)))
       .catch((err) => {
         // Logged once per outage, not once per request.
         if (!this.redisDown) this.log.warn({ err: String(err) }, 'queueing after commit failed; the relay will queue these notifications');
@@ -80,9 +77,20 @@ export class FetchEnqueuer {
     this.redisDown = false;
   }
 
-  /** A row left `received` (the mark failed) is queued again by the relay, which dedup makes harmless. */
   async markQueued(ids: number[]): Promise<void> {
-    await Promise.all(ids.map((id) => this.queuedMarks.add(id)));
+    // Only `received` rows: a fast worker may already have processed them.
+    await this.pool.query(`UPDATE notifications SET status = 'queued' WHERE id = ANY($1::bigint[]) AND status = 'received'`, [ids]);
+  }
+
+  /** A row left `received` (a mark lost to a failure or a shutdown) is queued again by the relay: deduplication makes that harmless. */
+  private markQueuedSoon(ids: number[]): void {
+    for (const id of ids) this.unmarked.push(id);
+    this.markTimer ??= setTimeout(() => {
+      const marks = this.unmarked;
+      this.unmarked = [];
+      this.markTimer = undefined;
+      this.markQueued(marks).catch((err) => this.log.debug({ err: String(err) }, 'marking notifications queued failed; the relay will queue them again'));
+    }, MARK_QUEUED_EVERY_MS).unref();
   }
 
   private jobOptions(key: string): JobsOptions {

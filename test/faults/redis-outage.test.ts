@@ -120,14 +120,14 @@ describe('Redis outage', () => {
   it.runIf(process.env.SKYHOOK_SLOW_TESTS === '1')('recovers jobs that an empty restarted Redis lost (slow: the relay waits 60 s)', async () => {
     await createCompany(s.skyhook.admin, s.sim, 'lost', { authType: 'BASIC' });
     const before = (await s.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM notifications')).rows[0]!.n;
-    const worker = s.skyhook.runtime.worker!;
-    await worker.pause();
+    const { workers } = s.skyhook.runtime;
+    await Promise.all(workers.map((w) => w.pause()));
     await s.sim.fire({ companyId: 'lost', eventType: 'TripRequest', count: 10, resources: 10 });
     await s.sim.idle();
     await eventually(async () => (await statusCounts(s.sql)).queued === 10, '10 queued', 10_000);
     await redis.stop();
     await redis.start();
-    worker.resume();
+    for (const w of workers) w.resume();
     const back = Date.now();
     await settled(s.sql, before + 10, 150_000);
     console.log(`redis-outage: jobs lost with Redis recovered after ${Date.now() - back} ms`);

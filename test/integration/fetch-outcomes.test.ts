@@ -161,3 +161,21 @@ describe('fetch outcomes', () => {
     }
   });
 });
+
+describe('a marketplace slower than FETCH_TIMEOUT_MS', () => {
+  it('gives up on the GET at the timeout and retries it, keeping the reason', async () => {
+    const slow = await startScenario({ env: { FETCH_TIMEOUT_MS: '300', FETCH_ATTEMPTS: '2', FETCH_BACKOFF_BASE_MS: '50' }, sim: { faults: { resourceLatencyMs: 1500 } } });
+    try {
+      await slow.company('acme');
+      await slow.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-slow' });
+      const row = await eventually(async () => {
+        const { rows } = await slow.sql.query('SELECT status, attempts, last_error FROM notifications');
+        return rows[0]?.status === 'failed' ? rows[0] : undefined;
+      }, 'failed after its attempts', 15_000);
+      expect(row).toMatchObject({ status: 'failed', attempts: 2 });
+      expect(row.last_error).toContain('timed out after 300 ms');
+    } finally {
+      await slow.close();
+    }
+  });
+});
