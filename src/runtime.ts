@@ -19,6 +19,7 @@ import { startRetention } from './processing/retention.js';
 import { createMetrics } from './lib/metrics.js';
 import { listenForWebhookChanges, WebhookDirectory } from './receiver/attribution.js';
 import { NotificationWriter } from './receiver/ingest.js';
+import { NonceStore } from './receiver/nonces.js';
 import { createServices } from './services/index.js';
 
 /** A producer never waits longer than this for Redis: the relay covers what it could not queue. */
@@ -68,8 +69,8 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
       receiver: {
         directory,
         writer,
-        redis: producer,
-        keyPrefix: config.queuePrefix,
+        // Twice the accepted skew: a nonce is remembered for both sides of the timestamp window.
+        nonces: new NonceStore(producer, config.queuePrefix, config.oauthTimestampSkewS * 2),
         publicBaseUrl: config.publicBaseUrl,
         requireHttpsHrefs: config.requireHttpsHrefs,
         oauthTimestampSkewS: config.oauthTimestampSkewS,

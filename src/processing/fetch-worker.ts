@@ -101,7 +101,6 @@ async function processFetch(deps: FetchWorkerDeps, parts: WorkerParts, job: Job<
   const { db } = deps;
   const { connections } = parts;
   const { companyId, href } = job.data;
-  const log = deps.log.child({ companyId, jobId: job.id });
 
   const company = await connections.get(companyId);
   if (!company) return 'company deleted';
@@ -171,7 +170,7 @@ async function processFetch(deps: FetchWorkerDeps, parts: WorkerParts, job: Job<
       });
       if (!paused) throw new RetryableFetchError(`${why}, but the token was replaced meanwhile`, 0);
       finished('failed');
-      log.warn('marketplace refused the company token; its fetches are paused until the token is replaced');
+      deps.log.warn({ companyId, jobId: job.id }, 'marketplace refused the company token; its fetches are paused until the token is replaced');
       break;
     }
     case 'retry':

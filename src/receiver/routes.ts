@@ -9,9 +9,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { constantTimeEqual, sha256 } from '../lib/crypto.js';
 import type { Metrics } from '../lib/metrics.js';
 import { Problem } from '../lib/problem.js';
-import type { RedisClient } from '../lib/redis.js';
 import { previousSecretValid, type WebhookCredentials, type WebhookDirectory } from './attribution.js';
 import type { NotificationWriter } from './ingest.js';
+import type { NonceStore } from './nonces.js';
 import { bodyHashMatches, readOAuthHeader, verifyOAuthHeader, type OAuthHeaderCheck } from './oauth1.js';
 import { checkHrefScope, parseNotification } from './validate.js';
 
@@ -23,9 +23,7 @@ const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json$/i;
 export interface ReceiverDeps {
   directory: WebhookDirectory;
   writer: NotificationWriter;
-  /** Producer connection: fails fast when Redis is down. */
-  redis: RedisClient;
-  keyPrefix: string;
+  nonces: NonceStore;
   publicBaseUrl: string;
   requireHttpsHrefs: boolean;
   oauthTimestampSkewS: number;
@@ -155,11 +153,9 @@ async function authenticateOAuth(deps: ReceiverDeps, req: FastifyRequest, header
   });
   if (!check.ok) throw unauthorized(OAUTH_CHALLENGE, check.reason === 'stale_timestamp' ? 'The OAuth timestamp is outside the accepted window.' : undefined);
 
-  // A nonce is accepted once per clientIdentifier inside the timestamp window (both sides of it).
-  const nonceKey = `${deps.keyPrefix}:nonce:${webhook.clientIdentifier}:${check.nonce}`;
   let fresh: boolean;
   try {
-    fresh = (await deps.redis.set(nonceKey, '1', 'EX', deps.oauthTimestampSkewS * 2, 'NX')) === 'OK';
+    fresh = await deps.nonces.firstUse(webhook.clientIdentifier, check.nonce);
   } catch {
     // Without the nonce store a replay cannot be ruled out: refuse for now, the marketplace retries.
     throw new Problem(503, 'Service Unavailable', 'The OAuth nonce store is unavailable; retry later.', {
