@@ -107,10 +107,8 @@ async function processFetch(deps: FetchWorkerDeps, parts: WorkerParts, job: Job<
   // 401/403 paused this company: wait, without touching its rows, until its token is replaced.
   if (company.paused) return delay(job, token, PAUSED_RECHECK_MS);
 
-  const T0 = Date.now();
   // C5 slot and C4 claim, batched with the other running jobs.
   const start = await parts.starts.begin(companyId, href);
-  const T1 = Date.now();
   if (start.kind === 'wait') return delay(job, token, start.waitMs);
   if (start.kind === 'empty') return 'nothing pending';
   const { claimed } = start;
@@ -127,9 +125,7 @@ async function processFetch(deps: FetchWorkerDeps, parts: WorkerParts, job: Job<
   switch (result.kind) {
     case 'ok':
       try {
-        const T2 = Date.now();
         await parts.snapshots.store({ companyId, href, claimed, fetchStartedAt, resource: result.resource });
-        if (process.env.TRACE) process.stderr.write(`TRACE ${T0 - claimed.receivedAt[0]!} ${T0 - job.timestamp} ${T1 - T0} ${T2 - T1} ${Date.now() - T2}\n`);
         finished('processed');
       } catch (err) {
         // A handler (or the store) failed: the transaction rolled back, nothing is half-written.
