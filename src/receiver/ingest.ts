@@ -66,7 +66,12 @@ export class NotificationWriter {
     ]);
     if (result.rows.length !== rows.length) throw new Error(`inserted ${result.rows.length} of ${rows.length} notifications`);
     const stored = rows.map((row, i) => ({ ...row, id: Number(result.rows[i]!.id) }));
-    this.onCommitted(stored);
+    try {
+      this.onCommitted(stored);
+    } catch {
+      // Committed is committed: a failure here must not make the batch be written again. The relay
+      // queues rows that were never queued.
+    }
     return stored;
   }
 }
