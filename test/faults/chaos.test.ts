@@ -9,32 +9,33 @@
  * least FETCH_MIN_INTERVAL_MS apart (C5, retries included), so the GET count per resource stays far
  * below its number of notifications.
  */
+import diagnostics from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { createCompany, expectNothingMissing, settled, sleep, type FaultCompany } from './support.js';
 
 /** The default. */
 const INTERVAL_MS = 1000;
-/** Between the worker's slot reservation in Redis and its fetch() call: one event-loop turn under load. */
+/** Between the worker's slot reservation in Redis and its GET: one event-loop turn under load. */
 const JITTER_MS = 150;
 
 /**
- * When Skyhook starts each resource GET, seen where it calls fetch() (Skyhook runs in this process), not
+ * When Skyhook starts each resource GET, seen where the HTTP client creates the request (Skyhook runs in
+ * this process; undici reports every request on the `undici:request:create` diagnostics channel), not
  * where the simulator receives it: on this machine loopback segments are sometimes dropped under bursts
  * and retransmitted after a 200 ms+ RTO, so a GET can reach the simulator seconds after it was sent
- * (measured: the simulator's arrival times were up to 3.5 s after the fetch() call). The wrapper only
- * records; every call goes through unchanged.
+ * (measured: the simulator's arrival times were up to 3.5 s after the call). Subscribing only observes.
  */
 const getStarts = new Map<string, number[]>();
-const realFetch = globalThis.fetch;
+const onRequest = (message: unknown) => {
+  const { request } = message as { request: { method: string; origin: string | URL; path: string } };
+  const href = new URL(request.path, request.origin).href;
+  if (request.method === 'GET' && s && href.startsWith(`${s.sim.apiBaseUrl}/`)) getStarts.set(href, [...(getStarts.get(href) ?? []), Date.now()]);
+};
 
 let s: Scenario;
 beforeAll(async () => {
-  globalThis.fetch = ((input: string | URL | Request, init?: RequestInit) => {
-    const href = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    if ((init?.method ?? 'GET') === 'GET' && s && href.startsWith(`${s.sim.apiBaseUrl}/`)) getStarts.set(href, [...(getStarts.get(href) ?? []), Date.now()]);
-    return realFetch(input, init);
-  }) as typeof fetch;
+  diagnostics.subscribe('undici:request:create', onRequest);
   s = await startScenario({
     env: { FETCH_MIN_INTERVAL_MS: String(INTERVAL_MS), WORKER_CONCURRENCY: '64' },
     sim: {
@@ -43,7 +44,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  globalThis.fetch = realFetch;
+  diagnostics.unsubscribe('undici:request:create', onRequest);
   await s?.close();
 });
 

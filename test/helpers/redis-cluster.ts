@@ -4,13 +4,13 @@
  * with a temporary directory of its own for its nodes.conf. A node can be stopped (SIGTERM) and started
  * again on the same ports: it rejoins the cluster from its nodes.conf, empty, with a new run_id.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { waitForPing } from './redis-server.js';
+import { killAllRedisServers, redisServerProcess } from './redis-server.js';
 import { freePort } from './skyhook.js';
 
 const execFileAsync = promisify(execFile);
@@ -39,7 +39,6 @@ export interface OwnRedisCluster {
   stop(): Promise<void>;
 }
 
-const processes = new Set<ChildProcess>();
 const directories = new Set<string>();
 
 export async function startOwnRedisCluster(masters = 3): Promise<OwnRedisCluster> {
@@ -74,7 +73,6 @@ export async function startOwnRedisCluster(masters = 3): Promise<OwnRedisCluster
 }
 
 function clusterNode(port: number, busPort: number, dir: string): OwnClusterNode {
-  let child: ChildProcess | undefined;
   const args = [
     '--port', String(port),
     '--cluster-port', String(busPort),
@@ -88,29 +86,7 @@ function clusterNode(port: number, busPort: number, dir: string): OwnClusterNode
     '--daemonize', 'no',
   ];
 
-  const start = async () => {
-    if (child) throw new Error('already running');
-    const c = spawn('redis-server', args, { stdio: 'ignore' });
-    child = c;
-    processes.add(c);
-    c.once('exit', () => {
-      processes.delete(c);
-      if (child === c) child = undefined;
-    });
-    await waitForPing(port, 10_000);
-  };
-
-  const stop = async () => {
-    const c = child;
-    if (!c) return;
-    const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
-    c.kill('SIGTERM');
-    const timer = setTimeout(() => c.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(timer);
-  };
-
-  return { port, address: `127.0.0.1:${port}`, running: () => child !== undefined, stop, start };
+  return { port, address: `127.0.0.1:${port}`, ...redisServerProcess(port, args) };
 }
 
 /** freePort() may hand out a port twice in a row; a node needs two that differ from every other's. */
@@ -151,8 +127,8 @@ async function removeDirectories(dirs: Iterable<string>): Promise<void> {
   }
 }
 
-/** SIGKILLs every cluster node this helper started and removes their directories (for afterAll). */
+/** SIGKILLs every redis-server the helpers started in this process (the nodes among them) and removes the nodes' directories (for afterAll). */
 export async function killAllClusterNodes(): Promise<void> {
-  for (const c of processes) c.kill('SIGKILL');
+  killAllRedisServers();
   await removeDirectories(directories);
 }

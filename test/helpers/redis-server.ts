@@ -21,13 +21,21 @@ const servers = new Set<ChildProcess>();
 
 export async function startOwnRedis(): Promise<OwnRedis> {
   const port = await freePort();
+  const server = redisServerProcess(port, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no']);
+  await server.start();
+  return { port, url: `redis://127.0.0.1:${port}`, ...server };
+}
+
+/**
+ * A redis-server child with fixed arguments that can be stopped and started again (same port, same
+ * arguments); `start` resolves once it answers PING.
+ */
+export function redisServerProcess(port: number, args: string[]): Pick<OwnRedis, 'running' | 'stop' | 'start'> {
   let child: ChildProcess | undefined;
 
   const start = async () => {
     if (child) throw new Error('already running');
-    const c = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
-      stdio: 'ignore',
-    });
+    const c = spawn('redis-server', args, { stdio: 'ignore' });
     child = c;
     servers.add(c);
     c.once('exit', () => {
@@ -47,8 +55,7 @@ export async function startOwnRedis(): Promise<OwnRedis> {
     clearTimeout(timer);
   };
 
-  await start();
-  return { port, url: `redis://127.0.0.1:${port}`, running: () => child !== undefined, stop, start };
+  return { running: () => child !== undefined, stop, start };
 }
 
 export async function waitForPing(port: number, timeoutMs: number): Promise<void> {
