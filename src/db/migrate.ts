@@ -11,21 +11,18 @@ import pg from 'pg';
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
 const MIGRATION_LOCK = 7_461_736_001; // arbitrary, fixed: "skyhook migrate"
 
-export async function ensureDatabase(url: string): Promise<void> {
-  const target = new URL(url);
-  const name = decodeURIComponent(target.pathname.slice(1));
+/** Creates the database `url` names, through the server's `postgres` database. */
+async function createDatabase(url: string): Promise<void> {
+  const name = decodeURIComponent(new URL(url).pathname.slice(1));
   if (!name) throw new Error('DATABASE_URL names no database');
   const admin = new URL(url);
   admin.pathname = '/postgres';
   const client = new pg.Client({ connectionString: admin.toString(), connectionTimeoutMillis: 5000 });
   await client.connect();
   try {
-    const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
-    if (!rowCount) {
-      await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`).catch((err: { code?: string }) => {
-        if (err.code !== '42P04') throw err; // created by a process starting beside us
-      });
-    }
+    await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`).catch((err: { code?: string }) => {
+      if (err.code !== '42P04') throw err; // created by a process starting beside us
+    });
   } finally {
     await client.end();
   }
@@ -43,7 +40,17 @@ export async function migrateDatabase(url: string): Promise<void> {
   }
 }
 
+/**
+ * Migrates the database; only when it does not exist (3D000) is the server's `postgres` database used to
+ * create it first. A managed PostgreSQL where the database was created in advance needs no access to
+ * `postgres`.
+ */
 export async function prepareDatabase(url: string): Promise<void> {
-  await ensureDatabase(url);
-  await migrateDatabase(url);
+  try {
+    await migrateDatabase(url);
+  } catch (err) {
+    if ((err as { code?: string }).code !== '3D000') throw err;
+    await createDatabase(url);
+    await migrateDatabase(url);
+  }
 }
