@@ -14,6 +14,7 @@ import type { RedisClient } from '../lib/redis.js';
 import { FETCH_BACKOFF, FETCH_QUEUE, type FetchJobData } from './fetch-queue.js';
 import { CLAIM_LIMIT, FetchStarts } from './fetch-start.js';
 import { CompanyConnections } from './company-connections.js';
+import { MarketplaceClient } from '../marketplace/client.js';
 import { fetchResource } from './fetch-resource.js';
 import type { HandlerRegistry } from './handlers/index.js';
 import { markFailed, markGone, recordAttempt, SnapshotStore } from './snapshots.js';
@@ -59,6 +60,7 @@ interface WorkerParts {
   connections: CompanyConnections;
   starts: FetchStarts;
   snapshots: SnapshotStore;
+  marketplace: MarketplaceClient;
 }
 
 /**
@@ -74,6 +76,7 @@ export function createFetchWorkers(deps: FetchWorkerDeps): Worker<FetchJobData>[
     connections: new CompanyConnections(deps.db, deps.secretKey),
     starts: new FetchStarts(deps.pool, deps.connection, deps.prefix, deps.fetch.minIntervalMs),
     snapshots: new SnapshotStore(deps.db, deps.handlers),
+    marketplace: new MarketplaceClient({ timeoutMs: deps.fetch.timeoutMs, connections: deps.fetch.concurrency }),
   };
   const process = (job: Job<FetchJobData>, token?: string) => processFetch(deps, parts, job, token);
   const count = Math.min(WORKERS_PER_PROCESS, deps.fetch.concurrency);
@@ -114,7 +117,7 @@ async function processFetch(deps: FetchWorkerDeps, parts: WorkerParts, job: Job<
   const { claimed } = start;
 
   const fetchStartedAt = new Date();
-  const result = await fetchResource(href, company.apiToken, deps.fetch.timeoutMs);
+  const result = await fetchResource(parts.marketplace, href, company.apiToken);
   const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
   deps.metrics.fetchOutcomes.inc({ outcome: result.kind });
   const finished = (status: 'processed' | 'failed') => {
@@ -164,7 +167,11 @@ async function processFetch(deps: FetchWorkerDeps, parts: WorkerParts, job: Job<
         if (updated.length > 0) await markFailed(tx, claimed.ids, why);
         return updated.length > 0;
       });
-      if (!paused) throw new RetryableFetchError(`${why}, but the token was replaced meanwhile`, 0);
+      if (!paused) {
+        // Not this job's failure: fetch again with the new token (a follow-up job, no attempt spent).
+        await deps.requeue(companyId, href);
+        return 'token replaced meanwhile: queued again';
+      }
       finished('failed');
       deps.log.warn({ companyId, jobId: job.id }, 'marketplace refused the company token; its fetches are paused until the token is replaced');
       break;
