@@ -5,8 +5,7 @@
  * slot back, so the next notification for that key is fetched at once.
  */
 import type pg from 'pg';
-import { isDatabaseUnavailable } from '../db/client.js';
-import { Batcher, splitOnFailure } from '../lib/batcher.js';
+import { Batcher } from '../lib/batcher.js';
 import type { RedisClient } from '../lib/redis.js';
 import { fetchKey } from './fetch-queue.js';
 import type { Claimed } from './snapshots.js';
@@ -70,7 +69,9 @@ export class FetchStarts {
   ) {
     redis.defineCommand('skyhookReserveSlots', { lua: RESERVE_SLOTS });
     this.reserveSlots = (redis as unknown as { skyhookReserveSlots: ReserveSlots }).skyhookReserveSlots.bind(redis);
-    this.batcher = new Batcher(splitOnFailure((keys) => this.startMany(keys), isDatabaseUnavailable), { maxBatch: 500, maxConcurrent: 1 });
+    // Not split on failure (as writes are): nothing here fails for one key alone, and a rerun key by key
+    // would find its own slot taken. A failed batch fails its jobs, which BullMQ retries.
+    this.batcher = new Batcher(async (keys) => (await this.startMany(keys)).map((value) => ({ ok: true, value })), { maxBatch: 500, maxConcurrent: 1 });
   }
 
   begin(companyId: string, href: string): Promise<FetchStart> {
@@ -83,10 +84,18 @@ export class FetchStarts {
 
   private async startMany(keys: Key[]): Promise<FetchStart[]> {
     const slotKeys = keys.map((k) => this.slotKey(k));
-    const [waits, claims] = await Promise.all([
+    const [reserved, claimed] = await Promise.allSettled([
       this.minIntervalMs > 0 ? this.reserveSlots(slotKeys.length, ...slotKeys, this.minIntervalMs) : keys.map(() => 0),
       this.claim(keys),
     ]);
+    if (reserved.status === 'rejected' || claimed.status === 'rejected') {
+      // Slots this batch took for fetches that will not happen now are given back.
+      const taken = reserved.status === 'fulfilled' ? slotKeys.filter((_, i) => reserved.value[i] === 0) : [];
+      if (taken.length > 0 && this.minIntervalMs > 0) await this.redis.del(...taken).catch(() => {});
+      throw reserved.status === 'rejected' ? reserved.reason : (claimed as PromiseRejectedResult).reason;
+    }
+    const waits = reserved.value;
+    const claims = claimed.value;
     const starts: FetchStart[] = keys.map((_, i) => {
       if (waits[i]! > 0) return { kind: 'wait', waitMs: waits[i]! };
       const claimed = claims[i];

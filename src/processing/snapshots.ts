@@ -1,6 +1,7 @@
 /**
  * Where fetched resources are stored: the snapshot upsert, the event row with its NOTIFY, and the
- * notification rows' final status, in one transaction.
+ * notification rows' final status, in one statement. Arrays are passed with sql.param (one parameter):
+ * drizzle's sql`` would otherwise expand a JS array into a list of parameters.
  */
 import { sql } from 'drizzle-orm';
 import { isDatabaseUnavailable, type Database, type Tx } from '../db/client.js';
@@ -33,10 +34,10 @@ interface Stored {
 }
 
 /**
- * Stores fetched resources. Fetches of types without a handler are written together: the concurrent
- * jobs' snapshots share one statement and one commit (the worker's group commit, like ingest's). A
- * type with a handler gets its own transaction, shared with the handler, so a failing handler rolls
- * back only its own fetch.
+ * Stores fetched resources. The concurrent jobs' snapshots are written together: one statement, and one
+ * commit (the worker's group commit, like ingest's). When some of them have a handler, the statement and
+ * those handlers share one transaction; if a handler fails, the batch is rolled back and written again
+ * one fetch at a time (splitOnFailure), so a failing handler fails only its own fetch.
  */
 export class SnapshotStore {
   private readonly batcher: Batcher<SnapshotInput, Stored>;
@@ -45,23 +46,30 @@ export class SnapshotStore {
     private readonly db: Database,
     private readonly handlers: HandlerRegistry,
   ) {
-    this.batcher = new Batcher(
-      splitOnFailure((items) => storeMany(db, items), isDatabaseUnavailable),
-      { maxBatch: 500, maxConcurrent: 1 },
-    );
+    // A batch holds at most the worker's running jobs; the cap bounds the statement's size (each
+    // resource may be up to 5 MB).
+    this.batcher = new Batcher(splitOnFailure((items) => this.write(items), isDatabaseUnavailable), { maxBatch: 64, maxConcurrent: 1 });
   }
 
   /** Returns the version the claimed notifications are covered by. */
   async store(input: SnapshotInput): Promise<number> {
-    const handler = this.handlers.handlerFor(input.claimed.type);
-    if (!handler) return (await this.batcher.add(input)).version;
-    const { companyId, href, claimed, resource } = input;
+    return (await this.batcher.add(input)).version;
+  }
+
+  private async write(items: SnapshotInput[]): Promise<Stored[]> {
+    const handlers = items.map((i) => this.handlers.handlerFor(i.claimed.type));
+    // Without handlers the statement commits by itself: no BEGIN and COMMIT round trips.
+    if (handlers.every((h) => h === undefined)) return storeMany(this.db, items);
     return this.db.transaction(async (tx) => {
-      const [{ version, stored }] = (await storeMany(tx, [input])) as [Stored];
-      if (stored !== null) {
-        await handler.handle({ tx, companyId, href, type: claimed.type, resourceId: claimed.resourceId, snapshot: { version, body: resource }, notificationIds: claimed.ids });
+      const results = await storeMany(tx, items);
+      for (const [i, handler] of handlers.entries()) {
+        const { companyId, href, claimed, resource } = items[i]!;
+        const { version, stored } = results[i]!;
+        if (handler && stored !== null) {
+          await handler.handle({ tx, companyId, href, type: claimed.type, resourceId: claimed.resourceId, snapshot: { version, body: resource }, notificationIds: claimed.ids });
+        }
       }
-      return version;
+      return results;
     });
   }
 }
@@ -78,10 +86,12 @@ async function storeMany(q: Database | Tx, items: SnapshotInput[]): Promise<Stor
   const coveredOrd = items.flatMap((i, n) => i.claimed.ids.map(() => n + 1));
   const result = (await q.execute(sql`
     WITH input AS (
-      SELECT * FROM unnest(${col((i) => i.companyId)}::uuid[], ${col((i) => i.href)}::text[], ${col((i) => i.claimed.type)}::text[],
-                           ${col((i) => i.claimed.resourceId)}::text[], ${col((i) => i.fetchStartedAt.toISOString())}::timestamptz[],
-                           ${col((i) => JSON.stringify(i.resource))}::jsonb[])
-        WITH ORDINALITY AS t(company_id, href, type, resource_id, fetched_at, body, ord)
+      SELECT k.*, b.body
+      FROM unnest(${col((i) => i.companyId)}::uuid[], ${col((i) => i.href)}::text[], ${col((i) => i.claimed.type)}::text[],
+                  ${col((i) => i.claimed.resourceId)}::text[], ${col((i) => i.fetchStartedAt.toISOString())}::timestamptz[])
+        WITH ORDINALITY AS k(company_id, href, type, resource_id, fetched_at, ord)
+      -- The bodies travel as one JSON array (one parameter), not as a text[] of JSON that pg would escape element by element.
+      JOIN jsonb_array_elements(${JSON.stringify(items.map((i) => i.resource))}::jsonb) WITH ORDINALITY AS b(body, ord) USING (ord)
     ),
     up AS (
       INSERT INTO resources (company_id, href, type, resource_id, version, fetched_at, gone, body)
@@ -140,7 +150,7 @@ export async function markFailed(db: Database | Tx, ids: number[], error: string
 export async function recordAttempt(db: Database, ids: number[], error: string): Promise<void> {
   await db.execute(sql`
     UPDATE notifications SET attempts = attempts + 1, last_error = ${error}
-    WHERE id = ANY(${toArray(ids)}::bigint[])`);
+    WHERE id = ANY(${sql.param(ids)}::bigint[])`);
 }
 
 async function finish(
@@ -153,8 +163,5 @@ async function finish(
     SET status = ${r.status}, outcome = ${r.outcome ?? null}, snapshot_version = ${r.snapshotVersion ?? null},
         last_error = ${r.error ?? null}, attempts = attempts + 1,
         processed_at = now()
-    WHERE id = ANY(${toArray(ids)}::bigint[])`);
+    WHERE id = ANY(${sql.param(ids)}::bigint[])`);
 }
-
-/** drizzle's sql`` expands a JS array into a list of parameters; pg wants one array literal. */
-const toArray = (ids: number[]): string => `{${ids.join(',')}}`;
