@@ -25,6 +25,8 @@ export class Relay {
   private running: Promise<void> | undefined;
   private lastStaleScan = 0;
   private redisRunId: string | undefined;
+  /** Where the stale scan resumes: the last key it re-added. */
+  private staleCursor: { companyId: string; href: string } | undefined;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -54,11 +56,22 @@ export class Relay {
       total += n;
       if (n < BATCH) break;
     }
-    const restarted = await this.redisRestarted();
-    if (restarted || Date.now() - this.lastStaleScan > STALE_QUEUED_MS / 2) {
-      await this.requeueStale(restarted ? 0 : STALE_QUEUED_MS);
+    const runId = this.redis ? await redisRunId(this.redis) : undefined;
+    const restarted = this.redisRunId !== undefined && runId !== undefined && runId !== this.redisRunId;
+    if (restarted) {
+      // An empty Redis lost every job: all keys with queued rows get one again, page by page.
+      this.log.warn('Redis restarted: queueing again every notification left queued');
+      this.staleCursor = undefined;
+      let more = true;
+      while (more) more = await this.requeueStale(0);
+      this.lastStaleScan = Date.now();
+    } else if (Date.now() - this.lastStaleScan > STALE_QUEUED_MS / 2) {
+      // One page per pass, resumed where the last pass stopped: every key is reached in turn.
+      await this.requeueStale(STALE_QUEUED_MS);
       this.lastStaleScan = Date.now();
     }
+    // Only once its requeue has succeeded: a failure (Redis still loading, say) is retried next pass.
+    this.redisRunId = runId ?? this.redisRunId;
     if (total > 0) this.log.info({ count: total }, 'relay queued notifications that were committed but not queued');
     return total;
   }
@@ -87,22 +100,23 @@ export class Relay {
     }
   }
 
-  private async redisRestarted(): Promise<boolean> {
-    if (!this.redis) return false;
-    const runId = await redisRunId(this.redis);
-    const restarted = this.redisRunId !== undefined && runId !== undefined && runId !== this.redisRunId;
-    this.redisRunId = runId ?? this.redisRunId;
-    if (restarted) this.log.warn('Redis restarted: queueing again every notification left queued');
-    return restarted;
-  }
-
-  private async requeueStale(olderThanMs: number): Promise<void> {
-    const { rows } = await this.pool.query<KeyRow>(
-      `SELECT DISTINCT ON (company_id, href) id, company_id, href FROM notifications
+  /**
+   * Re-adds a job for the next page of keys (company, href) that have rows left `queued` for longer than
+   * `olderThanMs`; deduplication makes that a no-op for keys whose job still exists. Returns whether more
+   * pages follow.
+   */
+  private async requeueStale(olderThanMs: number): Promise<boolean> {
+    const after = this.staleCursor;
+    const { rows } = await this.pool.query<{ company_id: string; href: string }>(
+      `SELECT DISTINCT company_id, href FROM notifications
        WHERE status = 'queued' AND received_at < now() - make_interval(secs => $1::double precision / 1000)
-       LIMIT ${BATCH}`,
-      [olderThanMs],
+         AND ($2::uuid IS NULL OR (company_id, href) > ($2::uuid, $3::text))
+       ORDER BY company_id, href LIMIT ${BATCH}`,
+      [olderThanMs, after?.companyId ?? null, after?.href ?? null],
     );
     if (rows.length > 0) await this.enqueuer.enqueue(rows.map((r) => ({ companyId: r.company_id, href: r.href })));
+    const last = rows.at(-1);
+    this.staleCursor = rows.length === BATCH && last ? { companyId: last.company_id, href: last.href } : undefined;
+    return this.staleCursor !== undefined;
   }
 }

@@ -114,7 +114,8 @@ describe('Redis outage', () => {
 
   /**
    * Rows already `queued` when Redis restarts empty have lost their jobs. The relay sees Redis's new
-   * `run_id` and re-adds a job for every row left `queued` at once (not after STALE_QUEUED_MS).
+   * `run_id` and re-adds a job for every key with rows left `queued` at once (not after STALE_QUEUED_MS),
+   * page after page.
    */
   it('recovers at once the jobs that an empty restarted Redis lost', async () => {
     await createCompany(s.skyhook.admin, s.sim, 'lost', { authType: 'BASIC' });
@@ -124,11 +125,17 @@ describe('Redis outage', () => {
     await s.sim.fire({ companyId: 'lost', eventType: 'TripRequest', count: 10, resources: 10 });
     await s.sim.idle();
     await eventually(async () => (await statusCounts(s.sql)).queued === 10, '10 queued', 10_000);
+    // And more keys than the relay takes in one page (1,000): rows of 1,500 other resources of the company.
+    await s.sql.query(
+      `INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status)
+       SELECT company_id, webhook_id, 'orphan-' || g, type, regexp_replace(href, '[^/]+$', 'orphan-' || g), '{}'::jsonb, 'basic', 'queued'
+       FROM (SELECT * FROM notifications WHERE status = 'queued' LIMIT 1) n, generate_series(1, 1500) g`,
+    );
     await redis.stop();
     await redis.start();
     for (const w of workers) w.resume();
     const back = Date.now();
-    await settled(s.sql, before + 10, 30_000);
+    await settled(s.sql, before + 1510, 30_000);
     // Seconds, not the minute after which the relay re-queues rows left `queued` without a restart.
     expect(Date.now() - back).toBeLessThan(20_000);
   }, 60_000);
