@@ -8,6 +8,11 @@ import { badRequest } from './problem.js';
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export function decodeJsonBody(raw: Buffer): unknown {
+  return decodeJson(raw).value;
+}
+
+/** The parsed value and the text it was parsed from (valid, storable JSON: it can be stored as is). */
+export function decodeJson(raw: Buffer): { value: unknown; text: string } {
   let text: string;
   try {
     text = utf8.decode(raw);
@@ -25,7 +30,7 @@ export function decodeJsonBody(raw: Buffer): unknown {
   if (/\\u/i.test(text) && hasUnstorableText(value)) {
     throw badRequest('The body contains a NUL character or a lone surrogate (\\uD800-\\uDFFF), which cannot be stored.');
   }
-  return value;
+  return { value, text };
 }
 
 const unstorable = (s: string) => s.includes('\u0000') || !s.isWellFormed();

@@ -39,9 +39,9 @@ export const badRequest = (detail: string, errors?: FieldError[]) =>
   new Problem(400, 'Bad Request', detail, { errors, code: 'invalid_input' });
 export const notFound = (what: string) => new Problem(404, 'Not Found', `${what} was not found`, { code: 'not_found' });
 
-/** Nothing was stored: the caller (the marketplace, for notifications) should retry. */
-export const databaseUnavailable = () =>
-  new Problem(503, 'Service Unavailable', 'The database is unavailable; nothing was stored. Retry later.', {
-    code: 'database_unavailable',
-    headers: { 'retry-after': '5' },
-  });
+/** A dependency is down: the caller (the marketplace, for notifications) should retry. */
+export const serviceUnavailable = (detail: string, code: string) =>
+  new Problem(503, 'Service Unavailable', detail, { code, headers: { 'retry-after': '5' } });
+
+/** Nothing was stored. */
+export const databaseUnavailable = () => serviceUnavailable('The database is unavailable; nothing was stored. Retry later.', 'database_unavailable');

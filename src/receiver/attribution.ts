@@ -6,10 +6,9 @@
  */
 import { eq } from 'drizzle-orm';
 import pg from 'pg';
-import { isDatabaseUnavailable, type Database } from '../db/client.js';
+import type { Database } from '../db/client.js';
 import { companies, webhooks } from '../db/schema/index.js';
 import { decryptSecret } from '../lib/crypto.js';
-import { databaseUnavailable } from '../lib/problem.js';
 
 export const WEBHOOK_CHANGES_CHANNEL = 'skyhook_webhooks';
 
@@ -63,14 +62,7 @@ export class WebhookDirectory {
     const now = Date.now();
     const hit = this.cache.get(key);
     if (hit && hit.expiresAt > now) return hit.value;
-    let value: WebhookCredentials | null;
-    try {
-      value = await load();
-    } catch (err) {
-      // Not a 401: the credentials may well be right, and the marketplace must retry.
-      if (isDatabaseUnavailable(err)) throw databaseUnavailable();
-      throw err;
-    }
+    const value = await load();
     if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
     this.cache.set(key, { value, expiresAt: now + (value ? FOUND_TTL_MS : MISSING_TTL_MS) });
     return value;

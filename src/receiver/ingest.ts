@@ -14,7 +14,7 @@ export interface NewNotification {
   resourceId: string;
   type: string;
   href: string;
-  /** The body exactly as parsed, serialised once more for jsonb. */
+  /** The body's text as received (already checked to be storable JSON). */
   bodyJson: string;
   authenticatedBy: 'basic' | 'oauth';
   status: 'received' | 'discarded';

@@ -8,7 +8,7 @@ import basicAuth from '@fastify/basic-auth';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { constantTimeEqual, sha256 } from '../lib/crypto.js';
 import type { Metrics } from '../lib/metrics.js';
-import { Problem } from '../lib/problem.js';
+import { Problem, serviceUnavailable } from '../lib/problem.js';
 import { previousSecretValid, type WebhookCredentials, type WebhookDirectory } from './attribution.js';
 import type { NotificationWriter } from './ingest.js';
 import type { NonceStore } from './nonces.js';
@@ -54,7 +54,13 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
 
   await app.register(basicAuth, {
     validate: async (clientIdentifier: string, secret: string, req: FastifyRequest) => {
-      const webhook = await resolveWebhook(deps, req, clientIdentifier);
+      const webhook = await resolveWebhook(deps, req, clientIdentifier).catch((err: unknown) => {
+        // @fastify/basic-auth answers 401 for any error without a status; a failed lookup (the database
+        // is down, say) is not a wrong password: the app's error handler makes it a 503 or a 500.
+        const e = err as { statusCode?: number };
+        if (e.statusCode === undefined) e.statusCode = 500;
+        throw err;
+      });
       if (!webhook || webhook.authType !== 'BASIC' || !basicSecretMatches(webhook, secret)) throw unauthorized(BASIC_CHALLENGE);
       req.notificationAuth = { webhook, by: 'basic' };
     },
@@ -88,7 +94,7 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
     if (auth.oauth && !bodyHashMatches(auth.oauth, raw ?? Buffer.alloc(0))) throw unauthorized(OAUTH_CHALLENGE);
     if (!raw || raw.length === 0) throw new Problem(400, 'Bad Request', 'The body is empty.', { code: 'invalid_input' });
 
-    const body = parseNotification(raw);
+    const { body, text } = parseNotification(raw);
     const { webhook } = auth;
     checkHrefScope(body.href, webhook.apiBaseUrl, deps.requireHttpsHrefs);
 
@@ -99,7 +105,7 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
       resourceId: body.id,
       type: body.type,
       href: body.href,
-      bodyJson: JSON.stringify(body),
+      bodyJson: text,
       authenticatedBy: auth.by,
       // A webhook Skyhook deactivated is still acknowledged, so the marketplace stops retrying.
       status: webhook.active ? 'received' : 'discarded',
@@ -158,10 +164,7 @@ async function authenticateOAuth(deps: ReceiverDeps, req: FastifyRequest, header
     fresh = await deps.nonces.firstUse(webhook.clientIdentifier, check.nonce);
   } catch {
     // Without the nonce store a replay cannot be ruled out: refuse for now, the marketplace retries.
-    throw new Problem(503, 'Service Unavailable', 'The OAuth nonce store is unavailable; retry later.', {
-      code: 'nonce_store_unavailable',
-      headers: { 'retry-after': '5' },
-    });
+    throw serviceUnavailable('The OAuth nonce store is unavailable; retry later.', 'nonce_store_unavailable');
   }
   if (!fresh) throw unauthorized(OAUTH_CHALLENGE, 'The OAuth nonce was already used.');
   return { webhook, by: 'oauth', oauth: check };

@@ -3,15 +3,16 @@
  * refused. Anything PostgreSQL's jsonb would refuse (a NUL character, absurd nesting) is refused
  * here with a 400 (lib/json-body.ts), so one bad request can never fail a group commit shared with good ones.
  */
-import { decodeJsonBody } from '../lib/json-body.js';
+import { decodeJson } from '../lib/json-body.js';
 import { Problem, badRequest, type FieldError } from '../lib/problem.js';
 import type { NotificationBody } from '../marketplace/contract.js';
 
 const MAX_DEPTH = 64;
 const LIMITS = { id: 512, type: 128, href: 2048 } as const;
 
-export function parseNotification(raw: Buffer): NotificationBody {
-  const body = decodeJsonBody(raw);
+/** The notification, and its text as received (stored as is: no second serialisation, numbers kept exact). */
+export function parseNotification(raw: Buffer): { body: NotificationBody; text: string } {
+  const { value: body, text } = decodeJson(raw);
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw badRequest('The body must be a JSON object with string id, type and href.');
   }
@@ -26,7 +27,7 @@ export function parseNotification(raw: Buffer): NotificationBody {
   }
   if (errors.length === 0 && !URL.canParse(record.href as string)) errors.push({ field: 'href', message: 'must be an absolute URL' });
   if (errors.length > 0) throw badRequest('The notification is not valid.', errors);
-  return record as NotificationBody;
+  return { body: record as NotificationBody, text };
 }
 
 /**

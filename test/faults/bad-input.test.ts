@@ -739,7 +739,7 @@ describe(`fuzz (seed ${SEED}, ${ITERATIONS} iterations each)`, () => {
       }
       let body: Record<string, unknown>;
       try {
-        body = parseNotification(raw) as unknown as Record<string, unknown>;
+        body = parseNotification(raw).body as unknown as Record<string, unknown>;
       } catch (err) {
         if (!(err instanceof Problem) || err.status !== 400) throw new Error(`parseNotification(${JSON.stringify(raw.toString('latin1').slice(0, 200))}) threw ${String(err)}`, { cause: err });
         continue;

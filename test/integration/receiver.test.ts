@@ -17,13 +17,13 @@ import {
   postNotification,
   seedCompany,
   seedWebhook,
-  startTcpProxy,
   type ReceiverAnswer,
   type SeededCompany,
   type SeededWebhook,
   type SeedWebhookOptions,
 } from '../helpers/fixtures.js';
 import { eventually, startSkyhook, type TestSkyhook } from '../helpers/skyhook.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
 const BASIC_CHALLENGE = 'Basic realm="skyhook"';
 const OAUTH_CHALLENGE = 'OAuth realm="skyhook"';
@@ -190,6 +190,17 @@ describe('check 2: Basic secret', () => {
     const { company: c, webhook: w } = await companyWithWebhook('BASIC');
     const body = notificationBody(c.apiBaseUrl);
     await expectStored(await sendBasic(w, body), w, body, 'basic');
+  });
+
+  it('the body is stored as received: extra properties kept, numbers beyond double precision exact', async () => {
+    const { company: c, webhook: w } = await companyWithWebhook('BASIC');
+    const body = notificationBody(c.apiBaseUrl);
+    // JSON.parse would round 12345678901234567890123 and 0.1000000000000000055511151231257827; jsonb keeps both.
+    const raw = JSON.stringify(body).replace(/}$/, ',"amount":12345678901234567890123,"rate":0.1000000000000000055511151231257827}');
+    const answer = await sendBasic(w, body, { raw });
+    expect(answer.status, answer.text).toBe(200);
+    const { rows } = await fx.pool.query(`SELECT body->>'amount' AS amount, body->>'rate' AS rate, body->>'id' AS id FROM notifications WHERE id = $1`, [answer.json!.id]);
+    expect(rows[0]).toEqual({ amount: '12345678901234567890123', rate: '0.1000000000000000055511151231257827', id: body.id });
   });
 
   it('the right secret on the shared targetURI is stored for the webhook its clientIdentifier names', async () => {
