@@ -3,6 +3,8 @@
  * a window, the address gets 429 until the window ends. In memory, per process: the check costs one
  * Map lookup on every request, and N api processes allow N times the limit, which still stops guessing.
  */
+const MAX_ADDRESSES = 100_000;
+
 export class AuthFailureLimiter {
   private readonly windows = new Map<string, { count: number; endsAt: number }>();
 
@@ -21,7 +23,12 @@ export class AuthFailureLimiter {
       w.count++;
       return;
     }
-    if (this.windows.size > 100_000) this.sweep(now);
+    if (this.windows.size > MAX_ADDRESSES) {
+      this.sweep(now);
+      // Still full of live windows (many addresses failing at once): start over rather than walk the
+      // whole map again on every failure. Forgetting counts errs on the side of letting requests in.
+      if (this.windows.size > MAX_ADDRESSES) this.windows.clear();
+    }
     this.windows.set(address, { count: 1, endsAt: now + this.opts.windowMs });
   }
 
