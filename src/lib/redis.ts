@@ -156,12 +156,9 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
  * On a cluster SCAN sees one node's keys only, so it runs on every master. A URL means a standalone server.
  */
 export async function deleteKeysWithPrefix(target: RedisTarget | string, prefix: string): Promise<void> {
-  const where = typeof target === 'string' ? { redisUrl: target } : target;
-  const redis: RedisClient = where.redisClusterNodes
-    ? new Cluster(where.redisClusterNodes, { lazyConnect: true, redisOptions: { ...credentialsOf(where.redisUrl), maxRetriesPerRequest: 1 } })
-    : new Redis(where.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  const redis = connectRedis(typeof target === 'string' ? { redisUrl: target } : target, 'producer', 'skyhook-cleanup');
   try {
-    await redis.connect();
+    await redisReady(redis);
     const masters = masterNodes(redis);
     if (!masters) throw new Error('a Redis Cluster master is unreachable');
     for (const node of masters) await deleteOnNode(node, `${prefix}:*`);
