@@ -121,14 +121,16 @@ function expectWiring(config: ComposeConfig): void {
   expect(commandOf(api!.command)).toEqual(['start']);
   expect(commandOf(worker!.command)).toEqual(['start']);
   expect(apiEnv.PUBLIC_BASE_URL).toBe('http://api:3000');
-  for (const key of ['DATABASE_URL', 'REDIS_URL', 'QUEUE_PREFIX', 'SECRET_KEY', 'NODE_ENV']) {
+  for (const key of ['DATABASE_URL', 'REDIS_URL', 'QUEUE_PREFIX', 'SECRET_KEY', 'NODE_ENV', 'HOST']) {
     expect(workerEnv[key], `${key} is the same for api and worker`).toBe(apiEnv[key]);
   }
   expect(new URL(apiEnv.DATABASE_URL!).host).toBe('postgres:5432');
   expect(new URL(apiEnv.REDIS_URL!).host).toBe('redis:6379');
+  // Every interface of the container, set by compose itself (not only by the Dockerfile).
+  expect(apiEnv.HOST).toBe('0.0.0.0');
   const apiConfig = loadConfig(apiEnv);
-  expect(apiConfig).toMatchObject({ role: 'api', port: 3000, publicBaseUrl: 'http://api:3000', requireHttpsHrefs: false });
-  // The image listens on 0.0.0.0 (HOST is set by the Dockerfile); explicit secrets, so no dev-key warning.
+  expect(apiConfig).toMatchObject({ role: 'api', host: '0.0.0.0', port: 3000, publicBaseUrl: 'http://api:3000', requireHttpsHrefs: false });
+  // Explicit secrets, so no dev-key warning.
   expect(apiConfig.warnings).toEqual([]);
   expect(loadConfig(workerEnv)).toMatchObject({ role: 'worker' });
   expect(portsOf(api!)).toEqual(['127.0.0.1:3000:3000']);
