@@ -12,19 +12,15 @@
  * process, which the burst keeps busy, so a stamp can be late by more than a second on two cores (seen).
  * test/integration/coalescing.test.ts measures it on a quiet machine; here C5 shows in the fetch counts.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deleteKeysWithPrefix } from '../../src/lib/redis.js';
 import { startSimulator, type EmittedNotification, type Simulator } from '../../src/simulator/index.js';
+import { settled, statusCounts } from '../faults/support.js';
 import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
-import { eventually, freePort } from '../helpers/skyhook.js';
+import { killAllChildren, spawnSkyhook, type SkyhookProcess } from '../helpers/processes.js';
 
-const BIN = fileURLToPath(new URL('../../bin/skyhook.js', import.meta.url));
-const ADMIN_TOKEN = `scale-out-admin-${randomBytes(8).toString('hex')}`;
 const SECRET_KEY = randomBytes(32).toString('base64');
 const MIN_INTERVAL_MS = 1000;
 /** Waves of events, this far apart, spread each resource's notifications over time (see the fetch counts). */
@@ -32,40 +28,20 @@ const WAVES = 8;
 const WAVE_GAP_MS = 200;
 const STARTUP_TIMEOUT_MS = 45_000;
 
-interface Proc {
-  name: string;
-  role: 'api' | 'worker';
-  /** For api processes: http://127.0.0.1:<port>, also its PUBLIC_BASE_URL. */
-  url?: string;
-  child: ChildProcess;
-  /** The last lines it printed (stdout and stderr), for failure messages. */
-  output: string[];
-  /** Fetch attempts that failed (a worker retries them, with a GET each time). */
-  failedAttempts: number;
-  exit: Promise<number | null>;
-  exitCode(): number | null | undefined;
-}
-
 let db: TestDatabase;
 let sim: Simulator;
 let sql: pg.Pool;
 const prefix = testQueuePrefix();
-const procs: Proc[] = [];
+const procs: { name: string; p: SkyhookProcess }[] = [];
 
-function startProcess(name: string, role: 'api' | 'worker', port?: number): Proc {
-  const url = port !== undefined ? `http://127.0.0.1:${port}` : undefined;
-  const child = spawn(process.execPath, [BIN, 'start'], {
+function start(name: string, role: 'api' | 'worker'): Promise<SkyhookProcess> {
+  return spawnSkyhook({
+    databaseUrl: db.url,
+    queuePrefix: prefix,
+    role,
+    readyTimeoutMs: STARTUP_TIMEOUT_MS,
     env: {
-      PATH: process.env.PATH,
-      NODE_ENV: 'test',
-      ROLE: role,
-      DATABASE_URL: db.url,
-      REDIS_URL,
-      QUEUE_PREFIX: prefix,
       SECRET_KEY,
-      ADMIN_TOKEN,
-      HOST: '127.0.0.1',
-      ...(port !== undefined ? { PORT: String(port), PUBLIC_BASE_URL: url } : {}),
       // debug: a worker logs each failed fetch attempt (counted below).
       LOG_LEVEL: role === 'worker' ? 'debug' : 'info',
       FETCH_MIN_INTERVAL_MS: String(MIN_INTERVAL_MS),
@@ -79,105 +55,52 @@ function startProcess(name: string, role: 'api' | 'worker', port?: number): Proc
       WORKER_CONCURRENCY: '4',
       SHUTDOWN_TIMEOUT_MS: '5000',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const output: string[] = [];
-  const keep = (line: string) => {
-    if (line.includes('"msg":"fetch attempt failed"')) proc.failedAttempts++;
-    output.push(line);
-    if (output.length > 200) output.shift();
-  };
-  createInterface({ input: child.stdout! }).on('line', keep);
-  createInterface({ input: child.stderr! }).on('line', keep);
-  let code: number | null | undefined;
-  const exit = new Promise<number | null>((resolve) => child.once('exit', (c, signal) => resolve((code = c ?? (signal ? -1 : null)))));
-  const proc: Proc = { name, role, url, child, output, failedAttempts: 0, exit, exitCode: () => code };
-  procs.push(proc);
-  return proc;
-}
-
-const describeProc = (p: Proc) => `${p.name} (exit ${String(p.exitCode())}):\n${p.output.slice(-20).join('\n')}`;
-
-/** api: /readyz answers 200; worker: it logged that it runs. Fails at once if the process exits. */
-async function ready(p: Proc): Promise<void> {
-  const up = eventually(
-    async () => {
-      if (p.role === 'worker') return p.output.some((line) => line.includes('skyhook worker is running'));
-      const res = await fetch(`${p.url}/readyz`);
-      return res.status === 200;
-    },
-    `${p.name} ready`,
-    STARTUP_TIMEOUT_MS,
-  );
-  const exited = p.exit.then(() => {
-    throw new Error(`${p.name} exited while starting`);
-  });
-  await Promise.race([up, exited]).catch((err: Error) => {
-    throw new Error(`${err.message}\n${describeProc(p)}`);
+  }).then((p) => {
+    procs.push({ name, p });
+    return p;
   });
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read whatever the API answered
-async function admin(p: Proc, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${p.url}/admin${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    body: body !== undefined ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
+/** Fetch attempts that failed (a worker retries them, with a GET each time). */
+const failedAttempts = (p: SkyhookProcess) => p.lines().filter((line) => line.includes('"msg":"fetch attempt failed"')).length;
+const describeProc = ({ name, p }: { name: string; p: SkyhookProcess }) =>
+  `${name} (exit ${String(p.exitInfo()?.code)}):\n${p.lines().slice(-20).join('\n')}`;
 
-async function statusCounts(): Promise<Record<string, number>> {
-  const { rows } = await sql.query<{ status: string; n: string }>('SELECT status, count(*) AS n FROM notifications GROUP BY status');
-  return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
-}
+let api1: SkyhookProcess;
+let api2: SkyhookProcess;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   sql = new pg.Pool({ connectionString: db.url, max: 3 });
   sql.on('error', () => {}); // the database is dropped with FORCE at the end
   sim = await startSimulator({ timeScale: 0.001, faults: { resourceLatencyMs: 5 } });
-  const [port1, port2] = [await freePort(), await freePort()];
-  startProcess('api #1', 'api', port1);
-  startProcess('api #2', 'api', port2);
-  startProcess('worker #1', 'worker');
-  startProcess('worker #2', 'worker');
-  await Promise.all(procs.map(ready));
+  [api1, api2] = await Promise.all([start('api #1', 'api'), start('api #2', 'api'), start('worker #1', 'worker'), start('worker #2', 'worker')]);
 }, 60_000);
 
 afterAll(async () => {
-  for (const p of procs) if (p.exitCode() === undefined) p.child.kill('SIGKILL');
-  await Promise.all(procs.map((p) => p.exit));
+  await killAllChildren();
   await sim?.stop();
   await sql?.end();
   await db?.drop();
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  try {
-    await redis.connect();
-    for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 500 }) as AsyncIterable<string[]>) if (keys.length > 0) await redis.del(...keys);
-  } finally {
-    redis.disconnect();
-  }
+  await deleteKeysWithPrefix(REDIS_URL, prefix);
 });
 
 describe('two api and two worker processes on one database and one queue', () => {
   const company = { acme: '', zeta: '' };
 
   it('registers each webhook through its own api, with that api targetURI', async () => {
-    const [api1, api2] = procs as [Proc, Proc];
     const token = { acme: `token-acme-${randomBytes(6).toString('hex')}`, zeta: `token-zeta-${randomBytes(6).toString('hex')}` };
     sim.addCompany({ id: 'acme', token: token.acme });
     sim.addCompany({ id: 'zeta', token: token.zeta });
 
-    const acme = await admin(api1, 'POST', '/companies', { name: 'acme', apiBaseUrl: sim.apiBaseUrl, apiToken: token.acme });
-    const zeta = await admin(api2, 'POST', '/companies', { name: 'zeta', apiBaseUrl: sim.apiBaseUrl, apiToken: token.zeta });
+    const acme = await api1.admin('POST', '/companies', { name: 'acme', apiBaseUrl: sim.apiBaseUrl, apiToken: token.acme });
+    const zeta = await api2.admin('POST', '/companies', { name: 'zeta', apiBaseUrl: sim.apiBaseUrl, apiToken: token.zeta });
     expect([acme.status, zeta.status]).toEqual([201, 201]);
     company.acme = acme.body.id;
     company.zeta = zeta.body.id;
 
-    const basic = await admin(api1, 'POST', `/companies/${company.acme}/webhooks`, { eventTypes: ['TripRequest', 'ClientLeads', 'TripChatFromBuyer'], authType: 'BASIC' });
-    const oauth = await admin(api2, 'POST', `/companies/${company.zeta}/webhooks`, {
+    const basic = await api1.admin('POST', `/companies/${company.acme}/webhooks`, { eventTypes: ['TripRequest', 'ClientLeads', 'TripChatFromBuyer'], authType: 'BASIC' });
+    const oauth = await api2.admin('POST', `/companies/${company.zeta}/webhooks`, {
       eventTypes: ['TripRequest', 'ClientLeads', 'TripChatFromBuyer'],
       authType: 'OAUTH',
       sharedTarget: true,
@@ -187,7 +110,7 @@ describe('two api and two worker processes on one database and one queue', () =>
     expect(oauth.body.targetURI).toBe(`${api2.url}/hooks`);
 
     // One database behind both: each api sees what the other created.
-    const listed = await admin(api2, 'GET', '/companies');
+    const listed = await api2.admin('GET', '/companies');
     expect(listed.body.items.map((c: { id: string }) => c.id).sort()).toEqual([company.acme, company.zeta].sort());
   });
 
@@ -206,14 +129,7 @@ describe('two api and two worker processes on one database and one queue', () =>
     }
     expect(fired).toHaveLength(WAVES * 20);
     await sim.idle();
-    await eventually(
-      async () => {
-        const c = await statusCounts();
-        return Object.values(c).reduce((a, b) => a + b, 0) >= fired.length && !c.received && !c.queued;
-      },
-      `${fired.length} notifications settled`,
-      30_000,
-    ).catch((err: Error) => {
+    await settled(sql, fired.length, 30_000).catch((err: Error) => {
       throw new Error(`${err.message}\n${procs.map(describeProc).join('\n')}`);
     });
     const elapsedMs = Date.now() - started;
@@ -224,7 +140,7 @@ describe('two api and two worker processes on one database and one queue', () =>
     expect(report.duplicatesSent).toBe(0);
     expect(report.delivered).toBe(fired.length);
     const { rows: failures } = await sql.query('SELECT company, type, reason, failures FROM failures_by_reason');
-    expect(await statusCounts(), JSON.stringify(failures)).toEqual({ processed: fired.length });
+    expect(await statusCounts(sql), JSON.stringify(failures)).toEqual({ processed: fired.length });
 
     const { rows: perCompany } = await sql.query<{ company_id: string; authenticated_by: string; n: string }>(
       'SELECT company_id, authenticated_by, count(*) AS n FROM notifications GROUP BY 1, 2',
@@ -260,7 +176,7 @@ describe('two api and two worker processes on one database and one queue', () =>
     // Fetches, per resource, across both workers. An attempt that failed after its GET (say PostgreSQL
     // refused a connection: max_connections is shared with the test file running beside this one) is
     // retried with a new GET, legitimately: the counts allow for as many extra GETs as failed attempts.
-    const retries = procs.reduce((sum, p) => sum + p.failedAttempts, 0);
+    const retries = procs.reduce((sum, { p }) => sum + failedAttempts(p), 0);
     for (const f of report.fetches) expect(f.tokenCompanyId).toBe(f.ownerCompanyId);
     let fetchTotal = 0;
     for (const { href, n, first_ms, last_ms } of perHref) {
@@ -295,8 +211,9 @@ describe('two api and two worker processes on one database and one queue', () =>
   });
 
   it('stops every process cleanly on SIGTERM (exit 0)', async () => {
-    for (const p of procs) p.child.kill('SIGTERM');
-    const codes = await Promise.all(procs.map((p) => Promise.race([p.exit, new Promise((r) => setTimeout(() => r('timeout'), 15_000))])));
+    for (const { p } of procs) p.kill('SIGTERM');
+    const exitCode = (p: SkyhookProcess) => p.exited.then(({ code, signal }) => code ?? (signal ? -1 : null));
+    const codes = await Promise.all(procs.map(({ p }) => Promise.race([exitCode(p), new Promise((r) => setTimeout(() => r('timeout'), 15_000))])));
     expect(codes, procs.map(describeProc).join('\n')).toEqual([0, 0, 0, 0]);
   }, 20_000);
 });

@@ -115,9 +115,7 @@ describe('chaos: all simulator faults at once', () => {
       for (let i = 1; i < starts.length; i++) {
         if (starts[i]! - starts[i - 1]! < INTERVAL_MS - JITTER_MS) tooClose.push(`${href}: GETs ${starts[i]! - starts[i - 1]!} ms apart`);
       }
-      // … so a resource costs at most one GET per interval of its activity, far fewer than its notifications.
-      const bound = Math.floor((starts.at(-1)! - starts[0]!) / (INTERVAL_MS - JITTER_MS)) + 1;
-      expect(starts.length, href).toBeLessThanOrEqual(bound);
+      // … so a resource costs far fewer GETs than its notifications.
       expect(starts.length, `${href}: ${starts.length} GETs for ${notifications} notifications`).toBeLessThan(notifications / 2);
       gets += starts.length;
       stored += notifications;

@@ -27,9 +27,8 @@ import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
 import { basicAuthorization, connectFixtures, oauthAuthorization, postNotification, seedWebhook, type SeededWebhook } from '../helpers/fixtures.js';
 import { killAllChildren, spawnSkyhook, type SkyhookProcess } from '../helpers/processes.js';
-import { eventually, freePort } from '../helpers/skyhook.js';
+import { adminClient, eventually, freePort } from '../helpers/skyhook.js';
 import { startSwitchableProxy, type SwitchableProxy } from '../helpers/tcp-proxy.js';
-import type { AdminCall } from './support.js';
 
 const SECRET_KEY = randomBytes(32);
 const ADMIN_TOKEN = `adm-${randomBytes(24).toString('base64url')}`;
@@ -46,18 +45,6 @@ let spawned: SkyhookProcess;
 const logLines: string[] = [];
 /** Every secret value the session handled; none may be logged or stored in clear. */
 const secrets = new Set<string>([ADMIN_TOKEN, WRONG_ADMIN_TOKEN, SECRET_KEY.toString('base64')]);
-
-const adminOf =
-  (url: string, token = ADMIN_TOKEN): AdminCall =>
-  async (method, path, body) => {
-    const res = await fetch(`${url}/admin${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      body: body !== undefined ? JSON.stringify(body) : undefined,
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  };
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -118,7 +105,7 @@ const recordedClientSecrets = () => [...proxy.recorded().matchAll(/"clientSecret
 // ---- one busy session on a Skyhook -----------------------------------------------------------
 
 async function session(url: string, tag: string): Promise<{ companyIds: string[]; direct: SeededWebhook }> {
-  const admin = adminOf(url);
+  const admin = adminClient(url, ADMIN_TOKEN);
   const company = async (simId: string, authType: 'BASIC' | 'OAUTH', sharedTarget: boolean) => {
     const token = `tok-${tag}-${simId}-${randomBytes(16).toString('hex')}`;
     secrets.add(token);
@@ -189,7 +176,7 @@ async function session(url: string, tag: string): Promise<{ companyIds: string[]
     expect((await postNotification(url, oauthDirect.path, { authorization: badSig, body })).status).toBe(401);
     // A 500 (the lone-surrogate body the database refuses; see bad-input.test.ts) is logged with its error.
     await postNotification(url, direct.path, { authorization: basicAuthorization(direct.clientIdentifier, direct.secret), body: body.replace('"r1"', '"r1\\ud800"') });
-    expect((await adminOf(url, WRONG_ADMIN_TOKEN)('GET', '/companies')).status).toBe(401);
+    expect((await adminClient(url, WRONG_ADMIN_TOKEN)('GET', '/companies')).status).toBe(401);
     expect((await fetch(`${url}/admin/queues`, { headers: { authorization: basicAuthorization('ops', WRONG_ADMIN_TOKEN) } })).status).toBe(401);
     expect((await fetch(`${url}/admin/queues`, { headers: { authorization: basicAuthorization('ops', ADMIN_TOKEN) } })).status).toBe(200);
   } finally {
@@ -303,7 +290,7 @@ function* entries(value: unknown): Generator<[string, unknown]> {
 describe('the admin token', () => {
   it('is required on every /admin route of the OpenAPI document, before anything else is looked at', async () => {
     const doc = (await (await fetch(`${inProcessUrl}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
-    const admin = adminOf(inProcessUrl);
+    const admin = adminClient(inProcessUrl, ADMIN_TOKEN);
     const companyId = (await admin('GET', '/companies')).body.items[0].id as string;
     const webhookId = (await admin('GET', `/companies/${companyId}/webhooks`)).body.items[0]?.id ?? '00000000-0000-4000-8000-000000000000';
     const notificationId = (await admin('GET', '/notifications?limit=1')).body.items[0].id as string;

@@ -7,10 +7,9 @@ import type pg from 'pg';
 import { expect } from 'vitest';
 import type { EventType } from '../../src/marketplace/contract.js';
 import type { Simulator, SimulatorReport } from '../../src/simulator/index.js';
-import { eventually } from '../helpers/skyhook.js';
+import { eventually, type AdminCall } from '../helpers/skyhook.js';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read whatever the API answered
-export type AdminCall = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
+export type { AdminCall };
 
 export interface FaultCompany {
   simId: string;

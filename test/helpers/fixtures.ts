@@ -5,7 +5,6 @@
  * (src/simulator/sign.ts); this one exposes the knobs tests need (method, timestamp, token, realm).
  */
 import { createHash, createHmac } from 'node:crypto';
-import { connect, createServer, type Socket } from 'node:net';
 import { count, eq } from 'drizzle-orm';
 import OAuth from 'oauth-1.0a';
 import { connectDatabase, type Database, type DbHandle } from '../../src/db/client.js';
@@ -182,67 +181,4 @@ export async function countNotifications(db: Database, webhookId?: string): Prom
 
 export async function notificationRows(db: Database, webhookId: string): Promise<NotificationRow[]> {
   return db.select().from(notifications).where(eq(notifications.webhookId, webhookId)).orderBy(notifications.id);
-}
-
-export interface TcpProxy {
-  port: number;
-  /** The proxy's upstream sockets: their local ports are the `client_port`s PostgreSQL sees. */
-  links(): { startup: Buffer; upstreamPort: number | undefined }[];
-  /**
-   * Stops accepting (the port refuses from now on) and cuts every open link except those `keep` spares;
-   * `startup` is the first chunk the client sent (for PostgreSQL, its StartupMessage).
-   */
-  cut(keep?: (startup: Buffer) => boolean): void;
-  /** Cuts everything and closes. */
-  close(): Promise<void>;
-}
-
-/** A TCP proxy in front of a real server (PostgreSQL here), so a test can take the server away. */
-export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
-  interface Link {
-    client: Socket;
-    upstream: Socket;
-    startup: Buffer;
-  }
-  const links = new Set<Link>();
-  const server = createServer((client) => {
-    const upstream = connect(target.port, target.host);
-    const link: Link = { client, upstream, startup: Buffer.alloc(0) };
-    links.add(link);
-    client.once('data', (chunk: Buffer) => {
-      link.startup = chunk;
-    });
-    client.pipe(upstream);
-    upstream.pipe(client);
-    const drop = () => {
-      client.destroy();
-      upstream.destroy();
-      links.delete(link);
-    };
-    for (const socket of [client, upstream]) socket.on('error', drop).on('close', drop);
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const cutLinks = (keep: (startup: Buffer) => boolean) => {
-    for (const link of [...links]) {
-      if (keep(link.startup)) continue;
-      link.client.destroy();
-      link.upstream.destroy();
-      links.delete(link);
-    }
-  };
-  return {
-    port: (server.address() as { port: number }).port,
-    links: () => [...links].map((l) => ({ startup: l.startup, upstreamPort: l.upstream.localPort })),
-    cut(keep = () => false) {
-      server.close();
-      cutLinks(keep);
-    },
-    async close() {
-      cutLinks(() => false);
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
 }

@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { REDIS_URL } from './database.js';
-import { ADMIN_TOKEN, freePort } from './skyhook.js';
+import { ADMIN_TOKEN, adminClient, freePort, type AdminCall } from './skyhook.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MAX_LINES = 20_000;
@@ -32,7 +32,7 @@ export interface SkyhookProcess {
   kill(signal: NodeJS.Signals): void;
   /** SIGTERM, then SIGKILL if it has not exited after `graceMs`. */
   stop(graceMs?: number): Promise<void>;
-  admin: (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  admin: AdminCall;
 }
 
 const children = new Set<SkyhookProcess>();
@@ -149,15 +149,7 @@ export async function spawnSkyhook(opts: SpawnOptions): Promise<SkyhookProcess> 
       await exited;
       clearTimeout(timer);
     },
-    async admin(method, path, body) {
-      const res = await fetch(`${url}/admin${path}`, {
-        method,
-        headers: { authorization: `Bearer ${env.ADMIN_TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-        body: body !== undefined ? JSON.stringify(body) : undefined,
-      });
-      const text = await res.text();
-      return { status: res.status, body: text ? JSON.parse(text) : undefined };
-    },
+    admin: adminClient(url, env.ADMIN_TOKEN!),
   };
   children.add(proc);
   void exited.then(() => children.delete(proc));

@@ -22,12 +22,27 @@ export async function freePort(): Promise<number> {
   });
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read whatever the API answered
+export type AdminCall = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
+
+/** Calls `${url}/admin${path}` with `Authorization: Bearer <token>`; answers the status and the parsed JSON body. */
+export function adminClient(url: string, token: string = ADMIN_TOKEN): AdminCall {
+  return async (method, path, body) => {
+    const res = await fetch(`${url}/admin${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  };
+}
+
 export interface TestSkyhook {
   url: string;
   config: Config;
   runtime: Runtime;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read whatever the API answered
-  admin: (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
+  admin: AdminCall;
   stop(): Promise<void>;
 }
 
@@ -65,17 +80,7 @@ export async function startSkyhook(opts: {
   const log = pino({ level: config.logLevel });
   const runtime = await startRuntime(config, log, { handlers: opts.handlers });
   if (runtime.app) await runtime.app.listen({ port, host: '127.0.0.1' });
-
-  const admin = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${url}/admin${path}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      body: body !== undefined ? JSON.stringify(body) : undefined,
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  };
-  return { url, config, runtime, admin, stop: () => runtime.close() };
+  return { url, config, runtime, admin: adminClient(url), stop: () => runtime.close() };
 }
 
 /** Polls `check` until it returns a truthy value or `timeoutMs` passes (then throws with `what`). */

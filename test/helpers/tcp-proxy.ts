@@ -2,8 +2,10 @@
  * A TCP proxy on a fixed 127.0.0.1 port in front of a real server, whose behaviour a test switches at
  * will: `pass` (forward), `refuse` (nothing listens: ECONNREFUSED), `reset` (accept, then close at
  * once) or `blackhole` (accept and never answer). Switching away from `pass` cuts every open link, as a
- * network failure or a server crash would. Optionally records what clients sent (to read what one
- * process told another, e.g. the webhook secrets Skyhook registers on the simulator).
+ * network failure or a server crash would. `cut(keep)` does the same selectively: it refuses new
+ * connections and cuts every open link except those `keep` spares, judged by the link's first chunk (for
+ * PostgreSQL its StartupMessage, which names the application). Optionally records what clients sent (to
+ * read what one process told another, e.g. the webhook secrets Skyhook registers on the simulator).
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
@@ -15,6 +17,10 @@ export interface SwitchableProxy {
   setMode(mode: ProxyMode): Promise<void>;
   /** Sets the upstream (for a proxy started before its target). */
   setTarget(target: { host: string; port: number }): void;
+  /** The forwarded links: the client's first chunk, and the local port of the upstream socket (the `client_port` PostgreSQL sees). */
+  links(): { startup: Buffer; upstreamPort: number | undefined }[];
+  /** Mode `refuse` (nothing listens from now on), cutting every open link except those `keep` spares. */
+  cut(keep?: (startup: Buffer) => boolean): void;
   /** Everything clients sent through the proxy so far, as text (when started with `record: true`). */
   recorded(): string;
   openLinks(): number;
@@ -25,6 +31,7 @@ export async function startSwitchableProxy(opts: { target?: { host: string; port
   let target = opts.target;
   let mode: ProxyMode = 'pass';
   const sockets = new Set<Socket>();
+  const links = new Set<{ client: Socket; upstream: Socket; startup: Buffer }>();
   const recorded: Buffer[] = [];
 
   const onConnection = (client: Socket) => {
@@ -41,9 +48,15 @@ export async function startSwitchableProxy(opts: { target?: { host: string; port
     }
     const upstream = connect(target.port, target.host);
     sockets.add(upstream);
+    const link: { client: Socket; upstream: Socket; startup: Buffer } = { client, upstream, startup: Buffer.alloc(0) };
+    links.add(link);
+    client.once('data', (chunk: Buffer) => {
+      link.startup = chunk;
+    });
     const drop = () => {
       client.destroy();
       upstream.destroy();
+      links.delete(link);
     };
     upstream.on('close', () => {
       sockets.delete(upstream);
@@ -73,9 +86,13 @@ export async function startSwitchableProxy(opts: { target?: { host: string; port
       if (!s) return resolve();
       s.close(() => resolve());
     });
-  const cutAll = () => {
-    for (const s of [...sockets]) s.destroy();
-    sockets.clear();
+  const cutAll = (keep: (startup: Buffer) => boolean = () => false) => {
+    const spared = new Set([...links].filter((l) => keep(l.startup)).flatMap((l) => [l.client, l.upstream]));
+    for (const s of [...sockets]) {
+      if (spared.has(s)) continue;
+      s.destroy();
+      sockets.delete(s);
+    }
   };
 
   const port = await listen(0);
@@ -104,6 +121,12 @@ export async function startSwitchableProxy(opts: { target?: { host: string; port
     setTarget(t) {
       target = t;
     },
+    links: () => [...links].map((l) => ({ startup: l.startup, upstreamPort: l.upstream.localPort })),
+    cut(keep) {
+      mode = 'refuse';
+      void unlisten();
+      cutAll(keep);
+    },
     recorded: () => Buffer.concat(recorded).toString('utf8'),
     openLinks: () => sockets.size,
     async close() {
@@ -112,3 +135,6 @@ export async function startSwitchableProxy(opts: { target?: { host: string; port
     },
   };
 }
+
+/** A proxy forwarding to `target` from the start: `startSwitchableProxy({ target })`. */
+export const startTcpProxy = (target: { host: string; port: number }): Promise<SwitchableProxy> => startSwitchableProxy({ target });

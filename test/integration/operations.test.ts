@@ -1,7 +1,9 @@
 /** Health, readiness, Prometheus metrics and retention. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { purgeOldNotifications } from '../../src/processing/retention.js';
+import { killAllChildren, spawnSkyhook } from '../helpers/processes.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
+import { freePort } from '../helpers/skyhook.js';
 
 let s: Scenario;
 let companyId: string;
@@ -9,7 +11,10 @@ beforeAll(async () => {
   s = await startScenario({ env: { FETCH_MIN_INTERVAL_MS: '0' } });
   ({ companyId } = await s.company('acme'));
 });
-afterAll(async () => s?.close());
+afterAll(async () => {
+  await killAllChildren();
+  await s?.close();
+});
 
 describe('health and metrics', () => {
   it('answers /healthz and /readyz', async () => {
@@ -36,13 +41,25 @@ describe('health and metrics', () => {
 });
 
 describe('a worker-only process', () => {
-  it('serves /healthz, /readyz and /metrics on OPS_PORT', async () => {
-    const worker = await s.addSkyhook({ role: 'worker', env: { OPS_PORT: '65000' } });
-    expect((await fetch(`${worker.url}/healthz`)).status).toBe(200);
-    expect((await fetch(`${worker.url}/readyz`)).status).toBe(200);
-    const text = await (await fetch(`${worker.url}/metrics`)).text();
-    expect(text).toContain('# TYPE skyhook_processing_latency_seconds histogram');
-    expect((await fetch(`${worker.url}/admin/companies`)).status).toBe(404); // no admin API on a worker
+  // `node bin/skyhook.js start` with ROLE=worker: src/main.ts is what listens on OPS_PORT.
+  it('serves /healthz, /readyz and /metrics on OPS_PORT', { timeout: 60_000 }, async () => {
+    const opsPort = await freePort();
+    const worker = await spawnSkyhook({
+      databaseUrl: s.db.url,
+      queuePrefix: s.prefix,
+      role: 'worker',
+      env: { OPS_PORT: String(opsPort), FETCH_MIN_INTERVAL_MS: '0', DB_POOL_SIZE: '3', WORKER_CONCURRENCY: '4' },
+    });
+    try {
+      const ops = `http://127.0.0.1:${opsPort}`;
+      expect((await fetch(`${ops}/healthz`)).status).toBe(200);
+      expect((await fetch(`${ops}/readyz`)).status).toBe(200);
+      const text = await (await fetch(`${ops}/metrics`)).text();
+      expect(text).toContain('# TYPE skyhook_processing_latency_seconds histogram');
+      expect((await fetch(`${ops}/admin/companies`)).status).toBe(404); // no admin API on a worker
+    } finally {
+      await worker.stop();
+    }
   });
 });
 

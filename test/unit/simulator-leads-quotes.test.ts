@@ -6,6 +6,7 @@ import { authorizationHeader, type NotificationBody } from '../../src/marketplac
 import { LEADS_PATH } from '../../src/marketplace/leads.js';
 import { ACT_AS_ACCOUNT_HEADER, submitQuotePath } from '../../src/marketplace/quotes.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import * as requests from '../fixtures/requests.js';
 
 const ACME = { id: 'acme', name: 'Acme Charter', token: 'acme-token-0123456789' };
 const GLOBEX = { id: 'globex', token: 'globex-token-0123456789' };
@@ -80,82 +81,24 @@ function expectSoftError(answer: { status: number; body: Json }, field: string):
   }
 }
 
-const clientSearchLead = (overrides: Json = {}): Json => ({
-  clientIdentifier: `lead-${randomUUID()}`,
-  searchId: 'search-1',
-  sellerQuoteIds: ['sq-hit-1', 'sq-hit-2'],
-  inquiryLift: [{ aircraftType: 'Citation XLS', priceExpectation: 18_000, availabilityId: 'avail-1' }],
-  leadContactInfo: {
-    name: 'Ada Client',
-    title: 'CEO',
-    url: 'https://example.com',
-    emailAddresses: [{ type: 'Work', emailAddress: 'ada@example.com' }],
-    phoneNumbers: [{ type: 'Home', phoneNumber: '+447700900123' }],
-  },
-  leadCurrency: 'EUR',
-  leadMessage: 'Four of us, back the same day.',
-  leadLocale: 'en',
-  campaignIdentifier: 'spring',
-  ...overrides,
-});
+/** The shared request fixtures with a fresh identifier; `overrides` replace top-level fields. */
+const clientSearchLead = (overrides: Json = {}): Json => ({ ...requests.clientSearchLead(`lead-${randomUUID()}`), ...overrides });
+const emptyLegLead = (overrides: Json = {}): Json => ({ ...requests.emptyLegLead(`lead-${randomUUID()}`), ...overrides });
 
-const emptyLegLead = (overrides: Json = {}): Json => ({
-  clientIdentifier: `lead-${randomUUID()}`,
-  searchId: 'search-2',
-  inquiryLift: [{ emptyLegId: 'el-1', priceExpectation: 6_000 }],
-  leadCurrency: 'USD',
-  leadLocale: 'de',
-  ...overrides,
-});
-
-/** A quote on a tail; `parts` replace pieces of its first segment, date, line item, or of the quote. */
-const quoteSubmission = (parts: { segment?: Json; dateTime?: Json; lineItem?: Json; quote?: Json } = {}): Json => ({
-  message: 'Happy to fly you.',
-  suppressNotification: false,
-  quote: {
-    segments: [
-      {
-        startAirport: { icao: 'LFPB' },
-        endAirport: { icao: 'EGLF' },
-        dateTime: { date: '2025-07-14', time: '09:30', departure: true, local: true, ...parts.dateTime },
-        paxCount: '4',
-        paxSegment: true,
-        showToBuyer: true,
-        distanceNM: 199,
-        blockTimeMinutes: 70,
-        flightMinutes: 55,
-        ...parts.segment,
-      },
-    ],
-    lift: { aircraftTail: 'N123AB', aircraftType: '', aircraftCategory: '' },
-    messageForBuyer: 'Catering included.',
-    currencyCode: 'EUR',
-    sellerUniqueQuoteIdentifier: `q-${randomUUID()}`,
-    totalPrice: 12_500,
-    lineItems: [
-      {
-        visibleToBuyer: true,
-        displayName: 'Flight',
-        description: 'LFPB-EGLF',
-        type: 'FLT',
-        price: 12_500,
-        formattedUnitPrice: '12500',
-        formattedQuantity: '1',
-        ...parts.lineItem,
-      },
-    ],
-    attachments: [{ mimeType: 'application/pdf', name: 'quote.pdf', type: 'Quote', uri: 'https://example.com/q.pdf' }],
-    ...parts.quote,
-  },
-});
-
-const floatingFleetSegment = {
-  paxTBD: true,
-  timeTBD: true,
-  departureDateTimeCalculated: true,
-  arrivalDateTimeCalculated: true,
-  fuelStopTimeMinutes: 45,
-  fuelStopCount: 1,
+/** The shared tail quote; `parts` replace pieces of its first segment, date, line item, or of the quote. */
+const quoteSubmission = (parts: { segment?: Json; dateTime?: Json; lineItem?: Json; quote?: Json } = {}): Json => {
+  const base = requests.tailQuote(`q-${randomUUID()}`);
+  const [segment, ...segments] = base.quote.segments;
+  const [lineItem, ...lineItems] = base.quote.lineItems;
+  return {
+    ...base,
+    quote: {
+      ...base.quote,
+      segments: [{ ...segment, dateTime: { ...segment!.dateTime, ...parts.dateTime }, ...parts.segment }, ...segments],
+      lineItems: [{ ...lineItem, ...parts.lineItem }, ...lineItems],
+      ...parts.quote,
+    },
+  };
 };
 
 describe('POST /leads', () => {
@@ -308,7 +251,8 @@ describe('POST /tripmsgs/{requestId}/submitQuote', () => {
     ['type', { aircraftTail: '', aircraftType: 'Challenger 350', aircraftCategory: '' }],
     ['category', { aircraftTail: '', aircraftType: '', aircraftCategory: 'Super midsize jet' }],
   ])('accepts a floating-fleet quote on a %s, with TBD flags and fuel stops', async (_case, lift) => {
-    const submission = quoteSubmission({ segment: floatingFleetSegment, quote: { lift } });
+    const floating = requests.floatingFleetQuote(`q-${randomUUID()}`);
+    const submission = { ...floating, quote: { ...floating.quote, lift } };
     const answer = await post(ACME.token, submitQuotePath('rfq-7'), submission);
     expect(answer.body.meta.errors).toEqual([]);
     const stored = await get(`${sim.apiBaseUrl}/tripmsgs/${answer.body.data.tripmsgs.id}`, ACME.token);
