@@ -58,6 +58,9 @@ export const leadKind = (lead: ClientLead): 'empty_leg' | 'client_search' => (le
 
 export const LEADS_PATH = '/leads';
 
+/** (assumed) The state a new lead is in: the seed names it but not how the answer spells it. */
+export const CLIENT_LEAD_STATUS = 'ClientLead';
+
 /** (assumed: the seed does not show the response) What the marketplace answers for a lead. */
 export interface LeadCreated {
   id: string;

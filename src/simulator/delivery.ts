@@ -147,15 +147,16 @@ export class DeliveryQueue {
     await this.post(webhook, rawBody);
   }
 
+  /** The next attempt after the backoff, but no later than the end of the window: a last try at 48 h. */
   private retryLater(delivery: Delivery, firstAttemptAt: number): void {
-    const backoffMs = this.backoffMs(delivery.record.attempts);
     const giveUpAt = firstAttemptAt + GIVE_UP_AFTER_MS * this.options.timeScale;
-    if (Date.now() + backoffMs > giveUpAt) {
+    const now = Date.now();
+    if (now >= giveUpAt) {
       this.settle(delivery, 'gave_up');
       return;
     }
     this.options.ledger.counts.retried++;
-    this.scheduleAttempt(delivery, backoffMs);
+    this.scheduleAttempt(delivery, Math.min(this.backoffMs(delivery.record.attempts), giveUpAt - now));
   }
 
   /** 1 s doubling to 15 min (scaled), drawn from the upper half so the retries of a burst spread out. */

@@ -5,14 +5,17 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { envelope } from '../marketplace/contract.js';
-import { clientLeadSchema, leadKind, LEADS_PATH, type LeadCreated } from '../marketplace/leads.js';
+import {
+  CLIENT_LEAD_STATUS,
+  clientLeadSchema,
+  leadKind,
+  LEADS_PATH,
+  type LeadCreated,
+} from '../marketplace/leads.js';
 import { issueErrors, softError } from './answers.js';
 import { callerOf } from './auth.js';
 import type { Simulation } from './simulation.js';
 import { newId } from './state.js';
-
-/** (assumed) The seed names the state but not how the answer spells it. */
-const CLIENT_LEAD = 'ClientLead';
 
 export const leadRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (api, { simulation }) => {
   const { state, ledger } = simulation;
@@ -30,10 +33,10 @@ export const leadRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async 
     const stored = state.leads.get(companyId, lead.clientIdentifier);
     if (stored) return envelope(stored);
 
-    const created: LeadCreated = { id: newId('lead'), clientIdentifier: lead.clientIdentifier, status: CLIENT_LEAD };
+    const created: LeadCreated = { id: newId('lead'), clientIdentifier: lead.clientIdentifier, status: CLIENT_LEAD_STATUS };
     state.leads.set(companyId, lead.clientIdentifier, created);
     const kind = leadKind(lead);
-    const fields = { clientIdentifier: lead.clientIdentifier, status: CLIENT_LEAD, kind, lead };
+    const fields = { clientIdentifier: lead.clientIdentifier, status: CLIENT_LEAD_STATUS, kind, lead };
     simulation.emit(companyId, 'ClientLeads', created.id, { fields });
     ledger.leadCreated({ companyId, id: created.id, clientIdentifier: lead.clientIdentifier, kind });
     return envelope(created);

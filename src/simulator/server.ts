@@ -12,7 +12,21 @@ import type { Simulator, SimulatorOptions } from './types.js';
 
 export const DEFAULT_HOST = '127.0.0.1';
 
+const MIB = 1024 * 1024;
+/**
+ * The largest request body the simulator reads. Fastify's default (1 MiB) would refuse quotes the shared
+ * schema accepts: `quoteSchema` in src/marketplace/quotes.ts allows up to 20 attachments with up to 10 MiB of
+ * `data` each, so 200 MiB of attachment data, plus room for everything else a quote may hold (segments,
+ * line items, messages: a few MiB at most).
+ */
+export const SIMULATOR_BODY_LIMIT = 20 * 10 * MIB + 16 * MIB;
+
 const simulationSettings = z.object({
+  // Checked before listening, so a bad value leaves no server behind; kept as its origin.
+  publicUrl: z
+    .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+    .transform((url) => new URL(url).origin)
+    .optional(),
   timeScale: z.number().positive().finite().default(1),
   replyTimeoutMs: z.number().int().positive().default(10_000),
   deliveryConcurrency: z.number().int().positive().default(64),
@@ -21,9 +35,10 @@ const simulationSettings = z.object({
 });
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
-  const simulation = new Simulation(parseInput(simulationSettings, options));
+  const settings = parseInput(simulationSettings, options);
+  const simulation = new Simulation(settings);
   for (const company of options.companies ?? []) simulation.addCompany(company);
-  const app = Fastify({ logger: options.logger ?? false });
+  const app = Fastify({ logger: options.logger ?? false, bodyLimit: SIMULATOR_BODY_LIMIT });
   await app.register(apiRoutes, { prefix: API_PREFIX, simulation });
   await app.register(controlRoutes, { prefix: CONTROL_PREFIX, simulation });
   try {
@@ -32,7 +47,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     await app.close(); // e.g. the port is taken: leave nothing half-open behind
     throw error;
   }
-  simulation.origin = options.publicUrl ? new URL(options.publicUrl).origin : listeningOrigin(app.server.address());
+  simulation.origin = settings.publicUrl ?? listeningOrigin(app.server.address());
   return {
     url: simulation.origin,
     apiBaseUrl: simulation.apiBaseUrl,

@@ -2,6 +2,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import OAuth from 'oauth-1.0a';
 import type { ClientAuthenticationType } from '../marketplace/contract.js';
+import { normaliseBaseUrl } from '../receiver/oauth1.js';
 
 export interface DeliveryCredentials {
   clientAuthenticationType: ClientAuthenticationType;
@@ -29,6 +30,11 @@ export function deliveryAuthorization(
     // The OAuth body-hash extension hashes the body itself: plain SHA-1, not an HMAC with the signing key.
     body_hash_function: (body) => createHash('sha1').update(body).digest('base64'),
   });
-  const signed = oauth.authorize({ url: targetURI, method: 'POST', data: rawBody, includeBodyHash: true });
+  // oauth-1.0a builds the base string from the URL as given, but the receiver normalises it (RFC 5849
+  // §3.4.1.2: lower-case scheme and host, no default port), so sign the normalised form; the query stays,
+  // as its pairs are signed parameters.
+  const url = new URL(targetURI);
+  const signedUrl = `${normaliseBaseUrl(url)}${url.search}`;
+  const signed = oauth.authorize({ url: signedUrl, method: 'POST', data: rawBody, includeBodyHash: true });
   return oauth.toHeader(signed).Authorization;
 }

@@ -62,9 +62,11 @@ export class Simulation {
   readonly deliveries: DeliveryQueue;
   /** The simulator's public origin; known once it listens, before any event can be fired. */
   origin = '';
+  private readonly historyLimit: number;
 
   constructor(settings: SimulationSettings) {
-    this.state = new MarketplaceState(settings.faults, settings.historyLimit);
+    this.historyLimit = settings.historyLimit;
+    this.state = new MarketplaceState(settings.faults);
     this.ledger = new Ledger(settings.historyLimit);
     this.deliveries = new DeliveryQueue({
       state: this.state,
@@ -131,7 +133,7 @@ export class Simulation {
   }
 
   report(): SimulatorReport {
-    const resources = this.state.resourceList().map(({ companyId, path, type, id, version }) => ({
+    const resources = this.state.newestResources(this.historyLimit).map(({ companyId, path, type, id, version }) => ({
       companyId,
       href: this.hrefOf(path),
       type,
@@ -147,9 +149,5 @@ function resourceIdsToChange(request: z.infer<typeof fireRequest>): string[] {
   const { count, resourceId, resources } = request;
   if (resourceId !== undefined) return new Array<string>(count).fill(resourceId);
   const distinct = Array.from({ length: Math.min(resources ?? count, count) }, () => randomUUID());
-  const ids: string[] = [];
-  while (ids.length < count) {
-    for (const id of distinct.slice(0, count - ids.length)) ids.push(id);
-  }
-  return ids;
+  return Array.from({ length: count }, (_, i) => distinct[i % distinct.length] as string);
 }

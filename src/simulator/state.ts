@@ -2,8 +2,8 @@
  * The marketplace's memory: companies and their tokens, webhook settings, leads, quotes, resources and
  * scripted answers.
  */
-import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { randomToken } from '../lib/crypto.js';
 import {
   authorizationHeader,
   type EventType,
@@ -48,7 +48,7 @@ export interface Resource {
 }
 
 /** A new marketplace id such as `lead_…`: a kind prefix and 96 random bits. */
-export const newId = (prefix: string): string => `${prefix}_${randomBytes(12).toString('base64url')}`;
+export const newId = (prefix: string): string => `${prefix}_${randomToken(12)}`;
 
 export const resourcePath = (type: string, id: string): string =>
   `${API_PREFIX}/${encodeURIComponent(type)}/${encodeURIComponent(id)}`;
@@ -58,20 +58,22 @@ export class MarketplaceState {
   /** Keyed by the whole Authorization header value, so the token scheme stays the contract's decision. */
   private readonly companiesByAuthorization = new Map<string, Company>();
   private readonly webhooks = new Map<string, StoredWebhookSetting>();
-  /** Keyed by path, in creation order, so the oldest can be forgotten first. */
+  /** The same settings by owner, so finding a company's subscribers does not walk every company's. */
+  private readonly webhooksByCompany = new Map<string, Map<string, StoredWebhookSetting>>();
+  /**
+   * Keyed by path, in creation order. Kept whole, like leads and quotes: forgetting one would make a GET of
+   * an href already sent answer 404. Only the report is trimmed (to the newest `historyLimit`).
+   */
   private readonly resources = new Map<string, Resource>();
   private readonly scripts = new Map<string, ScriptedResponse[]>();
   /**
-   * What a repeat answers: leads by clientIdentifier, quotes by sellerUniqueQuoteIdentifier. Kept whole,
-   * unlike resources: forgetting an entry would let a repeat create a second lead or quote.
+   * What a repeat answers: leads by clientIdentifier, quotes by sellerUniqueQuoteIdentifier. Kept whole:
+   * forgetting an entry would let a repeat create a second lead or quote.
    */
   readonly leads = new PerCompany<LeadCreated>();
   readonly quotes = new PerCompany<QuoteSubmitted>();
 
-  constructor(
-    public faults: Faults,
-    private readonly resourceLimit: number,
-  ) {}
+  constructor(public faults: Faults) {}
 
   /** Adds a company, or replaces the name and token of a known one. */
   addCompany(account: CompanyAccount): Company {
@@ -104,19 +106,25 @@ export class MarketplaceState {
     return this.webhooks.get(webhookId);
   }
 
+  /** Adds a new setting; its owner never changes (PUT changes the setting in place, not its companyId). */
   addWebhook(setting: StoredWebhookSetting): void {
     this.webhooks.set(setting.id, setting);
+    const own = this.webhooksByCompany.get(setting.companyId) ?? new Map<string, StoredWebhookSetting>();
+    own.set(setting.id, setting);
+    this.webhooksByCompany.set(setting.companyId, own);
   }
 
   webhooksOf(companyId: string): StoredWebhookSetting[] {
-    return [...this.webhooks.values()].filter((setting) => setting.companyId === companyId);
+    return [...(this.webhooksByCompany.get(companyId)?.values() ?? [])];
   }
 
   /** The webhooks a company's event is delivered to: active and subscribed to it. */
   subscribers(companyId: string, eventType: EventType): StoredWebhookSetting[] {
-    return this.webhooksOf(companyId).filter(
-      (setting) => setting.active && setting.eventTypes.includes(eventType),
-    );
+    const subscribed: StoredWebhookSetting[] = [];
+    for (const setting of this.webhooksByCompany.get(companyId)?.values() ?? []) {
+      if (setting.active && setting.eventTypes.includes(eventType)) subscribed.push(setting);
+    }
+    return subscribed;
   }
 
   /** clientIdentifier is unique across the whole marketplace, not just per company. */
@@ -131,8 +139,9 @@ export class MarketplaceState {
     return this.resources.get(path);
   }
 
-  resourceList(): Resource[] {
-    return [...this.resources.values()];
+  /** The newest `limit` resources, oldest first. */
+  newestResources(limit: number): Resource[] {
+    return [...this.resources.values()].slice(-limit);
   }
 
   /** Creates the resource for its company, or records a change to it (a new version). */
@@ -150,7 +159,6 @@ export class MarketplaceState {
     }
     const resource = { companyId, type, id, path, version: 1, updatedAt: new Date(), fields };
     this.resources.set(path, resource);
-    this.forgetOldestResources();
     return resource;
   }
 
@@ -164,12 +172,5 @@ export class MarketplaceState {
     const next = queue?.shift();
     if (queue?.length === 0) this.scripts.delete(path);
     return next;
-  }
-
-  private forgetOldestResources(): void {
-    for (const path of this.resources.keys()) {
-      if (this.resources.size <= this.resourceLimit) return;
-      this.resources.delete(path);
-    }
   }
 }

@@ -44,7 +44,10 @@ export interface SimulatorOptions {
   /** Default 64 parallel deliveries. */
   deliveryConcurrency?: number;
   faults?: Partial<Faults>;
-  /** How many notifications, fetches and resources the report keeps (the newest). Default 100 000. */
+  /**
+   * How many notifications, fetches, leads, quotes and resources the report lists (the newest). Default
+   * 100 000. Only the report is trimmed: every resource stays in the simulator's state and answers GETs.
+   */
   historyLimit?: number;
   /** Log every request (pino). Default false. */
   logger?: boolean;

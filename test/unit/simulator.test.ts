@@ -1,11 +1,17 @@
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import OAuth from 'oauth-1.0a';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { authorizationHeader, type EventType, type NotificationBody } from '../../src/marketplace/contract.js';
+import { submitQuotePath } from '../../src/marketplace/quotes.js';
+import { readOAuthHeader, verifyOAuthHeader } from '../../src/receiver/oauth1.js';
+import { DeliveryQueue } from '../../src/simulator/delivery.js';
+import { NO_FAULTS } from '../../src/simulator/faults.js';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.js';
+import { Ledger } from '../../src/simulator/ledger.js';
+import { MarketplaceState } from '../../src/simulator/state.js';
 
 const ACME = { id: 'acme', name: 'Acme Charter', token: 'acme-token-0123456789' };
 const GLOBEX = { id: 'globex', token: 'globex-token-0123456789' };
@@ -571,3 +577,109 @@ function parseOAuthHeader(header: string): Record<string, string> {
 function rfc3986(text: string): string {
   return encodeURIComponent(text).replace(/[!'()*]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`);
 }
+
+describe('review fixes', () => {
+  it('signs an OAUTH delivery to a non-canonical targetURI over the normalised URL the receiver verifies', async () => {
+    // Upper-case scheme (RFC 5849 §3.4.1.2 lower-cases it) and a query, whose pairs are signed parameters.
+    const targetURI = `${receiver.url.replace(/^http:/, 'HTTP:')}/oauth?b=2&a=x%20y`;
+    const { clientIdentifier } = await createWebhook(sim, ACME.token, settingBody(targetURI, { clientAuthenticationType: 'OAUTH' }));
+    await fireOne();
+    await sim.idle();
+    expect(receiver.received).toHaveLength(1);
+    const parsed = readOAuthHeader(receiver.received[0]?.headers.authorization ?? '');
+    expect(parsed?.clientIdentifier).toBe(clientIdentifier);
+    const check = verifyOAuthHeader(parsed!, { method: 'POST', url: new URL(targetURI) }, [SECRET], {
+      nowSeconds: Math.floor(Date.now() / 1000),
+      skewSeconds: 300,
+    });
+    expect(check).toMatchObject({ ok: true, clientIdentifier });
+  });
+
+  it('keeps every resource servable once historyLimit is reached: only the report is trimmed', async () => {
+    await setUp({ historyLimit: 3 });
+    const [first] = await sim.fire({ companyId: ACME.id, eventType: 'TripRequest', resourceId: 'rfq-old' });
+    const later = await sim.fire({ companyId: ACME.id, eventType: 'TripRequest', count: 4 });
+    await sim.fire({ companyId: ACME.id, eventType: 'TripRequest', resourceId: 'rfq-old' });
+    const hrefs = [first, ...later].map((emitted) => emitted?.notification.href ?? '');
+    for (const href of hrefs) {
+      const response = await fetch(href, { headers: { authorization: authorizationHeader(ACME.token) } });
+      expect(response.status).toBe(200);
+      await response.arrayBuffer();
+    }
+    const old = await call(sim, ACME.token, 'GET', '/rfqs/rfq-old');
+    expect(old.body.data).toMatchObject({ id: 'rfq-old', version: 2 });
+    expect(sim.report().resources).toHaveLength(3);
+  });
+
+  it('accepts a quote as large as the shared schema allows an attachment to be (over Fastify\'s 1 MiB default)', async () => {
+    const quote = {
+      segments: [
+        {
+          startAirport: { icao: 'LSGG' },
+          endAirport: { icao: 'EGLF' },
+          dateTime: { date: '2030-05-01', time: '09:30', departure: true, local: true },
+          paxCount: '4',
+        },
+      ],
+      lift: { aircraftTail: 'HB-VNA' },
+      currencyCode: 'EUR',
+      sellerUniqueQuoteIdentifier: `big-${randomUUID()}`,
+      totalPrice: 100,
+      lineItems: [{ price: 100, formattedUnitPrice: '100', formattedQuantity: '1' }],
+      // The schema's maximum for one attachment's data: 10 MiB.
+      attachments: [{ mimeType: 'application/pdf', name: 'big.pdf', data: 'A'.repeat(10 * 1024 * 1024) }],
+    };
+    const answer = await call(sim, ACME.token, 'POST', submitQuotePath('rfq-big'), { quote });
+    expect(answer.status).toBe(200);
+    expect(answer.body.meta.errors).toEqual([]);
+    expect(answer.body.data.tripmsgs.id).toMatch(/^tm_/);
+  });
+
+  it('retries up to the end of the 48 h window, with a last attempt at 48 h, then gives up', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const attemptTimes: number[] = [];
+    vi.stubGlobal(
+      'fetch',
+      vi.fn(async () => {
+        attemptTimes.push(Date.now());
+        throw new TypeError('fetch failed');
+      }),
+    );
+    try {
+      const state = new MarketplaceState({ ...NO_FAULTS });
+      state.addWebhook({
+        ...settingBody('http://127.0.0.1:9/hooks/a'),
+        clientAuthenticationType: 'BASIC',
+        eventTypes: ['TripRequest'],
+        id: 'wh_1',
+        version: 1,
+        companyId: ACME.id,
+      });
+      const ledger = new Ledger(10);
+      const queue = new DeliveryQueue({ state, ledger, timeScale: 1, replyTimeoutMs: 1_000, concurrency: 1 });
+      queue.enqueue('wh_1', ACME.id, { id: 'rfq-1', href: 'http://127.0.0.1:9/api/rfqs/rfq-1', type: 'rfqs' });
+      await vi.advanceTimersByTimeAsync(49 * 3_600_000);
+      expect(ledger.report(queue.pendingCount, [], [])).toMatchObject({ gaveUp: 1, pending: 0 });
+      const first = attemptTimes[0] ?? 0;
+      expect(attemptTimes.at(-1)! - first).toBe(48 * 3_600_000);
+      expect(attemptTimes.every((at) => at - first <= 48 * 3_600_000)).toBe(true);
+    } finally {
+      vi.unstubAllGlobals();
+      vi.useRealTimers();
+    }
+  });
+
+  it('refuses a bad publicUrl before listening, so no server is left on the port', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port: free } = probe.address() as AddressInfo;
+        probe.close(() => resolve(free));
+      });
+    });
+    await expect(startSimulator({ port, publicUrl: 'not a url' })).rejects.toThrow(/^publicUrl: /);
+    await expect(startSimulator({ port, publicUrl: 'ftp://example.com' })).rejects.toThrow(/^publicUrl: /);
+    const again = await startSimulator({ port, publicUrl: 'http://simulator:4010/ignored/path' });
+    expect(again.url).toBe('http://simulator:4010');
+    await again.stop();
+  });
+});
