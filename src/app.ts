@@ -58,6 +58,8 @@ export function toProblem(err: FastifyError | Error): Problem {
   return new Problem(500, 'Internal Server Error', 'Something went wrong; it has been logged.', { code: 'internal' });
 }
 
+const OPS_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
@@ -88,6 +90,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Failed authentication (any 401, receiver or admin) is rate-limited per client address.
   const limiter = new AuthFailureLimiter(deps.authFailures);
   app.addHook('onRequest', async (req) => {
+    // Probes and scrapes need no credentials and must keep answering whoever else failed from their address.
+    if (OPS_ROUTES.has(req.routeOptions.url ?? '')) return;
     const wait = limiter.blockedFor(req.ip);
     if (wait > 0) {
       throw new Problem(429, 'Too Many Requests', 'Too many failed authentications from this address; retry later.', {

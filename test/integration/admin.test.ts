@@ -196,6 +196,8 @@ describe('failed authentication is rate-limited per client address', () => {
       expect(admin.status).toBe(429); // the address is blocked, whatever it presents
       expect(Number(admin.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(admin.headers.get('content-type')).toContain('application/problem+json');
+      // Probes and scrapes keep answering: a load balancer or Prometheus behind that address is not locked out.
+      for (const path of ['/healthz', '/readyz', '/metrics']) expect((await fetch(`${limited.url}${path}`)).status, path).toBe(200);
     } finally {
       await limited.stop();
     }
