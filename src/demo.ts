@@ -39,7 +39,6 @@ export async function runDemo(opts: { events?: number; out?: NodeJS.WriteStream 
   const say = (line = '') => out.write(`${line}\n`);
   const events = opts.events ?? 600;
   const port = await freePort();
-  const base = loadConfig({ ...process.env, NODE_ENV: 'development' });
   // Its own key prefix, so the demo never touches a running Skyhook's queue (tests give their own).
   const prefix = process.env.DEMO_QUEUE_PREFIX ?? DEFAULT_DEMO_PREFIX;
   const config = loadConfig({
@@ -58,7 +57,7 @@ export async function runDemo(opts: { events?: number; out?: NodeJS.WriteStream 
     { simId: 'demo-broker', name: `${DEMO_NAME} Broker (OAUTH, shared targetURI)`, authType: 'OAUTH', sharedTarget: true },
   ];
 
-  say(`Skyhook demo: database ${new URL(base.databaseUrl).pathname.slice(1)}, Redis ${config.redisClusterNodes ? `cluster ${config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')}` : config.redisUrl}`);
+  say(`Skyhook demo: database ${new URL(config.databaseUrl).pathname.slice(1)}, Redis ${config.redisClusterNodes ? `cluster ${config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')}` : config.redisUrl}`);
   const sim: Simulator = await startSimulator({ companies: companies.map((c) => ({ id: c.simId, name: c.name, token: `demo-token-${c.simId}` })) });
   say(`  marketplace simulator  ${sim.url}  (API base ${sim.apiBaseUrl})`);
   let runtime: Runtime | undefined;

@@ -10,7 +10,7 @@ import { Problem } from '../lib/problem.js';
 export function adminTokenCheck(adminToken: string, opts: { allowBasic: boolean }) {
   const expected = sha256(adminToken);
   const challenge = opts.allowBasic ? 'Basic realm="skyhook-admin"' : 'Bearer realm="skyhook-admin"';
-  return async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+  return async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     const header = req.headers.authorization ?? '';
     let given = /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim();
     if (given === undefined && opts.allowBasic) {
@@ -18,12 +18,10 @@ export function adminTokenCheck(adminToken: string, opts: { allowBasic: boolean 
       if (basic) given = Buffer.from(basic, 'base64').toString('utf8').split(':').slice(1).join(':');
     }
     if (!constantTimeEqual(sha256(given ?? ''), expected)) {
-      // Set here too: bull-board's routes answer errors with their own handler, which drops Problem headers.
-      reply.header('www-authenticate', challenge);
-      throw new Problem(401, 'Unauthorized', 'This needs the admin token: Authorization: Bearer <ADMIN_TOKEN>.', {
-        code: 'unauthorized',
-        headers: { 'www-authenticate': challenge },
-      });
+      // Answered here rather than thrown: bull-board's routes have their own error handler, which
+      // would answer a thrown Problem as its own JSON (with a stack trace in development).
+      const problem = new Problem(401, 'Unauthorized', 'This needs the admin token: Authorization: Bearer <ADMIN_TOKEN>.', { code: 'unauthorized' });
+      return reply.code(problem.status).header('www-authenticate', challenge).type('application/problem+json').send(problem.body(req.url.split('?')[0]));
     }
   };
 }

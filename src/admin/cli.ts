@@ -8,15 +8,16 @@
  * service: not found, conflict, the marketplace refusing, ...; or the database being unreachable).
  */
 import { readFile } from 'node:fs/promises';
-import { Command, type CommanderError } from 'commander';
+import { Command } from 'commander';
 import { z } from 'zod';
+import { exitOnUsageError, USAGE_EXIT_CODE } from '../lib/cli-usage.js';
+import { decodeJsonBody } from '../lib/json-body.js';
 import { Problem } from '../lib/problem.js';
 import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES, type EventType } from '../marketplace/contract.js';
 import type { Services } from '../services/index.js';
 import * as s from './schemas.js';
 
-/** Bad flags, arguments or body files exit with 2; failures while running with 1. */
-const USAGE_EXIT_CODE = 2;
+/** Failures while running exit with 1; usage errors with USAGE_EXIT_CODE (2). */
 const FAILURE_EXIT_CODE = 1;
 
 export function registerAdminCommands(program: Command): void {
@@ -145,8 +146,7 @@ function registerWebhooks(program: Command): void {
     .action((companyId: string, flags: JsonFlag, cmd: Command) =>
       execute(cmd, async () => {
         const params = validate(cmd, s.companyIdParams, { companyId });
-        const items = await withServices((svc) => svc.webhooks.list(params.companyId));
-        const page = { items, nextCursor: null };
+        const page = await withServices((svc) => svc.webhooks.list(params.companyId));
         emit(flags, s.page(s.webhookSchema), page, () =>
           listing(page, 'webhooks', ['ID', 'AUTH', 'ACTIVE', 'EVENT TYPES', 'TARGET URI'], (w) => [w.id, w.authType, yesNo(w.active), w.eventTypes.join(','), w.targetURI]),
         );
@@ -275,7 +275,7 @@ function registerQuotes(program: Command): void {
           () => validateBody(s.createQuoteBody, file),
         );
         const { quote, created } = await withServices((svc) => svc.quotes.submit(params.companyId, request));
-        emit(flags, s.quoteSchema, quote, () => {
+        emit(flags, s.quoteViewSchema, quote, () => {
           const ids = `tripmsgs ${quote.tripMessageId ?? '-'}, sellerQuote ${quote.sellerQuoteId ?? '-'}, lift ${quote.liftId ?? '-'}`;
           return created
             ? `submitted quote ${quote.id} (${quote.sellerUniqueQuoteIdentifier}): ${ids}`
@@ -294,7 +294,7 @@ function registerQuotes(program: Command): void {
           () => validate(cmd, s.quotesQuery, { liftId: flags.liftId, limit: flags.limit, cursor: flags.cursor }),
         );
         const page = await withServices((svc) => svc.quotes.list(params.companyId, query));
-        emit(flags, s.page(s.quoteSchema), page, () =>
+        emit(flags, s.page(s.quoteViewSchema), page, () =>
           listing(page, 'quotes', ['ID', 'SELLER QUOTE IDENTIFIER', 'REQUEST ID', 'STATUS', 'LIFT ID', 'CREATED'], (q) => [
             q.id,
             q.sellerUniqueQuoteIdentifier,
@@ -309,6 +309,9 @@ function registerQuotes(program: Command): void {
 }
 
 const STATUSES = s.notificationStatus.options.join(', ');
+/** What replay-all selects without flags: the schema's defaults. */
+const REPLAY_DEFAULTS = s.replayBody.parse({});
+const REPLAY_LIMIT = s.replayBody.shape.limit.unwrap();
 
 function registerNotifications(program: Command): void {
   const notifications = group(program, 'notifications', 'received notifications: list, inspect, replay');
@@ -367,16 +370,16 @@ function registerNotifications(program: Command): void {
     .command('replay-all')
     .description('replay every notification matching the filters, oldest first (discarded ones never)')
     .option('--company-id <id>', 'only this company')
-    .option('--status <status>', 'only this status: received, queued, processed, failed', 'failed')
+    .option('--status <status>', `only this status: ${s.replayableStatus.options.join(', ')} (default ${REPLAY_DEFAULTS.status})`)
     .option('--type <type>', 'only this notification type')
-    .option('--limit <n>', 'at most this many (1-10000)', '1000')
+    .option('--limit <n>', `at most this many (${REPLAY_LIMIT.minValue}-${REPLAY_LIMIT.maxValue}, default ${REPLAY_DEFAULTS.limit})`)
     .option('--json', JSON_HELP)
     .action((flags: JsonFlag & { companyId?: string; status?: string; type?: string; limit?: string }, cmd: Command) =>
       execute(cmd, async () => {
         // The API takes this filter as a JSON body, so the limit is a number there, not query text.
         const filter = validate(cmd, s.replayBody, { companyId: flags.companyId, status: flags.status, type: flags.type, limit: numberText(flags.limit) });
         const result = await withServices((svc) => svc.notifications.replayMatching(filter));
-        emit(flags, replayedSchema, result, () => `replayed ${result.replayed} notification(s)`);
+        emit(flags, s.replayedSchema, result, () => `replayed ${result.replayed} notification(s)`);
       }),
     );
 }
@@ -407,9 +410,6 @@ function registerResources(program: Command): void {
     );
 }
 
-/** The answer of POST /admin/notifications/replay (as its route declares it). */
-const replayedSchema = z.object({ replayed: z.number() });
-
 // ---------------------------------------------------------------------------------------------------
 // Command plumbing
 
@@ -428,11 +428,6 @@ function group(program: Command, name: string, description: string): Command {
 
 function addPageOptions(cmd: Command): Command {
   return cmd.option('--limit <n>', 'at most this many (1-500, default 50)').option('--cursor <cursor>', 'continue after the page that returned this nextCursor');
-}
-
-/** Commander exits with 1 on bad flags and 0 after --help; usage errors here exit with 2. */
-function exitOnUsageError(error: CommanderError): never {
-  process.exit(error.exitCode === 0 ? 0 : USAGE_EXIT_CODE);
 }
 
 class UsageError extends Error {
@@ -602,27 +597,32 @@ function got(input: unknown): string {
   return '';
 }
 
-/** The text of a file, or of stdin for "-"; then JSON. Failures are usage errors naming --file. */
+/** A file, or stdin for "-", as JSON the admin API would accept (decodeJsonBody). Failures are usage errors naming --file. */
 async function readJsonFile(path: string | undefined): Promise<unknown> {
   if (path === undefined) throw new UsageError(['--file is required (a JSON file, or - for stdin)']);
   const source = path === '-' ? 'stdin' : path;
-  let text: string;
+  let raw: Buffer;
   try {
-    text = path === '-' ? await readStdin() : await readFile(path, 'utf8');
+    raw = path === '-' ? await readStdinBytes() : await readFile(path);
   } catch (error) {
     throw new UsageError([`--file: cannot read ${source}: ${describeError(error)}`]);
   }
   try {
-    return JSON.parse(text);
+    return decodeJsonBody(raw);
   } catch (error) {
-    throw new UsageError([`--file: ${source} is not JSON: ${describeError(error)}`]);
+    if (error instanceof Problem) throw new UsageError([`--file: ${source}: ${error.detail ?? error.title}`]);
+    throw error;
   }
 }
 
-async function readStdin(): Promise<string> {
+async function readStdinBytes(): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
+}
+
+async function readStdin(): Promise<string> {
+  return (await readStdinBytes()).toString('utf8');
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -4,7 +4,6 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import type { EventType } from '../marketplace/contract.js';
 import type { CompaniesService } from '../services/companies.service.js';
 import type { LeadsService } from '../services/leads.service.js';
@@ -64,7 +63,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
   app.get(
     '/companies/:companyId/webhooks',
     { schema: { ...tags('webhooks'), params: s.companyIdParams, response: { 200: s.page(s.webhookSchema), ...errors } } },
-    async (req) => ({ items: await deps.webhooks.list(req.params.companyId), nextCursor: null }),
+    async (req) => deps.webhooks.list(req.params.companyId),
   );
   app.get(
     '/companies/:companyId/webhooks/:webhookId',
@@ -93,7 +92,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
 
   app.post(
     '/companies/:companyId/quotes',
-    { schema: { ...tags('quotes'), params: s.companyIdParams, body: s.createQuoteBody, response: { 200: s.quoteSchema, 201: s.quoteSchema, ...errors, 409: s.problemSchema, 502: s.problemSchema } } },
+    { schema: { ...tags('quotes'), params: s.companyIdParams, body: s.createQuoteBody, response: { 200: s.quoteViewSchema, 201: s.quoteViewSchema, ...errors, 409: s.problemSchema, 502: s.problemSchema } } },
     async (req, reply) => {
       const { quote, created } = await deps.quotes.submit(req.params.companyId, req.body);
       return reply.code(created ? 201 : 200).send(quote);
@@ -101,7 +100,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
   );
   app.get(
     '/companies/:companyId/quotes',
-    { schema: { ...tags('quotes'), params: s.companyIdParams, querystring: s.quotesQuery, response: { 200: s.page(s.quoteSchema), ...errors } } },
+    { schema: { ...tags('quotes'), params: s.companyIdParams, querystring: s.quotesQuery, response: { 200: s.page(s.quoteViewSchema), ...errors } } },
     async (req) => deps.quotes.list(req.params.companyId, req.query),
   );
 
@@ -119,7 +118,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
 
   app.post(
     '/notifications/replay',
-    { schema: { ...tags('notifications'), body: s.replayBody, response: { 200: z.object({ replayed: z.number() }), ...errors } } },
+    { schema: { ...tags('notifications'), body: s.replayBody, response: { 200: s.replayedSchema, ...errors } } },
     async (req) => deps.notifications.replayMatching(req.body),
   );
 

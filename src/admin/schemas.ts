@@ -110,13 +110,19 @@ export const resourceSchema = z.object({
 
 export const page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), nextCursor: z.string().nullable() });
 
+/** The statuses a replay selects by: every one but `discarded`, which is never replayed. */
+export const replayableStatus = notificationStatus.exclude(['discarded']);
+
 export const replayBody = z.strictObject({
   companyId: z.uuid().optional(),
   /** Default: the failed ones. */
-  status: z.enum(['received', 'queued', 'processed', 'failed']).default('failed'),
+  status: replayableStatus.default('failed'),
   type: z.string().max(128).optional(),
   limit: z.number().int().min(1).max(10_000).default(1000),
 });
+
+/** The answer of POST /admin/notifications/replay. */
+export const replayedSchema = z.object({ replayed: z.number() });
 
 export const leadSchema = z.object({
   id: z.string(),
@@ -139,7 +145,8 @@ export const createQuoteBody = z.strictObject({
   submission: quoteSubmissionSchema,
 });
 
-export const quoteSchema = z.object({
+/** A stored quote, as the admin API shows it (the submission's schema is the marketplace's `quoteSchema`). */
+export const quoteViewSchema = z.object({
   id: z.string(),
   companyId: z.string(),
   requestId: z.string(),

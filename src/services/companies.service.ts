@@ -3,6 +3,7 @@ import { asc, eq, gt } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { companies, type CompanyRow } from '../db/schema/index.js';
 import { decryptSecret, encryptSecret } from '../lib/crypto.js';
+import { decodeCursor, encodeCursor, isUuid } from '../lib/cursor.js';
 import { badRequest, notFound } from '../lib/problem.js';
 import type { ApiConnection } from '../marketplace/client.js';
 
@@ -59,14 +60,15 @@ export function createCompaniesService(deps: CompaniesDeps) {
     },
 
     async list(opts: { limit: number; cursor?: string }): Promise<{ items: CompanyView[]; nextCursor: string | null }> {
+      const after = opts.cursor === undefined ? undefined : decodeCursor(opts.cursor, isUuid);
       const rows = await db
         .select()
         .from(companies)
-        .where(opts.cursor ? gt(companies.id, opts.cursor) : undefined)
+        .where(after ? gt(companies.id, after) : undefined)
         .orderBy(asc(companies.id))
         .limit(opts.limit + 1);
       const items = rows.slice(0, opts.limit).map(companyView);
-      return { items, nextCursor: rows.length > opts.limit ? items.at(-1)!.id : null };
+      return { items, nextCursor: rows.length > opts.limit ? encodeCursor(items.at(-1)!.id) : null };
     },
 
     async get(companyId: string): Promise<CompanyView> {

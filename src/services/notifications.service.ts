@@ -2,7 +2,8 @@
 import { and, asc, desc, eq, inArray, lt, ne, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { notifications, resources, type NotificationRow, type NotificationStatus, type ResourceRow } from '../db/schema/index.js';
-import { Problem, badRequest, notFound } from '../lib/problem.js';
+import { decodeCursor, encodeCursor, isUuid } from '../lib/cursor.js';
+import { Problem, notFound } from '../lib/problem.js';
 import type { FetchEnqueuer } from '../processing/fetch-queue.js';
 
 export interface NotificationView {
@@ -69,19 +70,8 @@ export interface NotificationFilter {
   type?: string;
 }
 
-/** Cursors are opaque to clients: base64url of the last key seen. */
-const encodeCursor = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
-function decodeCursor<T>(cursor: string, valid: (v: unknown) => v is T): T {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (valid(value)) return value;
-  } catch {
-    /* below */
-  }
-  throw badRequest('The cursor is not valid.', [{ field: 'cursor', message: 'is not a cursor this API returned' }]);
-}
 const isId = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
-const isResourceKey = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === 'string');
+const isResourceKey = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && isUuid(v[0]) && typeof v[1] === 'string';
 
 export function createNotificationsService(deps: { db: Database; enqueuer: FetchEnqueuer }) {
   const { db } = deps;

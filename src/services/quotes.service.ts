@@ -2,9 +2,10 @@
  * Quote submission (SPEC §6): validated (the total equals the line items' sum unless allowed),
  * idempotent by sellerUniqueQuoteIdentifier per company, the three ids of the answer stored.
  */
-import { and, desc, eq, lt } from 'drizzle-orm';
+import { and, eq, getTableColumns } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { quotes, type QuoteRow } from '../db/schema/index.js';
+import { newestFirst } from '../lib/cursor.js';
 import { Problem, badRequest } from '../lib/problem.js';
 import type { MarketplaceClient } from '../marketplace/client.js';
 import { ACT_AS_ACCOUNT_HEADER, priceMismatch, submitQuotePath, type QuoteSubmission, type QuoteSubmitted } from '../marketplace/quotes.js';
@@ -53,7 +54,6 @@ const idOf = (part: { id?: unknown } | undefined): string | null => (typeof part
 
 export function createQuotesService(deps: { db: Database; companies: CompaniesService; marketplace: MarketplaceClient; timeoutMs: number }) {
   const { db } = deps;
-  const staleBefore = () => new Date(Date.now() - 2 * deps.timeoutMs);
 
   return {
     async submit(companyId: string, input: QuoteRequest): Promise<{ quote: QuoteView; created: boolean }> {
@@ -65,61 +65,40 @@ export function createQuotesService(deps: { db: Database; companies: CompaniesSe
         ]);
       }
       const { conn } = await deps.companies.connection(companyId);
-      const key = and(eq(quotes.companyId, companyId), eq(quotes.sellerUniqueQuoteIdentifier, quote.sellerUniqueQuoteIdentifier));
-      const { row, created } = await sendOnce<QuoteRow>(
-        {
-          claim: async () =>
-            (
-              await db
-                .insert(quotes)
-                .values({
-                  companyId,
-                  sellerUniqueQuoteIdentifier: quote.sellerUniqueQuoteIdentifier,
-                  requestId: input.requestId,
-                  actAsAccount: input.actAsAccount ?? null,
-                  submission: input.submission,
-                })
-                .onConflictDoNothing()
-                .returning()
-            )[0] ?? null,
-          load: async () => (await db.select().from(quotes).where(key).limit(1))[0],
-          isDone: (r) => r.status === 'created',
-          takeOverIfStale: async (r) =>
-            (await db.update(quotes).set({ updatedAt: new Date() }).where(and(eq(quotes.id, r.id), eq(quotes.status, 'sending'), lt(quotes.updatedAt, staleBefore()))).returning())[0] ?? null,
-          send: async (r) => {
-            const headers = r.actAsAccount ? { [ACT_AS_ACCOUNT_HEADER]: r.actAsAccount } : undefined;
-            const answer = await marketplaceCall(() => deps.marketplace.call<QuoteSubmitted>(conn, 'POST', submitQuotePath(r.requestId), { body: r.submission, headers, operation: 'quotes.submit' }));
-            const ids = { tripMessageId: idOf(answer?.tripmsgs), sellerQuoteId: idOf(answer?.sellerQuote), liftId: idOf(answer?.lift) };
-            if (!ids.tripMessageId || !ids.sellerQuoteId || !ids.liftId) {
-              // Submitted, but the ids the seed requires us to keep are missing: keep the row, say so.
-              await db.update(quotes).set({ status: 'created', response: answer ?? null, ...ids, updatedAt: new Date() }).where(eq(quotes.id, r.id));
-              throw new Problem(502, 'Bad Gateway', 'The marketplace accepted the quote, but its answer lacks tripmsgs.id, sellerQuote.id or lift.id.', {
-                code: 'marketplace_invalid_response',
-              });
-            }
-            const [done] = await db.update(quotes).set({ status: 'created', response: answer, ...ids, updatedAt: new Date() }).where(eq(quotes.id, r.id)).returning();
-            return done!;
-          },
-          release: async (r) => {
-            await db.delete(quotes).where(and(eq(quotes.id, r.id), eq(quotes.status, 'sending')));
-          },
+      const { row, created } = await sendOnce(db, {
+        table: quotes,
+        key: ['companyId', 'sellerUniqueQuoteIdentifier'],
+        values: { companyId, sellerUniqueQuoteIdentifier: quote.sellerUniqueQuoteIdentifier, requestId: input.requestId, actAsAccount: input.actAsAccount ?? null, submission: input.submission },
+        callTimeoutMs: deps.timeoutMs,
+        send: async (r) => {
+          const headers = r.actAsAccount ? { [ACT_AS_ACCOUNT_HEADER]: r.actAsAccount } : undefined;
+          const answer = await marketplaceCall(() => deps.marketplace.call<QuoteSubmitted>(conn, 'POST', submitQuotePath(r.requestId), { body: r.submission, headers, operation: 'quotes.submit' }));
+          const ids = { tripMessageId: idOf(answer?.tripmsgs), sellerQuoteId: idOf(answer?.sellerQuote), liftId: idOf(answer?.lift) };
+          if (!ids.tripMessageId || !ids.sellerQuoteId || !ids.liftId) {
+            // Submitted, but the ids the seed requires us to keep are missing: keep the row, say so.
+            await db.update(quotes).set({ status: 'created', response: answer ?? null, ...ids, updatedAt: new Date() }).where(eq(quotes.id, r.id));
+            throw new Problem(502, 'Bad Gateway', 'The marketplace accepted the quote, but its answer lacks tripmsgs.id, sellerQuote.id or lift.id.', {
+              code: 'marketplace_invalid_response',
+            });
+          }
+          const [done] = await db.update(quotes).set({ status: 'created', response: answer, ...ids, updatedAt: new Date() }).where(eq(quotes.id, r.id)).returning();
+          return done!;
         },
-        deps.timeoutMs + 5000,
-      );
+      });
       return { quote: view(row), created };
     },
 
     /** Newest first; `liftId` finds the quote for an availability upload's activity.tripId. */
     async list(companyId: string, opts: { liftId?: string; limit: number; cursor?: string }): Promise<{ items: QuoteView[]; nextCursor: string | null }> {
+      const keyset = newestFirst(quotes, opts.cursor);
       await deps.companies.get(companyId);
       const rows = await db
-        .select()
+        .select({ ...getTableColumns(quotes), position: keyset.position })
         .from(quotes)
-        .where(and(eq(quotes.companyId, companyId), opts.liftId ? eq(quotes.liftId, opts.liftId) : undefined, opts.cursor ? lt(quotes.createdAt, new Date(opts.cursor)) : undefined))
-        .orderBy(desc(quotes.createdAt))
+        .where(and(eq(quotes.companyId, companyId), opts.liftId ? eq(quotes.liftId, opts.liftId) : undefined, keyset.where))
+        .orderBy(...keyset.orderBy)
         .limit(opts.limit + 1);
-      const items = rows.slice(0, opts.limit).map(view);
-      return { items, nextCursor: rows.length > opts.limit ? items.at(-1)!.createdAt : null };
+      return keyset.page(rows, opts.limit, view);
     },
   };
 }

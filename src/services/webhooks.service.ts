@@ -120,10 +120,11 @@ export function createWebhooksService(deps: WebhooksDeps) {
       }
     },
 
-    async list(companyId: string): Promise<WebhookView[]> {
+    /** All of them, as one page (a company has a handful). */
+    async list(companyId: string): Promise<{ items: WebhookView[]; nextCursor: null }> {
       await deps.companies.get(companyId);
       const rows = await db.select().from(webhooks).where(eq(webhooks.companyId, companyId)).orderBy(asc(webhooks.createdAt));
-      return rows.map(view);
+      return { items: rows.map(view), nextCursor: null };
     },
 
     async get(companyId: string, webhookId: string): Promise<WebhookView> {

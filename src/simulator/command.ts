@@ -1,7 +1,8 @@
 /** CLI: `simulator` runs the marketplace simulator; `simulator fire` fires events at a running one. */
 import { readFileSync } from 'node:fs';
-import { Command, InvalidArgumentError, Option, type CommanderError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { z } from 'zod';
+import { exitOnUsageError, USAGE_EXIT_CODE } from '../lib/cli-usage.js';
 import { EVENT_TYPES } from '../marketplace/contract.js';
 import { describeIssues, fetchFailureReason } from './errors.js';
 import { DEFAULT_HOST, startSimulator } from './server.js';
@@ -11,8 +12,6 @@ import type { CompanyAccount, EmittedNotification, Faults, Simulator } from './t
 const DEFAULT_PORT = 4010;
 const DEFAULT_URL = `http://127.0.0.1:${DEFAULT_PORT}`;
 const FIRE_TIMEOUT_MS = 60_000;
-/** Bad flags exit with 2 (usage error), as opposed to 1 for a failure while running. */
-const USAGE_EXIT_CODE = 2;
 
 interface StartFlags {
   port: number;
@@ -188,11 +187,6 @@ function fireSummary(flags: FireFlags, notifications: EmittedNotification[]): st
   return webhooks > 0
     ? `${fired}; ${deliveries} deliveries queued to ${webhooks} webhook(s)`
     : `${fired}; no active webhook of ${flags.company} subscribes to ${flags.event}, so nothing was delivered`;
-}
-
-/** Commander exits with 1 on bad flags and 0 after --help; usage errors here exit with 2. */
-function exitOnUsageError(error: CommanderError): never {
-  process.exit(error.exitCode === 0 ? 0 : USAGE_EXIT_CODE);
 }
 
 /** Number(value), but NaN for blank text, which Number() would read as 0. */

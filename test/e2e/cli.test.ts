@@ -8,9 +8,9 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deleteKeysWithPrefix } from '../../src/lib/redis.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
 
@@ -77,13 +77,7 @@ afterAll(async () => {
   await db?.drop();
   if (dir) await rm(dir, { recursive: true, force: true });
   // The replay queued a job under this file's prefix; nothing consumes it.
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  try {
-    await redis.connect();
-    for await (const keys of redis.scanStream({ match: `${prefix}*`, count: 500 }) as AsyncIterable<string[]>) if (keys.length > 0) await redis.del(...keys);
-  } finally {
-    redis.disconnect();
-  }
+  await deleteKeysWithPrefix(REDIS_URL, prefix);
 });
 
 const lead = {
@@ -283,5 +277,18 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     expect(runs[0]!.stdout).toContain('--api-base-url <url>');
     expect(runs[1]!.stdout).toContain('--active <true|false>');
     expect(runs[2]!.stdout).toContain('--status <status>');
+  });
+});
+
+describe('skyhook admin CLI body files', { timeout: 60_000 }, () => {
+  it('refuses a --file with text PostgreSQL cannot store (NUL, a lone surrogate) as a usage error naming --file', async () => {
+    const runs = await Promise.all([
+      skyhook(['leads', 'create', randomUUID(), '--file', '-'], JSON.stringify({ ...lead, clientIdentifier: 'cli-nul\u0000' })),
+      skyhook(['quotes', 'submit', randomUUID(), '--file', '-'], JSON.stringify({ ...quoteRequest, requestId: 'lift-\ud800' })),
+    ]);
+    for (const run of runs) {
+      expect(run, run.stderr).toMatchObject({ code: 2, stdout: '' });
+      expect(run.stderr).toMatch(/^skyhook: --file: stdin: .*NUL character or a lone surrogate/m);
+    }
   });
 });

@@ -1,7 +1,7 @@
 /** The rest of SPEC §7: bulk replay, the OpenAPI document and UI, the queue dashboard, the SQL views. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
-import { ADMIN_TOKEN, eventually } from '../helpers/skyhook.js';
+import { ADMIN_TOKEN, eventually, startSkyhook } from '../helpers/skyhook.js';
 
 let s: Scenario;
 let companyId: string;
@@ -53,6 +53,31 @@ describe('OpenAPI and the dashboard', () => {
     const api = await fetch(`${s.skyhook.url}/admin/queues/api/queues`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(api.status).toBe(200);
     expect(JSON.stringify(await api.json())).toContain('"fetch"');
+  });
+});
+
+describe('the dashboard refuses like the rest of the admin API', () => {
+  it('answers a refused /admin/queues request with a problem (no stack) and the Basic challenge', async () => {
+    for (const path of ['/admin/queues', '/admin/queues/api/queues']) {
+      const res = await fetch(`${s.skyhook.url}${path}`, { headers: { authorization: 'Bearer wrong-token-wrong-token' } });
+      expect(res.status, path).toBe(401);
+      expect(res.headers.get('content-type'), path).toContain('application/problem+json');
+      expect(res.headers.get('www-authenticate'), path).toBe('Basic realm="skyhook-admin"');
+      const body = (await res.json()) as Record<string, unknown>;
+      expect(body, path).toMatchObject({ type: 'about:blank', title: 'Unauthorized', status: 401, code: 'unauthorized' });
+      expect(body, path).not.toHaveProperty('stack');
+    }
+  });
+
+  it('counts refused dashboard requests as failed authentications', async () => {
+    const limited = await startSkyhook({ databaseUrl: s.db.url, queuePrefix: s.prefix, role: 'api', env: { AUTH_FAILURE_LIMIT: '3' } });
+    try {
+      const statuses = [];
+      for (let i = 0; i < 4; i++) statuses.push((await fetch(`${limited.url}/admin/queues`)).status);
+      expect(statuses).toEqual([401, 401, 401, 429]);
+    } finally {
+      await limited.stop();
+    }
   });
 });
 

@@ -60,6 +60,21 @@ describe('companies', () => {
     expect((await s.skyhook.admin('GET', '/companies/nope')).status).toBe(400);
   });
 
+  it('pages companies with an opaque cursor, and answers one it did not return with a 400 naming cursor', async () => {
+    for (const name of ['Pager One', 'Pager Two']) await s.skyhook.admin('POST', '/companies', { name, apiBaseUrl: s.sim.apiBaseUrl, apiToken: 't' });
+    const first = await s.skyhook.admin('GET', '/companies?limit=1');
+    expect(first.status).toBe(200);
+    expect(first.body.nextCursor).toEqual(expect.any(String));
+    const second = await s.skyhook.admin('GET', `/companies?limit=1&cursor=${encodeURIComponent(first.body.nextCursor)}`);
+    expect(second.status).toBe(200);
+    expect(second.body.items[0].id > first.body.items[0].id).toBe(true);
+    for (const cursor of ['garbage', first.body.items[0].id.slice(0, 8)]) {
+      const res = await s.skyhook.admin('GET', `/companies?cursor=${cursor}`);
+      expect(res.status, cursor).toBe(400);
+      expect(res.body.errors.map((e: { field: string }) => e.field)).toContain('cursor');
+    }
+  });
+
   it('refuses a body that is not JSON with a problem', async () => {
     const res = await fetch(`${s.skyhook.url}/admin/companies`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: '{"name":' });
     expect(res.status).toBe(400);
@@ -180,6 +195,17 @@ describe('notifications and resources', () => {
     const resources = await s.skyhook.admin('GET', `/resources?companyId=${companyId}&type=rfqs`);
     expect(resources.body.items).toHaveLength(5);
     expect(resources.body.items[0]).toMatchObject({ companyId, type: 'rfqs', version: 1 });
+  });
+});
+
+describe('resource pages', () => {
+  it('answer a cursor whose company is not a UUID, or whose href PostgreSQL cannot take, with a 400 naming cursor', async () => {
+    const cursor = (key: unknown) => Buffer.from(JSON.stringify(key)).toString('base64url');
+    for (const key of [['acme', 'http://x/api/rfqs/1'], ['00000000-0000-4000-8000-000000000000', 'http://x/\u0000']]) {
+      const res = await s.skyhook.admin('GET', `/resources?cursor=${cursor(key)}`);
+      expect(res.status, JSON.stringify(key)).toBe(400);
+      expect(res.body.errors.map((e: { field: string }) => e.field)).toContain('cursor');
+    }
   });
 });
 

@@ -95,6 +95,20 @@ describe('client leads', () => {
     expect(s.sim.report().calls.leads).toBe(calls + 1);
   });
 
+  it('takes over a lead left sending by a crashed process once it is stale, and sends it once', async () => {
+    const id = uid('crashed');
+    await s.sql.query(`INSERT INTO leads (company_id, client_identifier, kind, request, updated_at) VALUES ($1, $2, 'client_search', $3, now() - interval '1 hour')`, [
+      companyId,
+      id,
+      JSON.stringify(clientSearchLead(id)),
+    ]);
+    const calls = s.sim.report().calls.leads;
+    const answers = await Promise.all(Array.from({ length: 3 }, () => postLead(clientSearchLead(id))));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 201]);
+    expect(answers[0]!.body).toMatchObject({ clientIdentifier: id, status: 'created', remoteId: expect.stringMatching(/^lead_/) });
+    expect(s.sim.report().calls.leads).toBe(calls + 1);
+  });
+
   it('creates an empty leg lead, and links the ClientLeads resource Skyhook then fetches', async () => {
     const id = uid('empty');
     const res = await postLead(emptyLegLead(id));
@@ -177,5 +191,42 @@ describe('quotes', () => {
     expect(answers.filter((a) => a.status === 200)).toHaveLength(9);
     expect(new Set(answers.map((a) => a.body.sellerQuoteId)).size).toBe(1);
     expect(s.sim.report().calls.quotes).toBe(calls + 1);
+  });
+});
+
+describe('lead and quote pages', () => {
+  it('answer a cursor they did not return with a 400 naming cursor', async () => {
+    for (const path of [`/companies/${companyId}/leads?cursor=garbage`, `/companies/${companyId}/quotes?cursor=garbage`, `/companies/${companyId}/leads?cursor=2024-13-45`]) {
+      const res = await s.skyhook.admin('GET', path);
+      expect(res.status, path).toBe(400);
+      expect(fields(res), path).toContain('cursor');
+    }
+  });
+
+  it('page newest first without skipping rows created in the same millisecond', async () => {
+    const { companyId: pager } = await s.company('pager', { eventTypes: ['ClientLeads'] });
+    // Five rows one microsecond apart (a JS Date keeps milliseconds only), two of them at the same instant.
+    const at = ['2031-01-01 00:00:00.000100+00', '2031-01-01 00:00:00.000200+00', '2031-01-01 00:00:00.000300+00', '2031-01-01 00:00:00.000300+00', '2031-01-01 00:00:00.000400+00'];
+    for (const [i, createdAt] of at.entries()) {
+      await s.sql.query(`INSERT INTO leads (company_id, client_identifier, kind, status, request, created_at) VALUES ($1, $2, 'client_search', 'created', '{}', $3)`, [pager, `same-ms-${i}`, createdAt]);
+      await s.sql.query(`INSERT INTO quotes (company_id, seller_unique_quote_identifier, request_id, status, submission, created_at) VALUES ($1, $2, 'r', 'created', '{}', $3)`, [pager, `same-ms-${i}`, createdAt]);
+    }
+    for (const kind of ['leads', 'quotes']) {
+      const seen: { id: string; createdAt: string }[] = [];
+      let cursor: string | null = null;
+      do {
+        const res: { status: number; body: { items: { id: string; createdAt: string }[]; nextCursor: string | null } } = await s.skyhook.admin(
+          'GET',
+          `/companies/${pager}/${kind}?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        );
+        expect(res.status).toBe(200);
+        seen.push(...res.body.items);
+        cursor = res.body.nextCursor;
+      } while (cursor);
+      expect(seen, kind).toHaveLength(5);
+      expect(new Set(seen.map((r) => r.id)).size, kind).toBe(5);
+      const order = await s.sql.query(`SELECT id FROM ${kind} WHERE company_id = $1 ORDER BY created_at DESC, id DESC`, [pager]);
+      expect(seen.map((r) => r.id), kind).toEqual(order.rows.map((r: { id: string }) => r.id));
+    }
   });
 });

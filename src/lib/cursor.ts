@@ -1,0 +1,50 @@
+/**
+ * List cursors, opaque to clients: base64url of the last key seen. A cursor this API did not return
+ * is a 400 naming `cursor`, never a query error.
+ */
+import { desc, sql } from 'drizzle-orm';
+import type { PgColumn } from 'drizzle-orm/pg-core';
+import { hasUnstorableText } from './json-body.js';
+import { badRequest } from './problem.js';
+
+export const encodeCursor = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
+
+export function decodeCursor<T>(cursor: string, valid: (v: unknown) => v is T): T {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    // Text PostgreSQL cannot take (NUL, a lone surrogate) would fail the query, not name the cursor.
+    if (valid(value) && !hasUnstorableText(value)) return value;
+  } catch {
+    /* below */
+  }
+  throw badRequest('The cursor is not valid.', [{ field: 'cursor', message: 'is not a cursor this API returned' }]);
+}
+
+export const isUuid = (v: unknown): v is string => typeof v === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v);
+
+/** A UTC timestamp to the microsecond, as `position` writes it, that is a real date. */
+const isMicrosecondTime = (v: unknown): v is string => {
+  const ms = typeof v === 'string' ? /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3})\d{3}Z$/.exec(v)?.[1] : undefined;
+  return ms !== undefined && new Date(`${ms}Z`).toISOString() === `${ms}Z`;
+};
+const isCreatedAtKey = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && isMicrosecondTime(v[0]) && isUuid(v[1]);
+
+/**
+ * Pages newest first on (created_at, id). created_at goes into the cursor as text to the microsecond,
+ * as PostgreSQL keeps it: a JS Date keeps milliseconds only, and rows of the same millisecond would be skipped.
+ */
+export function newestFirst(table: { id: PgColumn; createdAt: PgColumn }, cursor: string | undefined) {
+  const after = cursor === undefined ? undefined : decodeCursor(cursor, isCreatedAtKey);
+  return {
+    /** Select it with the row (`position`), so `page` can write the next cursor. */
+    position: sql<string>`to_char(${table.createdAt} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
+    where: after ? sql`(${table.createdAt}, ${table.id}) < (${after[0]}::timestamptz, ${after[1]}::uuid)` : undefined,
+    orderBy: [desc(table.createdAt), desc(table.id)],
+    /** `rows` as fetched with `limit + 1`: the page and the cursor of the next one. */
+    page<R extends { id: string; position: string }, V>(rows: R[], limit: number, view: (row: R) => V): { items: V[]; nextCursor: string | null } {
+      const items = rows.slice(0, limit);
+      const last = items.at(-1);
+      return { items: items.map(view), nextCursor: rows.length > limit && last ? encodeCursor([last.position, last.id]) : null };
+    },
+  };
+}
