@@ -22,6 +22,7 @@ import { NotificationWriter } from './receiver/ingest.js';
 import { NonceStore } from './receiver/nonces.js';
 import { createServices } from './services/index.js';
 
+const WORKER_DB_CONNECTIONS = 8;
 /** A producer never waits longer than this for Redis: the relay covers what it could not queue. */
 const ENQUEUE_TIMEOUT_MS = 1000;
 
@@ -85,7 +86,9 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
   }
 
   if (runsWorker) {
-    const workerDb = connectDatabase(config.databaseUrl, { max: Math.min(config.fetch.concurrency + 2, 100), applicationName: 'skyhook-worker' });
+    // The jobs share their statements (fetch-start.ts, snapshots.ts), so a few connections serve any
+    // concurrency; the rest wait for rare per-job writes (a failure, a gone resource).
+    const workerDb = connectDatabase(config.databaseUrl, { max: Math.min(config.fetch.concurrency, WORKER_DB_CONNECTIONS), applicationName: 'skyhook-worker' });
     const connection = connectRedis(config, 'worker', 'skyhook-worker');
     workers = createFetchWorkers({
       db: workerDb.db,
