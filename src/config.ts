@@ -61,7 +61,7 @@ const envSchema = z
     FETCH_ATTEMPTS: int(1, 100).default(12),
     FETCH_BACKOFF_BASE_MS: int(10, 600_000).default(2000),
     FETCH_BACKOFF_MAX_MS: int(100, 86_400_000).default(15 * 60_000),
-    WORKER_CONCURRENCY: int(1, 1000).default(32),
+    WORKER_CONCURRENCY: int(1, 1000).default(128),
     MARKETPLACE_TIMEOUT_MS: int(100, 120_000).default(15_000),
     ROTATION_GRACE_HOURS: z.coerce.number().min(0).max(24 * 30).default(24),
     OAUTH_TIMESTAMP_SKEW_S: int(1, 3600).default(300),

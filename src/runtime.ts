@@ -13,6 +13,7 @@ import { prepareDatabase } from './db/migrate.js';
 import { connectRedis, redisReady, withTimeout } from './lib/redis.js';
 import { createFetchQueue, FetchEnqueuer } from './processing/fetch-queue.js';
 import { createFetchWorkers } from './processing/fetch-worker.js';
+import { IngestFirst } from './processing/ingest-first.js';
 import { builtInHandlers, type HandlerRegistry } from './processing/handlers/index.js';
 import { Relay } from './processing/relay.js';
 import { startRetention } from './processing/retention.js';
@@ -56,6 +57,9 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
   const closers: (() => Promise<unknown>)[] = [];
   let app: FastifyInstance | undefined;
   let workers: Worker[] = [];
+  // One event loop for both: the workers yield to a busy receiver (processing/ingest-first.ts).
+  const ingestFirst = runsApi && runsWorker ? new IngestFirst(config.fetch.concurrency, (n) => metrics.workerConcurrency.set(n)) : undefined;
+  metrics.workerConcurrency.set(runsWorker ? config.fetch.concurrency : 0);
 
   if (runsApi) {
     const directory = new WebhookDirectory(api.db, config.secretKey);
@@ -76,6 +80,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
         requireHttpsHrefs: config.requireHttpsHrefs,
         oauthTimestampSkewS: config.oauthTimestampSkewS,
         metrics,
+        answered: ingestFirst && ((ms) => ingestFirst.answer(ms)),
       },
       admin: { adminToken: config.adminToken, ...services },
       queues: [queue],
@@ -102,6 +107,8 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
       requeue: (companyId, href) => enqueuer.enqueue([{ companyId, href }]),
       metrics,
     });
+    ingestFirst?.start(workers);
+    closers.push(async () => ingestFirst?.stop());
     const retention = await startRetention({ connection, prefix: config.queuePrefix, pool: workerDb.pool, retentionDays: config.retentionDays, log });
     for (const worker of workers) {
       worker.on('error', (err) => log.warn({ err: String(err) }, 'worker error'));

@@ -35,6 +35,11 @@ export function createMetrics() {
       labelNames: ['operation', 'outcome'] as const,
       registers: [registry],
     }),
+    workerConcurrency: new Gauge({
+      name: 'skyhook_worker_concurrency',
+      help: 'Fetch jobs this process may run at once: WORKER_CONCURRENCY, lowered while the receiver in the same process is flooded (role all)',
+      registers: [registry],
+    }),
     queueDepth: new Gauge({ name: 'skyhook_queue_depth', help: 'Jobs in the fetch queue by state', labelNames: ['state'] as const, registers: [registry] }),
     oldestPendingAge: new Gauge({
       name: 'skyhook_oldest_pending_age_seconds',

@@ -16,6 +16,7 @@ import { CLAIM_LIMIT, FetchStarts } from './fetch-start.js';
 import { CompanyConnections } from './company-connections.js';
 import { MarketplaceClient } from '../marketplace/client.js';
 import { fetchResource } from './fetch-resource.js';
+import { concurrencyShare } from './ingest-first.js';
 import type { HandlerRegistry } from './handlers/index.js';
 import { markFailed, markGone, recordAttempt, SnapshotStore } from './snapshots.js';
 
@@ -87,7 +88,7 @@ export function createFetchWorkers(deps: FetchWorkerDeps): Worker<FetchJobData>[
         connection: deps.connection,
         prefix: deps.prefix,
         // Split so the process runs at most WORKER_CONCURRENCY jobs at once.
-        concurrency: Math.floor(deps.fetch.concurrency / count) + (i < deps.fetch.concurrency % count ? 1 : 0),
+        concurrency: concurrencyShare(deps.fetch.concurrency, count, i),
         settings: {
           backoffStrategy: (attemptsMade, type, err) => (type === FETCH_BACKOFF ? fetchBackoff(attemptsMade, err, deps.fetch) : 1000),
         },

@@ -28,6 +28,8 @@ export interface ReceiverDeps {
   requireHttpsHrefs: boolean;
   oauthTimestampSkewS: number;
   metrics: Pick<Metrics, 'received'>;
+  /** Told how long each answer took (role `all`: the workers yield to a busy receiver, processing/ingest-first.ts). */
+  answered?: (ms: number) => void;
 }
 
 interface Authenticated {
@@ -116,6 +118,7 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
   };
 
   app.addHook('onResponse', async (req, reply) => {
+    deps.answered?.(reply.elapsedTime);
     if (reply.statusCode >= 400) deps.metrics.received.inc({ outcome: String(reply.statusCode), company: req.notificationAuth?.webhook.companyId ?? 'unknown' });
   });
 

@@ -49,8 +49,8 @@ function start(name: string, role: 'api' | 'worker'): Promise<SkyhookProcess> {
       FETCH_BACKOFF_MAX_MS: '2000',
       RELAY_INTERVAL_MS: '500',
       RELAY_GRACE_MS: '1000',
-      // PostgreSQL connections per process: DB_POOL_SIZE (+1 listener in an api), plus WORKER_CONCURRENCY + 2
-      // in a worker: about 26 for the four, since the test file running beside this one shares max_connections.
+      // PostgreSQL connections per process: DB_POOL_SIZE (+1 listener in an api); a worker adds
+      // min(WORKER_CONCURRENCY, 8): about 22 for the four, since the test file running beside this one shares max_connections.
       DB_POOL_SIZE: '3',
       WORKER_CONCURRENCY: '4',
       SHUTDOWN_TIMEOUT_MS: '5000',

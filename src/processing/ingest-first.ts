@@ -1,0 +1,78 @@
+/**
+ * Ingest first (role `all` only): the receiver and the fetch workers share one process, and the answer
+ * to a notification is the critical path. The marketplace waits for it, and a slow answer turns into a
+ * retry. Processing may lag a little: the rows are committed and the jobs wait in Redis.
+ *
+ * The signal is the receiver's backlog: how many notifications were waiting for their answer, on
+ * average, over the last INTERVAL_MS (Little's law: the answers' total time divided by the interval).
+ * More than BUSY_IN_FLIGHT means notifications arrive faster than the process answers them, so the
+ * workers' concurrency is halved, down to one job per BullMQ Worker, which keeps processing going under a
+ * sustained flood. Fewer than CALM_IN_FLIGHT doubles it back up to WORKER_CONCURRENCY. A steady rate the
+ * process keeps up with has a handful in flight (500/s answered in 10 ms is 5), so nothing is held back;
+ * the README's Performance section has the figures.
+ */
+const INTERVAL_MS = 250;
+const BUSY_IN_FLIGHT = 32;
+const CALM_IN_FLIGHT = 16;
+
+/** What a BullMQ Worker offers: its concurrency can be changed while it runs. */
+export interface Throttleable {
+  concurrency: number;
+}
+
+/** Worker i's share of a total concurrency split over `count` workers (every worker gets at least 1). */
+export const concurrencyShare = (total: number, count: number, i: number): number =>
+  Math.max(1, Math.floor(total / count) + (i < total % count ? 1 : 0));
+
+export class IngestFirst {
+  /** The answers' total time since the last step, in ms. */
+  private answerMs = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private workers: Throttleable[] = [];
+  private current: number;
+
+  constructor(
+    private readonly max: number,
+    private readonly onChange: (concurrency: number) => void = () => {},
+  ) {
+    this.current = max;
+  }
+
+  /** The receiver answered one notification (any status) after `ms`. */
+  answer(ms: number): void {
+    this.answerMs += ms;
+  }
+
+  start(workers: Throttleable[]): void {
+    this.workers = workers;
+    let last = performance.now();
+    this.timer = setInterval(() => {
+      const now = performance.now();
+      this.tick(now - last);
+      last = now;
+    }, INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  get concurrency(): number {
+    return this.current;
+  }
+
+  /** One control step over the answers of the last `elapsedMs` (the timer calls it; so can a test). */
+  tick(elapsedMs: number): void {
+    const inFlight = this.answerMs / elapsedMs;
+    this.answerMs = 0;
+    let next = this.current;
+    if (inFlight > BUSY_IN_FLIGHT) next = Math.ceil(this.current / 2);
+    else if (inFlight < CALM_IN_FLIGHT) next = this.current * 2;
+    next = Math.min(this.max, Math.max(this.workers.length || 1, next));
+    if (next === this.current) return;
+    this.current = next;
+    this.workers.forEach((w, i) => (w.concurrency = concurrencyShare(next, this.workers.length, i)));
+    this.onChange(next);
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * Ingest first, in a real `all` process: a flood of notifications lowers the workers' concurrency while
+ * the receiver is busy (skyhook_worker_concurrency shows it), nothing is lost, and the concurrency is
+ * back to WORKER_CONCURRENCY once the flood is over.
+ */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startScenario, type Scenario } from '../helpers/scenario.js';
+
+const CONCURRENCY = 64;
+const FLOOD = 3000;
+
+let s: Scenario;
+beforeAll(async () => {
+  s = await startScenario({ env: { FETCH_MIN_INTERVAL_MS: '0', WORKER_CONCURRENCY: String(CONCURRENCY) }, sim: { deliveryConcurrency: 128 } });
+  await s.company('acme');
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+const workerConcurrency = () => s.skyhook.runtime.workers.reduce((sum, w) => sum + w.concurrency, 0);
+const gauge = async () => Number(/^skyhook_worker_concurrency (\d+)$/m.exec(await (await fetch(`${s.skyhook.url}/metrics`)).text())?.[1]);
+
+it('holds processing back while the receiver is flooded, processes everything, then runs at full concurrency again', async () => {
+  expect(workerConcurrency()).toBe(CONCURRENCY);
+  expect(await gauge()).toBe(CONCURRENCY);
+
+  let lowest = CONCURRENCY;
+  const sampler = setInterval(() => (lowest = Math.min(lowest, workerConcurrency())), 20);
+  s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', count: FLOOD, resources: FLOOD });
+  const counts = await s.settled(FLOOD, 90_000);
+  clearInterval(sampler);
+
+  expect(counts).toEqual({ processed: FLOOD });
+  expect(lowest).toBeLessThan(CONCURRENCY);
+  // Calm again: the concurrency doubles back every 250 ms.
+  await expect.poll(workerConcurrency, { timeout: 5000, interval: 100 }).toBe(CONCURRENCY);
+  expect(await gauge()).toBe(CONCURRENCY);
+}, 120_000);
