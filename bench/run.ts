@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import OAuth from 'oauth-1.0a';
 import pg from 'pg';
+import { Pool } from 'undici';
 import { encryptSecret, randomToken, sha256 } from '../src/lib/crypto.js';
 import { deleteKeysWithPrefix } from '../src/lib/redis.js';
 
@@ -49,14 +50,23 @@ function build(): void {
   if (tsc.status !== 0) throw new Error('npm run build failed');
 }
 
+/** The NODE_OPTIONS the container image runs Skyhook with (its Dockerfile's ENV), so the bench measures the same process. */
+function imageNodeOptions(): string {
+  const options = /^\s*NODE_OPTIONS=(\S+)/m.exec(readFileSync(new URL('../Dockerfile', import.meta.url), 'utf8'))?.[1];
+  if (!options) throw new Error('the Dockerfile sets no NODE_OPTIONS');
+  return options;
+}
+
 async function startSkyhook(): Promise<ChildProcess> {
   // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles Skyhook during the run.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  log(`Skyhook runs with NODE_OPTIONS=${imageNodeOptions()} (as in the image)`);
   const child = spawn(process.execPath, [...nodeArgs, 'dist/cli.js', 'start'], {
     env: {
       ...process.env,
       // development: the bench's hrefs are plain http on loopback, which production refuses.
       NODE_ENV: 'development',
+      NODE_OPTIONS: imageNodeOptions(),
       DATABASE_URL,
       PORT: String(PORTS.skyhook),
       PUBLIC_BASE_URL: SKYHOOK_URL,
@@ -139,6 +149,47 @@ async function load(opts: { url: string; setup: (req: autocannon.Request) => aut
   return figures;
 }
 
+/**
+ * A steady rate: request i leaves at start + i/rate seconds. autocannon's rate limit is not steady: each
+ * connection sends its whole quota for the second back to back, then waits for the next second, so
+ * "500/s" there is a burst every second, and the latency measured would be the burst's queueing.
+ */
+async function paced(opts: { url: string; rate: number; count: number; connections: number; request: () => { headers: Record<string, string>; body: string } }): Promise<LoadResult> {
+  const target = new URL(opts.url);
+  const pool = new Pool(target.origin, { connections: opts.connections });
+  const latencies: number[] = [];
+  let ok = 0;
+  let failed = 0;
+  const sent: Promise<void>[] = [];
+  const started = performance.now();
+  for (let i = 0; i < opts.count; i++) {
+    const due = started + (i * 1000) / opts.rate;
+    const wait = due - performance.now();
+    if (wait > 1) await sleep(wait);
+    const { headers, body } = opts.request();
+    const t0 = performance.now();
+    sent.push(
+      pool.request({ path: target.pathname, method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body }).then(
+        async (res) => {
+          await res.body.dump();
+          latencies.push(performance.now() - t0);
+          if (res.statusCode >= 200 && res.statusCode < 300) ok++;
+          else failed++;
+        },
+        () => void failed++,
+      ),
+    );
+  }
+  await Promise.all(sent);
+  const duration = (performance.now() - started) / 1000;
+  await pool.close();
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN);
+  const figures = { rps: ok / duration, p50: at(0.5), p99: at(0.99), non2xx: failed };
+  log(`    ${Math.round(figures.rps)} req/s, p50 ${figures.p50} ms, p99 ${figures.p99} ms${figures.non2xx ? `, ${figures.non2xx} not 2xx` : ''}`);
+  return figures;
+}
+
 /** Peak resident memory of a process so far (VmHWM), in MB. */
 const peakRssMb = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
@@ -215,7 +266,7 @@ async function main(): Promise<void> {
   log('5/6 received -> processed latency at a steady 500 notifications/s');
   start = await maxId(sql);
   const steadyCount = 500 * DURATION_S;
-  await load({ url: `${SKYHOOK_URL}${seeded.basic.path}`, amount: steadyCount, overallRate: 500, connections: 16, setup: (r) => ({ ...r, headers: { ...r.headers, authorization: seeded.basic.authorization }, body: notification(`steady-${seq++}`) }) });
+  await paced({ url: `${SKYHOOK_URL}${seeded.basic.path}`, rate: 500, count: steadyCount, connections: 16, request: () => ({ headers: { authorization: seeded.basic.authorization }, body: notification(`steady-${seq++}`) }) });
   await waitProcessed(sql, start, steadyCount);
   const { rows: lat } = await sql.query(
     `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99
