@@ -38,7 +38,7 @@ export class IngestFirst {
     this.current = max;
   }
 
-  /** The receiver answered one notification (any status) after `ms`. */
+  /** The receiver accepted one notification and answered after `ms`. */
   answer(ms: number): void {
     this.answerMs += ms;
   }

@@ -28,7 +28,7 @@ export interface ReceiverDeps {
   requireHttpsHrefs: boolean;
   oauthTimestampSkewS: number;
   metrics: Pick<Metrics, 'received'>;
-  /** Told how long each answer took (role `all`: the workers yield to a busy receiver, processing/ingest-first.ts). */
+  /** Told how long each accepted notification's answer took (role `all`: the workers yield to a busy receiver, processing/ingest-first.ts). */
   answered?: (ms: number) => void;
 }
 
@@ -118,7 +118,8 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
   };
 
   app.addHook('onResponse', async (req, reply) => {
-    deps.answered?.(reply.elapsedTime);
+    // Only accepted notifications: refused requests (a stranger's 401s, say) must not hold processing back.
+    if (reply.statusCode < 300) deps.answered?.(reply.elapsedTime);
     if (reply.statusCode >= 400) deps.metrics.received.inc({ outcome: String(reply.statusCode), company: req.notificationAuth?.webhook.companyId ?? 'unknown' });
   });
 

@@ -1,7 +1,7 @@
 /**
  * Ingest first, in a real `all` process: a flood of notifications lowers the workers' concurrency while
  * the receiver is busy (skyhook_worker_concurrency shows it), nothing is lost, and the concurrency is
- * back to WORKER_CONCURRENCY once the flood is over.
+ * back to WORKER_CONCURRENCY once the flood is over. Refused requests do not count.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
@@ -37,3 +37,24 @@ it('holds processing back while the receiver is flooded, processes everything, t
   await expect.poll(workerConcurrency, { timeout: 5000, interval: 100 }).toBe(CONCURRENCY);
   expect(await gauge()).toBe(CONCURRENCY);
 }, 120_000);
+
+it('is not held back by a flood of refused requests', async () => {
+  await expect.poll(workerConcurrency, { timeout: 5000, interval: 100 }).toBe(CONCURRENCY);
+  let lowest = CONCURRENCY;
+  const sampler = setInterval(() => (lowest = Math.min(lowest, workerConcurrency())), 20);
+  const stranger = `Basic ${Buffer.from('skh_nobody:wrong-secret').toString('base64')}`;
+  const statuses = new Set<number>();
+  const client = async () => {
+    for (let i = 0; i < 20; i++) {
+      const res = await fetch(`${s.skyhook.url}/hooks`, { method: 'POST', headers: { authorization: stranger, 'content-type': 'application/json' }, body: '{}' });
+      statuses.add(res.status);
+      await res.arrayBuffer();
+    }
+  };
+  await Promise.all(Array.from({ length: 128 }, client));
+  // Two more steps of the controller over what the flood left behind.
+  await new Promise((r) => setTimeout(r, 600));
+  clearInterval(sampler);
+  expect([...statuses].every((status) => status === 401 || status === 429)).toBe(true);
+  expect(lowest).toBe(CONCURRENCY);
+}, 60_000);
