@@ -27,13 +27,9 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 # ---- runtime -----------------------------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS runtime
-# --max-semi-space-size=32: a larger young generation (V8's default is 16 MB), so the short-lived
-# objects of each notification die in fewer scavenges; about 8 % less CPU per notification in the
-# benchmark, which runs Skyhook with this same NODE_OPTIONS (read from here).
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
-    PORT=3000 \
-    NODE_OPTIONS=--max-semi-space-size=32
+    PORT=3000
 WORKDIR /app
 # Owned by root and only readable by the `node` user that runs the process: the code cannot be changed
 # from inside a running container. Migrations (drizzle/) must sit beside dist/: dist/db/migrate.js reads

@@ -50,23 +50,14 @@ function build(): void {
   if (tsc.status !== 0) throw new Error('npm run build failed');
 }
 
-/** The NODE_OPTIONS the container image runs Skyhook with (its Dockerfile's ENV), so the bench measures the same process. */
-function imageNodeOptions(): string {
-  const options = /^\s*NODE_OPTIONS=(\S+)/m.exec(readFileSync(new URL('../Dockerfile', import.meta.url), 'utf8'))?.[1];
-  if (!options) throw new Error('the Dockerfile sets no NODE_OPTIONS');
-  return options;
-}
-
 async function startSkyhook(): Promise<ChildProcess> {
   // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles Skyhook during the run.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  log(`Skyhook runs with NODE_OPTIONS=${imageNodeOptions()} (as in the image)`);
   const child = spawn(process.execPath, [...nodeArgs, 'dist/cli.js', 'start'], {
     env: {
       ...process.env,
       // development: the bench's hrefs are plain http on loopback, which production refuses.
       NODE_ENV: 'development',
-      NODE_OPTIONS: imageNodeOptions(),
       DATABASE_URL,
       PORT: String(PORTS.skyhook),
       PUBLIC_BASE_URL: SKYHOOK_URL,
@@ -150,6 +141,17 @@ async function load(opts: { url: string; setup: (req: autocannon.Request) => aut
 }
 
 /**
+ * Requests sent before a measured load, at the same 64 connections, and not counted: a freshly started
+ * process spends its first seconds compiling (measured: about three times the CPU per notification of a
+ * warm one), which says nothing about a server that runs for days. The ceiling gets the same warm-up.
+ */
+const WARM_UP_REQUESTS = 2000;
+
+async function warmUp(url: string, setup: (req: autocannon.Request) => autocannon.Request): Promise<void> {
+  await autocannon({ url, method: 'POST', connections: CONNECTIONS, amount: WARM_UP_REQUESTS, headers: { 'content-type': 'application/json' }, requests: [{ setupRequest: setup }] });
+}
+
+/**
  * A steady rate: request i leaves at start + i/rate seconds. autocannon's rate limit is not steady: each
  * connection sends its whole quota for the second back to back, then waits for the next second, so
  * "500/s" there is a burst every second, and the latency measured would be the burst's queueing.
@@ -214,7 +216,9 @@ async function main(): Promise<void> {
   log('1/6 ceiling: bare Fastify JSON route');
   const ceilingProc = await startTs('./ceiling-server.ts', PORTS.ceiling);
   const ceilingBody = notification('ceiling');
-  const ceiling = await load({ url: `http://127.0.0.1:${PORTS.ceiling}/hooks`, setup: (r) => ({ ...r, body: ceilingBody }) });
+  const ceilingSetup = (r: autocannon.Request) => ({ ...r, body: ceilingBody });
+  await warmUp(`http://127.0.0.1:${PORTS.ceiling}/hooks`, ceilingSetup);
+  const ceiling = await load({ url: `http://127.0.0.1:${PORTS.ceiling}/hooks`, setup: ceilingSetup });
   ceilingProc.kill();
 
   const skyhook = await startSkyhook();
@@ -224,28 +228,32 @@ async function main(): Promise<void> {
   const resources = Array.from({ length: 2000 }, (_, i) => `rfq-${i}`);
   let i = 0;
 
-  log('2/6 ingest, Basic');
-  const basic = await load({
-    url: `${SKYHOOK_URL}${seeded.basic.path}`,
-    setup: (r) => ({ ...r, headers: { ...r.headers, authorization: seeded.basic.authorization }, body: notification(resources[i++ % resources.length]!) }),
-  });
-  let ingestPeakRss = peakRssMb(skyhook.pid!);
-
-  log('3/6 ingest, OAuth 1.0a HMAC-SHA1 with body hash');
+  const basicSetup = (r: autocannon.Request) => ({ ...r, headers: { ...r.headers, authorization: seeded.basic.authorization }, body: notification(resources[i++ % resources.length]!) });
   const oauth = new OAuth({
     consumer: { key: seeded.oauth.clientIdentifier, secret: seeded.oauth.secret },
     signature_method: 'HMAC-SHA1',
     hash_function: (base, k) => createHmac('sha1', k).update(base).digest('base64'),
     body_hash_function: (data) => createHash('sha1').update(data).digest('base64'),
   });
-  const oauthResult = await load({
-    url: `${SKYHOOK_URL}/hooks`,
-    setup: (r) => {
-      const body = notification(resources[i++ % resources.length]!);
-      const header = oauth.toHeader(oauth.authorize({ url: `${SKYHOOK_URL}/hooks`, method: 'POST', data: body, includeBodyHash: true }));
-      return { ...r, headers: { ...r.headers, authorization: header.Authorization }, body };
-    },
-  });
+  const oauthSetup = (r: autocannon.Request) => {
+    const body = notification(resources[i++ % resources.length]!);
+    const header = oauth.toHeader(oauth.authorize({ url: `${SKYHOOK_URL}/hooks`, method: 'POST', data: body, includeBodyHash: true }));
+    return { ...r, headers: { ...r.headers, authorization: header.Authorization }, body };
+  };
+  // Both paths warmed up and their notifications processed, so the measured phases start from a warm,
+  // idle process, as the ceiling does; the pause lets ingest first (processing/ingest-first.ts) climb
+  // back to full concurrency (5 steps of 250 ms from its floor).
+  await warmUp(`${SKYHOOK_URL}${seeded.basic.path}`, basicSetup);
+  await warmUp(`${SKYHOOK_URL}/hooks`, oauthSetup);
+  if (ROLE !== 'api') await waitProcessed(sql, 0, 2 * WARM_UP_REQUESTS);
+  await sleep(1500);
+
+  log('2/6 ingest, Basic');
+  const basic = await load({ url: `${SKYHOOK_URL}${seeded.basic.path}`, setup: basicSetup });
+  let ingestPeakRss = peakRssMb(skyhook.pid!);
+
+  log('3/6 ingest, OAuth 1.0a HMAC-SHA1 with body hash');
+  const oauthResult = await load({ url: `${SKYHOOK_URL}/hooks`, setup: oauthSetup });
   ingestPeakRss = Math.max(ingestPeakRss, peakRssMb(skyhook.pid!));
   if (ROLE === 'api') {
     // Diagnosis only: without a worker nothing gets processed, so the ingest figures are all there is.
