@@ -34,7 +34,9 @@ import {
   connectFixtures,
   notificationBody,
   oauthAuthorization,
+  parseAnswerBody,
   postNotification,
+  readAnswer,
   seedCompany,
   seedWebhook,
   type ReceiverAnswer,
@@ -136,15 +138,7 @@ async function admin(method: string, path: string, opts: { body?: string | Buffe
   if (token !== null) headers.authorization = `Bearer ${token}`;
   const contentType = opts.contentType === undefined ? (opts.body !== undefined ? 'application/json' : null) : opts.contentType;
   if (contentType !== null) headers['content-type'] = contentType;
-  const res = await fetch(`${skyhook.url}${path}`, { method, headers, body: opts.body === undefined ? undefined : typeof opts.body === 'string' ? Buffer.from(opts.body) : opts.body });
-  const text = await res.text();
-  let parsed: ReceiverAnswer['json'];
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, headers: res.headers, text, json: parsed };
+  return readAnswer(await fetch(`${skyhook.url}${path}`, { method, headers, body: opts.body === undefined ? undefined : typeof opts.body === 'string' ? Buffer.from(opts.body) : opts.body }));
 }
 
 /** One HTTP request written byte for byte on a socket: what fetch refuses to send. */
@@ -165,13 +159,7 @@ function rawHttp(request: string | Buffer): Promise<ReceiverAnswer> {
         const i = line.indexOf(':');
         if (i > 0) headers.append(line.slice(0, i).trim(), line.slice(i + 1).trim());
       }
-      let parsed: ReceiverAnswer['json'];
-      try {
-        parsed = JSON.parse(body);
-      } catch {
-        parsed = undefined;
-      }
-      resolve({ status: Number(statusLine.split(' ')[1] ?? 0), headers, text: body, json: parsed });
+      resolve({ status: Number(statusLine.split(' ')[1] ?? 0), headers, text: body, json: parseAnswerBody(body) });
     });
     socket.end(request);
   });
@@ -393,19 +381,8 @@ function adminCorpus(): BadRequest[] {
     { name: 'admin: wrong token', send: () => admin('GET', '/admin/companies', { token: `${ADMIN_TOKEN}x` }), status: 401 },
     { name: 'admin: no token, with a bad body', send: () => admin('POST', '/admin/companies', { body: '{"name":', token: null }), status: 401 },
     { name: 'admin: token in the query string', send: () => admin('GET', `/admin/companies?token=${ADMIN_TOKEN}`, { token: null }), status: 401 },
-    { name: 'admin: Basic with the token as password (API)', send: () => fetch(`${skyhook.url}/admin/companies`, { headers: { authorization: basicAuthorization('admin', ADMIN_TOKEN) } }).then(toAnswer), status: 401 },
+    { name: 'admin: Basic with the token as password (API)', send: () => fetch(`${skyhook.url}/admin/companies`, { headers: { authorization: basicAuthorization('admin', ADMIN_TOKEN) } }).then(readAnswer), status: 401 },
   ];
-}
-
-async function toAnswer(res: Response): Promise<ReceiverAnswer> {
-  const text = await res.text();
-  let parsed: ReceiverAnswer['json'];
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, headers: res.headers, text, json: parsed };
 }
 
 function expectProblem(name: string, answer: ReceiverAnswer, status: number | number[]): void {
@@ -415,41 +392,35 @@ function expectProblem(name: string, answer: ReceiverAnswer, status: number | nu
   expect(answer.json, name).toMatchObject({ status: answer.status, title: expect.any(String) });
 }
 
+/** Sends each case in turn; answers the first failed expectation of every case not answered as expected. */
+async function corpusFailures(cases: BadRequest[]): Promise<string[]> {
+  const failures: string[] = [];
+  for (const c of cases) {
+    const before = await rowCounts();
+    const answer = await c.send();
+    try {
+      expectProblem(c.name, answer, c.status);
+      if (c.challenge) expect(answer.headers.get('www-authenticate'), `${c.name}: challenge`).toBe(c.challenge);
+      if (c.detail) expect(String(answer.json?.detail), `${c.name}: detail`).toMatch(c.detail);
+      expect(await rowCounts(), `${c.name}: rows`).toEqual(before);
+    } catch (err) {
+      failures.push((err as Error).message.split('\n')[0]!);
+    }
+  }
+  return failures;
+}
+
 describe('a corpus of bad requests', () => {
   it('has at least 60 cases', () => {
     expect(receiverCorpus().length + adminCorpus().length).toBeGreaterThanOrEqual(60);
   });
 
   it('the receiver answers each with its 4xx problem and stores nothing', async () => {
-    const failures: string[] = [];
-    for (const c of receiverCorpus()) {
-      const before = await rowCounts();
-      const answer = await c.send();
-      try {
-        expectProblem(c.name, answer, c.status);
-        if (c.challenge) expect(answer.headers.get('www-authenticate'), `${c.name}: challenge`).toBe(c.challenge);
-        if (c.detail) expect(String(answer.json?.detail), `${c.name}: detail`).toMatch(c.detail);
-        expect(await rowCounts(), `${c.name}: rows`).toEqual(before);
-      } catch (err) {
-        failures.push((err as Error).message.split('\n')[0]!);
-      }
-    }
-    expect(failures, 'bad requests not answered as expected').toEqual([]);
+    expect(await corpusFailures(receiverCorpus()), 'bad requests not answered as expected').toEqual([]);
   }, 60_000);
 
   it('the admin API answers each with its 4xx problem and stores nothing', async () => {
-    const failures: string[] = [];
-    for (const c of adminCorpus()) {
-      const before = await rowCounts();
-      const answer = await c.send();
-      try {
-        expectProblem(c.name, answer, c.status);
-        expect(await rowCounts(), `${c.name}: rows`).toEqual(before);
-      } catch (err) {
-        failures.push((err as Error).message.split('\n')[0]!);
-      }
-    }
-    expect(failures, 'bad admin requests not answered as expected').toEqual([]);
+    expect(await corpusFailures(adminCorpus()), 'bad admin requests not answered as expected').toEqual([]);
   }, 60_000);
 
   it('a replayed OAuth nonce is refused (the first request is stored, the replay is not)', async () => {

@@ -158,7 +158,7 @@ async function session(url: string, tag: string): Promise<{ companyIds: string[]
     expect(c.status).toBe(201);
     // Creating a webhook needs the marketplace, which refuses the token: a 502, logged.
     const refused = await admin('POST', `/companies/${c.body.id}/webhooks`, { eventTypes: ['TripRequest'], authType: 'BASIC' });
-    expect(refused.status).toBeGreaterThanOrEqual(400);
+    expect(refused.status).toBe(502);
     direct = await seedWebhook(fx.db, SECRET_KEY, { companyId: c.body.id, authType: 'BASIC', publicBaseUrl: url });
     const oauthDirect = await seedWebhook(fx.db, SECRET_KEY, { companyId: c.body.id, authType: 'OAUTH', publicBaseUrl: url });
     secrets.add(direct.secret).add(oauthDirect.secret);
@@ -212,7 +212,6 @@ describe('secrets', () => {
       expect(c.api_token_encrypted, c.name).toMatch(/^v1\.[A-Za-z0-9_-]+$/);
       const token = decryptSecret(SECRET_KEY, c.api_token_encrypted);
       expect(secrets.has(token), `${c.name}: the sealed token opens to a token of the session`).toBe(true);
-      expect(c.api_token_encrypted).not.toContain(token);
     }
     const { rows: hooks } = await sql.query<{ auth_type: string; client_identifier: string; secret_sha256: Buffer | null; secret_encrypted: string | null; previous_secret_sha256: Buffer | null; previous_secret_encrypted: string | null }>(
       'SELECT auth_type, client_identifier, secret_sha256, secret_encrypted, previous_secret_sha256, previous_secret_encrypted FROM webhooks',

@@ -179,7 +179,6 @@ describe('SIGTERM under load', () => {
     const rows = await rowsBySeq();
     const without = [...traffic.answered200].filter(([n, id]) => rows.get(n)?.id !== id);
     expect(without, 'notifications answered 200 without their row').toEqual([]);
-    expect(rows.size).toBeGreaterThanOrEqual(traffic.answered200.size);
     const left = await statusCounts(sql);
     console.log(`shutdown: rows after the first process: ${JSON.stringify(left)}`);
     expect(left.failed ?? 0).toBe(0);

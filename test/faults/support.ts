@@ -55,7 +55,7 @@ export async function settled(sql: pg.Pool, count: number, timeoutMs: number): P
 }
 
 /** Rows stored per (Skyhook company id, notification id). */
-export async function storedPerNotification(sql: pg.Pool): Promise<Map<string, number>> {
+async function storedPerNotification(sql: pg.Pool): Promise<Map<string, number>> {
   const { rows } = await sql.query<{ company_id: string; resource_id: string; n: string }>(
     'SELECT company_id, resource_id, count(*) AS n FROM notifications GROUP BY 1, 2',
   );
@@ -111,7 +111,7 @@ export async function expectNothingMissing(
 }
 
 /** Every resource of these companies has a snapshot whose body is the simulator's final version. */
-export async function expectSnapshotsCurrent(sql: pg.Pool, report: SimulatorReport, companiesBySimId: Record<string, FaultCompany>): Promise<void> {
+async function expectSnapshotsCurrent(sql: pg.Pool, report: SimulatorReport, companiesBySimId: Record<string, FaultCompany>): Promise<void> {
   const { rows } = await sql.query<{ company_id: string; href: string; body: { version?: number } | null }>('SELECT company_id, href, body FROM resources');
   const snapshots = new Map(rows.map((r) => [`${r.company_id}|${r.href}`, r.body?.version]));
   const stale: string[] = [];

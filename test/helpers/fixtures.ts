@@ -161,15 +161,22 @@ export async function postNotification(
   if (contentType !== null) headers['content-type'] = contentType;
   // Bytes, so fetch adds no Content-Type of its own.
   const body = typeof opts.body === 'string' ? Buffer.from(opts.body) : opts.body;
-  const res = await fetch(`${baseUrl}${path}`, { method: 'POST', headers, body });
-  const text = await res.text();
-  let json: AnswerBody | undefined;
+  return readAnswer(await fetch(`${baseUrl}${path}`, { method: 'POST', headers, body }));
+}
+
+/** The body as JSON when it is JSON (undefined otherwise). */
+export function parseAnswerBody(text: string): AnswerBody | undefined {
   try {
-    json = text ? (JSON.parse(text) as AnswerBody) : undefined;
+    return text ? (JSON.parse(text) as AnswerBody) : undefined;
   } catch {
-    json = undefined;
+    return undefined;
   }
-  return { status: res.status, headers: res.headers, text, json };
+}
+
+/** A fetch Response read whole: status, headers, text and (when JSON) the parsed body. */
+export async function readAnswer(res: Response): Promise<ReceiverAnswer> {
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, json: parseAnswerBody(text) };
 }
 
 /** Notification rows stored, for one webhook or in the whole (per-file) database. */

@@ -15,15 +15,12 @@ const MAX_LINES = 20_000;
 
 export interface SkyhookProcess {
   child: ChildProcess;
-  pid: number;
   role: 'api' | 'worker' | 'all';
   /** http://127.0.0.1:<port> (api and all roles). */
   url: string;
   port: number;
   /** Every stdout and stderr line so far (the newest MAX_LINES). */
   lines(): string[];
-  /** stdout lines parsed as pino JSON (others skipped). */
-  logs(): Record<string, unknown>[];
   /** Resolves with the first line (already seen or new) that matches. */
   waitForLine(match: RegExp, timeoutMs?: number): Promise<string>;
   /** Settles when the process has exited. */
@@ -111,20 +108,10 @@ export async function spawnSkyhook(opts: SpawnOptions): Promise<SkyhookProcess> 
 
   const proc: SkyhookProcess = {
     child,
-    pid: child.pid!,
     role: opts.role,
     url,
     port,
     lines: () => [...lines],
-    logs: () =>
-      lines.flatMap((line) => {
-        if (!line.startsWith('{')) return [];
-        try {
-          return [JSON.parse(line) as Record<string, unknown>];
-        } catch {
-          return [];
-        }
-      }),
     waitForLine(match, timeoutMs = 15_000) {
       const seen = lines.find((l) => match.test(l));
       if (seen) return Promise.resolve(seen);

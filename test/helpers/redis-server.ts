@@ -58,7 +58,7 @@ export function redisServerProcess(port: number, args: string[]): Pick<OwnRedis,
   return { running: () => child !== undefined, stop, start };
 }
 
-export async function waitForPing(port: number, timeoutMs: number): Promise<void> {
+async function waitForPing(port: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });

@@ -13,7 +13,6 @@ export type ProxyMode = 'pass' | 'refuse' | 'reset' | 'blackhole';
 
 export interface SwitchableProxy {
   port: number;
-  mode(): ProxyMode;
   setMode(mode: ProxyMode): Promise<void>;
   /** Sets the upstream (for a proxy started before its target). */
   setTarget(target: { host: string; port: number }): void;
@@ -23,7 +22,6 @@ export interface SwitchableProxy {
   cut(keep?: (startup: Buffer) => boolean): void;
   /** Everything clients sent through the proxy so far, as text (when started with `record: true`). */
   recorded(): string;
-  openLinks(): number;
   close(): Promise<void>;
 }
 
@@ -98,7 +96,6 @@ export async function startSwitchableProxy(opts: { target?: { host: string; port
   const port = await listen(0);
   return {
     port,
-    mode: () => mode,
     async setMode(next) {
       if (next === mode) return;
       const previous = mode;
@@ -128,7 +125,6 @@ export async function startSwitchableProxy(opts: { target?: { host: string; port
       cutAll(keep);
     },
     recorded: () => Buffer.concat(recorded).toString('utf8'),
-    openLinks: () => sockets.size,
     async close() {
       cutAll();
       await unlisten();

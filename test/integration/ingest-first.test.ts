@@ -4,6 +4,7 @@
  * back to WORKER_CONCURRENCY once the flood is over. Refused requests do not count.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { basicAuthorization } from '../helpers/fixtures.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 
 const CONCURRENCY = 64;
@@ -42,7 +43,7 @@ it('is not held back by a flood of refused requests', async () => {
   await expect.poll(workerConcurrency, { timeout: 5000, interval: 100 }).toBe(CONCURRENCY);
   let lowest = CONCURRENCY;
   const sampler = setInterval(() => (lowest = Math.min(lowest, workerConcurrency())), 20);
-  const stranger = `Basic ${Buffer.from('skh_nobody:wrong-secret').toString('base64')}`;
+  const stranger = basicAuthorization('skh_nobody', 'wrong-secret');
   const statuses = new Set<number>();
   const client = async () => {
     for (let i = 0; i < 20; i++) {
