@@ -1,7 +1,9 @@
 /**
  * Request bodies as JSON that PostgreSQL can store: strict UTF-8 (no silent replacement characters),
  * valid JSON, and no NUL or lone UTF-16 surrogate anywhere (jsonb and text refuse both, and a refusal
- * there would be a 500 instead of the caller's 400).
+ * there would be a 500 instead of the caller's 400). The text is stored as received, except when it holds
+ * a number PostgreSQL's numeric cannot hold (jsonb refuses `1e200000`, which JSON.parse reads as Infinity):
+ * then the value is serialised again, as JavaScript read it.
  */
 import { badRequest } from './problem.js';
 
@@ -30,8 +32,14 @@ export function decodeJson(raw: Buffer): { value: unknown; text: string } {
   if (/\\u/i.test(text) && hasUnstorableText(value)) {
     throw badRequest('The body contains a NUL character or a lone surrogate (\\uD800-\\uDFFF), which cannot be stored.');
   }
-  return { value, text };
+  return { value, text: OUT_OF_NUMERIC_RANGE.test(text) ? JSON.stringify(value) : text };
 }
+
+/**
+ * A number jsonb may refuse: a 5-digit exponent, or a run of more digits than numeric keeps after the
+ * point (16,383). Cheap and on the safe side: a match only means the text is serialised again.
+ */
+const OUT_OF_NUMERIC_RANGE = /[eE][+-]?\d{5}|\d{16384}/;
 
 const unstorable = (s: string) => s.includes('\u0000') || !s.isWellFormed();
 

@@ -203,6 +203,16 @@ describe('check 2: Basic secret', () => {
     expect(rows[0]).toEqual({ amount: '12345678901234567890123', rate: '0.1000000000000000055511151231257827', id: body.id });
   });
 
+  it('a number beyond PostgreSQL numeric (1e200000) is stored as JavaScript reads it, not refused with a 500', async () => {
+    const { company: c, webhook: w } = await companyWithWebhook('BASIC');
+    const body = notificationBody(c.apiBaseUrl);
+    const raw = JSON.stringify(body).replace(/}$/, ',"huge":1e200000,"tiny":1e-20000,"amount":12345678901234567890123}');
+    const answer = await sendBasic(w, body, { raw });
+    expect(answer.status, answer.text).toBe(200);
+    const { rows } = await fx.pool.query(`SELECT body->'huge' AS huge, body->'tiny' AS tiny, body->>'id' AS id FROM notifications WHERE id = $1`, [answer.json!.id]);
+    expect(rows[0]).toEqual({ huge: null, tiny: 0, id: body.id });
+  });
+
   it('the right secret on the shared targetURI is stored for the webhook its clientIdentifier names', async () => {
     const c = await company();
     const other = await webhook(c, 'BASIC', { shared: true });
