@@ -68,9 +68,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // One line per notification is logged by the receiver itself; Fastify's two per request are noise at this rate.
     logController: new LogController({ disableRequestLogging: true }),
     // Malformed HTTP (bad request line, oversized headers) gets a problem too, not Fastify's JSON.
+    // As Fastify's own handler: nothing to answer on a reset or destroyed socket, 408 for a request too slow to arrive.
     clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
-      const [status, title] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : [400, 'Bad Request'];
-      const body = JSON.stringify(new Problem(status, title, 'The HTTP request is malformed.', { code: 'malformed_http' }).body());
+      if (err.code === 'ECONNRESET' || socket.destroyed) return;
+      const [status, title, detail, code] =
+        err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout', 'The request did not arrive in time.', 'request_timeout']
+          : err.code === 'HPE_HEADER_OVERFLOW'
+            ? [431, 'Request Header Fields Too Large', 'The HTTP request is malformed.', 'malformed_http']
+            : [400, 'Bad Request', 'The HTTP request is malformed.', 'malformed_http'];
+      const body = JSON.stringify(new Problem(status, title, detail, { code }).body());
       if (socket.writable) socket.end(`HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
       else socket.destroy();
     },
@@ -82,8 +89,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const problem = toProblem(err);
     // An outage is one warning line per request, not a stack trace; a real bug keeps its stack.
-    if (problem.status === 503) req.log.warn({ code: problem.extra.code }, problem.detail ?? problem.title);
-    else if (problem.status >= 500) req.log.error({ err }, 'request failed');
+    // A notification's lines name its company once it is known (no per-request child logger on the hot path).
+    const companyId = req.notificationAuth?.webhook.companyId;
+    if (problem.status === 503) req.log.warn({ code: problem.extra.code, companyId }, problem.detail ?? problem.title);
+    else if (problem.status >= 500) req.log.error({ err, companyId }, 'request failed');
     for (const [name, value] of Object.entries(problem.extra.headers ?? {})) reply.header(name, value);
     return reply.code(problem.status).type('application/problem+json').send(problem.body(req.url.split('?')[0]));
   });
@@ -131,7 +140,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 export type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues'>;
 
 /** /healthz, /readyz and /metrics: served by every role (a worker-only process serves only these). */
-export async function opsRoutes(scope: FastifyInstance, deps: OpsDeps): Promise<void> {
+/** A worker's own ops server (OPS_PORT): the probes and metrics alone, as quiet as the main app's. */
+export async function buildOpsApp(logger: Logger, deps: OpsDeps): Promise<FastifyInstance> {
+  const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }) });
+  await app.register((scope) => opsRoutes(scope, deps));
+  return app;
+}
+
+async function opsRoutes(scope: FastifyInstance, deps: OpsDeps): Promise<void> {
   scope.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   scope.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
     await collectGauges(deps).catch((err) => scope.log.debug({ err: String(err) }, 'metrics gauges not collected'));

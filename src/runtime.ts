@@ -5,8 +5,7 @@
 import type { Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import Fastify, { type FastifyBaseLogger } from 'fastify';
-import { buildApp, opsRoutes } from './app.js';
+import { buildApp, buildOpsApp } from './app.js';
 import type { Config } from './config.js';
 import { connectDatabase, type DbHandle } from './db/client.js';
 import { prepareDatabase } from './db/migrate.js';
@@ -131,8 +130,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
   }
 
   if (!runsApi && config.opsPort !== undefined) {
-    app = Fastify({ loggerInstance: log as FastifyBaseLogger });
-    await app.register((scope) => opsRoutes(scope, { pool: api.pool, redis: producer, metrics, queues: [queue] }));
+    app = await buildOpsApp(log, { pool: api.pool, redis: producer, metrics, queues: [queue] });
     closers.unshift(() => app!.close());
   }
 

@@ -17,7 +17,7 @@ export interface RedisTarget {
   redisClusterNodes?: RedisNodeAddress[] | undefined;
 }
 
-export type RedisKind = 'producer' | 'worker';
+type RedisKind = 'producer' | 'worker';
 
 const retryStrategy = (times: number): number => Math.min(200 * times, 2000);
 const keepHostNames: DNSLookupFunction = (address, callback) => callback(null, address);
@@ -77,7 +77,7 @@ function credentialsOf(url: string): Pick<RedisOptions, 'username' | 'password' 
   };
 }
 
-export function isCluster(redis: RedisClient): redis is Cluster {
+function isCluster(redis: RedisClient): redis is Cluster {
   return redis instanceof Cluster;
 }
 
@@ -87,7 +87,7 @@ export function isCluster(redis: RedisClient): redis is Cluster {
  * Undefined while the client has no connection to one of them: ioredis drops a node it lost from its
  * pool (until the next slot refresh), and the remaining masters alone would look like a healthy cluster.
  */
-export function masterNodes(redis: RedisClient): Redis[] | undefined {
+function masterNodes(redis: RedisClient): Redis[] | undefined {
   if (!isCluster(redis)) return [redis];
   const connected = new Map(redis.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]));
   const serving = new Set(redis.slots.map((owners) => owners[0]).filter((key) => key !== undefined));

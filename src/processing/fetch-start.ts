@@ -101,9 +101,10 @@ export class FetchStarts {
       const claimed = claims[i];
       return claimed ? { kind: 'claimed', claimed } : { kind: 'empty' };
     });
-    // A slot reserved for nothing would make the next notification of its key wait for no reason.
+    // A slot reserved for nothing would make the next notification of its key wait for no reason. Given
+    // back without holding up the batch's jobs; if that fails, the slot lapses after FETCH_MIN_INTERVAL_MS.
     const unused = slotKeys.filter((_, i) => starts[i]!.kind === 'empty');
-    if (unused.length > 0 && this.minIntervalMs > 0) await this.redis.del(...unused);
+    if (unused.length > 0 && this.minIntervalMs > 0) void this.redis.del(...unused).catch(() => {});
     return starts;
   }
 

@@ -70,7 +70,7 @@ interface WorkerParts {
  * about 30 ms queueing at 500 notifications/s). A few Workers in one process, sharing the caches and
  * the batchers, pick up in parallel; the concurrency is split between them.
  */
-export const WORKERS_PER_PROCESS = 4;
+const WORKERS_PER_PROCESS = 4;
 
 export function createFetchWorkers(deps: FetchWorkerDeps): Worker<FetchJobData>[] {
   const parts: WorkerParts = {

@@ -33,7 +33,7 @@ export class Relay {
     private readonly enqueuer: FetchEnqueuer,
     private readonly opts: { intervalMs: number; graceMs: number },
     private readonly log: Logger,
-    private readonly redis?: RedisClient,
+    private readonly redis: RedisClient,
   ) {}
 
   start(): void {
@@ -56,7 +56,7 @@ export class Relay {
       total += n;
       if (n < BATCH) break;
     }
-    const runId = this.redis ? await redisRunId(this.redis) : undefined;
+    const runId = await redisRunId(this.redis);
     const restarted = this.redisRunId !== undefined && runId !== undefined && runId !== this.redisRunId;
     if (restarted) {
       // An empty Redis lost every job: all keys with queued rows get one again, page by page.

@@ -86,8 +86,6 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
 
   const receive = async (req: FastifyRequest, reply: FastifyReply) => {
     const auth = req.notificationAuth!;
-    // Every later line of this request (including its errors) names the company.
-    req.log = req.log.child({ companyId: auth.webhook.companyId });
     const contentType = req.headers['content-type']?.split(';')[0]?.trim() ?? '';
     if (!JSON_TYPE.test(contentType)) {
       throw new Problem(415, 'Unsupported Media Type', 'Notifications must be sent as application/json.', { code: 'unsupported_media_type' });
@@ -112,7 +110,7 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
       // A webhook Skyhook deactivated is still acknowledged, so the marketplace stops retrying.
       status: webhook.active ? 'received' : 'discarded',
     });
-    req.log.debug({ notificationId: stored.id, type: body.type, status: stored.status }, 'notification stored');
+    req.log.debug({ companyId: webhook.companyId, notificationId: stored.id, type: body.type, status: stored.status }, 'notification stored');
     deps.metrics.received.inc({ outcome: stored.status === 'received' ? 'stored' : 'discarded', company: webhook.companyId });
     return reply.code(200).send({ status: stored.status, id: String(stored.id) });
   };
