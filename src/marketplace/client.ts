@@ -64,7 +64,7 @@ export interface RequestOptions {
   operation?: string;
 }
 
-const RETRYABLE_METHODS = new Set(['GET', 'PUT', 'DELETE']);
+const RETRYABLE_METHODS = new Set(['GET', 'PUT']);
 const MAX_RETRIES = 2;
 /** A Retry-After longer than this is not waited for by a caller who is waiting for the answer. */
 const MAX_RETRY_WAIT_MS = 2000;
@@ -86,7 +86,7 @@ export class MarketplaceClient {
   }
 
   /** One HTTP exchange with the company's token; throws MarketplaceError (network, timeout) when there is no answer. */
-  async exchange(url: string, token: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Answer> {
+  async exchange(url: string, token: string, init: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal } = {}): Promise<Answer> {
     const method = init.method ?? 'GET';
     let res: Dispatcher.ResponseData;
     try {
@@ -97,6 +97,7 @@ export class MarketplaceClient {
         dispatcher: this.dispatcher,
         headersTimeout: this.opts.timeoutMs,
         bodyTimeout: this.opts.timeoutMs,
+        signal: init.signal,
       });
     } catch (err) {
       throw noAnswer(err, `${method} ${url}`, this.opts.timeoutMs);
@@ -142,9 +143,14 @@ export class MarketplaceClient {
       method,
       headers: { ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}), ...options.headers },
       body: options.body !== undefined ? JSON.stringify(options.body) : undefined,
+      // One deadline for the whole call, answer included: an answer that trickles in must not outlast it
+      // (sendOnce takes a call older than twice the timeout for a crashed one and sends it again).
+      signal: AbortSignal.timeout(this.opts.timeoutMs),
     });
-    const { status, text } = answer;
-    if (text === null) throw new MarketplaceError('invalid_response', `${method} ${path} answered more than ${MAX_ANSWER_BYTES} bytes`, status);
+    const { status } = answer;
+    const text = answer.text ?? '';
+    // The status first: a 503 or 429 with a huge body is still worth retrying.
+    if (answer.text === null && status >= 200 && status < 300) throw new MarketplaceError('invalid_response', `${method} ${path} answered more than ${MAX_ANSWER_BYTES} bytes`, status);
     let body: unknown = undefined;
     try {
       body = text ? JSON.parse(text) : undefined;
@@ -166,6 +172,7 @@ function noAnswer(err: unknown, what: string, timeoutMs: number): MarketplaceErr
   const e = err as Error & { code?: string };
   if (e.code === 'UND_ERR_HEADERS_TIMEOUT') return new MarketplaceError('timeout', `${what} timed out after ${timeoutMs} ms`);
   if (e.code === 'UND_ERR_BODY_TIMEOUT') return new MarketplaceError('timeout', `${what}: the answer stalled for ${timeoutMs} ms`);
+  if (e.name === 'TimeoutError') return new MarketplaceError('timeout', `${what} took longer than ${timeoutMs} ms`);
   return new MarketplaceError('network', `${what} failed: ${e.code ?? e.message}`);
 }
 
