@@ -46,8 +46,8 @@ function startTs(file: string, port: number): Promise<ChildProcess> {
 
 /** Skyhook runs as it does in production: compiled JavaScript (`npm run build`), not through tsx. */
 function build(): void {
-  const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
-  if (tsc.status !== 0) throw new Error('npm run build failed');
+  const built = spawnSync('npm', ['run', '--silent', 'build'], { stdio: 'inherit' });
+  if (built.status !== 0) throw new Error('npm run build failed');
 }
 
 async function startSkyhook(): Promise<ChildProcess> {
@@ -125,6 +125,12 @@ interface LoadResult {
   non2xx: number;
 }
 
+/** One line per load: what the table is made of. */
+function reported(figures: LoadResult): LoadResult {
+  log(`    ${Math.round(figures.rps)} req/s, p50 ${figures.p50} ms, p99 ${figures.p99} ms${figures.non2xx ? `, ${figures.non2xx} not 2xx` : ''}`);
+  return figures;
+}
+
 async function load(opts: { url: string; setup: (req: autocannon.Request) => autocannon.Request; duration?: number; amount?: number; overallRate?: number; connections?: number }): Promise<LoadResult> {
   const result = await autocannon({
     url: opts.url,
@@ -135,9 +141,7 @@ async function load(opts: { url: string; setup: (req: autocannon.Request) => aut
     headers: { 'content-type': 'application/json' },
     requests: [{ setupRequest: opts.setup }],
   });
-  const figures = { rps: result['2xx'] / result.duration, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors };
-  log(`    ${Math.round(figures.rps)} req/s, p50 ${figures.p50} ms, p99 ${figures.p99} ms${figures.non2xx ? `, ${figures.non2xx} not 2xx` : ''}`);
-  return figures;
+  return reported({ rps: result['2xx'] / result.duration, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors });
 }
 
 /**
@@ -187,9 +191,7 @@ async function paced(opts: { url: string; rate: number; count: number; connectio
   await pool.close();
   latencies.sort((a, b) => a - b);
   const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN);
-  const figures = { rps: ok / duration, p50: at(0.5), p99: at(0.99), non2xx: failed };
-  log(`    ${Math.round(figures.rps)} req/s, p50 ${figures.p50} ms, p99 ${figures.p99} ms${figures.non2xx ? `, ${figures.non2xx} not 2xx` : ''}`);
-  return figures;
+  return reported({ rps: ok / duration, p50: at(0.5), p99: at(0.99), non2xx: failed });
 }
 
 /** Peak resident memory of a process so far (VmHWM), in MB. */
