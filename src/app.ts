@@ -15,7 +15,7 @@ import { isDatabaseUnavailable } from './db/client.js';
 import { AuthFailureLimiter } from './lib/auth-failure-limiter.js';
 import type { Metrics } from './lib/metrics.js';
 import { redisAnswers, withTimeout, type RedisClient } from './lib/redis.js';
-import { Problem, databaseUnavailable } from './lib/problem.js';
+import { Problem, databaseUnavailable, sendProblem } from './lib/problem.js';
 import { receiverRoutes, type ReceiverDeps } from './receiver/routes.js';
 
 export interface AppDeps {
@@ -93,29 +93,31 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const companyId = req.notificationAuth?.webhook.companyId;
     if (problem.status === 503) req.log.warn({ code: problem.extra.code, companyId }, problem.detail ?? problem.title);
     else if (problem.status >= 500) req.log.error({ err, companyId }, 'request failed');
-    for (const [name, value] of Object.entries(problem.extra.headers ?? {})) reply.header(name, value);
-    return reply.code(problem.status).type('application/problem+json').send(problem.body(req.url.split('?')[0]));
+    return sendProblem(req, reply, problem);
   });
   // Failed authentication (any 401, receiver or admin) is rate-limited per client address.
   const limiter = new AuthFailureLimiter(deps.authFailures);
-  app.addHook('onRequest', async (req) => {
+  app.addHook('onRequest', async (req, reply) => {
     // Probes and scrapes need no credentials and must keep answering whoever else failed from their address.
     if (OPS_ROUTES.has(req.routeOptions.url ?? '')) return;
     const wait = limiter.blockedFor(req.ip);
     if (wait > 0) {
-      throw new Problem(429, 'Too Many Requests', 'Too many failed authentications from this address; retry later.', {
-        code: 'too_many_auth_failures',
-        headers: { 'retry-after': String(wait) },
-      });
+      // Answered, not thrown: this also guards the queue dashboard (see sendProblem).
+      return sendProblem(
+        req,
+        reply,
+        new Problem(429, 'Too Many Requests', 'Too many failed authentications from this address; retry later.', {
+          code: 'too_many_auth_failures',
+          headers: { 'retry-after': String(wait) },
+        }),
+      );
     }
   });
   app.addHook('onResponse', async (req, reply) => {
     if (reply.statusCode === 401) limiter.recordFailure(req.ip);
   });
 
-  app.setNotFoundHandler((req, reply) =>
-    reply.code(404).type('application/problem+json').send(new Problem(404, 'Not Found', `No route ${req.method} ${req.url.split('?')[0]}.`, { code: 'no_route' }).body()),
-  );
+  app.setNotFoundHandler((req, reply) => sendProblem(req, reply, new Problem(404, 'Not Found', `No route ${req.method} ${req.url.split('?')[0]}.`, { code: 'no_route' })));
 
   await app.register(swagger, {
     openapi: {

@@ -5,7 +5,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { constantTimeEqual, sha256 } from '../lib/crypto.js';
-import { Problem } from '../lib/problem.js';
+import { Problem, sendProblem } from '../lib/problem.js';
 
 export function adminTokenCheck(adminToken: string, opts: { allowBasic: boolean }) {
   const expected = sha256(adminToken);
@@ -18,10 +18,8 @@ export function adminTokenCheck(adminToken: string, opts: { allowBasic: boolean 
       if (basic) given = Buffer.from(basic, 'base64').toString('utf8').split(':').slice(1).join(':');
     }
     if (!constantTimeEqual(sha256(given ?? ''), expected)) {
-      // Answered here rather than thrown: bull-board's routes have their own error handler, which
-      // would answer a thrown Problem as its own JSON (with a stack trace in development).
-      const problem = new Problem(401, 'Unauthorized', 'This needs the admin token: Authorization: Bearer <ADMIN_TOKEN>.', { code: 'unauthorized' });
-      return reply.code(problem.status).header('www-authenticate', challenge).type('application/problem+json').send(problem.body(req.url.split('?')[0]));
+      // Answered, not thrown: this also guards the queue dashboard (see sendProblem).
+      return sendProblem(req, reply, new Problem(401, 'Unauthorized', 'This needs the admin token: Authorization: Bearer <ADMIN_TOKEN>.', { code: 'unauthorized', headers: { 'www-authenticate': challenge } }));
     }
   };
 }

@@ -1,7 +1,8 @@
 /**
  * RFC 9457 problem details: the one error shape of every HTTP answer Skyhook gives.
- * Throw a Problem anywhere in a route; the app's error handler writes it.
+ * Throw a Problem anywhere in a route; the app's error handler writes it with sendProblem.
  */
+import type { FastifyReply, FastifyRequest } from 'fastify';
 export interface FieldError {
   field: string;
   message: string;
@@ -33,6 +34,16 @@ export class Problem extends Error {
       ...(this.extra.errors ? { errors: this.extra.errors } : {}),
     };
   }
+}
+
+/**
+ * Writes a Problem as the answer, its headers included. Hooks that also guard the queue dashboard answer
+ * with it rather than throw: bull-board's routes have their own error handler, which would answer a thrown
+ * Problem as its own JSON (with a stack trace in development) and drop its headers.
+ */
+export function sendProblem(req: FastifyRequest, reply: FastifyReply, problem: Problem): FastifyReply {
+  for (const [name, value] of Object.entries(problem.extra.headers ?? {})) reply.header(name, value);
+  return reply.code(problem.status).type('application/problem+json').send(problem.body(req.url.split('?')[0]));
 }
 
 export const badRequest = (detail: string, errors?: FieldError[]) =>

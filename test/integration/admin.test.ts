@@ -222,6 +222,12 @@ describe('failed authentication is rate-limited per client address', () => {
       expect(admin.status).toBe(429); // the address is blocked, whatever it presents
       expect(Number(admin.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(admin.headers.get('content-type')).toContain('application/problem+json');
+      // The queue dashboard too: the same problem with its Retry-After, not bull-board's own error JSON.
+      const dashboard = await fetch(`${limited.url}/admin/queues/api/queues`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      expect(dashboard.status).toBe(429);
+      expect(Number(dashboard.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(dashboard.headers.get('content-type')).toContain('application/problem+json');
+      expect(await dashboard.json()).toMatchObject({ status: 429, code: 'too_many_auth_failures' });
       // Probes and scrapes keep answering: a load balancer or Prometheus behind that address is not locked out.
       for (const path of ['/healthz', '/readyz', '/metrics']) expect((await fetch(`${limited.url}${path}`)).status, path).toBe(200);
     } finally {
