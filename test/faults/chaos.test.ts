@@ -12,7 +12,7 @@
 import diagnostics from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
-import { createCompany, expectNothingMissing, settled, sleep, type FaultCompany } from './support.js';
+import { expectNothingMissing, sleep, type FaultCompany } from './support.js';
 
 /** The default. */
 const INTERVAL_MS = 1000;
@@ -57,7 +57,7 @@ describe('chaos: all simulator faults at once', () => {
       { id: 'charlie', authType: 'OAUTH', sharedTarget: false },
       { id: 'delta', authType: 'OAUTH', sharedTarget: true },
     ] as const;
-    for (const c of specs) companies[c.id] = await createCompany(s.skyhook.admin, s.sim, c.id, { authType: c.authType, sharedTarget: c.sharedTarget });
+    for (const c of specs) companies[c.id] = await s.company(c.id, { authType: c.authType, sharedTarget: c.sharedTarget });
 
     // Per company: 12 trip requests and 4 leads, each changed again and again, in 3 waves.
     const resourceIds: Record<string, { eventType: 'TripRequest' | 'ClientLeads'; id: string }[]> = {};
@@ -91,7 +91,7 @@ describe('chaos: all simulator faults at once', () => {
     // The faults really happened.
     expect(report.duplicatesSent).toBeGreaterThan(0);
     expect(report.lostAcks).toBeGreaterThan(0);
-    await settled(s.sql, fired, 120_000);
+    await s.settled(fired, 120_000);
 
     // Stored: at least once each; at most once per attempt plus one duplicate.
     await expectNothingMissing(s.sql, s.sim.report(), companies, { allowExtraPerResource: (n, attempts) => attempts + n });

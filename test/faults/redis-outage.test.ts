@@ -14,7 +14,7 @@ import { connectFixtures, oauthAuthorization, postNotification, seedCompany, see
 import { killAllRedisServers, startOwnRedis, type OwnRedis } from '../helpers/redis-server.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { eventually } from '../helpers/skyhook.js';
-import { createCompany, expectNothingMissing, settled, sleep, statusCounts, type FaultCompany } from './support.js';
+import { expectNothingMissing, sleep, type FaultCompany } from './support.js';
 
 let redis: OwnRedis;
 let s: Scenario;
@@ -35,15 +35,15 @@ afterAll(async () => {
 describe('Redis outage', () => {
   it('answers every BASIC notification 200 while Redis is down and processes all within seconds of its return', async () => {
     const companies: Record<string, FaultCompany> = {
-      basic: await createCompany(s.skyhook.admin, s.sim, 'basic', { authType: 'BASIC' }),
-      oauth: await createCompany(s.skyhook.admin, s.sim, 'oauth', { authType: 'OAUTH', sharedTarget: true }),
+      basic: await s.company('basic', { authType: 'BASIC' }),
+      oauth: await s.company('oauth', { authType: 'OAUTH', sharedTarget: true }),
     };
 
     // Before the outage: the normal path, so the jobs it queued are all done when Redis dies.
     await s.sim.fire({ companyId: 'basic', eventType: 'TripRequest', count: 20, resources: 5 });
     await s.sim.fire({ companyId: 'oauth', eventType: 'TripRequest', count: 20, resources: 5 });
     await s.sim.idle();
-    await settled(s.sql, 40, 20_000);
+    await s.settled(40, 20_000);
 
     await redis.stop();
     const ready = await fetch(`${s.skyhook.url}/readyz`);
@@ -66,7 +66,7 @@ describe('Redis outage', () => {
 
     // Stored, and left `received`: nothing can queue them while Redis is away (the relay keeps failing).
     await sleep(1000);
-    expect(await statusCounts(s.sql)).toEqual({ processed: 40, received: basicFired.length });
+    expect(await s.statusCounts()).toEqual({ processed: 40, received: basicFired.length });
 
     // OAuth needs the nonce store: refused with 503 and Retry-After, nothing stored, the simulator retries.
     const oauthDeliveries = s.sim.report().notifications.filter((n) => n.webhookId === companies.oauth!.remoteWebhookId && n.status === 'pending');
@@ -99,7 +99,7 @@ describe('Redis outage', () => {
     const back = Date.now();
     const expected = 40 + basicFired.length + oauthFired.length;
     await eventually(async () => {
-      const c = await statusCounts(s.sql);
+      const c = await s.statusCounts();
       return c.processed === expected && Object.keys(c).length === 1;
     }, `${expected} notifications processed after Redis returned`, 30_000);
     const recoveryMs = Date.now() - back;
@@ -120,13 +120,13 @@ describe('Redis outage', () => {
    * page after page.
    */
   it('recovers at once the jobs that an empty restarted Redis lost', async () => {
-    await createCompany(s.skyhook.admin, s.sim, 'lost', { authType: 'BASIC' });
+    await s.company('lost', { authType: 'BASIC' });
     const before = (await s.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM notifications')).rows[0]!.n;
     const { workers } = s.skyhook.runtime;
     await Promise.all(workers.map((w) => w.pause()));
     await s.sim.fire({ companyId: 'lost', eventType: 'TripRequest', count: 10, resources: 10 });
     await s.sim.idle();
-    await eventually(async () => (await statusCounts(s.sql)).queued === 10, '10 queued', 10_000);
+    await eventually(async () => (await s.statusCounts()).queued === 10, '10 queued', 10_000);
     // And more keys than the relay takes in one page (1,000): rows of 1,500 other resources of the company.
     await s.sql.query(
       `INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status)
@@ -137,7 +137,7 @@ describe('Redis outage', () => {
     await redis.start();
     for (const w of workers) w.resume();
     const back = Date.now();
-    await settled(s.sql, before + 1510, 30_000);
+    await s.settled(before + 1510, 30_000);
     // Seconds, not the minute after which the relay re-queues rows left `queued` without a restart.
     expect(Date.now() - back).toBeLessThan(20_000);
   }, 60_000);

@@ -17,7 +17,7 @@ import type { IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { eventually } from '../helpers/skyhook.js';
-import { createCompany, sleep, statusCounts } from './support.js';
+import { sleep } from './support.js';
 
 /** How long the simulator takes to answer a resource GET: the window in which the token is replaced. */
 const LATENCY_MS = 1500;
@@ -43,7 +43,7 @@ function arrivalOf(path: string): Promise<void> {
 
 describe('API token replacement', () => {
   it('an old-token 401 arriving after the token was replaced neither pauses the company nor fails a notification', async () => {
-    const acme = await createCompany(s.skyhook.admin, s.sim, 'acme');
+    const acme = await s.company('acme');
     const href = `${s.sim.apiBaseUrl}/rfqs/rfq-in-flight`;
     // Its first GET carries the old token: accepted on arrival, then answered 401 once the token is revoked.
     s.sim.programResource(href, [{ status: 401 }]);
@@ -60,7 +60,7 @@ describe('API token replacement', () => {
     await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', count: 1 });
     await s.sim.idle();
     await eventually(async () => {
-      const c = await statusCounts(s.sql);
+      const c = await s.statusCounts();
       return !c.received && !c.queued ? c : undefined;
     }, 'the second notification finished', 15_000).catch(() => undefined);
 
