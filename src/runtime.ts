@@ -63,7 +63,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
   if (runsApi) {
     const directory = new WebhookDirectory(api.db, config.secretKey);
     const listener = listenForWebhookChanges(config.databaseUrl, directory, (err) => log.debug({ err: String(err) }, 'webhook change listener reconnecting'));
-    const writer = new NotificationWriter(api.pool, (rows) => enqueuer.afterCommit(rows.filter((r) => r.status === 'received')));
+    const writer = new NotificationWriter(api.pool, enqueuer);
     const services = createServices({ db: api.db, enqueuer, config, metrics, onWebhookChange: () => directory.invalidate() });
     app = await buildApp({
       logger: log,

@@ -34,17 +34,13 @@ export function createFetchQueue(connection: RedisClient, prefix: string): Queue
   return new Queue<FetchJobData>(FETCH_QUEUE, { connection, prefix });
 }
 
-/**
- * How long `queued` marks gather before one UPDATE writes them. The mark is bookkeeping (the job is
- * in Redis already), so it need not be immediate: at a steady trickle this is a few UPDATEs a second
- * instead of one per commit, and a row processed meanwhile is simply never marked.
- */
-const MARK_QUEUED_EVERY_MS = 250;
+/** A committed row whose job is added after the commit (receiver/ingest.ts stored it `queued` when Redis was up). */
+export interface CommittedRow extends FetchKeyRow {
+  status: 'received' | 'queued';
+}
 
 export class FetchEnqueuer {
   private redisDown = false;
-  private unmarked: number[] = [];
-  private markTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly queue: Queue<FetchJobData>,
@@ -53,18 +49,31 @@ export class FetchEnqueuer {
     private readonly log: Logger,
   ) {}
 
+  /** Whether newly committed rows can be stored `queued`: false from a failed add until one succeeds. */
+  get queueing(): boolean {
+    return !this.redisDown;
+  }
+
   /**
-   * Called once rows are committed. Never awaited by a request: if Redis is slow or down the rows
-   * stay `received` and the relay queues them when it is back.
+   * Called once rows are committed. Never awaited by a request: if Redis is slow or down, rows stored
+   * `queued` go back to `received` and the relay queues them when it is back; rows stored `received`
+   * (Redis was known to be down) become `queued` if the add succeeds after all.
    */
-  afterCommit(rows: FetchKeyRow[]): void {
+  afterCommit(rows: CommittedRow[]): void {
     if (rows.length === 0) return;
     void this.enqueue(rows)
-      .then(() => this.markQueuedSoon(rows.map((r) => r.id)))
-      .catch((err) => {
-        // Logged once per outage, not once per request.
-        if (!this.redisDown) this.log.warn({ err: String(err) }, 'queueing after commit failed; the relay will queue these notifications');
-        this.redisDown = true;
+      .then(
+        () => this.setStatus(rows, 'received', 'queued'),
+        (err: unknown) => {
+          // Logged once per outage, not once per request.
+          if (!this.redisDown) this.log.warn({ err: String(err) }, 'queueing after commit failed; the relay will queue these notifications');
+          this.redisDown = true;
+          return this.setStatus(rows, 'queued', 'received');
+        },
+      )
+      .catch((err: unknown) => {
+        // Left `queued` without a job: the relay's scan of long-queued rows adds it (relay.ts).
+        this.log.warn({ err: String(err) }, 'setting notifications back to received failed; the relay will queue them again');
       });
   }
 
@@ -82,15 +91,11 @@ export class FetchEnqueuer {
     await this.pool.query(`UPDATE notifications SET status = 'queued' WHERE id = ANY($1::bigint[]) AND status = 'received'`, [ids]);
   }
 
-  /** A row left `received` (a mark lost to a failure or a shutdown) is queued again by the relay: deduplication makes that harmless. */
-  private markQueuedSoon(ids: number[]): void {
-    for (const id of ids) this.unmarked.push(id);
-    this.markTimer ??= setTimeout(() => {
-      const marks = this.unmarked;
-      this.unmarked = [];
-      this.markTimer = undefined;
-      this.markQueued(marks).catch((err) => this.log.debug({ err: String(err) }, 'marking notifications queued failed; the relay will queue them again'));
-    }, MARK_QUEUED_EVERY_MS).unref();
+  /** Rows stored `from` become `to`, unless a worker has moved them on meanwhile. */
+  private async setStatus(rows: CommittedRow[], from: CommittedRow['status'], to: CommittedRow['status']): Promise<void> {
+    const ids = rows.filter((r) => r.status === from).map((r) => r.id);
+    if (ids.length === 0) return;
+    await this.pool.query(`UPDATE notifications SET status = $2 WHERE id = ANY($1::bigint[]) AND status = $3`, [ids, to, from]);
   }
 
   private jobOptions(key: string): JobsOptions {

@@ -1,7 +1,8 @@
 /**
  * The relay (transactional outbox): queues notifications that were committed but never queued,
  * for example while Redis was down, within seconds of Redis being back. It also re-adds a job for
- * rows left `queued` for long (a Redis that lost its data); BullMQ deduplication makes that a no-op
+ * rows left `queued` for long (a Redis that lost its data, or an api process that died between a commit
+ * and its add: receiver/ingest.ts inserts rows `queued`); BullMQ deduplication makes that a no-op
  * for keys whose job still exists; when Redis restarted (its run_id changed; on a cluster, any master's)
  * it does so at once, since a Redis without persistence comes back empty. Safe to run in every process:
  * rows are taken with SKIP LOCKED.

@@ -108,11 +108,13 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
       bodyJson: text,
       authenticatedBy: auth.by,
       // A webhook Skyhook deactivated is still acknowledged, so the marketplace stops retrying.
-      status: webhook.active ? 'received' : 'discarded',
+      disposition: webhook.active ? 'accepted' : 'discarded',
     });
     req.log.debug({ companyId: webhook.companyId, notificationId: stored.id, type: body.type, status: stored.status }, 'notification stored');
-    deps.metrics.received.inc({ outcome: stored.status === 'received' ? 'stored' : 'discarded', company: webhook.companyId });
-    return reply.code(200).send({ status: stored.status, id: String(stored.id) });
+    const discarded = stored.status === 'discarded';
+    deps.metrics.received.inc({ outcome: discarded ? 'discarded' : 'stored', company: webhook.companyId });
+    // The answer says received (stored and committed) or discarded, whichever status the row was given.
+    return reply.code(200).send({ status: discarded ? 'discarded' : 'received', id: String(stored.id) });
   };
 
   app.addHook('onResponse', async (req, reply) => {
