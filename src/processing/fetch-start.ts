@@ -110,10 +110,12 @@ export class FetchStarts {
 
   /** Indexed like `keys`; a key with nothing pending has no entry. */
   private async claim(keys: Key[]): Promise<(ClaimedRows | undefined)[]> {
-    const { rows } = await this.pool.query<{ ord: string; id: string; type: string; resource_id: string; received_at: Date }>(CLAIM_SQL, [
-      keys.map((k) => k.companyId),
-      keys.map((k) => k.href),
-    ]);
+    // Named: each connection parses and plans it once.
+    const { rows } = await this.pool.query<{ ord: string; id: string; type: string; resource_id: string; received_at: Date }>({
+      name: 'skyhook_claim',
+      text: CLAIM_SQL,
+      values: [keys.map((k) => k.companyId), keys.map((k) => k.href)],
+    });
     const claims: (ClaimedRows | undefined)[] = [];
     for (const row of rows) {
       const i = Number(row.ord) - 1;

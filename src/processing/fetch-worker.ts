@@ -76,7 +76,7 @@ export function createFetchWorkers(deps: FetchWorkerDeps): Worker<FetchJobData>[
   const parts: WorkerParts = {
     connections: new CompanyConnections(deps.db, deps.secretKey),
     starts: new FetchStarts(deps.pool, deps.connection, deps.prefix, deps.fetch.minIntervalMs),
-    snapshots: new SnapshotStore(deps.db, deps.handlers),
+    snapshots: new SnapshotStore(deps.db, deps.pool, deps.handlers),
     marketplace: new MarketplaceClient({ timeoutMs: deps.fetch.timeoutMs, connections: deps.fetch.concurrency }),
   };
   const process = (job: Job<FetchJobData>, token?: string) => processFetch(deps, parts, job, token);

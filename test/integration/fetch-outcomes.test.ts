@@ -115,7 +115,7 @@ describe('fetch outcomes', () => {
         [href],
       );
       const claim = (id: number) => ({ ids: [id], type: 'rfqs', resourceId: 'rfq-order' });
-      const store = new SnapshotStore(handle.db, builtInHandlers());
+      const store = new SnapshotStore(handle.db, handle.pool, builtInHandlers());
       const newer = await store.store({ companyId, href, claimed: claim(rows[0].id), fetchStartedAt: new Date('2030-01-01T00:00:02Z'), resource: { v: 'newer' } });
       const older = await store.store({ companyId, href, claimed: claim(rows[0].id), fetchStartedAt: new Date('2030-01-01T00:00:01Z'), resource: { v: 'older' } });
       expect(newer).toBe(1);
@@ -138,7 +138,7 @@ describe('fetch outcomes', () => {
         [hrefs],
       );
       const idsOf = (href: string) => rows.filter((r) => r.href === href).map((r) => Number(r.id));
-      const store = new SnapshotStore(handle.db, builtInHandlers());
+      const store = new SnapshotStore(handle.db, handle.pool, builtInHandlers());
       // b already has a copy fetched later than this batch's fetch: it keeps it, and its rows are covered by it.
       await store.store({ companyId, href: hrefs[1]!, claimed: { ids: [], type: 'rfqs', resourceId: 'rfq-batch-b' }, fetchStartedAt: new Date('2030-01-01T00:00:09Z'), resource: { v: 'b-later' } });
       const events = Number((await s.sql.query('SELECT count(*) FROM events')).rows[0].count);
