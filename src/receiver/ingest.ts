@@ -5,8 +5,8 @@
  * receiver writes in batches (lib/batcher.ts). Every request is answered only after its own row is committed.
  *
  * An accepted row is written `queued` when its fetch job will be added right after the commit (Redis is
- * up): one write per row instead of an INSERT and a later UPDATE, which was a third of PostgreSQL's work
- * per notification. If that add fails, the follow-up sets the rows back to `received` for the relay; if
+ * up): one write per row instead of an INSERT and a later UPDATE, which was PostgreSQL's largest
+ * statement under ingest. If that add fails, the follow-up sets the rows back to `received` for the relay; if
  * the process dies in between, the relay's scan of rows left `queued` adds their jobs (relay.ts).
  */
 import type pg from 'pg';
