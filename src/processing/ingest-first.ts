@@ -6,9 +6,8 @@
  * The signal is the receiver's backlog: how many notifications were waiting for their answer, on
  * average, over the last INTERVAL_MS (Little's law: the answers' total time divided by the interval).
  * More than BUSY_IN_FLIGHT means notifications arrive faster than the process answers them, so the
- * workers' concurrency is halved, down to a single job: BullMQ Workers left without a share are paused
- * (their running jobs finish), and one job at a time keeps processing going under a sustained flood.
- * Fewer than CALM_IN_FLIGHT doubles it back up to WORKER_CONCURRENCY. A steady rate the
+ * workers' concurrency is halved, down to one job per BullMQ Worker, which keeps processing going under a
+ * sustained flood. Fewer than CALM_IN_FLIGHT doubles it back up to WORKER_CONCURRENCY. A steady rate the
  * process keeps up with has a handful in flight (500/s answered in 10 ms is 5), so nothing is held back;
  * the README's Performance section has the figures.
  */
@@ -16,16 +15,14 @@ const INTERVAL_MS = 250;
 const BUSY_IN_FLIGHT = 32;
 const CALM_IN_FLIGHT = 16;
 
-/** What a BullMQ Worker offers: its concurrency can be changed while it runs, and it can be paused. */
+/** What a BullMQ Worker offers: its concurrency can be changed while it runs. */
 export interface Throttleable {
   concurrency: number;
-  pause(doNotWaitActive?: boolean): Promise<void>;
-  resume(): Promise<void>;
-  isPaused(): boolean;
 }
 
-/** Worker i's share of a total concurrency split over `count` workers (0 when the total is smaller than `count`). */
-export const concurrencyShare = (total: number, count: number, i: number): number => Math.floor(total / count) + (i < total % count ? 1 : 0);
+/** Worker i's share of a total concurrency split over `count` workers (every worker gets at least 1). */
+export const concurrencyShare = (total: number, count: number, i: number): number =>
+  Math.max(1, Math.floor(total / count) + (i < total % count ? 1 : 0));
 
 export class IngestFirst {
   /** The answers' total time since the last step, in ms. */
@@ -72,19 +69,10 @@ export class IngestFirst {
     let next = this.current;
     if (inFlight > BUSY_IN_FLIGHT) next = Math.ceil(this.current / 2);
     else if (inFlight < CALM_IN_FLIGHT) next = this.current * 2;
-    next = Math.min(this.max, Math.max(1, next));
+    next = Math.min(this.max, Math.max(this.workers.length || 1, next));
     if (next === this.current) return;
     this.current = next;
-    this.workers.forEach((w, i) => {
-      const share = concurrencyShare(next, this.workers.length, i);
-      if (share === 0) {
-        // Its running jobs finish; it takes no new one until resumed.
-        if (!w.isPaused()) void w.pause(true).catch(() => {});
-        return;
-      }
-      w.concurrency = share;
-      if (w.isPaused()) void w.resume();
-    });
+    this.workers.forEach((w, i) => (w.concurrency = concurrencyShare(next, this.workers.length, i)));
     this.onChange(next);
   }
 }
