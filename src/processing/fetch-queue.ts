@@ -39,6 +39,8 @@ export interface CommittedRow extends FetchKeyRow {
   status: 'received' | 'queued';
 }
 
+const idsIn = (rows: CommittedRow[], status: CommittedRow['status']) => rows.filter((r) => r.status === status).map((r) => r.id);
+
 export class FetchEnqueuer {
   private redisDown = false;
 
@@ -63,12 +65,12 @@ export class FetchEnqueuer {
     if (rows.length === 0) return;
     void this.enqueue(rows)
       .then(
-        () => this.setStatus(rows, 'received', 'queued'),
+        () => this.moveStatus(idsIn(rows, 'received'), 'received', 'queued'),
         (err: unknown) => {
           // Logged once per outage, not once per request.
           if (!this.redisDown) this.log.warn({ err: String(err) }, 'queueing after commit failed; the relay will queue these notifications');
           this.redisDown = true;
-          return this.setStatus(rows, 'queued', 'received');
+          return this.moveStatus(idsIn(rows, 'queued'), 'queued', 'received');
         },
       )
       .catch((err: unknown) => {
@@ -86,14 +88,12 @@ export class FetchEnqueuer {
     this.redisDown = false;
   }
 
-  async markQueued(ids: number[]): Promise<void> {
-    // Only `received` rows: a fast worker may already have processed them.
-    await this.pool.query(`UPDATE notifications SET status = 'queued' WHERE id = ANY($1::bigint[]) AND status = 'received'`, [ids]);
+  markQueued(ids: number[]): Promise<void> {
+    return this.moveStatus(ids, 'received', 'queued');
   }
 
-  /** Rows stored `from` become `to`, unless a worker has moved them on meanwhile. */
-  private async setStatus(rows: CommittedRow[], from: CommittedRow['status'], to: CommittedRow['status']): Promise<void> {
-    const ids = rows.filter((r) => r.status === from).map((r) => r.id);
+  /** Rows still `from` become `to`; a row a worker has moved on meanwhile is left alone. */
+  private async moveStatus(ids: number[], from: CommittedRow['status'], to: CommittedRow['status']): Promise<void> {
     if (ids.length === 0) return;
     await this.pool.query(`UPDATE notifications SET status = $2 WHERE id = ANY($1::bigint[]) AND status = $3`, [ids, to, from]);
   }
