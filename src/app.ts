@@ -60,13 +60,15 @@ export function toProblem(err: FastifyError | Error): Problem {
 
 const OPS_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
 
+/** Both apps log through the process's logger, without Fastify's two lines per request (noise at this rate). */
+const quietLogging = (logger: Logger) => ({ loggerInstance: logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }) });
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
-    loggerInstance: deps.logger as FastifyBaseLogger,
+    // One line per notification is logged by the receiver itself.
+    ...quietLogging(deps.logger),
     trustProxy: deps.trustProxy.length > 0 ? deps.trustProxy : false,
     requestIdHeader: 'x-request-id',
-    // One line per notification is logged by the receiver itself; Fastify's two per request are noise at this rate.
-    logController: new LogController({ disableRequestLogging: true }),
     // Malformed HTTP (bad request line, oversized headers) gets a problem too, not Fastify's JSON.
     // As Fastify's own handler: nothing to answer on a reset or destroyed socket, 408 for a request too slow to arrive.
     clientErrorHandler: (err: NodeJS.ErrnoException, socket) => {
@@ -141,14 +143,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
 export type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues'>;
 
-/** /healthz, /readyz and /metrics: served by every role (a worker-only process serves only these). */
 /** A worker's own ops server (OPS_PORT): the probes and metrics alone, as quiet as the main app's. */
 export async function buildOpsApp(logger: Logger, deps: OpsDeps): Promise<FastifyInstance> {
-  const app = Fastify({ loggerInstance: logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }) });
+  const app = Fastify(quietLogging(logger));
   await app.register((scope) => opsRoutes(scope, deps));
   return app;
 }
 
+/** /healthz, /readyz and /metrics: served by every role (a worker-only process serves only these). */
 async function opsRoutes(scope: FastifyInstance, deps: OpsDeps): Promise<void> {
   scope.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   scope.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
