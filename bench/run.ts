@@ -133,8 +133,11 @@ function reported(figures: LoadResult): LoadResult {
   return figures;
 }
 
-async function load(opts: { url: string; setup: (req: autocannon.Request) => autocannon.Request; duration?: number; amount?: number; overallRate?: number; connections?: number }): Promise<LoadResult> {
-  const result = await autocannon({
+type LoadOptions = { url: string; setup: (req: autocannon.Request) => autocannon.Request; duration?: number; amount?: number; overallRate?: number; connections?: number };
+
+/** autocannon POSTing JSON: a count of requests, or DURATION_S by default. */
+const autocannonRun = (opts: LoadOptions) =>
+  autocannon({
     url: opts.url,
     method: 'POST',
     connections: opts.connections ?? CONNECTIONS,
@@ -143,6 +146,9 @@ async function load(opts: { url: string; setup: (req: autocannon.Request) => aut
     headers: { 'content-type': 'application/json' },
     requests: [{ setupRequest: opts.setup }],
   });
+
+async function load(opts: LoadOptions): Promise<LoadResult> {
+  const result = await autocannonRun(opts);
   return reported({ rps: result['2xx'] / result.duration, ok: result['2xx'], p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx + result.errors });
 }
 
@@ -154,7 +160,7 @@ async function load(opts: { url: string; setup: (req: autocannon.Request) => aut
 const WARM_UP_REQUESTS = 2000;
 
 async function warmUp(url: string, setup: (req: autocannon.Request) => autocannon.Request): Promise<void> {
-  await autocannon({ url, method: 'POST', connections: CONNECTIONS, amount: WARM_UP_REQUESTS, headers: { 'content-type': 'application/json' }, requests: [{ setupRequest: setup }] });
+  await autocannonRun({ url, setup, amount: WARM_UP_REQUESTS });
 }
 
 /**
@@ -203,7 +209,7 @@ const peakRssMb = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/p
  * CPU time used so far (seconds, Linux /proc) by Skyhook, by all of PostgreSQL's processes and by Redis.
  * Two readings around a load give what a notification costs each of them: a steadier figure than
  * requests/s on a shared machine, and the one to profile against. PostgreSQL's share includes the
- * bench's own progress queries (one small count every 20 ms while it waits for processing).
+ * bench's own progress queries (waitProcessed: one index probe every 20 ms).
  */
 type CpuReading = { skyhook: number; postgres: number; redis: number };
 const USER_HZ = 100; // /proc reports clock ticks of 1/100 s on Linux
