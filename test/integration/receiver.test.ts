@@ -194,25 +194,29 @@ describe('check 2: Basic secret', () => {
     await expectStored(await sendBasic(w, body), w, body, 'basic');
   });
 
-  it('the body is stored as received: extra properties kept, numbers beyond double precision exact', async () => {
+  /**
+   * Sends a valid notification whose JSON text ends with `extra` properties; returns the stored body's
+   * id and the named properties as text (`->>`: exact, not read back through a JavaScript number).
+   */
+  async function storedWithExtra(extra: string, names: string[]): Promise<Record<string, string | null>> {
     const { company: c, webhook: w } = await companyWithWebhook('BASIC');
     const body = notificationBody(c.apiBaseUrl);
-    // JSON.parse would round 12345678901234567890123 and 0.1000000000000000055511151231257827; jsonb keeps both.
-    const raw = JSON.stringify(body).replace(/}$/, ',"amount":12345678901234567890123,"rate":0.1000000000000000055511151231257827}');
-    const answer = await sendBasic(w, body, { raw });
+    const answer = await sendBasic(w, body, { raw: JSON.stringify(body).replace(/}$/, `,${extra}}`) });
     expect(answer.status, answer.text).toBe(200);
-    const { rows } = await fx.pool.query(`SELECT body->>'amount' AS amount, body->>'rate' AS rate, body->>'id' AS id FROM notifications WHERE id = $1`, [answer.json!.id]);
-    expect(rows[0]).toEqual({ amount: '12345678901234567890123', rate: '0.1000000000000000055511151231257827', id: body.id });
+    const { rows } = await fx.pool.query(`SELECT body->>'id' AS id, ${names.map((_, i) => `body->>$${i + 2} AS "${i}"`).join(', ')} FROM notifications WHERE id = $1`, [answer.json!.id, ...names]);
+    expect(rows[0].id).toBe(body.id);
+    return Object.fromEntries(names.map((name, i) => [name, rows[0][String(i)]]));
+  }
+
+  it('the body is stored as received: extra properties kept, numbers beyond double precision exact', async () => {
+    // JSON.parse would round 12345678901234567890123 and 0.1000000000000000055511151231257827; jsonb keeps both.
+    const stored = await storedWithExtra('"amount":12345678901234567890123,"rate":0.1000000000000000055511151231257827', ['amount', 'rate']);
+    expect(stored).toEqual({ amount: '12345678901234567890123', rate: '0.1000000000000000055511151231257827' });
   });
 
   it('a number beyond PostgreSQL numeric (1e200000) is stored as JavaScript reads it, not refused with a 500', async () => {
-    const { company: c, webhook: w } = await companyWithWebhook('BASIC');
-    const body = notificationBody(c.apiBaseUrl);
-    const raw = JSON.stringify(body).replace(/}$/, ',"huge":1e200000,"tiny":1e-20000,"amount":12345678901234567890123}');
-    const answer = await sendBasic(w, body, { raw });
-    expect(answer.status, answer.text).toBe(200);
-    const { rows } = await fx.pool.query(`SELECT body->'huge' AS huge, body->'tiny' AS tiny, body->>'id' AS id FROM notifications WHERE id = $1`, [answer.json!.id]);
-    expect(rows[0]).toEqual({ huge: null, tiny: 0, id: body.id });
+    const stored = await storedWithExtra('"huge":1e200000,"tiny":1e-20000,"amount":12345678901234567890123', ['huge', 'tiny']);
+    expect(stored).toEqual({ huge: null, tiny: '0' });
   });
 
   it('the right secret on the shared targetURI is stored for the webhook its clientIdentifier names', async () => {
