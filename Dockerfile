@@ -42,8 +42,10 @@ COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 3000
 # GET /healthz with Node's own fetch (the slim image has no curl). A worker (ROLE=worker) serves no HTTP,
-# so there is nothing to ask: its liveness is the process itself (docker restarts it when it exits).
+# so there is nothing to ask: its liveness is the process itself (docker restarts it when it exits). Nor
+# does the image run as the simulator (`simulator start`, found in the main process's command line): it
+# listens on a port of its own choosing, so compose gives it its own probe.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
-  CMD ["node", "-e", "if (process.env.ROLE === 'worker') process.exit(0); fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1)).catch(() => process.exit(1))"]
+  CMD ["node", "-e", "if (process.env.ROLE === 'worker' || require('node:fs').readFileSync('/proc/1/cmdline', 'utf8').split('\\0').includes('simulator')) process.exit(0); fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1)).catch(() => process.exit(1))"]
 ENTRYPOINT ["node", "bin/skyhook.js"]
 CMD ["start"]
