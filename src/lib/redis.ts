@@ -179,3 +179,28 @@ async function deleteOnNode(node: Redis, pattern: string): Promise<void> {
     if (failed) throw failed[0];
   } while (cursor !== '0');
 }
+
+/**
+ * SET NX PX per key, in one script: 0 for a key set now (this caller has it for `ttlMs`), else how long
+ * it stays taken. All of a call's keys must share one hash tag (Skyhook's are under the queue prefix's),
+ * so on a Redis Cluster they live in one slot and a multi-key script is allowed. Used for the C5 fetch
+ * slots and the OAuth nonces: one command for a whole batch, instead of a command per key.
+ */
+const RESERVE_KEYS = `
+local out = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('SET', key, '1', 'PX', ARGV[1], 'NX') then
+    out[i] = 0
+  else
+    out[i] = math.max(1, redis.call('PTTL', key))
+  end
+end
+return out`;
+
+export type ReserveKeys = (keys: string[], ttlMs: number) => Promise<number[]>;
+
+export function reserveKeys(redis: RedisClient): ReserveKeys {
+  redis.defineCommand('skyhookReserveKeys', { lua: RESERVE_KEYS });
+  const script = (redis as unknown as { skyhookReserveKeys: (numKeys: number, ...args: (string | number)[]) => Promise<number[]> }).skyhookReserveKeys.bind(redis);
+  return (keys, ttlMs) => script(keys.length, ...keys, ttlMs);
+}

@@ -6,7 +6,7 @@
  */
 import type pg from 'pg';
 import { Batcher } from '../lib/batcher.js';
-import type { RedisClient } from '../lib/redis.js';
+import { reserveKeys, type RedisClient, type ReserveKeys } from '../lib/redis.js';
 import { fetchKey } from './fetch-queue.js';
 import type { Claimed } from './snapshots.js';
 
@@ -28,22 +28,6 @@ interface Key {
   href: string;
 }
 
-/**
- * SET NX PX per key: 0 when this fetch may start now (the slot is now its own), else how long the
- * slot stays taken. All keys share the queue prefix's hash tag, so on a Redis Cluster they live in
- * one slot and a multi-key script is allowed.
- */
-const RESERVE_SLOTS = `
-local out = {}
-for i, key in ipairs(KEYS) do
-  if redis.call('SET', key, '1', 'PX', ARGV[1], 'NX') then
-    out[i] = 0
-  else
-    out[i] = math.max(1, redis.call('PTTL', key))
-  end
-end
-return out`;
-
 /** The pending rows of each key, oldest first, at most CLAIM_LIMIT per key. */
 const CLAIM_SQL = `
   SELECT k.ord, n.id, n.type, n.resource_id, n.received_at
@@ -55,11 +39,10 @@ const CLAIM_SQL = `
   ) n
   ORDER BY k.ord, n.id`;
 
-type ReserveSlots = (numKeys: number, ...args: (string | number)[]) => Promise<number[]>;
-
 export class FetchStarts {
   private readonly batcher: Batcher<Key, FetchStart>;
-  private readonly reserveSlots: ReserveSlots;
+  /** 0 when this fetch may start now (the slot is now its own), else how long the slot stays taken. */
+  private readonly reserveSlots: ReserveKeys;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -67,8 +50,7 @@ export class FetchStarts {
     private readonly prefix: string,
     private readonly minIntervalMs: number,
   ) {
-    redis.defineCommand('skyhookReserveSlots', { lua: RESERVE_SLOTS });
-    this.reserveSlots = (redis as unknown as { skyhookReserveSlots: ReserveSlots }).skyhookReserveSlots.bind(redis);
+    this.reserveSlots = reserveKeys(redis);
     // Not split on failure (as writes are): nothing here fails for one key alone, and a rerun key by key
     // would find its own slot taken. A failed batch fails its jobs, which BullMQ retries.
     this.batcher = new Batcher(async (keys) => (await this.startMany(keys)).map((value) => ({ ok: true, value })), { maxBatch: 500, maxConcurrent: 1 });
@@ -85,7 +67,7 @@ export class FetchStarts {
   private async startMany(keys: Key[]): Promise<FetchStart[]> {
     const slotKeys = keys.map((k) => this.slotKey(k));
     const [reserved, claimed] = await Promise.allSettled([
-      this.minIntervalMs > 0 ? this.reserveSlots(slotKeys.length, ...slotKeys, this.minIntervalMs) : keys.map(() => 0),
+      this.minIntervalMs > 0 ? this.reserveSlots(slotKeys, this.minIntervalMs) : keys.map(() => 0),
       this.claim(keys),
     ]);
     if (reserved.status === 'rejected' || claimed.status === 'rejected') {
