@@ -5,6 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { EventType } from '../marketplace/contract.js';
+import { MAX_QUOTE_BODY_BYTES } from '../marketplace/quotes.js';
 import type { CompaniesService } from '../services/companies.service.js';
 import type { LeadsService } from '../services/leads.service.js';
 import type { QuotesService } from '../services/quotes.service.js';
@@ -92,7 +93,16 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
 
   app.post(
     '/companies/:companyId/quotes',
-    { schema: { ...tags('quotes'), params: s.companyIdParams, body: s.createQuoteBody, response: { 200: s.quoteViewSchema, 201: s.quoteViewSchema, ...errors, 409: s.problemSchema, 502: s.problemSchema } } },
+    {
+      // A quote's attachments make it larger than the admin API's 1 MiB: the largest the schema accepts.
+      bodyLimit: MAX_QUOTE_BODY_BYTES,
+      schema: {
+        ...tags('quotes'),
+        params: s.companyIdParams,
+        body: s.createQuoteBody,
+        response: { 200: s.quoteViewSchema, 201: s.quoteViewSchema, ...errors, 409: s.problemSchema, 413: s.problemSchema, 502: s.problemSchema },
+      },
+    },
     async (req, reply) => {
       const { quote, created } = await deps.quotes.submit(req.params.companyId, req.body);
       return reply.code(created ? 201 : 200).send(quote);

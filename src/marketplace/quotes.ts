@@ -54,12 +54,26 @@ export const lineItemSchema = z.strictObject({
   formattedQuantity: numericText,
 });
 
+const MIB = 1024 * 1024;
+/**
+ * (assumed: the seed gives no size limits) One attachment's `data` (the file as text, base64 in
+ * practice) and all of a quote's attachments together.
+ */
+export const MAX_ATTACHMENT_DATA_CHARS = 10 * MIB;
+export const MAX_ATTACHMENTS_DATA_CHARS = 20 * MIB;
+/**
+ * The largest quote request read: the admin API's quote route and the simulator. The attachments' data
+ * at its largest, and room for the rest of a quote at its largest (50 segments, 200 line items, the
+ * messages: well under 1 MiB).
+ */
+export const MAX_QUOTE_BODY_BYTES = MAX_ATTACHMENTS_DATA_CHARS + 4 * MIB;
+
 export const attachmentSchema = z.strictObject({
   mimeType: z.string().min(1).max(200),
   name: z.string().min(1).max(500),
   type: z.string().max(100).optional(),
   uri: z.url().max(4096).optional(),
-  data: z.string().max(10 * 1024 * 1024).optional(),
+  data: z.string().max(MAX_ATTACHMENT_DATA_CHARS).optional(),
   temporaryAttachmentId: z.string().max(200).optional(),
 });
 
@@ -71,7 +85,13 @@ export const quoteSchema = z.strictObject({
   sellerUniqueQuoteIdentifier: z.string().trim().min(1).max(200),
   totalPrice: z.number().finite().min(0, 'must be zero or more'),
   lineItems: z.array(lineItemSchema).max(200),
-  attachments: z.array(attachmentSchema).max(20).optional(),
+  attachments: z
+    .array(attachmentSchema)
+    .max(20)
+    .refine((items) => items.reduce((sum, a) => sum + (a.data?.length ?? 0), 0) <= MAX_ATTACHMENTS_DATA_CHARS, {
+      message: `the attachments' data must total at most ${MAX_ATTACHMENTS_DATA_CHARS / MIB} MiB`,
+    })
+    .optional(),
 });
 
 export const quoteSubmissionSchema = z.strictObject({

@@ -2,6 +2,7 @@
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import { z } from 'zod';
+import { MAX_QUOTE_BODY_BYTES } from '../marketplace/quotes.js';
 import { apiRoutes } from './api-routes.js';
 import { CONTROL_PREFIX, controlRoutes } from './control-routes.js';
 import { parseInput } from './errors.js';
@@ -12,14 +13,11 @@ import type { Simulator, SimulatorOptions } from './types.js';
 
 export const DEFAULT_HOST = '127.0.0.1';
 
-const MIB = 1024 * 1024;
 /**
- * The largest request body the simulator reads. Fastify's default (1 MiB) would refuse quotes the shared
- * schema accepts: `quoteSchema` in src/marketplace/quotes.ts allows up to 20 attachments with up to 10 MiB of
- * `data` each, so 200 MiB of attachment data, plus room for everything else a quote may hold (segments,
- * line items, messages: a few MiB at most).
+ * The largest request body the simulator reads: the largest quote the shared schema accepts (Fastify's
+ * default, 1 MiB, would refuse quotes with attachments).
  */
-export const SIMULATOR_BODY_LIMIT = 20 * 10 * MIB + 16 * MIB;
+export const SIMULATOR_BODY_LIMIT = MAX_QUOTE_BODY_BYTES;
 
 const simulationSettings = z.object({
   // Checked before listening, so a bad value leaves no server behind; kept as its origin.

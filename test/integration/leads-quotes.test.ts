@@ -183,6 +183,25 @@ describe('quotes', () => {
     expect(linked.resourceHref).toBe(`${s.sim.apiBaseUrl}/tripmsgs/${res.body.tripMessageId}`);
   });
 
+  it('takes a quote with attachments beyond the 1 MiB other admin routes read; refuses attachments over 20 MiB in all (400) and a larger body (413)', async () => {
+    const withAttachments = (sizes: number[]) => {
+      const q = tailQuote(uid('att'));
+      q.quote.attachments = sizes.map((mib, i) => ({ mimeType: 'application/pdf', name: `quote-${i}.pdf`, data: 'A'.repeat(mib * 1024 * 1024) }));
+      return q;
+    };
+    const taken = await postQuote(request(withAttachments([3, 2])));
+    expect(taken.status).toBe(201);
+
+    const before = s.sim.report().calls.quotes;
+    const tooMuch = await postQuote(request(withAttachments([7, 7, 7])));
+    expect(tooMuch.status).toBe(400);
+    expect(fields(tooMuch)).toEqual(['body.submission.quote.attachments']);
+    const tooLarge = await postQuote(request(withAttachments([10, 10, 5])));
+    expect(tooLarge.status).toBe(413);
+    expect(tooLarge.body).toMatchObject({ status: 413, title: 'Content Too Large' });
+    expect(s.sim.report().calls.quotes).toBe(before);
+  });
+
   it('ten parallel identical submissions make one marketplace call and one quote', async () => {
     const body = request(tailQuote(uid('burst')));
     const calls = s.sim.report().calls.quotes;
