@@ -265,14 +265,15 @@ function registerQuotes(program: Command): void {
     .command('submit')
     .description('submit a quote (idempotent by submission.quote.sellerUniqueQuoteIdentifier: a repeat returns the stored quote)')
     .argument('<companyId>', 'the company id (a UUID)')
-    .option('--file <request.json|->', 'the request as JSON (required): {requestId, actAsAccount?, allowPriceMismatch?, submission}; "-" reads stdin')
+    .option('--file <request.json|->', 'the request as JSON (required): {requestId, actAsAccount?, allowPriceMismatch?, resendUnknown?, submission}; "-" reads stdin')
+    .option('--resend-unknown', 'send again a quote left with status unknown (as resendUnknown: true); check on the marketplace first')
     .option('--json', JSON_HELP)
-    .action((companyId: string, flags: JsonFlag & { file?: string }, cmd: Command) =>
+    .action((companyId: string, flags: JsonFlag & { file?: string; resendUnknown?: boolean }, cmd: Command) =>
       execute(cmd, async () => {
         const file = await readJsonFile(flags.file);
         const [params, request] = together(
           () => validate(cmd, s.companyIdParams, { companyId }),
-          () => validateBody(s.createQuoteBody, file),
+          () => validateBody(s.createQuoteBody, flags.resendUnknown && typeof file === 'object' && file !== null ? { ...file, resendUnknown: true } : file),
         );
         const { quote, created } = await withServices((svc) => svc.quotes.submit(params.companyId, request));
         emit(flags, s.quoteViewSchema, quote, () => {
@@ -286,12 +287,13 @@ function registerQuotes(program: Command): void {
 
   addPageOptions(quotes.command('list').description("list a company's quotes (newest first)").argument('<companyId>', 'the company id (a UUID)'))
     .option('--lift-id <id>', 'only the quote with this marketplace lift id')
+    .option('--status <status>', 'only quotes with this status: sending, created or unknown')
     .option('--json', JSON_HELP)
-    .action((companyId: string, flags: PageFlags & { liftId?: string }, cmd: Command) =>
+    .action((companyId: string, flags: PageFlags & { liftId?: string; status?: string }, cmd: Command) =>
       execute(cmd, async () => {
         const [params, query] = together(
           () => validate(cmd, s.companyIdParams, { companyId }),
-          () => validate(cmd, s.quotesQuery, { liftId: flags.liftId, limit: flags.limit, cursor: flags.cursor }),
+          () => validate(cmd, s.quotesQuery, { liftId: flags.liftId, status: flags.status, limit: flags.limit, cursor: flags.cursor }),
         );
         const page = await withServices((svc) => svc.quotes.list(params.companyId, query));
         emit(flags, s.page(s.quoteViewSchema), page, () =>

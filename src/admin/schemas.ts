@@ -142,6 +142,10 @@ export const createQuoteBody = z.strictObject({
   requestId: z.string().trim().min(1).max(200).describe('a lift id (reply to that requested lift) or an RFQ id (an additional quote)'),
   actAsAccount: z.string().trim().min(1).max(200).optional().describe('user login sent as X-Service-ActAsAccount'),
   allowPriceMismatch: z.boolean().optional(),
+  resendUnknown: z
+    .boolean()
+    .optional()
+    .describe('send again a quote whose earlier submission may have reached the marketplace (status unknown); check there first'),
   submission: quoteSubmissionSchema,
 });
 
@@ -152,7 +156,10 @@ export const quoteViewSchema = z.object({
   requestId: z.string(),
   sellerUniqueQuoteIdentifier: z.string(),
   actAsAccount: z.string().nullable(),
-  status: z.enum(['sending', 'created']),
+  status: z
+    .enum(['sending', 'created', 'unknown'])
+    .describe('unknown: the submission may have reached the marketplace, but no success was read; a repeat is refused until resendUnknown'),
+  error: z.string().nullable().describe('why the status is unknown'),
   tripMessageId: z.string().nullable(),
   sellerQuoteId: z.string().nullable(),
   liftId: z.string().nullable(),
@@ -161,4 +168,9 @@ export const quoteViewSchema = z.object({
   createdAt: z.string(),
 });
 
-export const quotesQuery = z.object({ liftId: z.string().max(200).optional(), limit, cursor: z.string().max(100).optional() });
+export const quotesQuery = z.object({
+  liftId: z.string().max(200).optional(),
+  status: z.enum(['sending', 'created', 'unknown']).optional(),
+  limit,
+  cursor: z.string().max(100).optional(),
+});

@@ -23,15 +23,46 @@ export interface ApiConnection {
 
 export type MarketplaceErrorKind = 'network' | 'timeout' | 'http' | 'soft' | 'invalid_response';
 
+/** Network errors raised while connecting: the request was never sent. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
 export class MarketplaceError extends Error {
+  readonly status?: number;
+  readonly errors: EnvelopeMessage[];
+  readonly retryAfterMs?: number;
+  /** The network error's code (kind `network`). */
+  readonly code?: string;
+
   constructor(
     readonly kind: MarketplaceErrorKind,
     message: string,
-    readonly status?: number,
-    readonly errors: EnvelopeMessage[] = [],
-    readonly retryAfterMs?: number,
+    details: { status?: number; errors?: EnvelopeMessage[]; retryAfterMs?: number; code?: string } = {},
   ) {
     super(message);
+    this.status = details.status;
+    this.errors = details.errors ?? [];
+    this.retryAfterMs = details.retryAfterMs;
+    this.code = details.code;
+  }
+
+  /**
+   * Whether the marketplace may have acted on the call although no success was read: the request may
+   * have been sent and the answer is missing (a timeout, a dropped connection), unreadable (a 2xx
+   * without JSON, too large), or a server error other than 503. A refusal (4xx, 503, a soft error) or a
+   * failure to connect means it did not.
+   */
+  get mayHaveActed(): boolean {
+    switch (this.kind) {
+      case 'timeout':
+      case 'invalid_response':
+        return true;
+      case 'network':
+        return !NOT_CONNECTED.has(this.code ?? '');
+      case 'http':
+        return (this.status ?? 0) >= 500 && this.status !== 503;
+      case 'soft':
+        return false;
+    }
   }
 }
 
@@ -150,7 +181,7 @@ export class MarketplaceClient {
     const { status } = answer;
     const text = answer.text ?? '';
     // The status first: a 503 or 429 with a huge body is still worth retrying.
-    if (answer.text === null && status >= 200 && status < 300) throw new MarketplaceError('invalid_response', `${method} ${path} answered more than ${MAX_ANSWER_BYTES} bytes`, status);
+    if (answer.text === null && status >= 200 && status < 300) throw new MarketplaceError('invalid_response', `${method} ${path} answered more than ${MAX_ANSWER_BYTES} bytes`, { status });
     let body: unknown = undefined;
     try {
       body = text ? JSON.parse(text) : undefined;
@@ -159,11 +190,15 @@ export class MarketplaceClient {
     }
     if (status < 200 || status >= 300) {
       const detail = softErrors(body) ?? (text.slice(0, 200) || `status ${status}`);
-      throw new MarketplaceError('http', `${method} ${path} answered ${status}: ${detail}`, status, envelopeErrors(body), parseRetryAfter(answer.header('retry-after')));
+      throw new MarketplaceError('http', `${method} ${path} answered ${status}: ${detail}`, {
+        status,
+        errors: envelopeErrors(body),
+        retryAfterMs: parseRetryAfter(answer.header('retry-after')),
+      });
     }
-    if (typeof body !== 'object' || body === null) throw new MarketplaceError('invalid_response', `${method} ${path} answered ${status} without a JSON body`, status);
+    if (typeof body !== 'object' || body === null) throw new MarketplaceError('invalid_response', `${method} ${path} answered ${status} without a JSON body`, { status });
     const soft = softErrors(body);
-    if (soft) throw new MarketplaceError('soft', `${method} ${path} was refused: ${soft}`, status, envelopeErrors(body));
+    if (soft) throw new MarketplaceError('soft', `${method} ${path} was refused: ${soft}`, { status, errors: envelopeErrors(body) });
     return dataOf(body) as T;
   }
 }
@@ -173,7 +208,7 @@ function noAnswer(err: unknown, what: string, timeoutMs: number): MarketplaceErr
   if (e.code === 'UND_ERR_HEADERS_TIMEOUT') return new MarketplaceError('timeout', `${what} timed out after ${timeoutMs} ms`);
   if (e.code === 'UND_ERR_BODY_TIMEOUT') return new MarketplaceError('timeout', `${what}: the answer stalled for ${timeoutMs} ms`);
   if (e.name === 'TimeoutError') return new MarketplaceError('timeout', `${what} took longer than ${timeoutMs} ms`);
-  return new MarketplaceError('network', `${what} failed: ${e.code ?? e.message}`);
+  return new MarketplaceError('network', `${what} failed: ${e.code ?? e.message}`, { code: e.code });
 }
 
 /** The body as text, or null once it exceeds `limit` bytes (then the rest is not read). */

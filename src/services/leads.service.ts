@@ -29,7 +29,8 @@ const view = (l: LeadRow): LeadView => ({
   clientIdentifier: l.clientIdentifier,
   kind: l.kind,
   remoteId: l.remoteId,
-  status: l.status,
+  // A lead is never held `unknown`: it is safe to send again (services/send-once.ts).
+  status: l.status as LeadView['status'],
   request: l.request,
   response: l.response,
   resourceHref: l.resourceHref,
@@ -44,22 +45,27 @@ export function createLeadsService(deps: { db: Database; companies: CompaniesSer
     /** 201 semantics when `created`, else the stored lead unchanged (nothing is sent twice). */
     async create(companyId: string, lead: ClientLead): Promise<{ lead: LeadView; created: boolean }> {
       const { conn } = await deps.companies.connection(companyId);
-      const { row, created } = await sendOnce(db, {
-        table: leads,
-        key: ['companyId', 'clientIdentifier'],
-        values: { companyId, clientIdentifier: lead.clientIdentifier, kind: leadKind(lead), request: lead },
-        callTimeoutMs: deps.timeoutMs,
-        send: async (r) => {
-          // Safe to repeat after a crash: the marketplace itself keeps one lead per clientIdentifier.
-          const answer = await marketplaceCall(() => deps.marketplace.call<LeadCreated>(conn, 'POST', LEADS_PATH, { body: r.request, operation: 'leads.create' }));
-          const [done] = await db
-            .update(leads)
-            .set({ status: 'created', remoteId: typeof answer?.id === 'string' ? answer.id : null, response: answer ?? null, updatedAt: new Date() })
-            .where(eq(leads.id, r.id))
-            .returning();
-          return done!;
-        },
-      });
+      // Outside sendOnce, which tells a refused call from one that may have been acted on by its MarketplaceError.
+      const { row, created } = await marketplaceCall(() =>
+        sendOnce(db, {
+          table: leads,
+          key: ['companyId', 'clientIdentifier'],
+          values: { companyId, clientIdentifier: lead.clientIdentifier, kind: leadKind(lead), request: lead },
+          callTimeoutMs: deps.timeoutMs,
+          // Safe to repeat after a timeout or a crash: the marketplace itself keeps one lead per clientIdentifier.
+          ifUnknown: 'resend',
+          name: `lead ${lead.clientIdentifier}`,
+          send: async (r) => {
+            const answer = await deps.marketplace.call<LeadCreated>(conn, 'POST', LEADS_PATH, { body: r.request, operation: 'leads.create' });
+            const [done] = await db
+              .update(leads)
+              .set({ status: 'created', remoteId: typeof answer?.id === 'string' ? answer.id : null, response: answer ?? null, updatedAt: new Date() })
+              .where(eq(leads.id, r.id))
+              .returning();
+            return done!;
+          },
+        }),
+      );
       return { lead: view(row), created };
     },
 

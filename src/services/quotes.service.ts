@@ -17,6 +17,8 @@ export interface QuoteRequest {
   requestId: string;
   actAsAccount?: string;
   allowPriceMismatch?: boolean;
+  /** Send again a quote held `unknown` (services/send-once.ts). */
+  resendUnknown?: boolean;
   submission: QuoteSubmission;
 }
 
@@ -26,7 +28,9 @@ export interface QuoteView {
   requestId: string;
   sellerUniqueQuoteIdentifier: string;
   actAsAccount: string | null;
-  status: 'sending' | 'created';
+  status: QuoteRow['status'];
+  /** Why the status is `unknown`. */
+  error: string | null;
   tripMessageId: string | null;
   sellerQuoteId: string | null;
   liftId: string | null;
@@ -42,6 +46,7 @@ const view = (q: QuoteRow): QuoteView => ({
   sellerUniqueQuoteIdentifier: q.sellerUniqueQuoteIdentifier,
   actAsAccount: q.actAsAccount,
   status: q.status,
+  error: q.status === 'unknown' ? q.error : null,
   tripMessageId: q.tripMessageId,
   sellerQuoteId: q.sellerQuoteId,
   liftId: q.liftId,
@@ -65,37 +70,44 @@ export function createQuotesService(deps: { db: Database; companies: CompaniesSe
         ]);
       }
       const { conn } = await deps.companies.connection(companyId);
-      const { row, created } = await sendOnce(db, {
-        table: quotes,
-        key: ['companyId', 'sellerUniqueQuoteIdentifier'],
-        values: { companyId, sellerUniqueQuoteIdentifier: quote.sellerUniqueQuoteIdentifier, requestId: input.requestId, actAsAccount: input.actAsAccount ?? null, submission: input.submission },
-        callTimeoutMs: deps.timeoutMs,
-        send: async (r) => {
-          const headers = r.actAsAccount ? { [ACT_AS_ACCOUNT_HEADER]: r.actAsAccount } : undefined;
-          const answer = await marketplaceCall(() => deps.marketplace.call<QuoteSubmitted>(conn, 'POST', submitQuotePath(r.requestId), { body: r.submission, headers, operation: 'quotes.submit' }));
-          const ids = { tripMessageId: idOf(answer?.tripmsgs), sellerQuoteId: idOf(answer?.sellerQuote), liftId: idOf(answer?.lift) };
-          if (!ids.tripMessageId || !ids.sellerQuoteId || !ids.liftId) {
-            // Submitted, but the ids the seed requires us to keep are missing: keep the row, say so.
-            await db.update(quotes).set({ status: 'created', response: answer ?? null, ...ids, updatedAt: new Date() }).where(eq(quotes.id, r.id));
-            throw new Problem(502, 'Bad Gateway', 'The marketplace accepted the quote, but its answer lacks tripmsgs.id, sellerQuote.id or lift.id.', {
-              code: 'marketplace_invalid_response',
-            });
-          }
-          const [done] = await db.update(quotes).set({ status: 'created', response: answer, ...ids, updatedAt: new Date() }).where(eq(quotes.id, r.id)).returning();
-          return done!;
-        },
-      });
+      // Outside sendOnce, which tells a refused call from one that may have been acted on by its MarketplaceError.
+      const { row, created } = await marketplaceCall(() =>
+        sendOnce(db, {
+          table: quotes,
+          key: ['companyId', 'sellerUniqueQuoteIdentifier'],
+          values: { companyId, sellerUniqueQuoteIdentifier: quote.sellerUniqueQuoteIdentifier, requestId: input.requestId, actAsAccount: input.actAsAccount ?? null, submission: input.submission },
+          callTimeoutMs: deps.timeoutMs,
+          // A second submission may make a second quote: a call that may have been acted on is held.
+          ifUnknown: 'hold',
+          resendUnknown: input.resendUnknown,
+          name: `quote ${quote.sellerUniqueQuoteIdentifier}`,
+          send: async (r) => {
+            const headers = r.actAsAccount ? { [ACT_AS_ACCOUNT_HEADER]: r.actAsAccount } : undefined;
+            const answer = await deps.marketplace.call<QuoteSubmitted>(conn, 'POST', submitQuotePath(r.requestId), { body: r.submission, headers, operation: 'quotes.submit' });
+            const ids = { tripMessageId: idOf(answer?.tripmsgs), sellerQuoteId: idOf(answer?.sellerQuote), liftId: idOf(answer?.lift) };
+            if (!ids.tripMessageId || !ids.sellerQuoteId || !ids.liftId) {
+              // Submitted, but the ids the seed requires us to keep are missing: keep the row, say so.
+              await db.update(quotes).set({ status: 'created', response: answer ?? null, error: null, ...ids, updatedAt: new Date() }).where(eq(quotes.id, r.id));
+              throw new Problem(502, 'Bad Gateway', 'The marketplace accepted the quote, but its answer lacks tripmsgs.id, sellerQuote.id or lift.id.', {
+                code: 'marketplace_invalid_response',
+              });
+            }
+            const [done] = await db.update(quotes).set({ status: 'created', response: answer, error: null, ...ids, updatedAt: new Date() }).where(eq(quotes.id, r.id)).returning();
+            return done!;
+          },
+        }),
+      );
       return { quote: view(row), created };
     },
 
     /** Newest first; `liftId` finds the quote for an availability upload's activity.tripId. */
-    async list(companyId: string, opts: { liftId?: string; limit: number; cursor?: string }): Promise<{ items: QuoteView[]; nextCursor: string | null }> {
+    async list(companyId: string, opts: { liftId?: string; status?: QuoteRow['status']; limit: number; cursor?: string }): Promise<{ items: QuoteView[]; nextCursor: string | null }> {
       const keyset = newestFirst(quotes, opts.cursor);
       await deps.companies.get(companyId);
       const rows = await db
         .select({ ...getTableColumns(quotes), position: keyset.position })
         .from(quotes)
-        .where(and(eq(quotes.companyId, companyId), opts.liftId ? eq(quotes.liftId, opts.liftId) : undefined, keyset.where))
+        .where(and(eq(quotes.companyId, companyId), opts.liftId ? eq(quotes.liftId, opts.liftId) : undefined, opts.status ? eq(quotes.status, opts.status) : undefined, keyset.where))
         .orderBy(...keyset.orderBy)
         .limit(opts.limit + 1);
       return keyset.page(rows, opts.limit, view);

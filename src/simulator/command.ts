@@ -26,6 +26,7 @@ interface StartFlags {
   lostAckRate?: number;
   deliveryLatency?: number;
   resourceLatency?: number;
+  submitLatency?: number;
   resource5xxRate?: number;
   resource429Rate?: number;
   pluralPutMissing?: boolean;
@@ -70,6 +71,7 @@ export function registerSimulatorCommands(program: Command): void {
     .option('--lost-ack-rate <share>', 'fault: share of 200 answers treated as lost', parseShare)
     .option('--delivery-latency <ms>', 'fault: wait before each delivery', parseNonNegativeInteger)
     .option('--resource-latency <ms>', 'fault: wait before each resource answer', parseNonNegativeInteger)
+    .option('--submit-latency <ms>', 'fault: wait after handling a lead or quote, before its answer', parseNonNegativeInteger)
     .option('--resource-5xx-rate <share>', 'fault: share of resource GETs answering 503', parseShare)
     .option('--resource-429-rate <share>', 'fault: share of resource GETs answering 429', parseShare)
     .option('--plural-put-missing', 'fault: PUT /webhooks/settings/{id} answers 404 (the singular path works)')
@@ -129,6 +131,7 @@ function faultsFromFlags(flags: StartFlags): Partial<Faults> {
     lostAckRate: flags.lostAckRate,
     deliveryLatencyMs: flags.deliveryLatency,
     resourceLatencyMs: flags.resourceLatency,
+    submitLatencyMs: flags.submitLatency,
     resource5xxRate: flags.resource5xxRate,
     resource429Rate: flags.resource429Rate,
     pluralPutMissing: flags.pluralPutMissing,

@@ -1,4 +1,5 @@
 /** The fault knobs: their defaults, their validation and the dice that decide each fault. */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import type { Faults } from './types.js';
 
@@ -7,6 +8,7 @@ export const NO_FAULTS: Faults = {
   lostAckRate: 0,
   deliveryLatencyMs: 0,
   resourceLatencyMs: 0,
+  submitLatencyMs: 0,
   resource5xxRate: 0,
   resource429Rate: 0,
   pluralPutMissing: false,
@@ -21,6 +23,7 @@ export const faultsPatch = z.strictObject({
   lostAckRate: share.optional(),
   deliveryLatencyMs: latencyMs.optional(),
   resourceLatencyMs: latencyMs.optional(),
+  submitLatencyMs: latencyMs.optional(),
   resource5xxRate: share.optional(),
   resource429Rate: share.optional(),
   pluralPutMissing: z.boolean().optional(),
@@ -31,6 +34,11 @@ export function applyFaults(current: Faults, patch: Partial<Faults>): Faults {
   const given = Object.entries(patch).filter(([, value]) => value !== undefined);
   return { ...current, ...Object.fromEntries(given) };
 }
+
+/** An onSend hook that holds a lead's or a quote's answer for submitLatencyMs, after the call was handled. */
+export const lateAnswer = (state: { faults: Faults }) => async (): Promise<void> => {
+  if (state.faults.submitLatencyMs > 0) await sleep(state.faults.submitLatencyMs);
+};
 
 /** True for about `rate` of the calls. */
 export const happens = (rate: number): boolean => rate > 0 && Math.random() < rate;

@@ -13,6 +13,8 @@ import {
   type LeadCreated,
 } from '../marketplace/leads.js';
 import { issueErrors, softError } from './answers.js';
+import { lateAnswer } from './faults.js';
+import { countCall } from './ledger.js';
 import { callerOf } from './auth.js';
 import type { Simulation } from './simulation.js';
 import { newId } from './state.js';
@@ -20,10 +22,8 @@ import { newId } from './state.js';
 export const leadRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (api, { simulation }) => {
   const { state, ledger } = simulation;
 
-  // After the answer, so repeats, soft errors and refused tokens all count.
-  api.addHook('onResponse', async () => {
-    ledger.calls.leads++;
-  });
+  api.addHook('onSend', countCall(() => ledger.calls.leads++));
+  api.addHook('onSend', lateAnswer(state));
 
   api.post(LEADS_PATH, async (request) => {
     const parsed = clientLeadSchema.safeParse(request.body);

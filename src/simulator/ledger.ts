@@ -1,4 +1,5 @@
 /** What the simulator did, kept so a test can compare what was sent with what Skyhook stored. */
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BoundedLog } from './collections.js';
 import type {
   DeliveryStatus,
@@ -11,6 +12,17 @@ import type {
 } from './types.js';
 
 type FinalStatus = Exclude<DeliveryStatus, 'pending'>;
+
+/**
+ * An onSend hook that counts a call once its answer is done or its caller has hung up on a late answer
+ * (a response's `close` comes once, either way), so repeats, soft errors, refused tokens and calls
+ * given up on all count.
+ */
+export const countCall =
+  (count: () => void) =>
+  async (_request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    reply.raw.once('close', count);
+  };
 
 export class Ledger {
   /** Event counts that have no final status of their own. */

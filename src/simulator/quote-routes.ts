@@ -12,6 +12,8 @@ import {
   type QuoteSubmitted,
 } from '../marketplace/quotes.js';
 import { issueErrors, softError } from './answers.js';
+import { lateAnswer } from './faults.js';
+import { countCall } from './ledger.js';
 import { callerOf } from './auth.js';
 import type { Simulation } from './simulation.js';
 import { newId } from './state.js';
@@ -28,10 +30,8 @@ function actAsAccountOf(request: FastifyRequest): string | null {
 export const quoteRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (api, { simulation }) => {
   const { state, ledger } = simulation;
 
-  // After the answer, so repeats, soft errors and refused tokens all count.
-  api.addHook('onResponse', async () => {
-    ledger.calls.quotes++;
-  });
+  api.addHook('onSend', countCall(() => ledger.calls.quotes++));
+  api.addHook('onSend', lateAnswer(state));
 
   api.post<{ Params: { requestId: string } }>(SUBMIT_QUOTE_ROUTE, async (request) => {
     const parsed = quoteSubmissionSchema.safeParse(request.body);

@@ -139,9 +139,15 @@ export class MarketplaceState {
     return this.resources.get(path);
   }
 
-  /** The newest `limit` resources, oldest first. */
+  /** The newest `limit` resources, oldest first; only those are copied, however many the simulator keeps. */
   newestResources(limit: number): Resource[] {
-    return [...this.resources.values()].slice(-limit);
+    let skip = Math.max(0, this.resources.size - limit);
+    const newest: Resource[] = [];
+    for (const resource of this.resources.values()) {
+      if (skip > 0) skip--;
+      else newest.push(resource);
+    }
+    return newest;
   }
 
   /** Creates the resource for its company, or records a change to it (a new version). */

@@ -18,6 +18,8 @@ export interface Faults {
   deliveryLatencyMs: number;
   /** Added before each resource GET answer. */
   resourceLatencyMs: number;
+  /** Added after a lead or a quote was handled, before its answer: the marketplace acted, the caller may time out. */
+  submitLatencyMs: number;
   /** Share of resource GETs answering 503. */
   resource5xxRate: number;
   /** Share of resource GETs answering 429 with `Retry-After: 1`. */

@@ -244,6 +244,34 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     expect(sim.report().quotes).toHaveLength(1);
   });
 
+  it('refuses to resubmit a quote whose outcome is unknown (exit 1), lists it, and resends it with --resend-unknown', async () => {
+    const held = structuredClone(quoteRequest);
+    held.submission.quote.sellerUniqueQuoteIdentifier = 'cli-quote-held';
+    // As a submission that timed out would have left it.
+    const sql = new pg.Client({ connectionString: db.url });
+    await sql.connect();
+    try {
+      await sql.query(
+        `INSERT INTO quotes (company_id, seller_unique_quote_identifier, request_id, act_as_account, submission, status, error)
+         VALUES ($1, 'cli-quote-held', 'lift-req-1', 'ops.user', $2, 'unknown', 'POST /tripmsgs/lift-req-1/submitQuote timed out after 15000 ms')`,
+        [companyId, JSON.stringify(held.submission)],
+      );
+    } finally {
+      await sql.end();
+    }
+    const submitted = sim.report().quotes.length;
+    const refused = await skyhook(['quotes', 'submit', companyId, '--file', '-'], JSON.stringify(held));
+    expect(refused).toMatchObject({ code: 1, stdout: '' });
+    expect(refused.stderr).toMatch(/may have received quote cli-quote-held\b.*timed out after 15000 ms.*\(409 Conflict\)$/m);
+    const listed = await json(['quotes', 'list', companyId, '--status', 'unknown']);
+    expect(listed.items).toEqual([expect.objectContaining({ sellerUniqueQuoteIdentifier: 'cli-quote-held', status: 'unknown', error: expect.stringContaining('timed out') })]);
+    expect(sim.report().quotes).toHaveLength(submitted);
+
+    const resent = await json(['quotes', 'submit', companyId, '--file', '-', '--resend-unknown'], JSON.stringify(held));
+    expect(resent).toMatchObject({ sellerUniqueQuoteIdentifier: 'cli-quote-held', status: 'created', error: null, liftId: expect.any(String) });
+    expect(sim.report().quotes).toHaveLength(submitted + 1);
+  });
+
   it('lists, shows and replays notifications', async () => {
     // A failed notification, as the receiver and a worker would have left it.
     const sql = new pg.Client({ connectionString: db.url });

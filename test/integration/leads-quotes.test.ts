@@ -3,7 +3,7 @@
  * at a time, and several at once), idempotency under concurrent repeats, the ActAsAccount header,
  * the stored ids, and the notifications that link fetched resources back to them.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { clientSearchLead, emptyLegLead, floatingFleetQuote, tailQuote } from '../fixtures/requests.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { eventually } from '../helpers/skyhook.js';
@@ -210,6 +210,93 @@ describe('quotes', () => {
     expect(answers.filter((a) => a.status === 200)).toHaveLength(9);
     expect(new Set(answers.map((a) => a.body.sellerQuoteId)).size).toBe(1);
     expect(s.sim.report().calls.quotes).toBe(calls + 1);
+  });
+});
+
+/**
+ * The simulator handles the call, then holds its answer past Skyhook's MARKETPLACE_TIMEOUT_MS: the
+ * marketplace acted, Skyhook read no success. A lead is sent again on the next request (the marketplace
+ * keeps one per clientIdentifier); a quote is held `unknown` and not submitted again until asked to.
+ */
+describe('a call whose answer is lost', () => {
+  let lost: Scenario;
+  let lostCompany: string;
+  beforeAll(async () => {
+    lost = await startScenario({ env: { MARKETPLACE_TIMEOUT_MS: '500' } });
+    ({ companyId: lostCompany } = await lost.company('late', { eventTypes: ['ClientLeads'] }));
+  });
+  afterAll(async () => lost?.close());
+  afterEach(() => lost.sim.setFaults({ submitLatencyMs: 0 }));
+  const post = (what: 'leads' | 'quotes', body: unknown) => lost.skyhook.admin('POST', `/companies/${lostCompany}/${what}`, body);
+  const calls = () => lost.sim.report().calls;
+  /** Until the simulator has counted `n` quote calls (a late answer is counted when the caller hangs up). */
+  const quoteCalls = (n: number) => eventually(async () => calls().quotes === n, `${n} quote calls`);
+
+  it('holds a quote as unknown: a repeat is refused and sends nothing, until resendUnknown', async () => {
+    const body = { requestId: 'lift-late', submission: tailQuote(uid('late')) };
+    lost.sim.setFaults({ submitLatencyMs: 1500 });
+    const first = await post('quotes', body);
+    expect(first.status).toBe(502);
+    expect(first.body).toMatchObject({ code: 'outcome_unknown', detail: expect.stringContaining('resendUnknown') });
+    await quoteCalls(1);
+    expect(lost.sim.report().quotes).toHaveLength(1); // the marketplace did take it
+
+    lost.sim.setFaults({ submitLatencyMs: 0 });
+    const repeat = await post('quotes', body);
+    expect(repeat.status).toBe(409);
+    expect(repeat.body.code).toBe('outcome_unknown');
+    expect(calls().quotes).toBe(1);
+    const held = await lost.skyhook.admin('GET', `/companies/${lostCompany}/quotes?status=unknown`);
+    expect(held.body.items).toEqual([expect.objectContaining({ status: 'unknown', error: expect.stringContaining('500 ms'), sellerQuoteId: null })]);
+
+    const resent = await post('quotes', { ...body, resendUnknown: true });
+    expect(resent.status).toBe(201);
+    expect(resent.body).toMatchObject({ status: 'created', error: null, sellerQuoteId: lost.sim.report().quotes[0]!.sellerQuoteId });
+    expect(calls().quotes).toBe(2);
+    const again = await post('quotes', { ...body, resendUnknown: true });
+    expect(again.status).toBe(200);
+    expect(calls().quotes).toBe(2);
+  });
+
+  it('holds a quote left sending by a crashed process once it is stale, instead of submitting it again', async () => {
+    const body = { requestId: 'lift-crash', submission: tailQuote(uid('crash')) };
+    await lost.sql.query(
+      `INSERT INTO quotes (company_id, seller_unique_quote_identifier, request_id, submission, updated_at) VALUES ($1, $2, 'lift-crash', $3, now() - interval '1 hour')`,
+      [lostCompany, body.submission.quote.sellerUniqueQuoteIdentifier, JSON.stringify(body.submission)],
+    );
+    const before = calls().quotes;
+    const repeat = await post('quotes', body);
+    expect(repeat.status).toBe(409);
+    expect(repeat.body.detail).toContain('stopped before');
+    expect(calls().quotes).toBe(before);
+  });
+
+  it('removes a quote the marketplace refused, so a repeat submits it', async () => {
+    const body = { requestId: 'lift-refused', submission: tailQuote(uid('refused')) };
+    const { rows } = await lost.sql.query('SELECT api_base_url FROM companies WHERE id = $1', [lostCompany]);
+    await lost.sql.query(`UPDATE companies SET api_base_url = 'http://127.0.0.1:9/api' WHERE id = $1`, [lostCompany]); // nothing listens on port 9
+    try {
+      const unreachable = await post('quotes', body);
+      expect(unreachable.status).toBe(502);
+      expect(unreachable.body.code).toBe('marketplace_network');
+      expect(Number((await lost.sql.query('SELECT count(*) AS n FROM quotes WHERE seller_unique_quote_identifier = $1', [body.submission.quote.sellerUniqueQuoteIdentifier])).rows[0].n)).toBe(0);
+    } finally {
+      await lost.sql.query(`UPDATE companies SET api_base_url = $2 WHERE id = $1`, [lostCompany, rows[0].api_base_url]);
+    }
+    const repeat = await post('quotes', body);
+    expect(repeat.status, JSON.stringify(repeat.body)).toBe(201);
+  });
+
+  it('sends a lead again after a lost answer: the marketplace keeps one lead per clientIdentifier', async () => {
+    const id = uid('late-lead');
+    lost.sim.setFaults({ submitLatencyMs: 1500 });
+    const first = await post('leads', clientSearchLead(id));
+    expect(first.status).toBe(502);
+    expect(first.body.code).toBe('marketplace_timeout');
+    lost.sim.setFaults({ submitLatencyMs: 0 });
+    const repeat = await post('leads', clientSearchLead(id));
+    expect(repeat.status).toBe(201);
+    expect(lost.sim.report().leads.filter((l) => l.clientIdentifier === id)).toHaveLength(1);
   });
 });
 

@@ -2,10 +2,11 @@ import { index, integer, jsonb, pgEnum, pgTable, text, timestamp, uniqueIndex, u
 import { companies } from './companies.js';
 
 /**
- * `sending` marks the one request allowed to call the marketplace for a (company, clientIdentifier);
- * concurrent repeats wait for it to become `created`.
+ * `sending` marks the one request allowed to call the marketplace for a (company, key); concurrent
+ * repeats wait for it to become `created`. `unknown`: the call may have reached the marketplace, but
+ * no success was read (services/send-once.ts); only quotes are kept so, as a lead is safe to send again.
  */
-export const outboundStatus = pgEnum('outbound_status', ['sending', 'created']);
+export const outboundStatus = pgEnum('outbound_status', ['sending', 'created', 'unknown']);
 
 /** Client leads Skyhook created on the marketplace for a company; idempotent by clientIdentifier. */
 export const leads = pgTable(

@@ -21,6 +21,8 @@ export const quotes = pgTable(
     sellerQuoteId: text('seller_quote_id'),
     liftId: text('lift_id'),
     response: jsonb('response'),
+    /** Why the outcome is `unknown`: what happened to the call that may have submitted it. */
+    error: text('error'),
     resourceHref: text('resource_href'),
     snapshotVersion: integer('snapshot_version'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
