@@ -83,11 +83,27 @@ export class FetchStarts {
       const claimed = claims[i];
       return claimed ? { kind: 'claimed', claimed } : { kind: 'empty' };
     });
-    // A slot reserved for nothing would make the next notification of its key wait for no reason. Given
-    // back without holding up the batch's jobs; if that fails, the slot lapses after FETCH_MIN_INTERVAL_MS.
-    const unused = slotKeys.filter((_, i) => starts[i]!.kind === 'empty');
-    if (unused.length > 0 && this.minIntervalMs > 0) void this.redis.del(...unused).catch(() => {});
+    if (this.minIntervalMs > 0) this.settleSlots(slotKeys, starts);
     return starts;
+  }
+
+  /**
+   * Without holding up the batch's jobs (one pipeline, not awaited; if it fails, the slots lapse as
+   * reserved):
+   * - a slot reserved for nothing is given back: it would make the next notification of its key wait
+   *   for no reason;
+   * - a slot whose fetch starts now is reserved again from now. It was reserved before the claim, which
+   *   can take tens of milliseconds under load, and C5 is about when the marketplace sees the GETs: the
+   *   next fetch of the key must wait FETCH_MIN_INTERVAL_MS from this one's GET, not from its claim.
+   */
+  private settleSlots(slotKeys: string[], starts: FetchStart[]): void {
+    const pipeline = this.redis.pipeline();
+    slotKeys.forEach((key, i) => {
+      const kind = starts[i]!.kind;
+      if (kind === 'empty') pipeline.del(key);
+      else if (kind === 'claimed') pipeline.pexpire(key, this.minIntervalMs);
+    });
+    if (pipeline.length > 0) void pipeline.exec().catch(() => {});
   }
 
   /** Indexed like `keys`; a key with nothing pending has no entry. */
