@@ -91,15 +91,8 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
 
   if (runsWorker) {
     // The jobs share their statements (fetch-start.ts, snapshots.ts), so a few connections serve any
-    // concurrency; the rest wait for rare per-job writes (a failure, a gone resource). Those shared
-    // statements join arrays of keys to the notifications and resources tables: planned once while
-    // the tables were small, the snapshot store went on scanning all of notifications, about 450 µs of
-    // PostgreSQL's CPU per notification at 130,000 rows. Planned per batch, the plan follows the tables.
-    const workerDb = connectDatabase(config.databaseUrl, {
-      max: Math.min(config.fetch.concurrency, WORKER_DB_CONNECTIONS),
-      applicationName: 'skyhook-worker',
-      customPlans: true,
-    });
+    // concurrency; the rest wait for rare per-job writes (a failure, a gone resource).
+    const workerDb = connectDatabase(config.databaseUrl, { max: Math.min(config.fetch.concurrency, WORKER_DB_CONNECTIONS), applicationName: 'skyhook-worker' });
     const connection = connectRedis(config, 'worker', 'skyhook-worker');
     workers = createFetchWorkers({
       db: workerDb.db,

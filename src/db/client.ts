@@ -14,14 +14,8 @@ export interface DbHandle {
 /**
  * One pool per role: the receiver's pool must not wait behind worker transactions.
  * Every wait is bounded, so a database that stops answering turns into a 503, not a hang.
- *
- * `customPlans`: PostgreSQL plans each execution of a named statement for its parameters and the
- * tables' current size, instead of reusing the generic plan it settles on after five executions. A
- * generic plan is made once per connection: made while a table is small (a new database, the first
- * minute after start-up), it scans the whole table, and keeps scanning it as the table grows, until
- * an ANALYZE happens to invalidate it.
  */
-export function connectDatabase(url: string, opts: { max: number; applicationName: string; customPlans?: boolean }): DbHandle {
+export function connectDatabase(url: string, opts: { max: number; applicationName: string }): DbHandle {
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.max,
@@ -29,7 +23,6 @@ export function connectDatabase(url: string, opts: { max: number; applicationNam
     query_timeout: 15_000,
     idleTimeoutMillis: 30_000,
     application_name: opts.applicationName,
-    ...(opts.customPlans ? { options: '-c plan_cache_mode=force_custom_plan' } : {}),
   });
   // A client losing its connection must not crash the process, idle (pool 'error') or checked out
   // (the client's own 'error', which pg-pool does not listen to): the query fails, the pool reconnects.

@@ -5,6 +5,7 @@
  * slot back, so the next notification for that key is fetched at once.
  */
 import type pg from 'pg';
+import type { CachedPlans, Statement } from '../db/cached-plans.js';
 import { Batcher } from '../lib/batcher.js';
 import { reserveKeys, type RedisClient, type ReserveKeys } from '../lib/redis.js';
 import { fetchKey } from './fetch-queue.js';
@@ -29,7 +30,9 @@ interface Key {
 }
 
 /** The pending rows of each key, oldest first, at most CLAIM_LIMIT per key. */
-const CLAIM_SQL = `
+export const CLAIM_STATEMENT: Statement = {
+  name: 'skyhook_claim',
+  text: `
   SELECT k.ord, n.id, n.type, n.resource_id, n.received_at
   FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS k(company_id, href, ord)
   CROSS JOIN LATERAL (
@@ -37,7 +40,8 @@ const CLAIM_SQL = `
     WHERE company_id = k.company_id AND href = k.href AND status IN ('received', 'queued')
     ORDER BY id LIMIT ${CLAIM_LIMIT}
   ) n
-  ORDER BY k.ord, n.id`;
+  ORDER BY k.ord, n.id`,
+};
 
 export class FetchStarts {
   private readonly batcher: Batcher<Key, FetchStart>;
@@ -46,6 +50,7 @@ export class FetchStarts {
 
   constructor(
     private readonly pool: pg.Pool,
+    private readonly plans: CachedPlans,
     private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly minIntervalMs: number,
@@ -108,10 +113,9 @@ export class FetchStarts {
 
   /** Indexed like `keys`; a key with nothing pending has no entry. */
   private async claim(keys: Key[]): Promise<(ClaimedRows | undefined)[]> {
-    // Named: each connection parses and plans it once.
     const { rows } = await this.pool.query<{ ord: string; id: string; type: string; resource_id: string; received_at: Date }>({
-      name: 'skyhook_claim',
-      text: CLAIM_SQL,
+      name: this.plans.nameFor(CLAIM_STATEMENT),
+      text: CLAIM_STATEMENT.text,
       values: [keys.map((k) => k.companyId), keys.map((k) => k.href)],
     });
     const claims: (ClaimedRows | undefined)[] = [];

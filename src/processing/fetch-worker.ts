@@ -7,18 +7,19 @@ import { DelayedError, Worker, type Job } from 'bullmq';
 import { and, eq } from 'drizzle-orm';
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { CachedPlans } from '../db/cached-plans.js';
 import type { Database } from '../db/client.js';
 import { companies } from '../db/schema/index.js';
 import type { Metrics } from '../lib/metrics.js';
 import type { RedisClient } from '../lib/redis.js';
 import { FETCH_BACKOFF, FETCH_QUEUE, type FetchJobData } from './fetch-queue.js';
-import { CLAIM_LIMIT, FetchStarts } from './fetch-start.js';
+import { CLAIM_LIMIT, CLAIM_STATEMENT, FetchStarts } from './fetch-start.js';
 import { CompanyConnections } from './company-connections.js';
 import { MarketplaceClient } from '../marketplace/client.js';
 import { fetchResource } from './fetch-resource.js';
 import { concurrencyShare } from './ingest-first.js';
 import type { HandlerRegistry } from './handlers/index.js';
-import { markFailed, markGone, recordAttempt, SnapshotStore } from './snapshots.js';
+import { markFailed, markGone, recordAttempt, SnapshotStore, STORE_STATEMENT } from './snapshots.js';
 
 /** How often a paused company's jobs look again whether its token was replaced. */
 export const PAUSED_RECHECK_MS = 5000;
@@ -73,10 +74,11 @@ interface WorkerParts {
 const WORKERS_PER_PROCESS = 4;
 
 export function createFetchWorkers(deps: FetchWorkerDeps): Worker<FetchJobData>[] {
+  const plans = new CachedPlans(deps.pool, [CLAIM_STATEMENT, STORE_STATEMENT], deps.log);
   const parts: WorkerParts = {
     connections: new CompanyConnections(deps.db, deps.secretKey),
-    starts: new FetchStarts(deps.pool, deps.connection, deps.prefix, deps.fetch.minIntervalMs),
-    snapshots: new SnapshotStore(deps.db, deps.pool, deps.handlers),
+    starts: new FetchStarts(deps.pool, plans, deps.connection, deps.prefix, deps.fetch.minIntervalMs),
+    snapshots: new SnapshotStore(deps.db, deps.pool, plans, deps.handlers),
     marketplace: new MarketplaceClient({ timeoutMs: deps.fetch.timeoutMs, connections: deps.fetch.concurrency }),
   };
   const process = (job: Job<FetchJobData>, token?: string) => processFetch(deps, parts, job, token);

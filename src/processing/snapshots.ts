@@ -4,6 +4,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type pg from 'pg';
+import type { CachedPlans, Statement } from '../db/cached-plans.js';
 import { isDatabaseUnavailable, type Database, type Tx } from '../db/client.js';
 import { Batcher, splitOnFailure } from '../lib/batcher.js';
 import type { HandlerRegistry } from './handlers/index.js';
@@ -45,6 +46,7 @@ export class SnapshotStore {
   constructor(
     private readonly db: Database,
     private readonly pool: pg.Pool,
+    private readonly plans: CachedPlans,
     private readonly handlers: HandlerRegistry,
   ) {
     // A batch holds at most the worker's running jobs; the cap bounds the statement's size (each
@@ -60,7 +62,7 @@ export class SnapshotStore {
   private async write(items: SnapshotInput[]): Promise<Stored[]> {
     const handlers = items.map((i) => this.handlers.handlerFor(i.claimed.type));
     // Without handlers the statement commits by itself: no BEGIN and COMMIT round trips.
-    if (handlers.every((h) => h === undefined)) return storeMany(this.pool, items);
+    if (handlers.every((h) => h === undefined)) return storeMany(this.pool, this.plans.nameFor(STORE_STATEMENT), items);
     return this.db.transaction(async (tx) => {
       const results = await storeManyIn(tx, items);
       for (const [i, handler] of handlers.entries()) {
@@ -125,6 +127,8 @@ const STORE_SQL = `
             'href', ev.href, 'snapshotVersion', ev.snapshot_version)::text)) FROM ev) AS notified
   FROM cur c ORDER BY c.ord`;
 
+export const STORE_STATEMENT: Statement = { name: 'skyhook_store_snapshots', text: STORE_SQL };
+
 function storeParams(items: SnapshotInput[]): unknown[] {
   const col = <T>(f: (i: SnapshotInput) => T) => items.map(f);
   return [
@@ -145,11 +149,11 @@ function checked(rows: Stored[], items: SnapshotInput[]): Stored[] {
 }
 
 /**
- * Without handlers: a named statement on the pool (it commits by itself), so each connection parses and
- * plans it once; planning this statement anew cost PostgreSQL about half as much as running it.
+ * Without handlers: on the pool (the statement commits by itself), named once its cached plan would use
+ * the indexes (db/cached-plans.ts): then each connection parses and plans it once.
  */
-async function storeMany(pool: pg.Pool, items: SnapshotInput[]): Promise<Stored[]> {
-  const { rows } = await pool.query<Stored>({ name: 'skyhook_store_snapshots', text: STORE_SQL, values: storeParams(items) });
+async function storeMany(pool: pg.Pool, name: string | undefined, items: SnapshotInput[]): Promise<Stored[]> {
+  const { rows } = await pool.query<Stored>({ name, text: STORE_SQL, values: storeParams(items) });
   return checked(rows, items);
 }
 

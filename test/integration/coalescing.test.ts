@@ -4,9 +4,11 @@
  */
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fetchKey } from '../../src/processing/fetch-queue.js';
-import { FetchStarts } from '../../src/processing/fetch-start.js';
+import { CLAIM_STATEMENT, FetchStarts } from '../../src/processing/fetch-start.js';
+import { CachedPlans } from '../../src/db/cached-plans.js';
 import { REDIS_URL } from '../helpers/database.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { eventually } from '../helpers/skyhook.js';
@@ -126,7 +128,7 @@ describe('coalescing of fetches per (company, href)', () => {
     const redis = new Redis(REDIS_URL);
     const lock = await scenario.sql.connect();
     try {
-      const starts = new FetchStarts(pool, redis, scenario.prefix, 1000);
+      const starts = new FetchStarts(pool, new CachedPlans(pool, [CLAIM_STATEMENT], pino({ level: 'silent' })), redis, scenario.prefix, 1000);
       await lock.query('BEGIN');
       await lock.query('LOCK TABLE notifications IN ACCESS EXCLUSIVE MODE');
       const first = starts.begin(companyId, href); // the slot is reserved at once, the claim waits

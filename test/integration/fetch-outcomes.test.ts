@@ -2,12 +2,14 @@
  * What the worker does with each answer of the marketplace to a resource GET (SPEC §5), driven by
  * the simulator's scripted responses.
  */
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/client.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { eventually } from '../helpers/skyhook.js';
 import { builtInHandlers } from '../../src/processing/handlers/index.js';
-import { SnapshotStore } from '../../src/processing/snapshots.js';
+import { SnapshotStore, STORE_STATEMENT } from '../../src/processing/snapshots.js';
+import { CachedPlans } from '../../src/db/cached-plans.js';
 
 let s: Scenario;
 let companyId: string;
@@ -115,7 +117,7 @@ describe('fetch outcomes', () => {
         [href],
       );
       const claim = (id: number) => ({ ids: [id], type: 'rfqs', resourceId: 'rfq-order' });
-      const store = new SnapshotStore(handle.db, handle.pool, builtInHandlers());
+      const store = new SnapshotStore(handle.db, handle.pool, new CachedPlans(handle.pool, [STORE_STATEMENT], pino({ level: 'silent' })), builtInHandlers());
       const newer = await store.store({ companyId, href, claimed: claim(rows[0].id), fetchStartedAt: new Date('2030-01-01T00:00:02Z'), resource: { v: 'newer' } });
       const older = await store.store({ companyId, href, claimed: claim(rows[0].id), fetchStartedAt: new Date('2030-01-01T00:00:01Z'), resource: { v: 'older' } });
       expect(newer).toBe(1);
@@ -138,7 +140,7 @@ describe('fetch outcomes', () => {
         [hrefs],
       );
       const idsOf = (href: string) => rows.filter((r) => r.href === href).map((r) => Number(r.id));
-      const store = new SnapshotStore(handle.db, handle.pool, builtInHandlers());
+      const store = new SnapshotStore(handle.db, handle.pool, new CachedPlans(handle.pool, [STORE_STATEMENT], pino({ level: 'silent' })), builtInHandlers());
       // b already has a copy fetched later than this batch's fetch: it keeps it, and its rows are covered by it.
       await store.store({ companyId, href: hrefs[1]!, claimed: { ids: [], type: 'rfqs', resourceId: 'rfq-batch-b' }, fetchStartedAt: new Date('2030-01-01T00:00:09Z'), resource: { v: 'b-later' } });
       const events = Number((await s.sql.query('SELECT count(*) FROM events')).rows[0].count);

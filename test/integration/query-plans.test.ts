@@ -1,0 +1,104 @@
+/**
+ * Processing must cost the same per notification on a large database as on the new one it started on.
+ * PostgreSQL reuses a generic plan for a named statement after five executions on a connection; made
+ * while the tables were small, the snapshot store's plan scanned all of `resources` and `notifications`
+ * for every batch, and went on doing so as they grew. The worker's statements stay unnamed until their
+ * generic plans would use the indexes (db/cached-plans.ts). The witness is PostgreSQL's own count of
+ * rows read by sequential scans.
+ */
+import pg from 'pg';
+import pino from 'pino';
+import { afterEach, expect, it } from 'vitest';
+import { CachedPlans } from '../../src/db/cached-plans.js';
+import { CLAIM_STATEMENT } from '../../src/processing/fetch-start.js';
+import { STORE_STATEMENT } from '../../src/processing/snapshots.js';
+import { createTestDatabase } from '../helpers/database.js';
+import { startScenario, type Scenario } from '../helpers/scenario.js';
+import { eventually } from '../helpers/skyhook.js';
+
+let scenario: Scenario | undefined;
+afterEach(async () => {
+  await scenario?.close();
+  scenario = undefined;
+});
+
+const GROWN_BY = 50_000;
+
+it('the snapshot store keeps using the indexes after the tables grow from empty', async () => {
+  scenario = await startScenario({ env: { FETCH_MIN_INTERVAL_MS: '0' } });
+  const s = scenario;
+  // An ANALYZE would make PostgreSQL plan again; this test is about a connection that is never told to.
+  await s.sql.query('ALTER TABLE resources SET (autovacuum_enabled = false)');
+  await s.sql.query('ALTER TABLE notifications SET (autovacuum_enabled = false)');
+  const { companyId } = await s.company('acme');
+
+  // One notification at a time: one store per notification, on the worker's pool connections, while
+  // the tables hold a handful of rows.
+  let fired = 0;
+  const fireOne = async (resourceId: string) => {
+    await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId });
+    await s.settled(++fired);
+  };
+  for (let k = 0; k < 8; k++) await fireOne(`rfq-small-${k}`);
+
+  // The tables grow as they would over weeks of traffic.
+  await s.sql.query(
+    `INSERT INTO resources (company_id, href, type, resource_id, version, fetched_at, gone, body)
+     SELECT $1, 'https://elsewhere.test/api/rfqs/old-' || g, 'TripRequest', 'old-' || g, 1, now(), false, '{"old": true}'
+     FROM generate_series(1, $2::int) g`,
+    [companyId, GROWN_BY],
+  );
+  for (let k = 0; k < 5; k++) await fireOne(`rfq-large-${k}`);
+
+  // Each backend reports its table statistics by the time it exits.
+  await s.skyhook.stop();
+  s.skyhooks.length = 0;
+  const stats = await eventually(async () => {
+    const { rows } = await s.sql.query<{ events: string; seq_read: string }>(
+      `SELECT (SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 'events') AS events,
+              (SELECT seq_tup_read FROM pg_stat_user_tables WHERE relname = 'resources') AS seq_read`,
+    );
+    return Number(rows[0]!.events) >= 13 && rows[0];
+  }, 'the worker connections report their statistics');
+  // Each store of the five after the growth would have read all 50,000 rows with the small tables' plan.
+  expect(Number(stats.seq_read)).toBeLessThan(GROWN_BY);
+}, 60_000);
+
+it('the worker statements keep their plans only once PostgreSQL would plan them with the indexes', async () => {
+  const db = await createTestDatabase();
+  const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  try {
+    const statements = [CLAIM_STATEMENT, STORE_STATEMENT];
+    const small = new CachedPlans(pool, statements, pino({ level: 'silent' }));
+    expect(await small.genericPlansUseIndexes()).toBe(false);
+    expect(small.nameFor(STORE_STATEMENT)).toBeUndefined();
+
+    const { rows } = await pool.query<{ company_id: string; webhook_id: string }>(
+      `WITH c AS (INSERT INTO companies (name, api_base_url, api_token_encrypted) VALUES ('acme', 'https://api.test', 'x') RETURNING id)
+       INSERT INTO webhooks (company_id, remote_id, endpoint_key, target_uri, client_identifier, auth_type, event_types, display_name)
+       SELECT id, 'w1', 'k1', 'https://skyhook.test/hooks', 'client-1', 'BASIC', '{TripRequest}', 'acme' FROM c
+       RETURNING company_id, id AS webhook_id`,
+    );
+    const { company_id: companyId, webhook_id: webhookId } = rows[0]!;
+    await pool.query(
+      `INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status, processed_at)
+       SELECT $1, $2, 'rfq-' || g, 'TripRequest', 'https://api.test/rfqs/rfq-' || g, '{"n": 1}', 'basic', 'processed', now()
+       FROM generate_series(1, $3::int) g`,
+      [companyId, webhookId, GROWN_BY],
+    );
+    await pool.query(
+      `INSERT INTO resources (company_id, href, type, resource_id, version, fetched_at, gone, body)
+       SELECT $1, 'https://api.test/rfqs/rfq-' || g, 'TripRequest', 'rfq-' || g, 1, now(), false, '{"n": 1}'
+       FROM generate_series(1, $2::int) g`,
+      [companyId, GROWN_BY],
+    );
+
+    const large = new CachedPlans(pool, statements, pino({ level: 'silent' }));
+    expect(large.nameFor(STORE_STATEMENT)).toBeUndefined(); // the first check is under way
+    await eventually(async () => large.nameFor(STORE_STATEMENT) === STORE_STATEMENT.name, 'the store named');
+    expect(large.nameFor(CLAIM_STATEMENT)).toBe(CLAIM_STATEMENT.name);
+  } finally {
+    await pool.end();
+    await db.drop();
+  }
+}, 60_000);
