@@ -24,7 +24,7 @@ export interface Statement {
   text: string;
 }
 
-export const CHECK_INTERVAL_MS = 10_000;
+const CHECK_INTERVAL_MS = 10_000;
 
 export class CachedPlans {
   private ready = false;
