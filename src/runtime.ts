@@ -31,6 +31,8 @@ export interface Runtime {
   app?: FastifyInstance;
   /** The fetch workers (roles worker and all): several BullMQ Workers sharing one process's batchers. */
   workers: Worker[];
+  /** Role all: holds processing while the receiver is flooded (processing/ingest-first.ts). */
+  ingestFirst?: IngestFirst;
   api: DbHandle;
   relay: Relay;
   enqueuer: FetchEnqueuer;
@@ -56,8 +58,12 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
   const closers: (() => Promise<unknown>)[] = [];
   let app: FastifyInstance | undefined;
   let workers: Worker[] = [];
-  // One event loop for both: the workers yield to a busy receiver (processing/ingest-first.ts).
-  const ingestFirst = runsApi && runsWorker ? new IngestFirst(config.fetch.concurrency, (n) => metrics.workerConcurrency.set(n)) : undefined;
+  // One event loop for both: the workers yield to a flooded receiver (processing/ingest-first.ts).
+  const ingestFirst = runsApi && runsWorker ? new IngestFirst(
+          config.fetch.concurrency,
+          (n) => metrics.workerConcurrency.set(n),
+          (n) => metrics.jobsHeld.set(n),
+        ) : undefined;
   metrics.workerConcurrency.set(runsWorker ? config.fetch.concurrency : 0);
 
   if (runsApi) {
@@ -105,6 +111,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
       fetch: config.fetch,
       requeue: (companyId, href) => enqueuer.enqueue([{ companyId, href }]),
       metrics,
+      admit: ingestFirst && (() => ingestFirst.admit()),
     });
     ingestFirst?.start(workers);
     closers.push(async () => ingestFirst?.stop());
@@ -145,6 +152,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
   return {
     app,
     workers,
+    ingestFirst,
     api,
     relay,
     enqueuer,

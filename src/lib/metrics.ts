@@ -40,6 +40,11 @@ export function createMetrics() {
       help: 'Fetch jobs this process may run at once: WORKER_CONCURRENCY, lowered while the receiver in the same process is flooded (role all)',
       registers: [registry],
     }),
+    jobsHeld: new Gauge({
+      name: 'skyhook_jobs_held',
+      help: 'Fetch jobs waiting for the receiver in the same process to be no longer flooded (role all)',
+      registers: [registry],
+    }),
     queueDepth: new Gauge({ name: 'skyhook_queue_depth', help: 'Jobs in the fetch queue by state', labelNames: ['state'] as const, registers: [registry] }),
     oldestPendingAge: new Gauge({
       name: 'skyhook_oldest_pending_age_seconds',

@@ -38,6 +38,8 @@ export interface FetchWorkerDeps {
   metrics: Pick<Metrics, 'fetchOutcomes' | 'processingLatency'>;
   /** Re-adds a job for a key (used when one job could not claim the whole backlog). */
   requeue: (companyId: string, href: string) => Promise<void>;
+  /** Role `all`: resolves when a job may start; a flooded receiver holds processing (ingest-first.ts). */
+  admit?: () => Promise<void>;
 }
 
 export class RetryableFetchError extends Error {
@@ -107,6 +109,8 @@ async function processFetch(deps: FetchWorkerDeps, parts: WorkerParts, job: Job<
   const { db } = deps;
   const { connections } = parts;
   const { companyId, href } = job.data;
+  // Before the claim: rows that arrive while the job is held are claimed with the rest.
+  await deps.admit?.();
 
   const company = await connections.get(companyId);
   if (!company) return 'company deleted';

@@ -1,7 +1,7 @@
 /**
- * Ingest first, in a real `all` process: a flood of notifications lowers the workers' concurrency while
- * the receiver is busy (skyhook_worker_concurrency shows it), nothing is lost, and the concurrency is
- * back to WORKER_CONCURRENCY once the flood is over. Refused requests do not count.
+ * Ingest first, in a real `all` process: a flood of notifications holds jobs back and lowers the
+ * workers' concurrency while the receiver is busy (skyhook_jobs_held and skyhook_worker_concurrency show
+ * it), nothing is lost, and nothing is held once the flood is over. Refused requests do not count.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { basicAuthorization } from '../helpers/fixtures.js';
@@ -20,29 +20,41 @@ afterAll(async () => {
 });
 
 const workerConcurrency = () => s.skyhook.runtime.workers.reduce((sum, w) => sum + w.concurrency, 0);
-const gauge = async () => Number(/^skyhook_worker_concurrency (\d+)$/m.exec(await (await fetch(`${s.skyhook.url}/metrics`)).text())?.[1]);
+const held = () => s.skyhook.runtime.ingestFirst!.held;
+const gauge = async (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(await (await fetch(`${s.skyhook.url}/metrics`)).text())?.[1]);
 
-it('holds processing back while the receiver is flooded, processes everything, then runs at full concurrency again', async () => {
+it('holds jobs back while the receiver is flooded, processes everything, then holds none and runs at full concurrency again', async () => {
   expect(workerConcurrency()).toBe(CONCURRENCY);
-  expect(await gauge()).toBe(CONCURRENCY);
+  expect(await gauge('skyhook_worker_concurrency')).toBe(CONCURRENCY);
 
   let lowest = CONCURRENCY;
-  const sampler = setInterval(() => (lowest = Math.min(lowest, workerConcurrency())), 20);
+  let mostHeld = 0;
+  const sampler = setInterval(() => {
+    lowest = Math.min(lowest, workerConcurrency());
+    mostHeld = Math.max(mostHeld, held());
+  }, 20);
   s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', count: FLOOD, resources: FLOOD });
   const counts = await s.settled(FLOOD, 90_000);
   clearInterval(sampler);
 
   expect(counts).toEqual({ processed: FLOOD });
   expect(lowest).toBeLessThan(CONCURRENCY);
-  // Calm again: the concurrency doubles back every 250 ms.
+  expect(mostHeld).toBeGreaterThan(0);
+  // Calm again: nothing is held, and the concurrency doubles back every 250 ms.
+  expect(held()).toBe(0);
+  expect(await gauge('skyhook_jobs_held')).toBe(0);
   await expect.poll(workerConcurrency, { timeout: 5000, interval: 100 }).toBe(CONCURRENCY);
-  expect(await gauge()).toBe(CONCURRENCY);
+  expect(await gauge('skyhook_worker_concurrency')).toBe(CONCURRENCY);
 }, 120_000);
 
 it('is not held back by a flood of refused requests', async () => {
   await expect.poll(workerConcurrency, { timeout: 5000, interval: 100 }).toBe(CONCURRENCY);
   let lowest = CONCURRENCY;
-  const sampler = setInterval(() => (lowest = Math.min(lowest, workerConcurrency())), 20);
+  let mostHeld = 0;
+  const sampler = setInterval(() => {
+    lowest = Math.min(lowest, workerConcurrency());
+    mostHeld = Math.max(mostHeld, held());
+  }, 20);
   const stranger = basicAuthorization('skh_nobody', 'wrong-secret');
   const statuses = new Set<number>();
   const client = async () => {
@@ -58,4 +70,5 @@ it('is not held back by a flood of refused requests', async () => {
   clearInterval(sampler);
   expect([...statuses].every((status) => status === 401 || status === 429)).toBe(true);
   expect(lowest).toBe(CONCURRENCY);
+  expect(mostHeld).toBe(0);
 }, 60_000);

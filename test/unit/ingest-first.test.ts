@@ -1,4 +1,4 @@
-/** The ingest-first controller's rule: a flooded receiver lowers the workers' concurrency, a calm one restores it. */
+/** The ingest-first controller's rule: a flooded receiver holds processing and lowers the workers' concurrency, a calm one restores both. */
 import { describe, expect, it } from 'vitest';
 import { concurrencyShare, IngestFirst } from '../../src/processing/ingest-first.js';
 
@@ -54,6 +54,45 @@ describe('ingest first', () => {
     controller.tick(1000);
     expect(changes).toEqual([]);
     expect(controller.concurrency).toBe(128);
+  });
+
+  it('holds jobs while the receiver is flooded, letting one per worker through each step, oldest first', async () => {
+    const { controller } = setup();
+    const passed: number[] = [];
+    const job = (n: number) => void controller.admit().then(() => passed.push(n));
+    // Calm: a job goes on at once.
+    job(0);
+    await Promise.resolve();
+    expect(passed).toEqual([0]);
+
+    answers(controller, 64);
+    controller.tick(INTERVAL);
+    for (let n = 1; n <= 10; n++) job(n);
+    await Promise.resolve();
+    expect(passed).toEqual([0]);
+
+    answers(controller, 64);
+    controller.tick(INTERVAL);
+    await Promise.resolve();
+    expect(passed).toEqual([0, 1, 2, 3, 4]);
+
+    // Between the thresholds the flood is over: every held job goes on.
+    answers(controller, 24);
+    controller.tick(INTERVAL);
+    await Promise.resolve();
+    expect(passed).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  });
+
+  it('lets every held job through when it stops, so a closing worker is not left waiting', async () => {
+    const { controller } = setup();
+    answers(controller, 64);
+    controller.tick(INTERVAL);
+    let through = 0;
+    for (let n = 0; n < 6; n++) void controller.admit().then(() => through++);
+    controller.stop();
+    await Promise.resolve();
+    expect(through).toBe(6);
+    await controller.admit();
   });
 
   it('splits a total over the workers without losing or adding a job', () => {
