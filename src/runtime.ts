@@ -59,12 +59,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
   let app: FastifyInstance | undefined;
   let workers: Worker[] = [];
   // One event loop for both: the workers yield to a flooded receiver (processing/ingest-first.ts).
-  const ingestFirst = runsApi && runsWorker ? new IngestFirst(
-          config.fetch.concurrency,
-          (n) => metrics.workerConcurrency.set(n),
-          (n) => metrics.jobsHeld.set(n),
-        ) : undefined;
-  metrics.workerConcurrency.set(runsWorker ? config.fetch.concurrency : 0);
+  const ingestFirst = runsApi && runsWorker ? new IngestFirst((n) => metrics.jobsHeld.set(n)) : undefined;
 
   if (runsApi) {
     const directory = new WebhookDirectory(api.db, config.secretKey);
@@ -113,7 +108,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
       metrics,
       admit: ingestFirst && (() => ingestFirst.admit()),
     });
-    ingestFirst?.start(workers);
+    ingestFirst?.start();
     closers.push(async () => ingestFirst?.stop());
     const retention = await startRetention({ connection, prefix: config.queuePrefix, pool: workerDb.pool, retentionDays: config.retentionDays, log });
     for (const worker of workers) {

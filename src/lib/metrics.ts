@@ -35,11 +35,6 @@ export function createMetrics() {
       labelNames: ['operation', 'outcome'] as const,
       registers: [registry],
     }),
-    workerConcurrency: new Gauge({
-      name: 'skyhook_worker_concurrency',
-      help: 'Fetch jobs this process may run at once: WORKER_CONCURRENCY, lowered while the receiver in the same process is flooded (role all)',
-      registers: [registry],
-    }),
     jobsHeld: new Gauge({
       name: 'skyhook_jobs_held',
       help: 'Fetch jobs waiting for the receiver in the same process to be no longer flooded (role all)',

@@ -17,7 +17,6 @@ import { CLAIM_LIMIT, CLAIM_STATEMENT, FetchStarts } from './fetch-start.js';
 import { CompanyConnections } from './company-connections.js';
 import { MarketplaceClient } from '../marketplace/client.js';
 import { fetchResource } from './fetch-resource.js';
-import { concurrencyShare } from './ingest-first.js';
 import type { HandlerRegistry } from './handlers/index.js';
 import { markFailed, markGone, recordAttempt, SnapshotStore, STORE_STATEMENT } from './snapshots.js';
 
@@ -74,6 +73,10 @@ interface WorkerParts {
  * the batchers, pick up in parallel; the concurrency is split between them.
  */
 const WORKERS_PER_PROCESS = 4;
+
+/** Worker i's share of a total concurrency split over `count` workers (every worker gets at least 1). */
+export const concurrencyShare = (total: number, count: number, i: number): number =>
+  Math.max(1, Math.floor(total / count) + (i < total % count ? 1 : 0));
 
 export function createFetchWorkers(deps: FetchWorkerDeps): Worker<FetchJobData>[] {
   const plans = new CachedPlans(deps.pool, [CLAIM_STATEMENT, STORE_STATEMENT], deps.log);

@@ -1,7 +1,7 @@
 /**
- * Ingest first, in a real `all` process: a flood of notifications holds jobs back and lowers the
- * workers' concurrency while the receiver is busy (skyhook_jobs_held and skyhook_worker_concurrency show
- * it), nothing is lost, and nothing is held once the flood is over. Refused requests do not count.
+ * Ingest first, in a real `all` process: a flood of notifications holds jobs back while the receiver is
+ * busy (skyhook_jobs_held shows it), nothing is lost, and nothing is held once the flood is over.
+ * Refused requests do not count.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { basicAuthorization } from '../helpers/fixtures.js';
@@ -19,42 +19,32 @@ afterAll(async () => {
   await s?.close();
 });
 
-const workerConcurrency = () => s.skyhook.runtime.workers.reduce((sum, w) => sum + w.concurrency, 0);
 const held = () => s.skyhook.runtime.ingestFirst!.held;
 const gauge = async (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(await (await fetch(`${s.skyhook.url}/metrics`)).text())?.[1]);
 
-it('holds jobs back while the receiver is flooded, processes everything, then holds none and runs at full concurrency again', async () => {
-  expect(workerConcurrency()).toBe(CONCURRENCY);
-  expect(await gauge('skyhook_worker_concurrency')).toBe(CONCURRENCY);
-
-  let lowest = CONCURRENCY;
+it('holds jobs back while the receiver is flooded, processes everything, then holds none', async () => {
   let mostHeld = 0;
+  let flooded = false;
   const sampler = setInterval(() => {
-    lowest = Math.min(lowest, workerConcurrency());
     mostHeld = Math.max(mostHeld, held());
+    flooded ||= s.skyhook.runtime.ingestFirst!.holding;
   }, 20);
   s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', count: FLOOD, resources: FLOOD });
   const counts = await s.settled(FLOOD, 90_000);
   clearInterval(sampler);
 
   expect(counts).toEqual({ processed: FLOOD });
-  expect(lowest).toBeLessThan(CONCURRENCY);
+  expect(flooded).toBe(true);
   expect(mostHeld).toBeGreaterThan(0);
-  // Calm again: nothing is held, and the concurrency doubles back every 250 ms.
+  // Calm again: nothing is held.
   expect(held()).toBe(0);
   expect(await gauge('skyhook_jobs_held')).toBe(0);
-  await expect.poll(workerConcurrency, { timeout: 5000, interval: 100 }).toBe(CONCURRENCY);
-  expect(await gauge('skyhook_worker_concurrency')).toBe(CONCURRENCY);
 }, 120_000);
 
 it('is not held back by a flood of refused requests', async () => {
-  await expect.poll(workerConcurrency, { timeout: 5000, interval: 100 }).toBe(CONCURRENCY);
-  let lowest = CONCURRENCY;
-  let mostHeld = 0;
-  const sampler = setInterval(() => {
-    lowest = Math.min(lowest, workerConcurrency());
-    mostHeld = Math.max(mostHeld, held());
-  }, 20);
+  await expect.poll(held, { timeout: 5000, interval: 100 }).toBe(0);
+  let flooded = false;
+  const sampler = setInterval(() => (flooded ||= s.skyhook.runtime.ingestFirst!.holding), 20);
   const stranger = basicAuthorization('skh_nobody', 'wrong-secret');
   const statuses = new Set<number>();
   const client = async () => {
@@ -69,6 +59,5 @@ it('is not held back by a flood of refused requests', async () => {
   await new Promise((r) => setTimeout(r, 600));
   clearInterval(sampler);
   expect([...statuses].every((status) => status === 401 || status === 429)).toBe(true);
-  expect(lowest).toBe(CONCURRENCY);
-  expect(mostHeld).toBe(0);
+  expect(flooded).toBe(false);
 }, 60_000);
