@@ -51,7 +51,19 @@ export interface SpawnOptions {
  * more verbose; it is info unless the caller overrides it).
  */
 export async function spawnSkyhook(opts: SpawnOptions): Promise<SkyhookProcess> {
-  const port = opts.port ?? (await freePort());
+  // freePort() only finds a port that was free a moment ago: another test's process, or any outgoing
+  // connection's ephemeral port, can take it before the child listens. Then a new port is tried.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await spawnOnce({ ...opts, port: opts.port ?? (await freePort()) });
+    } catch (err) {
+      if (opts.port !== undefined || attempt >= 3 || !/EADDRINUSE/.test(String(err))) throw err;
+    }
+  }
+}
+
+async function spawnOnce(opts: SpawnOptions & { port: number }): Promise<SkyhookProcess> {
+  const port = opts.port;
   const url = `http://127.0.0.1:${port}`;
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',

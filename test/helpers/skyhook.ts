@@ -54,7 +54,18 @@ export async function startSkyhook(opts: {
   handlers?: HandlerRegistry;
   port?: number;
 }): Promise<TestSkyhook> {
-  const port = opts.port ?? (await freePort());
+  // freePort() only finds a port that was free a moment ago (see spawnSkyhook): on EADDRINUSE, a new one.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce({ ...opts, port: opts.port ?? (await freePort()) });
+    } catch (err) {
+      if (opts.port !== undefined || attempt >= 3 || (err as { code?: string }).code !== 'EADDRINUSE') throw err;
+    }
+  }
+}
+
+async function startOnce(opts: Parameters<typeof startSkyhook>[0] & { port: number }): Promise<TestSkyhook> {
+  const port = opts.port;
   const url = `http://127.0.0.1:${port}`;
   const config = loadConfig({
     NODE_ENV: 'test',
@@ -79,7 +90,14 @@ export async function startSkyhook(opts: {
   });
   const log = pino({ level: config.logLevel });
   const runtime = await startRuntime(config, log, { handlers: opts.handlers });
-  if (runtime.app) await runtime.app.listen({ port, host: '127.0.0.1' });
+  if (runtime.app) {
+    try {
+      await runtime.app.listen({ port, host: '127.0.0.1' });
+    } catch (err) {
+      await runtime.close();
+      throw err;
+    }
+  }
   return { url, config, runtime, admin: adminClient(url), stop: () => runtime.close() };
 }
 
