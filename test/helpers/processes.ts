@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { REDIS_URL } from './database.js';
-import { ADMIN_TOKEN, adminClient, freePort, type AdminCall } from './skyhook.js';
+import { ADMIN_TOKEN, adminClient, onFreePort, type AdminCall } from './skyhook.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MAX_LINES = 20_000;
@@ -51,15 +51,8 @@ export interface SpawnOptions {
  * more verbose; it is info unless the caller overrides it).
  */
 export async function spawnSkyhook(opts: SpawnOptions): Promise<SkyhookProcess> {
-  // freePort() only finds a port that was free a moment ago: another test's process, or any outgoing
-  // connection's ephemeral port, can take it before the child listens. Then a new port is tried.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await spawnOnce({ ...opts, port: opts.port ?? (await freePort()) });
-    } catch (err) {
-      if (opts.port !== undefined || attempt >= 3 || !/EADDRINUSE/.test(String(err))) throw err;
-    }
-  }
+  // The child's EADDRINUSE is in the error's last lines: onFreePort tries another port.
+  return onFreePort(opts.port, (port) => spawnOnce({ ...opts, port }));
 }
 
 async function spawnOnce(opts: SpawnOptions & { port: number }): Promise<SkyhookProcess> {

@@ -22,6 +22,22 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Runs `start` on `port`, or on a free one. freePort() only finds a port that was free a moment ago:
+ * another test's process, or any outgoing connection's ephemeral port, can take it before `start`
+ * listens; then (EADDRINUSE) a new one is tried, up to three times in all.
+ */
+export async function onFreePort<T>(port: number | undefined, start: (port: number) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start(port ?? (await freePort()));
+    } catch (err) {
+      const taken = (err as { code?: string }).code === 'EADDRINUSE' || /EADDRINUSE/.test(String(err));
+      if (port !== undefined || attempt >= 3 || !taken) throw err;
+    }
+  }
+}
+
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read whatever the API answered
 export type AdminCall = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>;
 
@@ -54,14 +70,7 @@ export async function startSkyhook(opts: {
   handlers?: HandlerRegistry;
   port?: number;
 }): Promise<TestSkyhook> {
-  // freePort() only finds a port that was free a moment ago (see spawnSkyhook): on EADDRINUSE, a new one.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startOnce({ ...opts, port: opts.port ?? (await freePort()) });
-    } catch (err) {
-      if (opts.port !== undefined || attempt >= 3 || (err as { code?: string }).code !== 'EADDRINUSE') throw err;
-    }
-  }
+  return onFreePort(opts.port, (port) => startOnce({ ...opts, port }));
 }
 
 async function startOnce(opts: Parameters<typeof startSkyhook>[0] & { port: number }): Promise<TestSkyhook> {

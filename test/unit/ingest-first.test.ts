@@ -1,6 +1,5 @@
 /** The ingest-first controller's rule: a flooded receiver holds processing, with a trickle; a calm one lets every job go. */
 import { describe, expect, it } from 'vitest';
-import { concurrencyShare } from '../../src/processing/fetch-worker.js';
 import { IngestFirst } from '../../src/processing/ingest-first.js';
 
 const INTERVAL = 250;
@@ -71,15 +70,5 @@ describe('ingest first', () => {
     job(6);
     await settle();
     expect(passed).toContain(6);
-  });
-});
-
-describe('the fetch workers’ concurrency', () => {
-  it('splits a total over the workers without losing or adding a job', () => {
-    for (const total of [4, 5, 7, 32, 127, 128]) {
-      const shares = [0, 1, 2, 3].map((i) => concurrencyShare(total, 4, i));
-      expect(shares.reduce((a, b) => a + b, 0)).toBe(total);
-      expect(Math.max(...shares) - Math.min(...shares)).toBeLessThanOrEqual(1);
-    }
   });
 });
