@@ -51,7 +51,7 @@ export async function startRuntime(config: Config, log: Logger, opts: { handlers
 
   const queue = createFetchQueue(producer, config.queuePrefix);
   queue.on('error', () => {}); // reported through enqueue failures and /readyz
-  const enqueuer = new FetchEnqueuer(queue, api.pool, { attempts: config.fetch.attempts, timeoutMs: ENQUEUE_TIMEOUT_MS }, log);
+  const enqueuer = new FetchEnqueuer(queue, producer, api.pool, { attempts: config.fetch.attempts, timeoutMs: ENQUEUE_TIMEOUT_MS }, log);
   const relay = new Relay(api.pool, enqueuer, { intervalMs: config.relayIntervalMs, graceMs: config.relayGraceMs }, log, producer);
 
   const metrics = createMetrics();

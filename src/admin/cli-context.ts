@@ -26,7 +26,7 @@ export async function openAdminContext(env: Record<string, string | undefined> =
   await redisReady(redis, 2000).catch(() => {});
   const queue = createFetchQueue(redis, config.queuePrefix);
   queue.on('error', () => {});
-  const enqueuer = new FetchEnqueuer(queue, handle.pool, { attempts: config.fetch.attempts, timeoutMs: 2000 }, log);
+  const enqueuer = new FetchEnqueuer(queue, redis, handle.pool, { attempts: config.fetch.attempts, timeoutMs: 2000 }, log);
   return {
     config,
     services: createServices({ db: handle.db, enqueuer, config }),
