@@ -99,24 +99,24 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   // Failed authentication (any 401, receiver or admin) is rate-limited per client address.
   const limiter = new AuthFailureLimiter(deps.authFailures);
-  app.addHook('onRequest', async (req, reply) => {
+  // Callback hooks, not async ones: these run for every request, and a callback costs no promise.
+  app.addHook('onRequest', (req, reply, done) => {
     // Probes and scrapes need no credentials and must keep answering whoever else failed from their address.
-    if (OPS_ROUTES.has(req.routeOptions.url ?? '')) return;
-    const wait = limiter.blockedFor(req.ip);
-    if (wait > 0) {
-      // Answered, not thrown: this also guards the queue dashboard (see sendProblem).
-      return sendProblem(
-        req,
-        reply,
-        new Problem(429, 'Too Many Requests', 'Too many failed authentications from this address; retry later.', {
-          code: 'too_many_auth_failures',
-          headers: { 'retry-after': String(wait) },
-        }),
-      );
-    }
+    const wait = OPS_ROUTES.has(req.routeOptions.url ?? '') ? 0 : limiter.blockedFor(req.ip);
+    if (wait <= 0) return done();
+    // Answered, not thrown: this also guards the queue dashboard (see sendProblem). No done(): the reply is sent.
+    sendProblem(
+      req,
+      reply,
+      new Problem(429, 'Too Many Requests', 'Too many failed authentications from this address; retry later.', {
+        code: 'too_many_auth_failures',
+        headers: { 'retry-after': String(wait) },
+      }),
+    );
   });
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     if (reply.statusCode === 401) limiter.recordFailure(req.ip);
+    done();
   });
 
   app.setNotFoundHandler((req, reply) => sendProblem(req, reply, new Problem(404, 'Not Found', `No route ${req.method} ${req.url.split('?')[0]}.`, { code: 'no_route' })));

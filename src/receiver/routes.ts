@@ -117,10 +117,11 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
     return reply.code(200).send({ status: discarded ? 'discarded' : 'received', id: String(stored.id) });
   };
 
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     // Only accepted notifications: refused requests (a stranger's 401s, say) must not hold processing back.
     if (reply.statusCode < 300) deps.answered?.(reply.elapsedTime);
     if (reply.statusCode >= 400) deps.metrics.received.inc({ outcome: String(reply.statusCode), company: req.notificationAuth?.webhook.companyId ?? 'unknown' });
+    done();
   });
 
   const routeOptions = { onRequest: authenticate, bodyLimit: MAX_NOTIFICATION_BYTES };
