@@ -118,7 +118,7 @@ describe('the enqueuer skips the adds BullMQ would ignore', () => {
     }
   });
 
-  it('a key whose job is gone but whose dedup key was left behind gets BullMQ add (which recovers it)', async () => {
+  it("a key whose job is gone but whose dedup key was left behind gets BullMQ's add (which recovers it)", async () => {
     const href = 'http://api.test/rfqs/stale';
     await add(href);
     const [job] = await queue.getWaiting();
