@@ -200,7 +200,16 @@ return out`;
 export type ReserveKeys = (keys: string[], ttlMs: number) => Promise<number[]>;
 
 export function reserveKeys(redis: RedisClient): ReserveKeys {
-  redis.defineCommand('skyhookReserveKeys', { lua: RESERVE_KEYS });
-  const script = (redis as unknown as { skyhookReserveKeys: (numKeys: number, ...args: (string | number)[]) => Promise<number[]> }).skyhookReserveKeys.bind(redis);
-  return (keys, ttlMs) => script(keys.length, ...keys, ttlMs);
+  const script = redisScript<number[]>(redis, 'skyhookReserveKeys', RESERVE_KEYS);
+  return (keys, ttlMs) => script(keys, [ttlMs]);
+}
+
+/**
+ * A Lua script as a function of its keys and arguments, defined once on `redis` under `name` (ioredis
+ * sends EVALSHA, and the script itself when the server does not know it yet).
+ */
+export function redisScript<T>(redis: RedisClient, name: string, lua: string): (keys: string[], args: (string | number)[]) => Promise<T> {
+  redis.defineCommand(name, { lua });
+  const command = (redis as unknown as Record<string, (numKeys: number, ...rest: (string | number)[]) => Promise<T>>)[name]!.bind(redis);
+  return (keys, args) => command(keys.length, ...keys, ...args);
 }

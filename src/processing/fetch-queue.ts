@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { Queue, type JobsOptions } from 'bullmq';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { withTimeout, type RedisClient } from '../lib/redis.js';
+import { redisScript, withTimeout, type RedisClient } from '../lib/redis.js';
 
 export const FETCH_QUEUE = 'fetch';
 export const FETCH_BACKOFF = 'fetch-backoff';
@@ -63,10 +63,8 @@ return out`;
 type AddWouldBeNoOp = (keys: string[]) => Promise<number[]>;
 
 function addWouldBeNoOp(redis: RedisClient, queue: Queue<FetchJobData>): AddWouldBeNoOp {
-  redis.defineCommand('skyhookAddWouldBeNoOp', { lua: ADD_WOULD_BE_NO_OP });
-  const script = (redis as unknown as { skyhookAddWouldBeNoOp: (n: number, ...args: string[]) => Promise<number[]> }).skyhookAddWouldBeNoOp.bind(redis);
-  const prefix = queue.keys['']!;
-  return (keys) => script(keys.length, ...keys.map((key) => `${queue.keys.de}:${key}`), prefix, queue.keys.active!, ...keys);
+  const script = redisScript<number[]>(redis, 'skyhookAddWouldBeNoOp', ADD_WOULD_BE_NO_OP);
+  return (keys) => script(keys.map((key) => `${queue.keys.de}:${key}`), [queue.keys['']!, queue.keys.active!, ...keys]);
 }
 
 export function createFetchQueue(connection: RedisClient, prefix: string): Queue<FetchJobData> {
