@@ -40,6 +40,18 @@ afterAll(async () => {
 const addsSeen = async () => Number((await producer.get(`${prefix}:${FETCH_QUEUE}:id`)) ?? 0);
 const add = (href: string) => enqueuer.enqueue([{ companyId: COMPANY, href }]);
 
+/** Runs `fn` with a BullMQ Worker on the queue (a processor, or null to take jobs by hand), then closes it. */
+async function withWorker(processor: ((job: Job<FetchJobData>) => Promise<void>) | null, opts: { concurrency?: number }, fn: (worker: Worker<FetchJobData>) => Promise<void>) {
+  const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  const worker = new Worker<FetchJobData>(FETCH_QUEUE, processor, { connection, prefix, ...opts });
+  try {
+    await fn(worker);
+  } finally {
+    await worker.close();
+    connection.disconnect();
+  }
+}
+
 describe('the enqueuer skips the adds BullMQ would ignore', () => {
   it('a key whose job waits: the second add is skipped, and one job runs', async () => {
     const href = 'http://api.test/rfqs/waiting';
@@ -58,16 +70,11 @@ describe('the enqueuer skips the adds BullMQ would ignore', () => {
     const runs: string[] = [];
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-    const worker = new Worker<FetchJobData>(
-      FETCH_QUEUE,
-      async (job: Job<FetchJobData>) => {
-        runs.push(job.id!);
-        if (runs.length === 1) await gate;
-      },
-      { connection, prefix, concurrency: 1 },
-    );
-    try {
+    const processor = async (job: Job<FetchJobData>) => {
+      runs.push(job.id!);
+      if (runs.length === 1) await gate;
+    };
+    await withWorker(processor, { concurrency: 1 }, async () => {
       await add(href);
       await eventually(async () => runs.length === 1, 'the first job is running');
       const before = await addsSeen();
@@ -87,10 +94,7 @@ describe('the enqueuer skips the adds BullMQ would ignore', () => {
       await add(href);
       expect(await addsSeen()).toBe(after + 1);
       await eventually(async () => runs.length === 3, 'the next job ran');
-    } finally {
-      await worker.close();
-      connection.disconnect();
-    }
+    });
   });
 
   it('a key whose job is delayed: the add is skipped, as BullMQ would ignore it', async () => {
@@ -98,9 +102,7 @@ describe('the enqueuer skips the adds BullMQ would ignore', () => {
     await add(href);
     const [job] = await queue.getWaiting();
     // As a fetch that must wait for its C5 slot: the job goes back to delayed (BullMQ's own move).
-    const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-    const worker = new Worker<FetchJobData>(FETCH_QUEUE, null, { connection, prefix });
-    try {
+    await withWorker(null, {}, async (worker) => {
       const token = 'test-token';
       const taken = await worker.getNextJob(token);
       expect(taken?.id).toBe(job!.id);
@@ -112,10 +114,7 @@ describe('the enqueuer skips the adds BullMQ would ignore', () => {
       expect(await addsSeen()).toBe(before);
       expect(await queue.getDelayedCount()).toBe(1);
       expect(await queue.getWaitingCount()).toBe(0);
-    } finally {
-      await worker.close();
-      connection.disconnect();
-    }
+    });
   });
 
   it("a key whose job is gone but whose dedup key was left behind gets BullMQ's add (which recovers it)", async () => {
