@@ -214,6 +214,15 @@ describe('check 2: Basic secret', () => {
     expect(stored).toEqual({ amount: '12345678901234567890123', rate: '0.1000000000000000055511151231257827' });
   });
 
+  it("deleting a company deletes its notifications, through its webhooks' key", async () => {
+    const { company: c, webhook: w } = await companyWithWebhook('BASIC');
+    const answer = await sendBasic(w, notificationBody(c.apiBaseUrl));
+    expect(answer.status, answer.text).toBe(200);
+    await fx.pool.query('DELETE FROM companies WHERE id = $1', [c.id]);
+    const { rows } = await fx.pool.query('SELECT count(*)::int AS n FROM notifications WHERE company_id = $1', [c.id]);
+    expect(rows[0].n).toBe(0);
+  });
+
   it('a number beyond PostgreSQL numeric (1e200000) is stored as JavaScript reads it, not refused with a 500', async () => {
     const stored = await storedWithExtra('"huge":1e200000,"tiny":1e-20000,"amount":12345678901234567890123', ['huge', 'tiny']);
     expect(stored).toEqual({ huge: null, tiny: '0' });
