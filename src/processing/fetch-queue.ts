@@ -11,7 +11,7 @@
  * seventh of the receiver's main thread).
  * So each batch first asks, in one small script, which adds BullMQ would ignore, and makes only the rest.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { Queue, type JobsOptions } from 'bullmq';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -33,7 +33,7 @@ export interface FetchKeyRow {
 
 /** The coalescing key of (company, href); hashed so a long href makes no long Redis key. */
 export const fetchKey = (companyId: string, href: string): string =>
-  `${companyId}:${createHash('sha256').update(href).digest('base64url').slice(0, 32)}`;
+  `${companyId}:${hash('sha256', href, 'base64url').slice(0, 32)}`;
 
 /**
  * 1 for each key whose add BullMQ would ignore, else 0. Mirrors the deduplicate path of BullMQ's add

@@ -4,7 +4,7 @@
  * (§3.4.1.2), puts the query pairs in with the oauth parameters itself (the library drops
  * `request.data` once a body hash is present), and recomputes the signature with the library.
  */
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac, hash } from 'node:crypto';
 import OAuth from 'oauth-1.0a';
 import { constantTimeEqual } from '../lib/crypto.js';
 
@@ -118,7 +118,7 @@ export function computeSignature(input: SignatureInput, method: SignatureMethod,
 
 /** `oauth_body_hash`: a plain (not keyed) digest of the raw body, with the signature method's algorithm. */
 export function bodyHash(method: SignatureMethod, body: Buffer | string): string {
-  return createHash(SIGNATURE_METHODS[method]).update(body).digest('base64');
+  return hash(SIGNATURE_METHODS[method], body, 'base64');
 }
 
 export type OAuthFailure =
