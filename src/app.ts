@@ -102,8 +102,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Callback hooks, not async ones: these run for every request, and a callback costs no promise.
   app.addHook('onRequest', (req, reply, done) => {
     // Probes and scrapes need no credentials and must keep answering whoever else failed from their address.
-    const wait = OPS_ROUTES.has(req.routeOptions.url ?? '') ? 0 : limiter.blockedFor(req.ip);
-    if (wait <= 0) return done();
+    // Asked only of a blocked address: Fastify builds req.routeOptions anew on every read.
+    const wait = limiter.blockedFor(req.ip);
+    if (wait <= 0 || OPS_ROUTES.has(req.routeOptions.url ?? '')) return done();
     // Answered, not thrown: this also guards the queue dashboard (see sendProblem). No done(): the reply is sent.
     sendProblem(
       req,
