@@ -70,18 +70,19 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
     utf8: false,
   });
 
-  const authenticate = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+  // A callback hook, not an async one: it runs for every notification, and the Basic plugin answers by callback.
+  const authenticate = (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
     const header = req.headers.authorization;
     const scheme = typeof header === 'string' ? /^\s*(\w+)/.exec(header)?.[1]?.toLowerCase() : undefined;
-    if (scheme === 'basic') {
-      await new Promise<void>((resolve, reject) => app.basicAuth(req, reply, (err?: Error) => (err ? reject(err) : resolve())));
-      return;
-    }
+    if (scheme === 'basic') return app.basicAuth(req, reply, done);
     if (scheme === 'oauth' && typeof header === 'string') {
-      req.notificationAuth = await authenticateOAuth(deps, req, header);
+      authenticateOAuth(deps, req, header).then((auth) => {
+        req.notificationAuth = auth;
+        done();
+      }, done);
       return;
     }
-    throw unauthorized(BASIC_CHALLENGE, 'Credentials are required.');
+    done(unauthorized(BASIC_CHALLENGE, 'Credentials are required.'));
   };
 
   const receive = async (req: FastifyRequest, reply: FastifyReply) => {
