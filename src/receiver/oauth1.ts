@@ -76,8 +76,8 @@ function allParams(input: SignatureInput): Params {
 
 /**
  * RFC 3986 percent-encoding, as the library's own `percentEncode` does it (encodeURIComponent, then
- * `!'()*` encoded too), but without its five global replaces on every name and value: those made up
- * about a third of a signature check (measured: 11.3 → 7.1 µs a signature).
+ * `!'()*` encoded too), but without its five global replaces on every name and value. Measured alone,
+ * with the query read only when there is one (allParams): a signature check 17 → 8 µs.
  */
 const SUB_DELIMS = /[!'()*]/;
 const SUB_DELIMS_ALL = /[!'()*]/g;
