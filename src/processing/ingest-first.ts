@@ -9,8 +9,10 @@
  * is held. A job waits in `admit()` before it claims anything, and each step lets RELEASED_PER_STEP held
  * jobs through, oldest first, so processing never stops under a sustained flood (16 fetches a second,
  * each covering every pending notification of its resource). Once the flood is over, every held job goes
- * on at once. A steady rate the process keeps up with has a handful in flight (500/s answered in 10 ms
- * is 5), so nothing is held back.
+ * on at once: a flood is over when no answer has gone out for QUIET_MS, which is checked every
+ * QUIET_MS / 2 while jobs are held, not only at the next step (waiting for the step had left the machine
+ * idle for 125-375 ms after every flood). A steady rate the process keeps up with has a handful in flight
+ * (500/s answered in 10 ms is 5), so nothing is held back.
  *
  * Holding is what frees the receiver: a job runs in a few milliseconds, so lowering the workers'
  * concurrency instead (this module's first version, down to one job per Worker) still processed about as
@@ -19,27 +21,36 @@
 const INTERVAL_MS = 250;
 const BUSY_IN_FLIGHT = 32;
 const RELEASED_PER_STEP = 4;
+/** Under a flood answers go out every few milliseconds (one commit answers a whole batch). */
+const QUIET_MS = 50;
 const ADMITTED = Promise.resolve();
 
 export class IngestFirst {
   /** The answers' total time since the last step, in ms. */
   private answerMs = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** Runs while jobs are held: lets them go as soon as the answers stop. */
+  private quietTimer: NodeJS.Timeout | undefined;
+  private lastAnswerAt = -Infinity;
   private flooded = false;
   /** Jobs waiting in admit(), oldest first. */
   private readonly waiting: (() => void)[] = [];
 
-  constructor(private readonly onHeld: (jobs: number) => void = () => {}) {}
+  constructor(
+    private readonly onHeld: (jobs: number) => void = () => {},
+    private readonly now: () => number = () => performance.now(),
+  ) {}
 
   /** The receiver accepted one notification and answered after `ms`. */
   answer(ms: number): void {
     this.answerMs += ms;
+    this.lastAnswerAt = this.now();
   }
 
   start(): void {
-    let last = performance.now();
+    let last = this.now();
     this.timer = setInterval(() => {
-      const now = performance.now();
+      const now = this.now();
       this.tick(now - last);
       last = now;
     }, INTERVAL_MS);
@@ -49,7 +60,7 @@ export class IngestFirst {
   /** Stops the steps and lets every held job through (a closing Worker waits for its jobs). */
   stop(): void {
     clearInterval(this.timer);
-    this.flooded = false;
+    this.setFlooded(false);
     this.release(this.waiting.length);
   }
 
@@ -76,8 +87,31 @@ export class IngestFirst {
   tick(elapsedMs: number): void {
     const inFlight = this.answerMs / elapsedMs;
     this.answerMs = 0;
-    this.flooded = inFlight > BUSY_IN_FLIGHT;
+    // An interval that ended with the flood still averages high: the answers must still be going out.
+    this.setFlooded(inFlight > BUSY_IN_FLIGHT && !this.quiet());
     this.release(this.flooded ? RELEASED_PER_STEP : this.waiting.length);
+  }
+
+  /** Between steps (its timer calls it; so can a test): a flood whose answers stopped is over. */
+  checkQuiet(): void {
+    if (!this.flooded || !this.quiet()) return;
+    this.setFlooded(false);
+    this.release(this.waiting.length);
+  }
+
+  private quiet(): boolean {
+    return this.now() - this.lastAnswerAt >= QUIET_MS;
+  }
+
+  private setFlooded(flooded: boolean): void {
+    this.flooded = flooded;
+    if (flooded && !this.quietTimer) {
+      this.quietTimer = setInterval(() => this.checkQuiet(), QUIET_MS / 2);
+      this.quietTimer.unref();
+    } else if (!flooded && this.quietTimer) {
+      clearInterval(this.quietTimer);
+      this.quietTimer = undefined;
+    }
   }
 
   private release(count: number): void {

@@ -10,11 +10,14 @@ function answers(controller: IngestFirst, inFlight: number): void {
 
 function setup() {
   const reported: number[] = [];
-  const controller = new IngestFirst((n) => reported.push(n));
+  // The controller's clock: it moves only when a test says so.
+  let now = 0;
+  const controller = new IngestFirst((n) => reported.push(n), () => now);
   const passed: number[] = [];
   const job = (n: number) => void controller.admit().then(() => passed.push(n));
   const settle = () => new Promise((r) => setImmediate(r));
-  return { controller, reported, passed, job, settle };
+  const advance = (ms: number) => (now += ms);
+  return { controller, reported, passed, job, settle, advance };
 }
 
 describe('ingest first', () => {
@@ -70,5 +73,48 @@ describe('ingest first', () => {
     job(6);
     await settle();
     expect(passed).toContain(6);
+  });
+
+  it('lets every held job go once no answer has gone out for 50 ms, without waiting for the next step', async () => {
+    const { controller, passed, job, settle, advance } = setup();
+    answers(controller, 64);
+    controller.tick(INTERVAL);
+    for (let n = 0; n < 5; n++) job(n);
+    advance(49);
+    controller.checkQuiet();
+    await settle();
+    expect(passed).toEqual([]);
+
+    advance(1);
+    controller.checkQuiet();
+    await settle();
+    expect(passed).toEqual([0, 1, 2, 3, 4]);
+    expect(controller.held).toBe(0);
+    job(5);
+    await settle();
+    expect(passed).toContain(5);
+  });
+
+  it('checks for the end of a flood on its own while it holds jobs', async () => {
+    const { controller, passed, job, settle, advance } = setup();
+    answers(controller, 64);
+    controller.tick(INTERVAL);
+    job(0);
+    advance(50);
+    // Real time for the controller's own timer (it checks every 25 ms), far less than a step.
+    await new Promise((r) => setTimeout(r, 100));
+    await settle();
+    expect(passed).toEqual([0]);
+    controller.stop();
+  });
+
+  it('does not hold again at a step whose interval ended with the flood', async () => {
+    const { controller, passed, job, settle, advance } = setup();
+    answers(controller, 64);
+    advance(100);
+    controller.tick(INTERVAL);
+    job(0);
+    await settle();
+    expect(passed).toEqual([0]);
   });
 });
