@@ -95,9 +95,9 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
     if (auth.oauth && !bodyHashMatches(auth.oauth, raw ?? Buffer.alloc(0))) throw unauthorized(OAUTH_CHALLENGE);
     if (!raw || raw.length === 0) throw new Problem(400, 'Bad Request', 'The body is empty.', { code: 'invalid_input' });
 
-    const { body, text } = parseNotification(raw);
+    const { body, text, href } = parseNotification(raw);
     const { webhook } = auth;
-    checkHrefScope(body.href, webhook.apiBaseUrl, deps.requireHttpsHrefs);
+    checkHrefScope(href, webhook.apiBaseUrl, deps.requireHttpsHrefs);
 
     // Durability first: the answer waits for the commit; a database error becomes a 503 upstream.
     const stored = await deps.writer.insert({

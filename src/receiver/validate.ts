@@ -10,8 +10,11 @@ import type { NotificationBody } from '../marketplace/contract.js';
 const MAX_DEPTH = 64;
 const LIMITS = { id: 512, type: 128, href: 2048 } as const;
 
-/** The notification, and its text as received (stored as is: no second serialisation, numbers kept exact). */
-export function parseNotification(raw: Buffer): { body: NotificationBody; text: string } {
+/**
+ * The notification, its text as received (stored as is: no second serialisation, numbers kept exact),
+ * and its href parsed (once: the scope check reads it).
+ */
+export function parseNotification(raw: Buffer): { body: NotificationBody; text: string; href: URL } {
   const { value: body, text } = decodeJson(raw);
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw badRequest('The body must be a JSON object with string id, type and href.');
@@ -25,17 +28,25 @@ export function parseNotification(raw: Buffer): { body: NotificationBody; text: 
     if (typeof value !== 'string' || value.length === 0) errors.push({ field, message: 'must be a non-empty string' });
     else if (value.length > LIMITS[field]) errors.push({ field, message: `must be at most ${LIMITS[field]} characters` });
   }
-  if (errors.length === 0 && !URL.canParse(record.href as string)) errors.push({ field: 'href', message: 'must be an absolute URL' });
-  if (errors.length > 0) throw badRequest('The notification is not valid.', errors);
-  return { body: record as NotificationBody, text };
+  const href = errors.length === 0 ? parseUrl(record.href as string) : null;
+  if (errors.length === 0 && !href) errors.push({ field: 'href', message: 'must be an absolute URL' });
+  if (errors.length > 0 || !href) throw badRequest('The notification is not valid.', errors);
+  return { body: record as NotificationBody, text, href };
+}
+
+function parseUrl(value: string): URL | null {
+  try {
+    return new URL(value);
+  } catch {
+    return null;
+  }
 }
 
 /**
  * The worker sends the company's token to href, so href must be under the company's API base URL:
  * same scheme, host and port, and a path inside the base path. Anything else is an attack (422).
  */
-export function checkHrefScope(href: string, apiBaseUrl: URL, requireHttps: boolean): void {
-  const url = new URL(href);
+export function checkHrefScope(url: URL, apiBaseUrl: URL, requireHttps: boolean): void {
   const reasons: string[] = [];
   if (requireHttps && url.protocol !== 'https:') reasons.push('must use https');
   if (url.username || url.password) reasons.push('must not carry credentials');

@@ -749,7 +749,7 @@ describe(`fuzz (seed ${SEED}, ${ITERATIONS} iterations each)`, () => {
         : g.string(['h', 't', 'p', ':', '/', '.', '@', '1', 'a', '%', '\\', '[', ']'], 30);
       if (!URL.canParse(href)) continue; // parseNotification refuses those with a 400 first
       try {
-        checkHrefScope(href, base, requireHttps);
+        checkHrefScope(new URL(href), base, requireHttps);
       } catch (err) {
         if (!(err instanceof Problem) || err.status !== 422) throw new Error(`checkHrefScope(${href}, ${base.href}) threw ${String(err)}`, { cause: err });
         continue;
