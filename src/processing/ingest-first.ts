@@ -10,8 +10,8 @@
  * jobs through, oldest first, so processing never stops under a sustained flood (16 fetches a second,
  * each covering every pending notification of its resource). Once the flood is over, every held job goes
  * on at once: a flood is over when no answer has gone out for QUIET_MS, which is checked every
- * QUIET_MS / 2 while jobs are held, not only at the next step (waiting for the step had left the machine
- * idle for 125-375 ms after every flood). A steady rate the process keeps up with has a handful in flight
+ * QUIET_MS / 2 while jobs are held, not only at the next step (which came up to 375 ms after the last
+ * answer, while the machine idled). A steady rate the process keeps up with has a handful in flight
  * (500/s answered in 10 ms is 5), so nothing is held back.
  *
  * Holding is what frees the receiver: a job runs in a few milliseconds, so lowering the workers'
@@ -21,7 +21,10 @@
 const INTERVAL_MS = 250;
 const BUSY_IN_FLIGHT = 32;
 const RELEASED_PER_STEP = 4;
-/** Under a flood answers go out every few milliseconds (one commit answers a whole batch). */
+/**
+ * Under a flood answers go out every few milliseconds (one commit answers a whole batch). A commit slower
+ * than this lets the held jobs go early; the next step holds again while answers still go out.
+ */
 const QUIET_MS = 50;
 const ADMITTED = Promise.resolve();
 
