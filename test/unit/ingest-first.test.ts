@@ -8,6 +8,12 @@ function answers(controller: IngestFirst, inFlight: number): void {
   for (let i = 0; i < inFlight; i++) controller.answer(INTERVAL);
 }
 
+/** One step over a flood: 64 notifications waiting for their answer, on average. */
+function flood(controller: IngestFirst): void {
+  answers(controller, 64);
+  controller.tick(INTERVAL);
+}
+
 function setup() {
   const reported: number[] = [];
   // The controller's clock: it moves only when a test says so.
@@ -39,15 +45,13 @@ describe('ingest first', () => {
 
   it('holds jobs while more than 32 notifications wait for their answer, letting four through each step, oldest first', async () => {
     const { controller, reported, passed, job, settle } = setup();
-    answers(controller, 64);
-    controller.tick(INTERVAL);
+    flood(controller);
     for (let n = 1; n <= 10; n++) job(n);
     await settle();
     expect(passed).toEqual([]);
     expect(controller.held).toBe(10);
 
-    answers(controller, 64);
-    controller.tick(INTERVAL);
+    flood(controller);
     await settle();
     expect(passed).toEqual([1, 2, 3, 4]);
     expect(controller.held).toBe(6);
@@ -64,8 +68,7 @@ describe('ingest first', () => {
 
   it('lets every held job through when it stops, so a closing worker is not left waiting', async () => {
     const { controller, passed, job, settle } = setup();
-    answers(controller, 64);
-    controller.tick(INTERVAL);
+    flood(controller);
     for (let n = 0; n < 6; n++) job(n);
     controller.stop();
     await settle();
@@ -77,8 +80,7 @@ describe('ingest first', () => {
 
   it('lets every held job go once no answer has gone out for 50 ms, without waiting for the next step', async () => {
     const { controller, passed, job, settle, advance } = setup();
-    answers(controller, 64);
-    controller.tick(INTERVAL);
+    flood(controller);
     for (let n = 0; n < 5; n++) job(n);
     advance(49);
     controller.checkQuiet();
@@ -97,8 +99,7 @@ describe('ingest first', () => {
 
   it('checks for the end of a flood on its own while it holds jobs', async () => {
     const { controller, passed, job, settle, advance } = setup();
-    answers(controller, 64);
-    controller.tick(INTERVAL);
+    flood(controller);
     job(0);
     advance(50);
     // Real time for the controller's own timer (it checks every 25 ms), far less than a step.
