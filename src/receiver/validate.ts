@@ -28,18 +28,10 @@ export function parseNotification(raw: Buffer): { body: NotificationBody; text: 
     if (typeof value !== 'string' || value.length === 0) errors.push({ field, message: 'must be a non-empty string' });
     else if (value.length > LIMITS[field]) errors.push({ field, message: `must be at most ${LIMITS[field]} characters` });
   }
-  const href = errors.length === 0 ? parseUrl(record.href as string) : null;
-  if (errors.length === 0 && !href) errors.push({ field: 'href', message: 'must be an absolute URL' });
-  if (errors.length > 0 || !href) throw badRequest('The notification is not valid.', errors);
+  if (errors.length > 0) throw badRequest('The notification is not valid.', errors);
+  const href = URL.parse(record.href as string);
+  if (!href) throw badRequest('The notification is not valid.', [{ field: 'href', message: 'must be an absolute URL' }]);
   return { body: record as NotificationBody, text, href };
-}
-
-function parseUrl(value: string): URL | null {
-  try {
-    return new URL(value);
-  } catch {
-    return null;
-  }
 }
 
 /**
