@@ -129,11 +129,9 @@ describe('coalescing of fetches per (company, href)', () => {
     const [n] = await scenario.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-c5-slow' });
     await eventually(async () => (await scenario!.statusCounts()).queued === 1, 'the notification queued');
     const href = n!.notification.href;
-    const pool = new pg.Pool({ connectionString: scenario.db.url, max: 1 });
-    const redis = new Redis(REDIS_URL);
+    const { starts, close } = fetchStarts(scenario, 1000);
     const lock = await scenario.sql.connect();
     try {
-      const starts = new FetchStarts(pool, new CachedPlans(pool, [CLAIM_STATEMENT], pino({ level: 'silent' })), redis, scenario.prefix, 1000);
       await lock.query('BEGIN');
       await lock.query('LOCK TABLE notifications IN ACCESS EXCLUSIVE MODE');
       const first = starts.begin(companyId, href); // the slot is reserved at once, the claim waits
@@ -145,8 +143,35 @@ describe('coalescing of fetches per (company, href)', () => {
       expect(second.kind === 'wait' && second.waitMs).toBeGreaterThan(900);
     } finally {
       lock.release();
-      await pool.end();
-      redis.disconnect();
+      await close();
+    }
+  });
+
+  it('C5: a fetch that finds nothing pending gives its slot back, so the next notification is fetched at once', async () => {
+    scenario = await startScenario({ role: 'api', env: { FETCH_MIN_INTERVAL_MS: '1000' } });
+    const { companyId } = await scenario.company('acme');
+    const { starts, close } = fetchStarts(scenario, 1000);
+    try {
+      const href = 'http://marketplace.test/api/rfqs/nothing-pending'; // nothing was ever received for it
+      expect((await starts.begin(companyId, href)).kind).toBe('empty');
+      // Had the slot been kept, this start would wait about 1,000 ms.
+      expect((await starts.begin(companyId, href)).kind).toBe('empty');
+    } finally {
+      await close();
     }
   });
 });
+
+/** The worker's fetch starts outside a worker, on their own connections, for tests that drive them by hand. */
+function fetchStarts(s: Scenario, minIntervalMs: number): { starts: FetchStarts; close: () => Promise<void> } {
+  const pool = new pg.Pool({ connectionString: s.db.url, max: 1 });
+  const redis = new Redis(REDIS_URL);
+  const starts = new FetchStarts(pool, new CachedPlans(pool, [CLAIM_STATEMENT], pino({ level: 'silent' })), redis, s.prefix, minIntervalMs);
+  return {
+    starts,
+    close: async () => {
+      await pool.end();
+      redis.disconnect();
+    },
+  };
+}
