@@ -205,6 +205,21 @@ export function reserveKeys(redis: RedisClient): ReserveKeys {
 }
 
 /**
+ * Holds the connection's writes until this turn's callbacks and microtasks have run (Node's `cork`,
+ * released on the next tick), so that commands issued together leave in one write, and Redis reads them
+ * in one go. Without it each command is its own write to the socket. A Redis Cluster has a connection per
+ * node: it is left alone. Measured alone, 30 script calls a turn: Node's CPU 14.1–14.8 → 10.5–11.4 µs a
+ * command, Redis's 7.6 → 3.5–3.7 µs.
+ */
+export function gatherWrites(redis: RedisClient): void {
+  if (redis instanceof Cluster) return;
+  const stream = redis.stream;
+  if (!stream || stream.writableCorked > 0) return;
+  stream.cork();
+  process.nextTick(() => stream.uncork());
+}
+
+/**
  * A Lua script as a function of its keys and arguments, defined once on `redis` under `name` (ioredis
  * sends EVALSHA, and the script itself when the server does not know it yet).
  */

@@ -11,7 +11,7 @@ import { CachedPlans } from '../db/cached-plans.js';
 import type { Database } from '../db/client.js';
 import { companies } from '../db/schema/index.js';
 import type { Metrics } from '../lib/metrics.js';
-import type { RedisClient } from '../lib/redis.js';
+import { gatherWrites, type RedisClient } from '../lib/redis.js';
 import { FETCH_BACKOFF, FETCH_QUEUE, type FetchJobData } from './fetch-queue.js';
 import { CLAIM_LIMIT, CLAIM_STATEMENT, FetchStarts } from './fetch-start.js';
 import { CompanyConnections } from './company-connections.js';
@@ -83,7 +83,8 @@ export function createFetchWorkers(deps: FetchWorkerDeps): Worker<FetchJobData>[
   const parts: WorkerParts = {
     connections: new CompanyConnections(deps.db, deps.secretKey),
     starts: new FetchStarts(deps.pool, plans, deps.connection, deps.prefix, deps.fetch.minIntervalMs),
-    snapshots: new SnapshotStore(deps.db, deps.pool, plans, deps.handlers),
+    // A stored batch's jobs all complete in one turn, each with a BullMQ script: sent in one write.
+    snapshots: new SnapshotStore(deps.db, deps.pool, plans, deps.handlers, () => gatherWrites(deps.connection)),
     marketplace: new MarketplaceClient({ timeoutMs: deps.fetch.timeoutMs, connections: deps.fetch.concurrency }),
   };
   const process = (job: Job<FetchJobData>, token?: string) => processFetch(deps, parts, job, token);

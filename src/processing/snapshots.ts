@@ -48,10 +48,17 @@ export class SnapshotStore {
     private readonly pool: pg.Pool,
     private readonly plans: CachedPlans,
     private readonly handlers: HandlerRegistry,
+    /** Called when a batch is stored, just before its fetches are told (they all go on in this turn). */
+    private readonly beforeResults: () => void = () => {},
   ) {
+    const write = async (items: SnapshotInput[]) => {
+      const stored = await this.write(items);
+      this.beforeResults();
+      return stored;
+    };
     // A batch holds at most the worker's running jobs; the cap bounds the statement's size (each
     // resource may be up to 5 MB).
-    this.batcher = new Batcher(splitOnFailure((items) => this.write(items), isDatabaseUnavailable), { maxBatch: 64, maxConcurrent: 1 });
+    this.batcher = new Batcher(splitOnFailure(write, isDatabaseUnavailable), { maxBatch: 64, maxConcurrent: 1 });
   }
 
   /** Returns the version the claimed notifications are covered by. */
