@@ -251,10 +251,16 @@ const peakRssMb = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/p
 type CpuReading = { skyhook: number; postgres: number; redis: number };
 const USER_HZ = 100; // /proc reports clock ticks of 1/100 s on Linux
 
-/** One process's CPU time so far, in seconds: utime + stime, all of its threads. */
+/**
+ * One process's CPU time so far, in seconds: utime + stime, all of its threads, plus (cutime + cstime)
+ * the CPU of the children it has reaped. PostgreSQL's backends end during a load (Skyhook's pool closes a
+ * connection idle for 30 s): without their parent's reaped time, a backend that ended between two
+ * readings took its whole life's CPU out of PostgreSQL's figure (the `all` role's Basic load read 10–30 µs
+ * per notification, the `api` role's 50–55).
+ */
 function cpuSeconds(pid: number | string): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / USER_HZ;
+  return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / USER_HZ;
 }
 
 function cpuReading(skyhookPid: number): CpuReading {
