@@ -263,8 +263,8 @@ function cpuSeconds(pid: number | string): number {
   return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / USER_HZ;
 }
 
-function cpuReading(skyhookPid: number): CpuReading {
-  const reading = { skyhook: cpuSeconds(skyhookPid), postgres: 0, redis: 0 };
+function cpuReading(skyhookPid?: number): CpuReading {
+  const reading = { skyhook: skyhookPid === undefined ? 0 : cpuSeconds(skyhookPid), postgres: 0, redis: 0 };
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
       const comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
@@ -308,7 +308,45 @@ async function waitProcessed(sql: pg.Client, minId: number, count: number, timeo
   }
 }
 
+/** Waits (up to a minute) until no autovacuum worker runs: the loads' rows get vacuumed and analysed. */
+async function autovacuumDone(sql: pg.Client): Promise<void> {
+  for (let waited = 0; waited < 60_000; waited += 250) {
+    const { rows } = await sql.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'`);
+    if (rows[0].n === 0) return;
+    await sleep(250);
+  }
+}
+
 const maxId = async (sql: pg.Client) => Number((await sql.query('SELECT coalesce(max(id), 0) AS m FROM notifications')).rows[0].m);
+
+/**
+ * The ceiling: the bare route in its own process, warmed up as Skyhook is, then loaded. Measured twice,
+ * before Skyhook starts and again once the ingest loads are over and processed, with Skyhook idle; the
+ * ratios divide by the mean. On these shared vCPUs the ceiling moved by up to a quarter between runs minutes
+ * apart (38,000–49,300 req/s with its process at the same 19–21 µs a request): two readings around the
+ * ingest loads compare them with the machine of their own minutes, and their spread is printed. So that the
+ * second reading is not lowered by work left from the loads, it waits for PostgreSQL's autovacuum to finish,
+ * and each reading prints the CPU that Skyhook and both databases used during it.
+ */
+async function measureCeiling(skyhookPid?: number): Promise<LoadResult & { cpuUs: number }> {
+  const proc = await startTs('./ceiling-server.ts', PORTS.ceiling);
+  try {
+    const setup = inTurn([{ headers: JSON_HEADERS, body: notification('ceiling') }]);
+    await warmUp(`http://127.0.0.1:${PORTS.ceiling}/hooks`, setup);
+    const cpuBefore = cpuSeconds(proc.pid!);
+    const othersBefore = cpuReading(skyhookPid);
+    const result = await load({ url: `http://127.0.0.1:${PORTS.ceiling}/hooks`, setup });
+    const others = cpuReading(skyhookPid);
+    // What Node's HTTP and Fastify alone cost a request, to set beside Skyhook's CPU per notification.
+    const cpuUs = Math.round(((cpuSeconds(proc.pid!) - cpuBefore) * 1e6) / result.ok);
+    const share = (k: keyof CpuReading) => `${Math.round(((others[k] - othersBefore[k]) / DURATION_S) * 100)} %`;
+    log(`    CPU per request: ${cpuUs} µs (the bare route's process); meanwhile, of a core: Skyhook ${share('skyhook')}, PostgreSQL ${share('postgres')}, Redis ${share('redis')}`);
+    return { ...result, cpuUs };
+  } finally {
+    proc.kill();
+    await new Promise((r) => (proc.exitCode !== null ? r(null) : proc.once('exit', r)));
+  }
+}
 
 async function main(): Promise<void> {
   log(`Skyhook benchmark (${QUICK ? 'quick' : 'full'}: ${DURATION_S} s per load, ${CONNECTIONS} connections), PostgreSQL and Redis on this machine`);
@@ -317,15 +355,7 @@ async function main(): Promise<void> {
   await startTs('./resource-server.ts', PORTS.resources);
 
   log('1/6 ceiling: bare Fastify JSON route');
-  const ceilingProc = await startTs('./ceiling-server.ts', PORTS.ceiling);
-  const ceilingSetup = inTurn([{ headers: JSON_HEADERS, body: notification('ceiling') }]);
-  await warmUp(`http://127.0.0.1:${PORTS.ceiling}/hooks`, ceilingSetup);
-  const ceilingCpuBefore = cpuSeconds(ceilingProc.pid!);
-  const ceiling = await load({ url: `http://127.0.0.1:${PORTS.ceiling}/hooks`, setup: ceilingSetup });
-  // What Node's HTTP and Fastify alone cost a request, to set beside Skyhook's CPU per notification.
-  const ceilingCpuUs = Math.round(((cpuSeconds(ceilingProc.pid!) - ceilingCpuBefore) * 1e6) / ceiling.ok);
-  log(`    CPU per request: ${ceilingCpuUs} µs (the bare route's process)`);
-  ceilingProc.kill();
+  const ceilingBefore = await measureCeiling();
 
   const skyhook = await startSkyhook();
   const sql = new pg.Client({ connectionString: DATABASE_URL });
@@ -365,8 +395,8 @@ async function main(): Promise<void> {
   await warmUp(`${SKYHOOK_URL}/hooks`, oauthSetup);
   if (ROLE !== 'api') await waitProcessed(sql, 0, 2 * WARM_UP_REQUESTS);
   // Signed here, before the Basic load, so both loads follow each other as before. Enough for OAuth at
-  // 0.4 of the ceiling; any shortfall is signed during the load and reported.
-  presigned = Array.from({ length: Math.ceil(ceiling.rps * DURATION_S * 0.4) }, signed);
+  // 0.5 of the ceiling; any shortfall is signed during the load and reported.
+  presigned = Array.from({ length: Math.ceil(ceilingBefore.rps * DURATION_S * 0.5) }, signed);
   signedDuringLoad = 0;
   await sleep(1500);
 
@@ -382,13 +412,19 @@ async function main(): Promise<void> {
   if (signedDuringLoad > 0) log(`    ${signedDuringLoad} requests were signed during the load (the presigned ones ran out)`);
   presigned = [];
   ingestPeakRss = Math.max(ingestPeakRss, peakRssMb(skyhook.pid!));
+  if (ROLE !== 'api') await waitProcessed(sql, 0, Number((await sql.query('SELECT count(*) AS n FROM notifications')).rows[0].n), 300_000);
+  await autovacuumDone(sql);
+
+  log('   ceiling again, Skyhook idle');
+  const ceilingAfter = await measureCeiling(skyhook.pid!);
+  const ceilingRps = (ceilingBefore.rps + ceilingAfter.rps) / 2;
+  log(`    ceiling ${Math.round(ceilingRps)} req/s, the mean of ${Math.round(ceilingBefore.rps)} and ${Math.round(ceilingAfter.rps)}`);
   if (ROLE === 'api') {
     // Diagnosis only: without a worker nothing gets processed, so the ingest figures are all there is.
-    log(`ROLE=api: Basic ${Math.round(basic.rps)} req/s (${round(basic.rps / ceiling.rps, 3)}), OAuth ${Math.round(oauthResult.rps)} req/s (${round(oauthResult.rps / ceiling.rps, 3)}), peak RSS ${Math.round(ingestPeakRss)} MB`);
+    log(`ROLE=api: Basic ${Math.round(basic.rps)} req/s (${round(basic.rps / ceilingRps, 3)}), OAuth ${Math.round(oauthResult.rps)} req/s (${round(oauthResult.rps / ceilingRps, 3)}), peak RSS ${Math.round(ingestPeakRss)} MB`);
     await sql.end();
     return;
   }
-  await waitProcessed(sql, 0, Number((await sql.query('SELECT count(*) AS n FROM notifications')).rows[0].n), 300_000);
 
   log('4/6 end to end: distinct resources, as fast as they come');
   const e2eCount = QUICK ? 3000 : 20_000;
@@ -424,11 +460,11 @@ async function main(): Promise<void> {
 
   await sql.end();
   const figures = {
-    ceilingRps: Math.round(ceiling.rps),
+    ceilingRps: Math.round(ceilingRps),
     basicRps: Math.round(basic.rps),
-    basicRatio: round(basic.rps / ceiling.rps, 3),
+    basicRatio: round(basic.rps / ceilingRps, 3),
     oauthRps: Math.round(oauthResult.rps),
-    oauthRatio: round(oauthResult.rps / ceiling.rps, 3),
+    oauthRatio: round(oauthResult.rps / ceilingRps, 3),
     ingestP99Ms: Math.max(basic.p99, oauthResult.p99),
     e2eRps: Math.round(e2eRps),
     e2eP50Ms: round(Number(lat[0].p50), 1),
@@ -438,9 +474,13 @@ async function main(): Promise<void> {
     ingestErrors: basic.non2xx + oauthResult.non2xx,
   };
   const cpuUsPerNotification = { basic: basicCpu, oauth: oauthCpu, e2e: e2eCpu };
-  const loadGeneratorCpuUsPerRequest = { ceiling: ceiling.loadGenCpuUs, basic: basic.loadGenCpuUs, oauth: oauthResult.loadGenCpuUs };
-  printTable(figures, { ceiling, basic, oauthResult, burstFetches, cpuUsPerNotification, ceilingCpuUs, loadGeneratorCpuUsPerRequest });
-  if (JSON_OUT) console.log(JSON.stringify({ ...figures, cpuUsPerNotification, ceilingCpuUsPerRequest: ceilingCpuUs, loadGeneratorCpuUsPerRequest }));
+  const ceilings = [ceilingBefore, ceilingAfter];
+  const mean = (f: (c: (typeof ceilings)[number]) => number) => Math.round((f(ceilingBefore) + f(ceilingAfter)) / 2);
+  const ceilingCpuUs = mean((c) => c.cpuUs);
+  const ceilingRpsBeforeAfter = ceilings.map((c) => Math.round(c.rps));
+  const loadGeneratorCpuUsPerRequest = { ceiling: mean((c) => c.loadGenCpuUs), basic: basic.loadGenCpuUs, oauth: oauthResult.loadGenCpuUs };
+  printTable(figures, { ceilings, basic, oauthResult, burstFetches, cpuUsPerNotification, ceilingCpuUs, loadGeneratorCpuUsPerRequest });
+  if (JSON_OUT) console.log(JSON.stringify({ ...figures, ceilingRpsBeforeAfter, cpuUsPerNotification, ceilingCpuUsPerRequest: ceilingCpuUs, loadGeneratorCpuUsPerRequest }));
   // The CI smoke run (.ci/run) fails on this exit code: every figure measured, every ingest request 2xx.
   // The §11 targets stay printed, not asserted.
   if (QUICK) {
@@ -458,7 +498,7 @@ const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 *
 function printTable(
   f: Record<string, number>,
   extra: {
-    ceiling: LoadResult;
+    ceilings: LoadResult[];
     basic: LoadResult;
     oauthResult: LoadResult;
     burstFetches: number[];
@@ -468,7 +508,7 @@ function printTable(
   },
 ): void {
   const rows: [string, string, string, boolean][] = [
-    ['ceiling: bare Fastify JSON route, req/s', `${f.ceilingRps} (p50 ${extra.ceiling.p50} ms, p99 ${extra.ceiling.p99} ms)`, '-', true],
+    ['ceiling: bare Fastify JSON route, req/s', `${f.ceilingRps} (mean of ${extra.ceilings.map((c) => `${Math.round(c.rps)} at p99 ${c.p99} ms`).join(' and ')})`, '-', true],
     ['ingest Basic, req/s (ratio to ceiling)', `${f.basicRps} (${f.basicRatio})`, '>= 0.35', f.basicRatio! >= 0.35],
     ['ingest OAuth + body hash, req/s (ratio)', `${f.oauthRps} (${f.oauthRatio})`, '>= 0.30', f.oauthRatio! >= 0.3],
     ['ingest p99 latency at 64 connections, ms', `${f.ingestP99Ms} (Basic p50 ${extra.basic.p50}, OAuth p50 ${extra.oauthResult.p50})`, '<= 25', f.ingestP99Ms! <= 25],
