@@ -319,6 +319,8 @@ async function autovacuumDone(sql: pg.Client): Promise<void> {
 
 const maxId = async (sql: pg.Client) => Number((await sql.query('SELECT coalesce(max(id), 0) AS m FROM notifications')).rows[0].m);
 
+type CeilingResult = LoadResult & { cpuUs: number };
+
 /**
  * The ceiling: the bare route in its own process, warmed up as Skyhook is, then loaded. Measured twice,
  * before Skyhook starts and again once the ingest loads are over and processed, with Skyhook idle; the
@@ -328,7 +330,7 @@ const maxId = async (sql: pg.Client) => Number((await sql.query('SELECT coalesce
  * second reading is not lowered by work left from the loads, it waits for PostgreSQL's autovacuum to finish,
  * and each reading prints the CPU that Skyhook and both databases used during it.
  */
-async function measureCeiling(skyhookPid?: number): Promise<LoadResult & { cpuUs: number }> {
+async function measureCeiling(skyhookPid?: number): Promise<CeilingResult> {
   const proc = await startTs('./ceiling-server.ts', PORTS.ceiling);
   try {
     const setup = inTurn([{ headers: JSON_HEADERS, body: notification('ceiling') }]);
@@ -478,7 +480,7 @@ async function main(): Promise<void> {
   };
   const cpuUsPerNotification = { basic: basicCpu, oauth: oauthCpu, e2e: e2eCpu, steady500: steadyCpu };
   const ceilings = [ceilingBefore, ceilingAfter];
-  const mean = (f: (c: (typeof ceilings)[number]) => number) => Math.round((f(ceilingBefore) + f(ceilingAfter)) / 2);
+  const mean = (f: (c: CeilingResult) => number) => Math.round((f(ceilingBefore) + f(ceilingAfter)) / 2);
   const ceilingCpuUs = mean((c) => c.cpuUs);
   const ceilingRpsBeforeAfter = ceilings.map((c) => Math.round(c.rps));
   const loadGeneratorCpuUsPerRequest = { ceiling: mean((c) => c.loadGenCpuUs), basic: basic.loadGenCpuUs, oauth: oauthResult.loadGenCpuUs };
