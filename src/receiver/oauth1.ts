@@ -24,7 +24,11 @@ export function parseOAuthHeader(header: string): Record<string, string> {
   if (header.length > MAX_HEADER_LENGTH) throw new OAuthHeaderError('header too long');
   const scheme = /^\s*OAuth\s+/i.exec(header);
   if (!scheme) throw new OAuthHeaderError('not an OAuth header');
-  const params: Record<string, string> = Object.create(null);
+  // A plain object: only `oauth_*` names and `realm` are stored (checked before each store), none of which
+  // Object.prototype has. A null-prototype object is a dictionary in V8, and checking and storing its
+  // names went through the runtime. Measured alone on a slow day, six alternated runs: the parse 4.6-7.7 ->
+  // 3.2-5.5 µs, the parse and signature check together 20-29 -> 18-25 µs.
+  const params: Record<string, string> = {};
   // Read in place with sticky expressions: no copy of the rest of the header per parameter.
   let at = scheme[0].length;
   while (at < header.length) {
@@ -33,7 +37,7 @@ export function parseOAuthHeader(header: string): Record<string, string> {
     if (!match) throw new OAuthHeaderError('malformed parameter');
     const [, name, encoded] = match as unknown as [string, string, string];
     if (!name.startsWith('oauth_') && !ALLOWED_EXTRA.has(name)) throw new OAuthHeaderError(`unexpected parameter ${name}`);
-    if (name in params) throw new OAuthHeaderError(`duplicate parameter ${name}`);
+    if (params[name] !== undefined) throw new OAuthHeaderError(`duplicate parameter ${name}`);
     try {
       params[name] = encoded.includes('%') ? decodeURIComponent(encoded) : encoded;
     } catch {
@@ -171,10 +175,9 @@ export function verifyOAuthHeader(
   if (p.oauth_version !== undefined && p.oauth_version !== '1.0') return { ok: false, reason: 'malformed' };
   if (p.oauth_token) return { ok: false, reason: 'token_not_expected' };
   if (!/^\d{1,12}$/.test(p.oauth_timestamp) || p.oauth_nonce.length > 256) return { ok: false, reason: 'malformed' };
-  // Copied by name, not by an object rest: the parsed header is a null-prototype object, which V8
-  // copies through a slow generic path.
+  // Copied by name, not by an object rest (V8 copies a rest through a generic runtime call).
   const signed: Record<string, string> = {};
-  for (const name in p) if (name !== 'oauth_signature' && name !== 'realm') signed[name] = p[name]!;
+  for (const name of Object.keys(p)) if (name !== 'oauth_signature' && name !== 'realm') signed[name] = p[name]!;
   const given = Buffer.from(p.oauth_signature, 'base64');
   const input = { method: request.method, url: request.url, params: signed };
   const matches = secrets.some((secret) => constantTimeEqual(Buffer.from(computeSignature(input, method, secret), 'base64'), given));
