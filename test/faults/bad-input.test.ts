@@ -572,11 +572,16 @@ function signedRequest(g: Gen) {
   return { secret, url: new URL(url), rawBody, header, timestamp };
 }
 
-/** parseOAuthHeader's documented contract: a null-prototype record of oauth_* (and realm) strings, or OAuthHeaderError. */
+/**
+ * parseOAuthHeader's documented contract: a record of oauth_* (and realm) strings, or OAuthHeaderError.
+ * A plain object: none of those names is one Object.prototype has, and nothing inherited is enumerable.
+ */
 function checkedParse(header: string): Record<string, string> | OAuthHeaderError {
   try {
     const params = parseOAuthHeader(header);
-    expect(Object.getPrototypeOf(params), header).toBe(null);
+    const inherited: string[] = [];
+    for (const k in params) if (!Object.hasOwn(params, k)) inherited.push(k);
+    expect(inherited, header).toEqual([]);
     for (const [k, v] of Object.entries(params)) {
       expect(k.startsWith('oauth_') || k === 'realm', `${header} -> key ${k}`).toBe(true);
       expect(typeof v).toBe('string');

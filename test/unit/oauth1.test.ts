@@ -107,6 +107,9 @@ describe('parseOAuthHeader', () => {
     ['a missing comma', 'OAuth oauth_consumer_key="k" oauth_nonce="n"'],
     ['an unknown non-oauth parameter', 'OAuth oauth_consumer_key="k", foo="bar"'],
     ['an xoauth parameter', 'OAuth oauth_consumer_key="k", xoauth_requestor_id="x"'],
+    // The parameters are kept in a plain object: no name Object.prototype has may get in.
+    ['a parameter named __proto__', 'OAuth __proto__="x", oauth_consumer_key="k"'],
+    ['a parameter named constructor', 'OAuth oauth_consumer_key="k", constructor="x"'],
     ['a parameter without a value', 'OAuth oauth_consumer_key'],
     ['an unterminated quote', 'OAuth oauth_consumer_key="k'],
     ['a bad percent-encoding', 'OAuth oauth_consumer_key="%E0%A4%A"'],
