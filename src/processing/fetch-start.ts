@@ -59,17 +59,17 @@ export class FetchStarts {
   private readonly batcher: Batcher<Key, FetchStart>;
   /** 0 when this fetch may start now (the slot is now its own), else how long the slot stays taken. */
   private readonly reserveSlots: ReserveKeys;
-  private readonly settle: (keys: string[], args: (string | number)[]) => Promise<number>;
+  private readonly settleScript: (keys: string[], args: (string | number)[]) => Promise<number>;
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly plans: CachedPlans,
-    private readonly redis: RedisClient,
+    redis: RedisClient,
     private readonly prefix: string,
     private readonly minIntervalMs: number,
   ) {
     this.reserveSlots = reserveKeys(redis);
-    this.settle = redisScript<number>(redis, 'skyhookSettleSlots', SETTLE_SLOTS);
+    this.settleScript = redisScript<number>(redis, 'skyhookSettleSlots', SETTLE_SLOTS);
     // Not split on failure (as writes are): nothing here fails for one key alone, and a rerun key by key
     // would find its own slot taken. A failed batch fails its jobs, which BullMQ retries.
     this.batcher = new Batcher(async (keys) => (await this.startMany(keys)).map((value) => ({ ok: true, value })), { maxBatch: 500, maxConcurrent: 1 });
@@ -92,7 +92,7 @@ export class FetchStarts {
     if (reserved.status === 'rejected' || claimed.status === 'rejected') {
       // Slots this batch took for fetches that will not happen now are given back.
       const taken = reserved.status === 'fulfilled' ? slotKeys.filter((_, i) => reserved.value[i] === 0) : [];
-      if (taken.length > 0 && this.minIntervalMs > 0) await this.redis.del(...taken).catch(() => {});
+      if (taken.length > 0 && this.minIntervalMs > 0) await this.settle(taken, taken.map(() => GIVE_BACK)).catch(() => {});
       throw reserved.status === 'rejected' ? reserved.reason : (claimed as PromiseRejectedResult).reason;
     }
     const waits = reserved.value;
@@ -127,7 +127,12 @@ export class FetchStarts {
       keys.push(key);
       actions.push(kind === 'empty' ? GIVE_BACK : RESERVE_AGAIN);
     });
-    if (keys.length > 0) void this.settle(keys, [this.minIntervalMs, ...actions]).catch(() => {});
+    if (keys.length > 0) void this.settle(keys, actions).catch(() => {});
+  }
+
+  /** One script for any mix of slots given back (GIVE_BACK) and reserved again (RESERVE_AGAIN). */
+  private settle(keys: string[], actions: string[]): Promise<number> {
+    return this.settleScript(keys, [this.minIntervalMs, ...actions]);
   }
 
   /** Indexed like `keys`; a key with nothing pending has no entry. */

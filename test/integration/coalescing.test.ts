@@ -160,17 +160,35 @@ describe('coalescing of fetches per (company, href)', () => {
       await close();
     }
   });
+
+  it('C5: a start whose claim fails gives back the slot it reserved', async () => {
+    scenario = await startScenario({ role: 'api', env: { FETCH_MIN_INTERVAL_MS: '1000' } });
+    const { companyId } = await scenario.company('acme');
+    const broken = fetchStarts(scenario, 1000);
+    const working = fetchStarts(scenario, 1000);
+    try {
+      const href = 'http://marketplace.test/api/rfqs/claim-fails';
+      await broken.pool.end(); // its slot is reserved in Redis, its claim in PostgreSQL fails
+      await expect(broken.starts.begin(companyId, href)).rejects.toThrow();
+      // Had the slot been kept, this start would wait about 1,000 ms.
+      expect((await working.starts.begin(companyId, href)).kind).toBe('empty');
+    } finally {
+      await broken.close();
+      await working.close();
+    }
+  });
 });
 
 /** The worker's fetch starts outside a worker, on their own connections, for tests that drive them by hand. */
-function fetchStarts(s: Scenario, minIntervalMs: number): { starts: FetchStarts; close: () => Promise<void> } {
+function fetchStarts(s: Scenario, minIntervalMs: number): { starts: FetchStarts; pool: pg.Pool; close: () => Promise<void> } {
   const pool = new pg.Pool({ connectionString: s.db.url, max: 1 });
   const redis = new Redis(REDIS_URL);
   const starts = new FetchStarts(pool, new CachedPlans(pool, [CLAIM_STATEMENT], pino({ level: 'silent' })), redis, s.prefix, minIntervalMs);
   return {
     starts,
+    pool,
     close: async () => {
-      await pool.end();
+      if (!pool.ended) await pool.end();
       redis.disconnect();
     },
   };
