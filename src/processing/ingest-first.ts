@@ -16,7 +16,7 @@
  *
  * Holding is what frees the receiver: a job runs in a few milliseconds, so lowering the workers'
  * concurrency instead (this module's first version, down to one job per Worker) still processed about as
- * fast as the flood arrived. The README's Performance section has the figures.
+ * fast as the flood arrived. docs/performance.md has the figures.
  */
 const INTERVAL_MS = 250;
 const BUSY_IN_FLIGHT = 32;
