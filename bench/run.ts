@@ -419,7 +419,9 @@ async function main(): Promise<void> {
 
   log('   ceiling again, Skyhook idle');
   const ceilingAfter = await measureCeiling(skyhook.pid!);
-  const ceilingRps = (ceilingBefore.rps + ceilingAfter.rps) / 2;
+  // Every ceiling figure is the mean of the two readings: req/s (what the ratios divide by), CPU per request.
+  const ceilingMean = (f: (c: CeilingResult) => number) => (f(ceilingBefore) + f(ceilingAfter)) / 2;
+  const ceilingRps = ceilingMean((c) => c.rps);
   log(`    ceiling ${Math.round(ceilingRps)} req/s, the mean of ${Math.round(ceilingBefore.rps)} and ${Math.round(ceilingAfter.rps)}`);
   if (ROLE === 'api') {
     // Diagnosis only: without a worker nothing gets processed, so the ingest figures are all there is.
@@ -480,10 +482,9 @@ async function main(): Promise<void> {
   };
   const cpuUsPerNotification = { basic: basicCpu, oauth: oauthCpu, e2e: e2eCpu, steady500: steadyCpu };
   const ceilings = [ceilingBefore, ceilingAfter];
-  const mean = (f: (c: CeilingResult) => number) => Math.round((f(ceilingBefore) + f(ceilingAfter)) / 2);
-  const ceilingCpuUs = mean((c) => c.cpuUs);
+  const ceilingCpuUs = Math.round(ceilingMean((c) => c.cpuUs));
   const ceilingRpsBeforeAfter = ceilings.map((c) => Math.round(c.rps));
-  const loadGeneratorCpuUsPerRequest = { ceiling: mean((c) => c.loadGenCpuUs), basic: basic.loadGenCpuUs, oauth: oauthResult.loadGenCpuUs };
+  const loadGeneratorCpuUsPerRequest = { ceiling: Math.round(ceilingMean((c) => c.loadGenCpuUs)), basic: basic.loadGenCpuUs, oauth: oauthResult.loadGenCpuUs };
   printTable(figures, { ceilings, basic, oauthResult, burstFetches, cpuUsPerNotification, ceilingCpuUs, loadGeneratorCpuUsPerRequest });
   if (JSON_OUT) console.log(JSON.stringify({ ...figures, ceilingRpsBeforeAfter, cpuUsPerNotification, ceilingCpuUsPerRequest: ceilingCpuUs, loadGeneratorCpuUsPerRequest }));
   // The CI smoke run (.ci/run) fails on this exit code: every figure measured, every ingest request 2xx.
