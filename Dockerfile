@@ -8,7 +8,11 @@
 #
 # Only compiled JavaScript runs here: bin/skyhook.js loads dist/cli.js because src/ is not in the image.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Node.js 26: Active LTS since 2026-10-28, Maintenance LTS from 2027-10-20, end of life 2029-04-30 (Node 20's
+# was 2026-04-30). On Debian 13 (trixie), Debian's stable release, supported beyond Node 26's end of life.
+# Development and CI still run on Node 20.19+ (package.json engines): see docs/operations.md, "The image".
+# For production, pin the digest: --build-arg NODE_IMAGE=node:26-trixie-slim@sha256:...
+ARG NODE_IMAGE=node:26-trixie-slim
 
 # ---- build: every dependency, TypeScript -> dist/ ---------------------------------------------------
 FROM ${NODE_IMAGE} AS build
@@ -38,14 +42,17 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY bin ./bin
 COPY drizzle ./drizzle
+# The operator console's own CSS, script and icon (its libraries come from node_modules).
+COPY public ./public
 COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 3000
-# GET /healthz with Node's own fetch (the slim image has no curl). A worker (ROLE=worker) serves no HTTP,
-# so there is nothing to ask: its liveness is the process itself (docker restarts it when it exits). Nor
-# does the image run as the simulator (`simulator start`, found in the main process's command line): it
-# listens on a port of its own choosing, so compose gives it its own probe.
+# GET /healthz with Node's own fetch (the slim image has no curl): on PORT, or on OPS_PORT for a worker
+# (ROLE=worker). A worker without OPS_PORT serves no HTTP, so there is nothing to ask: its liveness is the
+# process itself (docker restarts it when it exits). Nor does the image run as the simulator (`simulator
+# start`, found in the main process's command line): it listens on a port of its own choosing, so compose
+# gives it its own probe.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
-  CMD ["node", "-e", "if (process.env.ROLE === 'worker' || require('node:fs').readFileSync('/proc/1/cmdline', 'utf8').split('\\0').includes('simulator')) process.exit(0); fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1)).catch(() => process.exit(1))"]
+  CMD ["node", "-e", "const port = process.env.ROLE === 'worker' ? process.env.OPS_PORT : (process.env.PORT || 3000); if (!port || require('node:fs').readFileSync('/proc/1/cmdline', 'utf8').split('\\0').includes('simulator')) process.exit(0); fetch('http://127.0.0.1:' + port + '/healthz').then((r) => process.exit(r.ok ? 0 : 1)).catch(() => process.exit(1))"]
 ENTRYPOINT ["node", "bin/skyhook.js"]
 CMD ["start"]

@@ -11,6 +11,13 @@ export default tseslint.config(
     languageOptions: { globals: { URL: 'readonly', process: 'readonly', console: 'readonly' } },
   },
   {
+    // The console's browser script (served as it is, no build step).
+    files: ['public/**/*.js'],
+    languageOptions: {
+      globals: { window: 'readonly', document: 'readonly', uPlot: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly' },
+    },
+  },
+  {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-console': 'off',

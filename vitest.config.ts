@@ -1,14 +1,27 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Two projects. `unit`: test/unit, in-memory fakes only, no PostgreSQL or Redis (`npm run test:unit`,
+ * seconds). `services`: every other tier against the real PostgreSQL and Redis; each file gets its own
+ * database (cloned from a template migrated once per run, in globalSetup) and its own BullMQ prefix.
+ * `npm test` runs both.
+ */
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // Each file gets its own database (cloned from a migrated template) and its own BullMQ prefix.
-    globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    fileParallelism: true,
     maxWorkers: 2,
+    fileParallelism: true,
+    projects: [
+      { test: { name: 'unit', include: ['test/unit/**/*.test.ts'], testTimeout: 10_000 } },
+      {
+        test: {
+          name: 'services',
+          include: ['test/{integration,e2e,faults,browser}/**/*.test.ts'],
+          globalSetup: ['test/global-setup.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+    ],
   },
 });

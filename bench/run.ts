@@ -4,7 +4,8 @@
  * Fastify process, resources come from a local resource server, and autocannon is the load generator
  * for both. `-- --json` ends the output with one JSON line; `-- --quick` is the short CI smoke run, which
  * exits non-zero when a figure is missing or not finite or an ingest request was not answered 2xx.
- * Throughput counts 2xx answers only.
+ * Throughput counts 2xx answers only. `-- --console` measures the operator console on 5 million stored
+ * notifications instead (bench/console.ts).
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
@@ -14,7 +15,8 @@ import OAuth from 'oauth-1.0a';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { encryptSecret, randomToken, sha256 } from '../src/lib/crypto.js';
-import { deleteKeysWithPrefix } from '../src/lib/redis.js';
+import { runConsoleBench } from './console.js';
+import { deleteKeysWithPrefix } from '../src/lib/redis/keys.js';
 
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
@@ -71,7 +73,8 @@ async function startSkyhook(): Promise<ChildProcess> {
   });
   children.push(child);
   for (let i = 0; i < 100; i++) {
-    if (await fetch(`${SKYHOOK_URL}/healthz`).then((r) => r.ok, () => false)) return child;
+    // Ready, not only alive: the database is migrated (it listens before that).
+    if (await fetch(`${SKYHOOK_URL}/readyz`).then((r) => r.ok, () => false)) return child;
     await sleep(200);
   }
   throw new Error('Skyhook did not start');
@@ -533,7 +536,8 @@ function printTable(
 }
 
 try {
-  await main();
+  if (args.has('--console')) await runConsoleBench({ build, log, json: JSON_OUT, quick: QUICK, args: process.argv.slice(2) });
+  else await main();
 } finally {
   for (const c of children) c.kill('SIGTERM');
 }

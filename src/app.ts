@@ -1,37 +1,47 @@
 /**
- * buildApp(deps): the HTTP surface (receiver, admin API, health, OpenAPI). It never listens, so
+ * buildApp(deps): the HTTP surface (receiver, admin API, operator console, health, OpenAPI). It never listens, so
  * tests inject requests; main.ts decides whether and where to listen.
  */
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Queue } from 'bullmq';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { queueDashboard } from './admin/dashboard.js';
 import { adminRoutes, type AdminDeps } from './admin/routes.js';
+import { consoleRoutes, type ConsoleDeps } from './console/plugin.js';
 import { isDatabaseUnavailable } from './db/client.js';
 import { AuthFailureLimiter } from './lib/auth-failure-limiter.js';
 import type { Metrics } from './lib/metrics.js';
-import { redisAnswers, withTimeout, type RedisClient } from './lib/redis.js';
-import { Problem, databaseUnavailable, sendProblem } from './lib/problem.js';
+import { redisAnswers, type RedisClient } from './lib/redis/connection.js';
+import { withTimeout } from './lib/timeout.js';
+import type { ErrorReporter } from './lib/error-reporter.js';
+import { Problem, badRequest, databaseUnavailable, sendProblem, serviceUnavailable } from './lib/problem.js';
 import { receiverRoutes, type ReceiverDeps } from './receiver/routes.js';
 
 export interface AppDeps {
   logger: Logger;
   trustProxy: string[];
+  /** REQUEST_TIMEOUT_MS: a request whose headers and body have not all arrived by then is answered 408 and closed. */
+  requestTimeoutMs: number;
+  /** False until the runtime has prepared the database: until then only the probes and metrics are served. */
+  started: () => boolean;
   pool: pg.Pool;
   redis: RedisClient;
   receiver: ReceiverDeps;
   admin: AdminDeps;
+  /** The operator console under /console (SPEC §13). */
+  console: ConsoleDeps;
   /** Shown on the dashboard. */
   queues: Queue[];
   authFailures: { limit: number; windowMs: number };
   metrics: Metrics;
+  reporter: ErrorReporter;
 }
 
-/** Fastify's own errors, as problems (everything else a route throws is a Problem or a 500). */
+/** Fastify's own errors, router errors included (`frameworkErrors`), as problems; anything else a route throws is a Problem or a 500. */
 const FASTIFY_ERRORS: Record<string, [number, string]> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: [415, 'The Content-Type is not accepted here; send application/json.'],
   FST_ERR_CTP_BODY_TOO_LARGE: [413, 'The body is larger than this route accepts.'],
@@ -39,9 +49,37 @@ const FASTIFY_ERRORS: Record<string, [number, string]> = {
   FST_ERR_CTP_INVALID_JSON_BODY: [400, 'The body is not valid JSON.'],
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: [400, 'The Content-Length does not match the body.'],
   FST_BASIC_AUTH_MISSING_OR_BAD_AUTHORIZATION_HEADER: [401, 'The credentials were not accepted.'],
+  FST_ERR_BAD_URL: [400, 'The URL is malformed (a bad percent-encoding, say).'],
+  FST_ERR_MAX_PARAM_LENGTH: [414, 'A part of the URL is longer than any this server accepts.'],
+  FST_ERR_ASYNC_CONSTRAINT: [400, 'The request matches no route.'],
 };
 
-const TITLES: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 413: 'Content Too Large', 415: 'Unsupported Media Type', 429: 'Too Many Requests', 503: 'Service Unavailable' };
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  404: 'Not Found',
+  408: 'Request Timeout',
+  413: 'Content Too Large',
+  414: 'URI Too Long',
+  415: 'Unsupported Media Type',
+  429: 'Too Many Requests',
+  503: 'Service Unavailable',
+};
+
+/**
+ * A SQLSTATE of class 22 (data exception: a NUL character in text, a value out of range) means the input
+ * cannot be stored: the caller's 400, not a 500. The inputs are checked before they reach the database;
+ * this is the net under those checks.
+ */
+function isDataException(err: unknown, depth = 0): boolean {
+  const e = err as { code?: unknown; cause?: unknown } | null;
+  if (!e || typeof e !== 'object' || depth > 3) return false;
+  return (typeof e.code === 'string' && /^22[0-9A-Z]{3}$/.test(e.code)) || isDataException(e.cause, depth + 1);
+}
+
+/** A request whose client went away before its body had all arrived (Node's 'aborted' error). */
+const clientGone = (req: FastifyRequest, err: Error): boolean =>
+  req.raw.readableAborted || ((err as { code?: string }).code === 'ECONNRESET' && err.message === 'aborted');
 
 export function toProblem(err: FastifyError | Error): Problem {
   if (err instanceof Problem) return err;
@@ -54,6 +92,7 @@ export function toProblem(err: FastifyError | Error): Problem {
   const known = fe.code ? FASTIFY_ERRORS[fe.code] : undefined;
   if (known) return new Problem(known[0], TITLES[known[0]] ?? 'Error', known[1], { code: fe.code!.toLowerCase() });
   if (isDatabaseUnavailable(err)) return databaseUnavailable();
+  if (isDataException(err)) return badRequest('The request holds a value the database cannot store (a NUL character, say).', undefined, 'unstorable_input');
   if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) return new Problem(fe.statusCode, TITLES[fe.statusCode] ?? 'Error', fe.message);
   return new Problem(500, 'Internal Server Error', 'Something went wrong; it has been logged.', { code: 'internal' });
 }
@@ -67,6 +106,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     // One line per notification is logged by the receiver itself.
     ...quietLogging(deps.logger),
+    ...httpTimeouts(deps.requestTimeoutMs),
     trustProxy: deps.trustProxy.length > 0 ? deps.trustProxy : false,
     requestIdHeader: 'x-request-id',
     // Malformed HTTP (bad request line, oversized headers) gets a problem too, not Fastify's JSON.
@@ -83,41 +123,38 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       if (socket.writable) socket.end(`HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
       else socket.destroy();
     },
+    // Router errors (a bad percent-encoding, a path parameter over its length) as problems too.
+    frameworkErrors: (err, req, reply) => sendProblem(req, reply, toProblem(err)),
     bodyLimit: 1024 * 1024,
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
+  // Failed authentication (any 401, receiver or admin) is rate-limited per client address: past the limit a
+  // refusal is a 429, while valid credentials are always served (lib/auth-failure-limiter.ts).
+  const limiter = new AuthFailureLimiter(deps.authFailures);
   app.setErrorHandler((err: FastifyError, req, reply) => {
-    const problem = toProblem(err);
-    // An outage is one warning line per request, not a stack trace; a real bug keeps its stack.
     // A notification's lines name its company once it is known (no per-request child logger on the hot path).
     const companyId = req.notificationAuth?.webhook.companyId;
+    if (clientGone(req, err)) {
+      // Nothing to answer, and nothing was stored: not a database outage, whatever the socket's error says.
+      deps.reporter.report('client_disconnected', err, 'a client disconnected before its request had arrived; nothing was stored', { url: req.url.split('?')[0], companyId });
+      return reply.code(400).send();
+    }
+    let problem = toProblem(err);
+    if (problem.status === 401) problem = limiter.refusal(req.ip, problem);
+    // An outage is one warning line per request, not a stack trace; a real bug keeps its stack.
     if (problem.status === 503) req.log.warn({ code: problem.extra.code, companyId }, problem.detail ?? problem.title);
+    else if (problem.extra.code === 'unstorable_input') req.log.warn({ err: String(err), companyId }, 'a request held a value the database refused');
     else if (problem.status >= 500) req.log.error({ err, companyId }, 'request failed');
     return sendProblem(req, reply, problem);
   });
-  // Failed authentication (any 401, receiver or admin) is rate-limited per client address.
-  const limiter = new AuthFailureLimiter(deps.authFailures);
-  // Callback hooks, not async ones: these run for every request, and a callback costs no promise.
+  // Callback hook, not an async one: it runs for every request, and a callback costs no promise.
   app.addHook('onRequest', (req, reply, done) => {
-    // Probes and scrapes need no credentials and must keep answering whoever else failed from their address.
-    // Asked only of a blocked address: Fastify builds req.routeOptions anew on every read.
-    const wait = limiter.blockedFor(req.ip);
-    if (wait <= 0 || OPS_ROUTES.has(req.routeOptions.url ?? '')) return done();
-    // Answered, not thrown: this also guards the queue dashboard (see sendProblem). No done(): the reply is sent.
-    sendProblem(
-      req,
-      reply,
-      new Problem(429, 'Too Many Requests', 'Too many failed authentications from this address; retry later.', {
-        code: 'too_many_auth_failures',
-        headers: { 'retry-after': String(wait) },
-      }),
-    );
-  });
-  app.addHook('onResponse', (req, reply, done) => {
-    if (reply.statusCode === 401) limiter.recordFailure(req.ip);
-    done();
+    if (deps.started()) return done();
+    // Until the database is prepared: the probes and metrics answer, everything else is asked to retry.
+    if (OPS_ROUTES.has(req.routeOptions.url ?? '')) return done();
+    sendProblem(req, reply, serviceUnavailable('Skyhook is starting: it waits for PostgreSQL (DATABASE_URL) to be reachable and migrated.', 'starting'));
   });
 
   app.setNotFoundHandler((req, reply) => sendProblem(req, reply, new Problem(404, 'Not Found', `No route ${req.method} ${req.url.split('?')[0]}.`, { code: 'no_route' })));
@@ -136,45 +173,107 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register((scope) => opsRoutes(scope, deps));
 
   await app.register((scope) => receiverRoutes(scope, deps.receiver));
-  await app.register((scope) => adminRoutes(scope, deps.admin), { prefix: '/admin' });
-  await app.register((scope) => queueDashboard(scope, { adminToken: deps.admin.adminToken, queues: deps.queues }));
+  await app.register((scope) => adminRoutes(scope, deps.admin, limiter), { prefix: '/admin' });
+  await app.register((scope) => queueDashboard(scope, { adminToken: deps.admin.adminToken, queues: deps.queues, limiter }));
+  // Its hooks (session, CSRF, headers) and form parser are scoped to /console: no cost to the receiver.
+  await app.register((scope) => consoleRoutes(scope, deps.console, { limiter, toProblem }), { prefix: '/console' });
   return app;
 }
 
+/**
+ * No request may hold a connection open by trickling (SPEC §4): its headers and body must all arrive within
+ * REQUEST_TIMEOUT_MS (Node checks once a second; the default check every 30 s would let it run up to twice
+ * as long). An idle keep-alive connection closes after Fastify's 72 s, longer than the usual load balancer's
+ * 60 s idle timeout. A request that arrives on a kept-alive connection during shutdown is served, and its
+ * connection closed (Fastify's return503OnClosing answers a bare 503 without Retry-After instead).
+ */
+const httpTimeouts = (requestTimeoutMs: number) => ({
+  requestTimeout: requestTimeoutMs,
+  http: { headersTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(1000, requestTimeoutMs) },
+  return503OnClosing: false,
+});
 
-export type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues'>;
+
+export type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues' | 'started' | 'reporter'>;
 
 /** A worker's own ops server (OPS_PORT): the probes and metrics alone, as quiet as the main app's. */
 export async function buildOpsApp(logger: Logger, deps: OpsDeps): Promise<FastifyInstance> {
-  const app = Fastify(quietLogging(logger));
+  const app = Fastify({ ...quietLogging(logger), ...httpTimeouts(30_000), frameworkErrors: (err, req, reply) => sendProblem(req, reply, toProblem(err)) });
+  app.setNotFoundHandler((req, reply) => sendProblem(req, reply, new Problem(404, 'Not Found', `No route ${req.method} ${req.url.split('?')[0]}.`, { code: 'no_route' })));
   await app.register((scope) => opsRoutes(scope, deps));
   return app;
 }
 
 /** /healthz, /readyz and /metrics: served by every role (a worker-only process serves only these). */
 async function opsRoutes(scope: FastifyInstance, deps: OpsDeps): Promise<void> {
+  const gauges = cachedGauges(deps);
   scope.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   scope.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
-    await collectGauges(deps).catch((err) => scope.log.debug({ err: String(err) }, 'metrics gauges not collected'));
+    await Promise.all([gauges(), readiness(deps)]);
     return reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
   });
   scope.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
-    const [database, redis] = await Promise.all([
-      deps.pool.query('SELECT 1').then(() => true, () => false),
-      redisAnswers(deps.redis),
-    ]);
-    return reply.code(database && redis ? 200 : 503).send({ status: database && redis ? 'ready' : 'unavailable', database, redis });
+    const { started, database, redis, ready } = await readiness(deps);
+    // Not a problem document: this is the probe's own answer, read by orchestrators and people alike.
+    if (!ready) reply.code(503).header('retry-after', '5');
+    return reply.send({ status: ready ? 'ready' : started ? 'unavailable' : 'starting', database, redis });
   });
 }
 
-/** Gauges that need a look at Redis or PostgreSQL are read when scraped, bounded in time. */
-async function collectGauges(deps: OpsDeps): Promise<void> {
-  const [counts, backlog] = await Promise.all([
-    withTimeout(Promise.all(deps.queues.map((q) => q.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'failed'))), 1000, 'queue depth'),
-    withTimeout(deps.pool.query<{ company_id: string; oldest_pending_age_s: number }>('SELECT company_id, oldest_pending_age_s FROM backlog'), 1000, 'backlog'),
+/**
+ * How long the readiness check waits for PostgreSQL's `SELECT 1` (Redis commands have their own 2 s timeout):
+ * a scrape must answer within Prometheus's scrape timeout (10 s by default) even when PostgreSQL is a black
+ * hole, or the alert would say "process down" where it should say "PostgreSQL unreachable".
+ */
+const READY_CHECK_TIMEOUT_MS = 2000;
+
+/**
+ * What /readyz answers, also kept as skyhook_ready and skyhook_dependency_up{dependency}: each scrape asks
+ * again (one `SELECT 1`, one PING), so an alert sees every process's readiness without probing it.
+ */
+async function readiness(deps: OpsDeps): Promise<{ started: boolean; database: boolean; redis: boolean; ready: boolean }> {
+  const started = deps.started();
+  const [database, redis] = await Promise.all([
+    withTimeout(deps.pool.query('SELECT 1'), READY_CHECK_TIMEOUT_MS, 'readiness').then(() => true, () => false),
+    redisAnswers(deps.redis),
   ]);
-  deps.metrics.queueDepth.reset();
-  for (const c of counts) for (const [state, n] of Object.entries(c)) deps.metrics.queueDepth.inc({ state }, n);
-  deps.metrics.oldestPendingAge.reset();
-  for (const r of backlog.rows) deps.metrics.oldestPendingAge.set({ company: r.company_id }, r.oldest_pending_age_s);
+  const ready = started && database && redis;
+  deps.metrics.ready.set(ready ? 1 : 0);
+  deps.metrics.dependencyUp.set({ dependency: 'postgres' }, database ? 1 : 0);
+  deps.metrics.dependencyUp.set({ dependency: 'redis' }, redis ? 1 : 0);
+  return { started, database, redis, ready };
+}
+
+/** How long the gauges that need a query (queue depth, oldest pending age, paused companies) are reused: scrapes must not each cost a query. */
+const GAUGES_MAX_AGE_MS = 5000;
+
+/** Gauges that need a look at Redis or PostgreSQL, read when scraped (bounded in time), at most every GAUGES_MAX_AGE_MS. */
+function cachedGauges(deps: OpsDeps): () => Promise<void> {
+  let readAt = -Infinity;
+  let reading: Promise<void> | undefined;
+  const read = async () => {
+    const [counts, backlog, paused] = await Promise.all([
+      withTimeout(Promise.all(deps.queues.map((q) => q.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'failed'))), 1000, 'queue depth'),
+      withTimeout(deps.pool.query<{ company_id: string; oldest_pending_age_s: number }>('SELECT company_id, oldest_pending_age_s FROM backlog'), 1000, 'backlog'),
+      withTimeout(deps.pool.query<{ id: string }>("SELECT id FROM companies WHERE connection_status = 'unauthorized'"), 1000, 'paused companies'),
+    ]);
+    deps.metrics.queueDepth.reset();
+    for (const c of counts) for (const [state, n] of Object.entries(c)) deps.metrics.queueDepth.inc({ state }, n);
+    deps.metrics.oldestPendingAge.reset();
+    for (const r of backlog.rows) deps.metrics.oldestPendingAge.set({ company: r.company_id }, r.oldest_pending_age_s);
+    // Only paused companies have a series (1): a company whose token is replaced disappears at the next reading.
+    deps.metrics.companyPaused.reset();
+    for (const r of paused.rows) deps.metrics.companyPaused.set({ company: r.id }, 1);
+  };
+  return () => {
+    if (!deps.started() || performance.now() - readAt < GAUGES_MAX_AGE_MS) return Promise.resolve();
+    // Concurrent scrapes share one reading; a failed one keeps the last values (and is tried again next scrape).
+    reading ??= read()
+      .then(
+        () => void (readAt = performance.now()),
+        (err: unknown) => deps.reporter.report('metrics_gauges', err, 'the queue depth, backlog and paused-company gauges could not be read; they keep their last values'),
+      )
+      .finally(() => (reading = undefined));
+    return reading;
+  };
 }

@@ -1,10 +1,15 @@
 /** The `skyhook` command: operators' entry to every role and tool. Each sub-command has --help. */
+import { createRequire } from 'node:module';
 import { Command, InvalidArgumentError } from 'commander';
-import { registerAdminCommands } from './admin/cli.js';
+import { registerAdminCommands } from './admin/cli/index.js';
 import { registerSimulatorCommands } from './simulator/index.js';
 
+// package.json sits beside src/ in a checkout and beside dist/ in the image.
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
+
 const program = new Command('skyhook')
-  .description('Skyhook: receives the marketplace webhook notifications of many companies, fetches and stores what changed.');
+  .description('Skyhook: receives the marketplace webhook notifications of many companies, fetches and stores what changed.')
+  .version(version, '-V, --version', 'print the version');
 
 program
   .command('start')
@@ -21,9 +26,10 @@ program
     if (!Number.isInteger(n) || n < 1 || n > 100_000) throw new InvalidArgumentError('--events must be a whole number from 1 to 100000');
     return n;
   }, 600)
-  .action(async (opts: { events: number }) => {
+  .option('--keep', 'leave the simulator and Skyhook running after the summary, to explore the operator console (Ctrl-C stops them)')
+  .action(async (opts: { events: number; keep?: boolean }) => {
     const { runDemo } = await import('./demo.js');
-    const result = await runDemo({ events: opts.events });
+    const result = await runDemo({ events: opts.events, keep: opts.keep });
     process.exitCode = result.processed + result.failed === result.fired ? 0 : 1;
   });
 

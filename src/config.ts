@@ -2,9 +2,11 @@
  * The one validated configuration (SPEC §3). Read once at start-up; a bad or missing value stops the
  * process with one clear line naming the variable. Nothing else in the code reads process.env.
  */
-import { randomBytes } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { z } from 'zod';
-import type { RedisNodeAddress } from './lib/redis.js';
+import type { RedisNodeAddress } from './lib/redis/connection.js';
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /** Used outside production only, with a loud warning: never a secret anybody relies on. */
 const DEVELOPMENT_SECRET_KEY = Buffer.alloc(32, 'skyhook-development-key-not-secret').toString('base64');
@@ -45,7 +47,8 @@ const envSchema = z
     REDIS_CLUSTER_NODES: clusterNodes.optional(),
     PORT: int(0, 65535).default(3000),
     HOST: z.string().min(1).default('127.0.0.1'),
-    PUBLIC_BASE_URL: z.url().default('http://localhost:3000'),
+    /** Required in production (an https origin): targetURIs and OAuth base strings are built from it. */
+    PUBLIC_BASE_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) origin, such as https://hooks.example.com' }).optional(),
     /** A worker-only process serves /healthz, /readyz and /metrics on this port when it is set. */
     OPS_PORT: int(1, 65535).optional(),
     SECRET_KEY: z.string().optional(),
@@ -58,7 +61,7 @@ const envSchema = z
     QUEUE_PREFIX: z.string().regex(/^\{[^{}]+\}$/, 'must be a hash tag such as {skyhook}').default('{skyhook}'),
     FETCH_MIN_INTERVAL_MS: int(0, 3_600_000).default(1000),
     FETCH_TIMEOUT_MS: int(100, 120_000).default(10_000),
-    FETCH_ATTEMPTS: int(1, 100).default(12),
+    FETCH_ATTEMPTS: int(1, 100).default(14),
     FETCH_BACKOFF_BASE_MS: int(10, 600_000).default(2000),
     FETCH_BACKOFF_MAX_MS: int(100, 86_400_000).default(15 * 60_000),
     WORKER_CONCURRENCY: int(1, 1000).default(128),
@@ -73,11 +76,23 @@ const envSchema = z
     /** Failed authentications allowed per client address and minute before 429s. */
     AUTH_FAILURE_LIMIT: int(1, 1_000_000).default(60),
     SHUTDOWN_TIMEOUT_MS: int(100, 600_000).default(15_000),
+    /** A request whose headers and body have not all arrived by then is ended (408): a trickling sender holds nothing. */
+    REQUEST_TIMEOUT_MS: int(1000, 600_000).default(30_000),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production') {
       if (!env.SECRET_KEY) ctx.addIssue({ code: 'custom', path: ['SECRET_KEY'], message: 'is required in production' });
       if (!env.ADMIN_TOKEN) ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'is required in production' });
+      // The default names this machine: the marketplace could never reach a targetURI built from it.
+      if (!env.PUBLIC_BASE_URL) ctx.addIssue({ code: 'custom', path: ['PUBLIC_BASE_URL'], message: 'is required in production (the https origin the marketplace reaches, such as https://hooks.example.com)' });
+      else if (!env.PUBLIC_BASE_URL.startsWith('https:')) ctx.addIssue({ code: 'custom', path: ['PUBLIC_BASE_URL'], message: 'must use https in production' });
+    }
+    if (env.PUBLIC_BASE_URL) {
+      // A path is allowed (a proxy that serves Skyhook under a prefix); a query, fragment or credentials are not.
+      const url = new URL(env.PUBLIC_BASE_URL);
+      if (url.search || url.hash || url.username || url.password) {
+        ctx.addIssue({ code: 'custom', path: ['PUBLIC_BASE_URL'], message: 'must not carry a query, a fragment or credentials' });
+      }
     }
     if (env.REDIS_CLUSTER_NODES && /^\/\d*[1-9]/.test(new URL(env.REDIS_URL).pathname)) {
       ctx.addIssue({ code: 'custom', path: ['REDIS_URL'], message: 'must not select a database other than 0 when REDIS_CLUSTER_NODES is set (a Redis Cluster has database 0 only)' });
@@ -122,7 +137,8 @@ export interface Config {
   dbPoolSize: number;
   authFailureLimit: number;
   shutdownTimeoutMs: number;
-  /** Development-only warnings to print once the logger exists. */
+  requestTimeoutMs: number;
+  /** Warnings to print once the logger exists (development keys, a PUBLIC_BASE_URL that misses PORT). */
   warnings: string[];
 }
 
@@ -149,8 +165,16 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   let adminToken: string;
   if (env.ADMIN_TOKEN) adminToken = env.ADMIN_TOKEN;
   else {
-    adminToken = `dev-${randomBytes(18).toString('base64url')}`;
-    warnings.push(`ADMIN_TOKEN is not set: this process accepts the development admin token ${adminToken}`);
+    // Stable across restarts (derived from SECRET_KEY), so a browser tab or a script keeps working; production requires ADMIN_TOKEN.
+    adminToken = `dev-${createHmac('sha256', secretKey).update('skyhook development admin token').digest('base64url').slice(0, 24)}`;
+    warnings.push(`ADMIN_TOKEN is not set: this process accepts the development admin token ${adminToken} (set ADMIN_TOKEN to choose one)`);
+  }
+
+  const publicBaseUrl = (env.PUBLIC_BASE_URL ?? `http://localhost:${env.PORT}`).replace(/\/+$/, '');
+  const publicOrigin = new URL(publicBaseUrl);
+  const publicPort = Number(publicOrigin.port || (publicOrigin.protocol === 'https:' ? 443 : 80));
+  if (LOOPBACK_HOSTS.has(publicOrigin.hostname) && publicPort !== env.PORT) {
+    warnings.push(`PUBLIC_BASE_URL ${publicBaseUrl} names port ${publicPort} of this machine, but Skyhook listens on PORT ${env.PORT}: targetURIs built from it will not reach this process.`);
   }
 
   return {
@@ -160,7 +184,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     redisClusterNodes: env.REDIS_CLUSTER_NODES,
     port: env.PORT,
     host: env.HOST,
-    publicBaseUrl: env.PUBLIC_BASE_URL.replace(/\/+$/, ''),
+    publicBaseUrl,
     opsPort: env.OPS_PORT,
     secretKey,
     adminToken,
@@ -186,6 +210,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     dbPoolSize: env.DB_POOL_SIZE,
     authFailureLimit: env.AUTH_FAILURE_LIMIT,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+    requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
     warnings,
   };
 }

@@ -8,8 +8,9 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from './config.js';
 import type { EventType } from './marketplace/contract.js';
-import { deleteKeysWithPrefix } from './lib/redis.js';
-import { startRuntime, type Runtime } from './runtime.js';
+import { deleteKeysWithPrefix } from './lib/redis/keys.js';
+import { createRuntime, type Runtime } from './runtime.js';
+import { describeError } from './lib/error-reporter.js';
 import { startSimulator, type Simulator } from './simulator/index.js';
 
 const DEFAULT_DEMO_PREFIX = '{skyhook-demo}';
@@ -34,7 +35,13 @@ async function freePort(): Promise<number> {
   });
 }
 
-export async function runDemo(opts: { events?: number; out?: NodeJS.WriteStream } = {}): Promise<{ fired: number; processed: number; failed: number }> {
+/**
+ * `keep`: once the summary is printed the stack keeps running (the console to explore) until `stopped`
+ * resolves (Ctrl-C by default); the clean-up follows then.
+ */
+export async function runDemo(
+  opts: { events?: number; out?: NodeJS.WriteStream; keep?: boolean; stopped?: Promise<unknown> } = {},
+): Promise<{ fired: number; processed: number; failed: number }> {
   const out = opts.out ?? process.stdout;
   const say = (line = '') => out.write(`${line}\n`);
   const events = opts.events ?? 600;
@@ -64,8 +71,9 @@ export async function runDemo(opts: { events?: number; out?: NodeJS.WriteStream 
   const sql = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
   try {
     await deleteKeysWithPrefix(config, prefix); // leftovers of an interrupted run, before any worker uses them
-    runtime = await startRuntime(config, pino({ level: 'warn' }));
+    runtime = await createRuntime(config, pino({ level: 'warn' }));
     await runtime.app!.listen({ port, host: '127.0.0.1' });
+    await runtime.start();
     say(`  Skyhook (role all)     ${config.publicBaseUrl}`);
     await deleteDemoCompanies(sql);
 
@@ -154,12 +162,23 @@ export async function runDemo(opts: { events?: number; out?: NodeJS.WriteStream 
     const failed = table.reduce((a, r) => a + r.failed, 0);
     say(`\n${processed} of ${total} notifications processed in ${seconds.toFixed(1)} s; ${report.fetches.length} resource GETs (coalesced);`);
     say(`delivered ${report.delivered}, retried ${report.retried}, given up ${report.gaveUp}; every GET used its owner's token: ${report.fetches.every((f) => f.tokenCompanyId === f.ownerCompanyId)}`);
+    say(`\nOperator console: ${config.publicBaseUrl}/console  (sign in with the admin token ${ADMIN_TOKEN})`);
+    if (opts.keep) {
+      say('The stack keeps running. Fire more events and watch them arrive in the console:');
+      say(`  node bin/skyhook.js simulator fire --url ${sim.url} --company ${companies[0]!.simId} --event TripRequest --count 20`);
+      say("Press Ctrl-C to stop it and remove the demo's companies.");
+      await (opts.stopped ?? new Promise((resolve) => process.once('SIGINT', resolve)));
+      say('\nStopping the demo ...');
+    } else {
+      say('It stopped with the demo: run `npm run demo -- --keep` to leave the stack running and explore it.');
+    }
     return { fired: total, processed, failed };
   } finally {
     await runtime?.close();
     await sim.stop();
-    await deleteDemoCompanies(sql).catch(() => {});
-    await deleteKeysWithPrefix(config, prefix).catch(() => {});
+    // The next run starts by cleaning up too: a failure here is said, not fatal.
+    await deleteDemoCompanies(sql).catch((err: unknown) => say(`could not remove the demo companies: ${describeError(err)}`));
+    await deleteKeysWithPrefix(config, prefix).catch((err: unknown) => say(`could not remove the demo's Redis keys: ${describeError(err)}`));
     await sql.end();
   }
 }

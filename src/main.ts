@@ -1,7 +1,11 @@
-/** Entry: config -> runtime (roles chosen by ROLE) -> listen -> graceful shutdown on SIGTERM/SIGINT. */
+/**
+ * Entry: config -> runtime (roles chosen by ROLE) -> listen -> start (waits for PostgreSQL) -> graceful
+ * shutdown on SIGTERM/SIGINT. It listens before PostgreSQL is ready, so that probes answer (/readyz 503)
+ * and senders are told to retry while it waits; it never waits for Redis (SPEC §5).
+ */
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger } from './lib/logger.js';
-import { startRuntime } from './runtime.js';
+import { createRuntime } from './runtime.js';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -17,15 +21,7 @@ async function main(): Promise<void> {
   const log = createLogger(config);
   for (const warning of config.warnings) log.warn(warning);
 
-  const runtime = await startRuntime(config, log);
-  if (config.role !== 'worker') {
-    await runtime.app!.listen({ port: config.port, host: config.host });
-    log.info({ role: config.role, publicBaseUrl: config.publicBaseUrl }, 'skyhook is listening');
-  } else {
-    if (runtime.app) await runtime.app.listen({ port: config.opsPort!, host: config.host });
-    log.info({ role: config.role, opsPort: config.opsPort }, 'skyhook worker is running');
-  }
-
+  const runtime = await createRuntime(config, log);
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -34,16 +30,31 @@ async function main(): Promise<void> {
     const deadline = setTimeout(() => {
       log.error('shutdown took too long; exiting');
       process.exit(1);
-    }, config.shutdownTimeoutMs + 5000);
+    }, config.shutdownTimeoutMs + 10_000);
     deadline.unref();
     await runtime.close();
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+
+  if (runtime.app) {
+    const port = config.role === 'worker' ? config.opsPort! : config.port;
+    await runtime.app.listen({ port, host: config.host });
+    const pages = config.role === 'worker' ? {} : { publicBaseUrl: config.publicBaseUrl, docs: `${config.publicBaseUrl}/docs`, queues: `${config.publicBaseUrl}/admin/queues` };
+    log.info({ role: config.role, port, ...pages }, `skyhook is listening${'docs' in pages ? `: API docs ${pages.docs}, queue dashboard ${pages.queues} (user any, password the admin token)` : ''}`);
+  }
+  try {
+    await runtime.start();
+  } catch (err) {
+    if (stopping) return; // a signal ended the wait for PostgreSQL
+    throw err;
+  }
+  log.info({ role: config.role }, 'skyhook started');
 }
 
 main().catch((err) => {
+  // One line: a refused database names PostgreSQL and DATABASE_URL, never its password (db/migrate.ts).
   console.error(`skyhook: failed to start: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);
 });

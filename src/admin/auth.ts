@@ -4,10 +4,12 @@
  * credentials, and the password is the admin token (any user name).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AuthFailureLimiter } from '../lib/auth-failure-limiter.js';
 import { constantTimeEqual, sha256 } from '../lib/crypto.js';
 import { Problem, sendProblem } from '../lib/problem.js';
 
-export function adminTokenCheck(adminToken: string, opts: { allowBasic: boolean }) {
+/** A refusal is counted by the failed-authentication limiter, and is a 429 once the address is over its limit. */
+export function adminTokenCheck(adminToken: string, opts: { allowBasic: boolean; limiter: AuthFailureLimiter }) {
   const expected = sha256(adminToken);
   const challenge = opts.allowBasic ? 'Basic realm="skyhook-admin"' : 'Bearer realm="skyhook-admin"';
   return async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
@@ -19,7 +21,8 @@ export function adminTokenCheck(adminToken: string, opts: { allowBasic: boolean 
     }
     if (!constantTimeEqual(sha256(given ?? ''), expected)) {
       // Answered, not thrown: this also guards the queue dashboard (see sendProblem).
-      return sendProblem(req, reply, new Problem(401, 'Unauthorized', 'This needs the admin token: Authorization: Bearer <ADMIN_TOKEN>.', { code: 'unauthorized', headers: { 'www-authenticate': challenge } }));
+      const refused = new Problem(401, 'Unauthorized', 'This needs the admin token: Authorization: Bearer <ADMIN_TOKEN>.', { code: 'unauthorized', headers: { 'www-authenticate': challenge } });
+      return sendProblem(req, reply, opts.limiter.refusal(req.ip, refused));
     }
   };
 }

@@ -4,14 +4,15 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
+import type { AuthFailureLimiter } from '../lib/auth-failure-limiter.js';
 import { adminTokenCheck } from './auth.js';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
-export async function queueDashboard(app: FastifyInstance, deps: { adminToken: string; queues: Queue[] }): Promise<void> {
+export async function queueDashboard(app: FastifyInstance, deps: { adminToken: string; queues: Queue[]; limiter: AuthFailureLimiter }): Promise<void> {
   const serverAdapter = new FastifyAdapter();
   createBullBoard({ queues: deps.queues.map((q) => new BullMQAdapter(q)), serverAdapter });
   serverAdapter.setBasePath(DASHBOARD_PATH);
-  app.addHook('onRequest', adminTokenCheck(deps.adminToken, { allowBasic: true }));
+  app.addHook('onRequest', adminTokenCheck(deps.adminToken, { allowBasic: true, limiter: deps.limiter }));
   await app.register(serverAdapter.registerPlugin(), { prefix: DASHBOARD_PATH });
 }

@@ -1,9 +1,25 @@
 /** Admin API schemas: written once, used for validation, types and the OpenAPI document. */
 import { z } from 'zod';
-import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES } from '../marketplace/contract.js';
+import { outboundStatus } from '../db/schema/index.js';
+import { notificationStatus } from '../services/views.js';
+import { storableText } from '../lib/json-body.js';
+import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES, marketplaceId } from '../marketplace/contract.js';
 import { quoteSubmissionSchema } from '../marketplace/quotes.js';
 
 export { clientLeadSchema as createLeadBody } from '../marketplace/leads.js';
+// The answers' shapes, written once beside the services that build them.
+export {
+  companyViewSchema as companySchema,
+  leadViewSchema as leadSchema,
+  notificationStatus,
+  notificationViewSchema as notificationSchema,
+  quoteViewSchema,
+  replayedNotificationSchema,
+  resourceVersionViewSchema as resourceVersionSchema,
+  resourceViewSchema as resourceSchema,
+  timelineEntrySchema,
+  webhookViewSchema as webhookSchema,
+} from '../services/views.js';
 
 export const problemSchema = z
   .object({
@@ -12,7 +28,7 @@ export const problemSchema = z
     status: z.number(),
     detail: z.string().optional(),
     code: z.string().optional(),
-    errors: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
+    errors: z.array(z.object({ field: z.string(), message: z.string(), code: z.string().optional() })).optional(),
   })
   .describe('RFC 9457 problem details');
 
@@ -20,23 +36,16 @@ export const companyIdParams = z.object({ companyId: z.uuid() });
 export const webhookParams = z.object({ companyId: z.uuid(), webhookId: z.uuid() });
 export const notificationParams = z.object({ id: z.coerce.number().int().positive() });
 
-const name = z.string().trim().min(1).max(200);
-const apiToken = z.string().min(1).max(4096);
+/** Free text that reaches the database: a NUL character or a lone surrogate is a 400 naming the field, not a 500. */
+const text = (max: number) => z.string().max(max).refine(storableText, 'must not contain a NUL character or a lone surrogate');
 
-export const createCompanyBody = z.strictObject({ name, apiBaseUrl: z.string().min(1).max(2048), apiToken });
+const name = text(200).trim().min(1);
+const apiToken = text(4096).min(1);
+
+export const createCompanyBody = z.strictObject({ name, apiBaseUrl: text(2048).min(1), apiToken });
 export const patchCompanyBody = z
   .strictObject({ name: name.optional(), apiToken: apiToken.optional() })
   .refine((b) => b.name !== undefined || b.apiToken !== undefined, { message: 'give name or apiToken' });
-
-export const companySchema = z.object({
-  id: z.string(),
-  name: z.string(),
-  apiBaseUrl: z.string(),
-  connectionStatus: z.enum(['ok', 'unauthorized']),
-  connectionError: z.string().nullable(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
 
 const eventTypes = z.array(z.enum(EVENT_TYPES)).min(1).max(EVENT_TYPES.length).refine((a) => new Set(a).size === a.length, { message: 'must not repeat an event type' });
 
@@ -51,62 +60,26 @@ export const patchWebhookBody = z
   .strictObject({ active: z.boolean().optional(), eventTypes: eventTypes.optional(), displayName: name.optional(), rotateSecret: z.boolean().optional() })
   .refine((b) => Object.keys(b).length > 0, { message: 'give at least one of active, eventTypes, displayName, rotateSecret' });
 
-export const webhookSchema = z.object({
-  id: z.string(),
-  companyId: z.string(),
-  remoteId: z.string(),
-  targetURI: z.string(),
-  clientIdentifier: z.string(),
-  authType: z.enum(CLIENT_AUTHENTICATION_TYPES),
-  eventTypes: z.array(z.string()),
-  displayName: z.string(),
-  active: z.boolean(),
-  previousSecretExpiresAt: z.string().nullable(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
-
 const limit = z.coerce.number().int().min(1).max(500).default(50);
-export const notificationStatus = z.enum(['received', 'queued', 'processed', 'failed', 'discarded']);
+const instant = z.iso.datetime({ offset: true }).describe('an ISO 8601 date-time with its offset, such as 2026-11-24T10:00:00Z');
 
-export const listQuery = z.object({ limit, cursor: z.string().max(500).optional() });
-export const notificationsQuery = z.object({
+export const listQuery = z.object({ limit, cursor: text(500).optional() });
+
+/** The filters of the notification list and of a bulk replay (SPEC §7). */
+const notificationFilter = {
   companyId: z.uuid().optional(),
-  status: notificationStatus.optional(),
-  type: z.string().max(128).optional(),
-  limit,
-  cursor: z.string().max(500).optional(),
-});
-export const resourcesQuery = z.object({ companyId: z.uuid().optional(), type: z.string().max(128).optional(), limit, cursor: z.string().max(2000).optional() });
+  webhookId: z.uuid().optional(),
+  type: text(128).optional(),
+  resourceId: text(512).optional().describe("the notification's id: the id of the resource that changed"),
+  href: text(2048).optional(),
+  receivedAfter: instant.optional().describe('received at or after this time'),
+  receivedBefore: instant.optional().describe('received before this time'),
+};
 
-export const notificationSchema = z.object({
-  id: z.string(),
-  companyId: z.string(),
-  webhookId: z.string(),
-  type: z.string(),
-  resourceId: z.string(),
-  href: z.string(),
-  status: notificationStatus,
-  attempts: z.number(),
-  lastError: z.string().nullable(),
-  outcome: z.enum(['stored', 'gone']).nullable(),
-  snapshotVersion: z.number().nullable(),
-  authenticatedBy: z.enum(['basic', 'oauth']),
-  receivedAt: z.string(),
-  processedAt: z.string().nullable(),
-  body: z.unknown().optional(),
-});
+export const notificationsQuery = z.object({ ...notificationFilter, status: notificationStatus.optional(), limit, cursor: text(500).optional() });
+export const resourcesQuery = z.object({ companyId: z.uuid().optional(), type: text(128).optional(), limit, cursor: text(2000).optional() });
+export const resourceHistoryQuery = z.object({ companyId: z.uuid(), href: text(2048).min(1), limit, cursor: text(100).optional() });
 
-export const resourceSchema = z.object({
-  companyId: z.string(),
-  href: z.string(),
-  type: z.string(),
-  resourceId: z.string(),
-  version: z.number(),
-  fetchedAt: z.string(),
-  gone: z.boolean(),
-  body: z.unknown(),
-});
 
 export const page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), nextCursor: z.string().nullable() });
 
@@ -114,33 +87,33 @@ export const page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(
 export const replayableStatus = notificationStatus.exclude(['discarded']);
 
 export const replayBody = z.strictObject({
-  companyId: z.uuid().optional(),
+  ...notificationFilter,
   /** Default: the failed ones. */
   status: replayableStatus.default('failed'),
-  type: z.string().max(128).optional(),
   limit: z.number().int().min(1).max(10_000).default(1000),
+  dryRun: z.boolean().optional().describe('only count what would be replayed'),
 });
 
 /** The answer of POST /admin/notifications/replay. */
-export const replayedSchema = z.object({ replayed: z.number() });
+export const replayedSchema = z.object({
+  matched: z.number().describe('notifications matching the filter (discarded ones excluded)'),
+  replayed: z.number().describe('how many were replayed (at most `limit`; 0 for a dry run)'),
+});
 
-export const leadSchema = z.object({
-  id: z.string(),
-  companyId: z.string(),
-  clientIdentifier: z.string(),
-  kind: z.string(),
-  remoteId: z.string().nullable(),
-  status: z.enum(['sending', 'created']),
-  request: z.unknown(),
-  response: z.unknown(),
-  resourceHref: z.string().nullable(),
-  snapshotVersion: z.number().nullable(),
-  createdAt: z.string(),
+export const streamQuery = z.object({ companyId: z.uuid().optional() });
+
+export const deleteQuery = z.object({
+  force: z.stringbool().optional().describe('delete locally even if the marketplace refuses to deactivate the webhook settings'),
+});
+
+/** The answer of a forced DELETE that left settings active on the marketplace. */
+export const deletedSchema = z.object({
+  remainingRemoteSettings: z.array(z.object({ webhookId: z.string(), remoteId: z.string(), error: z.string() })),
 });
 
 export const createQuoteBody = z.strictObject({
-  requestId: z.string().trim().min(1).max(200).describe('a lift id (reply to that requested lift) or an RFQ id (an additional quote)'),
-  actAsAccount: z.string().trim().min(1).max(200).optional().describe('user login sent as X-Service-ActAsAccount'),
+  requestId: marketplaceId.describe('a lift id (reply to that requested lift) or an RFQ id (an additional quote)'),
+  actAsAccount: text(200).trim().min(1).optional().describe('user login sent as X-Service-ActAsAccount'),
   allowPriceMismatch: z.boolean().optional(),
   resendUnknown: z
     .boolean()
@@ -149,28 +122,9 @@ export const createQuoteBody = z.strictObject({
   submission: quoteSubmissionSchema,
 });
 
-/** A stored quote, as the admin API shows it (the submission's schema is the marketplace's `quoteSchema`). */
-export const quoteViewSchema = z.object({
-  id: z.string(),
-  companyId: z.string(),
-  requestId: z.string(),
-  sellerUniqueQuoteIdentifier: z.string(),
-  actAsAccount: z.string().nullable(),
-  status: z
-    .enum(['sending', 'created', 'unknown'])
-    .describe('unknown: the submission may have reached the marketplace, but no success was read; a repeat is refused until resendUnknown'),
-  error: z.string().nullable().describe('why the status is unknown'),
-  tripMessageId: z.string().nullable(),
-  sellerQuoteId: z.string().nullable(),
-  liftId: z.string().nullable(),
-  resourceHref: z.string().nullable(),
-  snapshotVersion: z.number().nullable(),
-  createdAt: z.string(),
-});
-
 export const quotesQuery = z.object({
-  liftId: z.string().max(200).optional(),
-  status: z.enum(['sending', 'created', 'unknown']).optional(),
+  liftId: text(200).optional(),
+  status: z.enum(outboundStatus.enumValues).optional(),
   limit,
-  cursor: z.string().max(100).optional(),
+  cursor: text(100).optional(),
 });

@@ -15,7 +15,10 @@ export interface DbHandle {
  * One pool per role: the receiver's pool must not wait behind worker transactions.
  * Every wait is bounded, so a database that stops answering turns into a 503, not a hang.
  */
-export function connectDatabase(url: string, opts: { max: number; applicationName: string }): DbHandle {
+export function connectDatabase(
+  url: string,
+  opts: { max: number; applicationName: string; onError?: (err: Error) => void; onConnect?: () => void },
+): DbHandle {
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.max,
@@ -25,9 +28,14 @@ export function connectDatabase(url: string, opts: { max: number; applicationNam
     application_name: opts.applicationName,
   });
   // A client losing its connection must not crash the process, idle (pool 'error') or checked out
-  // (the client's own 'error', which pg-pool does not listen to): the query fails, the pool reconnects.
-  pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {}));
+  // (the client's own 'error', which pg-pool does not listen to): the query fails, the pool reconnects,
+  // and the loss goes to `onError` (reported, rate-limited, by a long-running process).
+  const lost = (err: Error) => opts.onError?.(err);
+  pool.on('error', lost);
+  pool.on('connect', (client) => {
+    client.on('error', lost);
+    opts.onConnect?.();
+  });
   return { pool, db: drizzle({ client: pool, schema }) };
 }
 
@@ -39,7 +47,30 @@ export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
   const e = err as { code?: string; message?: string; cause?: unknown };
   if (!e || typeof e !== 'object' || depth > 3) return false;
   if (e.code && /^(08|53|57P0[1-3])/.test(e.code)) return true;
-  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'].includes(e.code)) return true;
+  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'].includes(e.code)) return true;
   if (/timeout exceeded when trying to connect|Connection terminated|connection timeout|Query read timeout/i.test(e.message ?? '')) return true;
   return isDatabaseUnavailable(e.cause, depth + 1);
+}
+
+/**
+ * Runs `fn` in a transaction on one client of the pool. A client that cannot even roll back is broken:
+ * it is destroyed, not returned to the pool.
+ */
+export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let result: T;
+  try {
+    await client.query('BEGIN');
+    result = await fn(client);
+    await client.query('COMMIT');
+  } catch (err) {
+    const broken = await client.query('ROLLBACK').then(
+      () => undefined,
+      (rollbackError: unknown) => (rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError))),
+    );
+    client.release(broken);
+    throw err;
+  }
+  client.release();
+  return result;
 }

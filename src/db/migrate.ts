@@ -7,6 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
+import { withoutPassword } from '../lib/redact.js';
+import { describeError } from '../lib/error-reporter.js';
+import { isDatabaseUnavailable } from './client.js';
 
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
 const MIGRATION_LOCK = 7_461_736_001; // arbitrary, fixed: "skyhook migrate"
@@ -35,7 +38,11 @@ export async function migrateDatabase(url: string): Promise<void> {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     await migrate(drizzle({ client }), { migrationsFolder: MIGRATIONS_FOLDER });
   } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
+    // Ending the session below releases the lock anyway: a failed unlock (a lost connection) changes nothing.
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).then(
+      () => undefined,
+      () => undefined,
+    );
     await client.end();
   }
 }
@@ -43,14 +50,61 @@ export async function migrateDatabase(url: string): Promise<void> {
 /**
  * Migrates the database; only when it does not exist (3D000) is the server's `postgres` database used to
  * create it first. A managed PostgreSQL where the database was created in advance needs no access to
- * `postgres`.
+ * `postgres`. A failure is a DatabaseStartError naming PostgreSQL and DATABASE_URL (without its password).
  */
 export async function prepareDatabase(url: string): Promise<void> {
   try {
-    await migrateDatabase(url);
+    try {
+      await migrateDatabase(url);
+    } catch (err) {
+      if ((err as { code?: string }).code !== '3D000') throw err;
+      await createDatabase(url);
+      await migrateDatabase(url);
+    }
   } catch (err) {
-    if ((err as { code?: string }).code !== '3D000') throw err;
-    await createDatabase(url);
-    await migrateDatabase(url);
+    throw new DatabaseStartError(url, err);
   }
 }
+
+/** Why the database could not be prepared, in one line that names PostgreSQL and DATABASE_URL. */
+export class DatabaseStartError extends Error {
+  /** PostgreSQL is unreachable (refused, down, starting up): worth waiting for, unlike a refusal. */
+  readonly unavailable: boolean;
+
+  constructor(url: string, override readonly cause: unknown) {
+    const unavailable = isDatabaseUnavailable(cause);
+    const what = unavailable ? 'is not reachable' : 'refused';
+    super(`PostgreSQL at ${withoutPassword(url)} (DATABASE_URL) ${what}: ${describeError(cause)}`);
+    this.unavailable = unavailable;
+  }
+}
+
+/**
+ * Prepares the database, waiting while PostgreSQL is unreachable (a process may start before it does:
+ * compose, a managed database restarting). Each failed try goes to `onWait`; any other failure (a wrong
+ * password, a missing permission) is thrown, since waiting would not mend it. Ends early when `signal` aborts.
+ */
+export async function waitForDatabase(url: string, opts: { onWait: (err: DatabaseStartError) => void; signal?: AbortSignal; maxDelayMs?: number }): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await prepareDatabase(url);
+      return;
+    } catch (err) {
+      if (!(err instanceof DatabaseStartError) || !err.unavailable) throw err;
+      opts.onWait(err);
+    }
+    await sleep(Math.min(250 * 2 ** attempt, opts.maxDelayMs ?? 5000), opts.signal);
+    opts.signal?.throwIfAborted();
+  }
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });

@@ -1,8 +1,13 @@
 /**
- * Rate limit of failed authentication per client address (SPEC §10): after `limit` answers of 401 in
- * a window, the address gets 429 until the window ends. In memory, per process: the check costs one
- * Map lookup on every request, and N api processes allow N times the limit, which still stops guessing.
+ * Rate limit of failed authentication per client address (SPEC §10): once an address has had `limit`
+ * refusals (401) in a window, its further refusals are 429 with Retry-After until the window ends. Only
+ * refusals are limited: a request whose credentials are valid is always served, whatever its address did
+ * before, so a marketplace behind a shared address (or a proxy without TRUST_PROXY) is never locked out by
+ * someone else's failures. In memory, per process: N api processes allow N times the limit, which still
+ * tells a guesser to slow down.
  */
+import { Problem } from './problem.js';
+
 const MAX_ADDRESSES = 100_000;
 
 export class AuthFailureLimiter {
@@ -10,10 +15,21 @@ export class AuthFailureLimiter {
 
   constructor(private readonly opts: { limit: number; windowMs: number }) {}
 
-  /** Seconds until the address may try again, or 0 when it is not blocked. */
+  /** Counts a refusal of `address`, and answers it: `unauthorized` itself, or a 429 once the address is over the limit. */
+  refusal(address: string, unauthorized: Problem, now = Date.now()): Problem {
+    this.recordFailure(address, now);
+    const wait = this.blockedFor(address, now);
+    if (wait <= 0) return unauthorized;
+    return new Problem(429, 'Too Many Requests', 'Too many failed authentications from this address; retry later.', {
+      code: 'too_many_auth_failures',
+      headers: { 'retry-after': String(wait) },
+    });
+  }
+
+  /** Seconds until the address's refusals are 401 again, or 0 when it is not over the limit. */
   blockedFor(address: string, now = Date.now()): number {
     const w = this.windows.get(address);
-    if (!w || w.endsAt <= now || w.count < this.opts.limit) return 0;
+    if (!w || w.endsAt <= now || w.count <= this.opts.limit) return 0;
     return Math.ceil((w.endsAt - now) / 1000);
   }
 

@@ -1,9 +1,8 @@
 import { createRequire } from 'node:module';
 import { pino, type Logger } from 'pino';
-import type { Config } from '../config.js';
 
 /** pino: JSON in production (and whenever output is not a terminal), readable in development. Secrets are redacted. */
-export function createLogger(config: Pick<Config, 'env' | 'logLevel'>): Logger {
+export function createLogger(config: { env: 'development' | 'test' | 'production'; logLevel: string }): Logger {
   return pino({
     level: config.logLevel,
     base: { service: 'skyhook' },

@@ -1,7 +1,9 @@
 /**
  * Prometheus metrics (SPEC §7): one registry per process (and per test runtime). Counters are updated
- * where things happen; gauges that need a query (queue depth, oldest pending age) are collected when
- * /metrics is scraped, so an idle process does no work for them.
+ * where things happen; gauges that need a query (queue depth, oldest pending age, paused companies,
+ * readiness) are collected when /metrics is scraped, so an idle process does no work for them.
+ * deploy/prometheus/alerts.yml and deploy/grafana/skyhook-dashboard.json use these names, and
+ * test/e2e/observability.test.ts checks that every name they use is served here.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
@@ -40,11 +42,34 @@ export function createMetrics() {
       help: 'Fetch jobs waiting for the receiver in the same process to be no longer flooded (role all)',
       registers: [registry],
     }),
+    errors: new Counter({
+      name: 'skyhook_errors_total',
+      help: 'Errors handled by carrying on (a connection lost and retried, a relay or retention pass that failed), by kind',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
     queueDepth: new Gauge({ name: 'skyhook_queue_depth', help: 'Jobs in the fetch queue by state', labelNames: ['state'] as const, registers: [registry] }),
     oldestPendingAge: new Gauge({
       name: 'skyhook_oldest_pending_age_seconds',
       help: 'Age of the oldest notification not yet processed, per company',
       labelNames: ['company'] as const,
+      registers: [registry],
+    }),
+    companyPaused: new Gauge({
+      name: 'skyhook_company_paused',
+      help: '1 for each company whose API token the marketplace refused (401/403): its fetches wait until the token is replaced',
+      labelNames: ['company'] as const,
+      registers: [registry],
+    }),
+    ready: new Gauge({
+      name: 'skyhook_ready',
+      help: 'Whether /readyz would answer 200 (started, PostgreSQL and Redis answer): 1 or 0, as of the last /readyz or scrape',
+      registers: [registry],
+    }),
+    dependencyUp: new Gauge({
+      name: 'skyhook_dependency_up',
+      help: 'Whether PostgreSQL or Redis answered this process (1) or not (0), as of the last /readyz or scrape',
+      labelNames: ['dependency'] as const,
       registers: [registry],
     }),
   };

@@ -6,6 +6,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 export interface FieldError {
   field: string;
   message: string;
+  /** The marketplace's own code for this error, when it gave one. */
+  code?: string;
 }
 
 export class Problem extends Error {
@@ -46,8 +48,7 @@ export function sendProblem(req: FastifyRequest, reply: FastifyReply, problem: P
   return reply.code(problem.status).type('application/problem+json').send(problem.body(req.url.split('?')[0]));
 }
 
-export const badRequest = (detail: string, errors?: FieldError[]) =>
-  new Problem(400, 'Bad Request', detail, { errors, code: 'invalid_input' });
+export const badRequest = (detail: string, errors?: FieldError[], code = 'invalid_input') => new Problem(400, 'Bad Request', detail, { errors, code });
 export const notFound = (what: string) => new Problem(404, 'Not Found', `${what} was not found`, { code: 'not_found' });
 
 /** A dependency is down: the caller (the marketplace, for notifications) should retry. */

@@ -11,7 +11,10 @@
  * token is never carried to another address.
  */
 import { Agent, request, type Dispatcher } from 'undici';
-import { authorizationHeader, type EnvelopeMessage } from './contract.js';
+import { authorizationHeader, readEnvelopeMessage, type EnvelopeEntry } from './contract.js';
+import { MarketplaceError } from './errors.js';
+
+export { MarketplaceError, type MarketplaceErrorKind } from './errors.js';
 
 /** The largest answer read; a larger one is refused while it is read, not after. */
 export const MAX_ANSWER_BYTES = 5 * 1024 * 1024;
@@ -21,51 +24,6 @@ export interface ApiConnection {
   token: string;
 }
 
-export type MarketplaceErrorKind = 'network' | 'timeout' | 'http' | 'soft' | 'invalid_response';
-
-/** Network errors raised while connecting: the request was never sent. */
-const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
-
-export class MarketplaceError extends Error {
-  readonly status?: number;
-  readonly errors: EnvelopeMessage[];
-  readonly retryAfterMs?: number;
-  /** The network error's code (kind `network`). */
-  readonly code?: string;
-
-  constructor(
-    readonly kind: MarketplaceErrorKind,
-    message: string,
-    details: { status?: number; errors?: EnvelopeMessage[]; retryAfterMs?: number; code?: string } = {},
-  ) {
-    super(message);
-    this.status = details.status;
-    this.errors = details.errors ?? [];
-    this.retryAfterMs = details.retryAfterMs;
-    this.code = details.code;
-  }
-
-  /**
-   * Whether the marketplace may have acted on the call although no success was read: the request may
-   * have been sent and the answer is missing (a timeout, a dropped connection), unreadable (a 2xx
-   * without JSON, too large), or a server error other than 503. A refusal (4xx, 503, a soft error) or a
-   * failure to connect means it did not.
-   */
-  get mayHaveActed(): boolean {
-    switch (this.kind) {
-      case 'timeout':
-      case 'invalid_response':
-        return true;
-      case 'network':
-        return !NOT_CONNECTED.has(this.code ?? '');
-      case 'http':
-        return (this.status ?? 0) >= 500 && this.status !== 503;
-      case 'soft':
-        return false;
-    }
-  }
-}
-
 /** An HTTP answer as received; `text` is null when it was larger than MAX_ANSWER_BYTES (not read further). */
 export interface Answer {
   status: number;
@@ -73,13 +31,29 @@ export interface Answer {
   text: string | null;
 }
 
-/** The message of a soft error (a body whose meta.errors is not empty), or null. */
+/** The message of a soft error (a body whose meta.errors is not empty), or null: each entry as `field: text (code)`. */
 export function softErrors(body: unknown): string | null {
   const errors = envelopeErrors(body);
   if (errors.length === 0) return null;
-  return errors
-    .map((e: { message?: unknown; field?: unknown }) => [e?.field, e?.message].filter((x) => typeof x === 'string').join(': ') || JSON.stringify(e))
-    .join('; ');
+  return errors.map(describeEntry).join('; ');
+}
+
+const describeEntry = (e: EnvelopeEntry): string => `${e.field !== undefined ? `${e.field}: ` : ''}${e.message}${e.code !== undefined ? ` (${e.code})` : ''}`;
+
+/** Entries read from one answer; the rest are counted, so an answer of thousands stays a readable problem. */
+const MAX_ENVELOPE_ERRORS = 50;
+
+/**
+ * The envelope's error entries, each read by readEnvelopeMessage. `meta.errors` that is not a list but
+ * holds something (a string, an object) is one entry: a refusal in an odd form is still a refusal.
+ */
+export function envelopeErrors(body: unknown): EnvelopeEntry[] {
+  const raw = (body as { meta?: { errors?: unknown } } | null)?.meta?.errors;
+  const empty = !raw || (typeof raw === 'object' && Object.keys(raw).length === 0);
+  const list: unknown[] = Array.isArray(raw) ? raw : empty ? [] : [raw];
+  const entries = list.slice(0, MAX_ENVELOPE_ERRORS).map(readEnvelopeMessage);
+  if (list.length > MAX_ENVELOPE_ERRORS) entries.push({ message: `and ${list.length - MAX_ENVELOPE_ERRORS} more errors` });
+  return entries;
 }
 
 /** The envelope's `data`; a body without the envelope is taken whole. */
@@ -188,17 +162,17 @@ export class MarketplaceClient {
     } catch {
       /* handled below */
     }
+    const errors = envelopeErrors(body);
+    const said = errors.map(describeEntry).join('; ');
     if (status < 200 || status >= 300) {
-      const detail = softErrors(body) ?? (text.slice(0, 200) || `status ${status}`);
-      throw new MarketplaceError('http', `${method} ${path} answered ${status}: ${detail}`, {
+      throw new MarketplaceError('http', `${method} ${path} answered ${status}: ${said || text.slice(0, 200) || `status ${status}`}`, {
         status,
-        errors: envelopeErrors(body),
+        errors,
         retryAfterMs: parseRetryAfter(answer.header('retry-after')),
       });
     }
     if (typeof body !== 'object' || body === null) throw new MarketplaceError('invalid_response', `${method} ${path} answered ${status} without a JSON body`, { status });
-    const soft = softErrors(body);
-    if (soft) throw new MarketplaceError('soft', `${method} ${path} was refused: ${soft}`, { status, errors: envelopeErrors(body) });
+    if (errors.length > 0) throw new MarketplaceError('soft', `${method} ${path} was refused: ${said}`, { status, errors });
     return dataOf(body) as T;
   }
 }
@@ -224,11 +198,6 @@ async function readAtMost(body: Dispatcher.ResponseData['body'], limit: number):
     chunks.push(chunk);
   }
   return Buffer.concat(chunks, size).toString('utf8');
-}
-
-function envelopeErrors(body: unknown): EnvelopeMessage[] {
-  const errors = (body as { meta?: { errors?: unknown } } | null)?.meta?.errors;
-  return Array.isArray(errors) ? (errors as EnvelopeMessage[]) : [];
 }
 
 /** Retry-After as delay-seconds or an HTTP date (RFC 9110 §10.2.3); undefined when absent or bad. */

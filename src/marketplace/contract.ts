@@ -4,6 +4,7 @@
  * answer is known. The simulator imports the same constants, so both sides move together.
  */
 import { z } from 'zod';
+import { MarketplaceError } from './errors.js';
 
 /** (assumed) How a company's API token is sent on every call. */
 export const authorizationHeader = (apiToken: string): string => `Bearer ${apiToken}`;
@@ -46,6 +47,27 @@ export const WEBHOOK_SETTINGS_PATH = '/webhooks/settings';
 export const WEBHOOK_SETTINGS_SINGULAR_PATH = '/webhook/settings';
 
 /**
+ * Every path segment built from input or from a marketplace answer goes through here: percent-encoded, and
+ * refused when empty, `.` or `..`, which URL parsing drops or climbs with, so the call would reach another path.
+ */
+export function pathSegment(value: string, what: string): string {
+  if (value === '' || value === '.' || value === '..') {
+    throw new MarketplaceError('invalid_request', `${what} ${JSON.stringify(value)} cannot be a path segment; nothing was sent`);
+  }
+  return encodeURIComponent(value);
+}
+
+/** (assumed) An id the marketplace gave (a lift or an RFQ id) as a caller hands it to Skyhook to put in a path. */
+export const marketplaceId = z
+  .string()
+  .trim()
+  .min(1)
+  .max(200)
+  // Marketplace ids are taken to be RFC 3986 unreserved characters (letters, digits, - . _ ~): one path segment as written.
+  .regex(/^[A-Za-z0-9._~-]+$/, "must be a marketplace id: letters, digits, '-', '.', '_' or '~' (no '/' or spaces)")
+  .refine((id) => id !== '.' && id !== '..', "must not be '.' or '..', which are not an id but a path step");
+
+/**
  * (assumed, following the real marketplace) The body of POST and PUT /webhooks/settings.
  * `clientSecret` is sent on create and on rotation only; a PUT without it keeps the current secret
  * (Skyhook keeps only a hash of a BASIC secret, so it cannot resend it).
@@ -67,12 +89,52 @@ export interface WebhookSetting extends Omit<WebhookSettingBody, 'clientSecret'>
   version: number;
 }
 
-/** (assumed, as the real marketplace does) Every response is wrapped in this envelope. */
-export interface EnvelopeMessage {
+/**
+ * (assumed, as the real marketplace does) Every response is wrapped in this envelope. Its entries come in
+ * two shapes: the seed's assumed `{code?, message, field?}` and the real marketplace's `{title, code, path}`
+ * (SPEC §14). Skyhook reads an entry only through `readEnvelopeMessage`, whatever shape it came in.
+ */
+export type EnvelopeMessage = SeedEnvelopeMessage | TitledEnvelopeMessage;
+/** (assumed) The seed's reading of an entry; the simulator builds its answers in it. */
+export interface SeedEnvelopeMessage {
   code?: string;
   message: string;
   field?: string;
 }
+/** The real marketplace's error entry (SPEC §14): `path` names the field, when the error is about one. */
+export interface TitledEnvelopeMessage {
+  title: string;
+  code: string;
+  path?: string;
+}
+
+/** An envelope entry as Skyhook reads it: always a text, and the field and code when the marketplace gave them. */
+export interface EnvelopeEntry {
+  message: string;
+  field?: string;
+  code?: string;
+}
+
+/** A text read from a marketplace answer is cut here, so an odd answer cannot flood a problem or a log line. */
+const MAX_ENTRY_TEXT = 500;
+const bounded = (text: string): string => (text.length > MAX_ENTRY_TEXT ? `${text.slice(0, MAX_ENTRY_TEXT)}…` : text);
+const text = (value: unknown): string | undefined => (typeof value === 'string' && value.trim() !== '' ? bounded(value) : undefined);
+
+/**
+ * One entry of either shape, or of none (a string, a number, null, an object without message or title):
+ * message ?? title ?? the entry as JSON; field ?? path; the code kept (a numeric one as text).
+ */
+export function readEnvelopeMessage(entry: unknown): EnvelopeEntry {
+  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+    return { message: text(entry) ?? bounded(JSON.stringify(entry) ?? String(entry)) };
+  }
+  const e = entry as Record<string, unknown>;
+  const message = text(e.message) ?? text(e.title) ?? bounded(JSON.stringify(entry));
+  const field = text(e.field) ?? text(e.path);
+  const code = text(e.code) ?? (typeof e.code === 'number' && Number.isFinite(e.code) ? String(e.code) : undefined);
+  return { message, ...(field !== undefined ? { field } : {}), ...(code !== undefined ? { code } : {}) };
+}
+
 export interface Envelope<T> {
   meta: { errors: EnvelopeMessage[]; warnings: EnvelopeMessage[]; infos: EnvelopeMessage[] };
   data: T;

@@ -4,6 +4,7 @@
  * currency, a sellerUniqueQuoteIdentifier (it makes the call idempotent), a total and line items.
  */
 import { z } from 'zod';
+import { pathSegment } from './contract.js';
 
 const nonNegativeInt = z.number().int('must be a whole number').min(0, 'must be zero or more');
 const numericText = z.string().regex(/^\d+(\.\d+)?$/, 'must be numeric text, such as "4" or "1250.50"');
@@ -110,7 +111,7 @@ export function priceMismatch(quote: QuoteSubmission['quote']): { total: number;
 }
 
 /** (assumed path, the real marketplace's) */
-export const submitQuotePath = (requestId: string): string => `/tripmsgs/${encodeURIComponent(requestId)}/submitQuote`;
+export const submitQuotePath = (requestId: string): string => `/tripmsgs/${pathSegment(requestId, 'requestId')}/submitQuote`;
 export const ACT_AS_ACCOUNT_HEADER = 'X-Service-ActAsAccount';
 
 /** (assumed shape) What the marketplace answers for a submitted quote. */

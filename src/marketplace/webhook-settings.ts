@@ -4,12 +4,13 @@
  * call is tried once with the other spelling, which the caller then remembers for the company.
  */
 import { MarketplaceError, type ApiConnection, type MarketplaceClient } from './client.js';
-import { WEBHOOK_SETTINGS_PATH, WEBHOOK_SETTINGS_SINGULAR_PATH, type WebhookSetting, type WebhookSettingBody } from './contract.js';
+import { pathSegment, WEBHOOK_SETTINGS_PATH, WEBHOOK_SETTINGS_SINGULAR_PATH, type WebhookSetting, type WebhookSettingBody } from './contract.js';
 
 export type SettingsPathForm = 'plural' | 'singular';
 
+/** `id` is the one the marketplace answered on creation (stored as the webhook's remoteId). */
 const pathFor = (form: SettingsPathForm, id: string) =>
-  `${form === 'plural' ? WEBHOOK_SETTINGS_PATH : WEBHOOK_SETTINGS_SINGULAR_PATH}/${encodeURIComponent(id)}`;
+  `${form === 'plural' ? WEBHOOK_SETTINGS_PATH : WEBHOOK_SETTINGS_SINGULAR_PATH}/${pathSegment(id, 'the webhook setting id')}`;
 
 export interface WebhookSettingsApi {
   create(conn: ApiConnection, body: WebhookSettingBody): Promise<WebhookSetting>;

@@ -4,6 +4,7 @@
  * TTL_MS; the worker's own 401 handling forgets the entry at once.
  */
 import { eq } from 'drizzle-orm';
+import type pg from 'pg';
 import type { Database } from '../db/client.js';
 import { companies } from '../db/schema/index.js';
 import { decryptSecret } from '../lib/crypto.js';
@@ -43,4 +44,17 @@ export class CompanyConnections {
   forget(companyId: string): void {
     this.cache.delete(companyId);
   }
+}
+
+/**
+ * Pauses a company whose token the marketplace refused (SPEC §5), only if `sealedToken` is still its token:
+ * a token replaced meanwhile is not the one refused. Answers whether it paused it. `reason` is what the
+ * admin sees (connection_error).
+ */
+export async function pauseCompany(client: Pick<pg.PoolClient, 'query'>, companyId: string, sealedToken: string, reason: string): Promise<boolean> {
+  const { rowCount } = await client.query(
+    `UPDATE companies SET connection_status = 'unauthorized', connection_error = $2, updated_at = now() WHERE id = $1 AND api_token_encrypted = $3`,
+    [companyId, reason, sealedToken],
+  );
+  return (rowCount ?? 0) > 0;
 }

@@ -4,15 +4,12 @@
  * in parallel. A job whose slot is taken waits (it is delayed); a job with nothing pending gives its
  * slot back, so the next notification for that key is fetched at once.
  */
-import type pg from 'pg';
-import type { CachedPlans, Statement } from '../db/cached-plans.js';
+import type { CachedPlans } from '../db/cached-plans.js';
+import type { Claimed, NotificationsRepository } from '../db/notifications.repository.js';
 import { Batcher } from '../lib/batcher.js';
-import { redisScript, reserveKeys, type RedisClient, type ReserveKeys } from '../lib/redis.js';
-import { fetchKey } from './fetch-queue.js';
-import type { Claimed } from './snapshots.js';
-
-/** Claimed per job; a larger backlog for one href is taken by a follow-up job. */
-export const CLAIM_LIMIT = 5000;
+import { type RedisClient } from '../lib/redis/connection.js';
+import { redisScript, reserveKeys, type ReserveKeys } from '../lib/redis/scripts.js';
+import { fetchKey, type ResourceKey } from './fetch.queue.js';
 
 export type FetchStart =
   /** The key's previous fetch started less than FETCH_MIN_INTERVAL_MS ago: try again in `waitMs`. */
@@ -20,28 +17,7 @@ export type FetchStart =
   /** Nothing is pending for the key (an earlier fetch covered it). */
   | { kind: 'empty' }
   /** The slot is reserved and these rows, committed before now, are what this fetch covers (C4). */
-  | { kind: 'claimed'; claimed: ClaimedRows };
-
-export type ClaimedRows = Claimed & { receivedAt: number[] };
-
-interface Key {
-  companyId: string;
-  href: string;
-}
-
-/** The pending rows of each key, oldest first, at most CLAIM_LIMIT per key. */
-export const CLAIM_STATEMENT: Statement = {
-  name: 'skyhook_claim',
-  text: `
-  SELECT k.ord, n.id, n.type, n.resource_id, n.received_at
-  FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS k(company_id, href, ord)
-  CROSS JOIN LATERAL (
-    SELECT id, type, resource_id, received_at FROM notifications
-    WHERE company_id = k.company_id AND href = k.href AND status IN ('received', 'queued')
-    ORDER BY id LIMIT ${CLAIM_LIMIT}
-  ) n
-  ORDER BY k.ord, n.id`,
-};
+  | { kind: 'claimed'; claimed: Claimed };
 
 const GIVE_BACK = 'd';
 const RESERVE_AGAIN = 'r';
@@ -56,17 +32,19 @@ end
 return #KEYS`;
 
 export class FetchStarts {
-  private readonly batcher: Batcher<Key, FetchStart>;
+  private readonly batcher: Batcher<ResourceKey, FetchStart>;
   /** 0 when this fetch may start now (the slot is now its own), else how long the slot stays taken. */
   private readonly reserveSlots: ReserveKeys;
   private readonly settleScript: (keys: string[], args: (string | number)[]) => Promise<number>;
 
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly notifications: Pick<NotificationsRepository, 'claimPending'>,
     private readonly plans: CachedPlans,
     redis: RedisClient,
     private readonly prefix: string,
     private readonly minIntervalMs: number,
+    /** A slot that could not be settled lapses by itself after minIntervalMs: reported, not fatal. */
+    private readonly onError: (err: unknown) => void,
   ) {
     this.reserveSlots = reserveKeys(redis);
     this.settleScript = redisScript<number>(redis, 'skyhookSettleSlots', SETTLE_SLOTS);
@@ -75,24 +53,24 @@ export class FetchStarts {
     this.batcher = new Batcher(async (keys) => (await this.startMany(keys)).map((value) => ({ ok: true, value })), { maxBatch: 500, maxConcurrent: 1 });
   }
 
-  begin(companyId: string, href: string): Promise<FetchStart> {
-    return this.batcher.add({ companyId, href });
+  begin(resource: ResourceKey): Promise<FetchStart> {
+    return this.batcher.add(resource);
   }
 
-  private slotKey(key: Key): string {
-    return `${this.prefix}:fetch-slot:${fetchKey(key.companyId, key.href)}`;
+  private slotKey(key: ResourceKey): string {
+    return `${this.prefix}:fetch-slot:${fetchKey(key)}`;
   }
 
-  private async startMany(keys: Key[]): Promise<FetchStart[]> {
+  private async startMany(keys: ResourceKey[]): Promise<FetchStart[]> {
     const slotKeys = keys.map((k) => this.slotKey(k));
     const [reserved, claimed] = await Promise.allSettled([
       this.minIntervalMs > 0 ? this.reserveSlots(slotKeys, this.minIntervalMs) : keys.map(() => 0),
-      this.claim(keys),
+      this.notifications.claimPending(this.plans, keys),
     ]);
     if (reserved.status === 'rejected' || claimed.status === 'rejected') {
       // Slots this batch took for fetches that will not happen now are given back.
       const taken = reserved.status === 'fulfilled' ? slotKeys.filter((_, i) => reserved.value[i] === 0) : [];
-      if (taken.length > 0 && this.minIntervalMs > 0) await this.settle(taken, taken.map(() => GIVE_BACK)).catch(() => {});
+      if (taken.length > 0 && this.minIntervalMs > 0) await this.settle(taken, taken.map(() => GIVE_BACK)).catch(this.onError);
       throw reserved.status === 'rejected' ? reserved.reason : (claimed as PromiseRejectedResult).reason;
     }
     const waits = reserved.value;
@@ -115,8 +93,7 @@ export class FetchStarts {
    *   can take tens of milliseconds under load, and C5 is about when the marketplace sees the GETs: the
    *   next fetch of the key must wait FETCH_MIN_INTERVAL_MS from this one's GET, not from its claim.
    * One script rather than a pipeline of DEL and PEXPIRE: ioredis copies every script defined on the
-   * connection (BullMQ's 64) onto each new pipeline, and builds a command object per key. Measured alone
-   * with 30 keys a batch: 4–7 µs of Node's CPU a key as a pipeline, 0.5–1.4 µs as a script; Redis's the same.
+   * connection (BullMQ's 64) onto each new pipeline, and builds a command object per key.
    */
   private settleSlots(slotKeys: string[], starts: FetchStart[]): void {
     const keys: string[] = [];
@@ -127,31 +104,11 @@ export class FetchStarts {
       keys.push(key);
       actions.push(kind === 'empty' ? GIVE_BACK : RESERVE_AGAIN);
     });
-    if (keys.length > 0) void this.settle(keys, actions).catch(() => {});
+    if (keys.length > 0) void this.settle(keys, actions).catch(this.onError);
   }
 
   /** One script for any mix of slots given back (GIVE_BACK) and reserved again (RESERVE_AGAIN). */
   private settle(keys: string[], actions: string[]): Promise<number> {
     return this.settleScript(keys, [this.minIntervalMs, ...actions]);
-  }
-
-  /** Indexed like `keys`; a key with nothing pending has no entry. */
-  private async claim(keys: Key[]): Promise<(ClaimedRows | undefined)[]> {
-    const { rows } = await this.pool.query<{ ord: string; id: string; type: string; resource_id: string; received_at: Date }>({
-      name: this.plans.nameFor(CLAIM_STATEMENT),
-      text: CLAIM_STATEMENT.text,
-      values: [keys.map((k) => k.companyId), keys.map((k) => k.href)],
-    });
-    const claims: (ClaimedRows | undefined)[] = [];
-    for (const row of rows) {
-      const i = Number(row.ord) - 1;
-      const c = (claims[i] ??= { ids: [], type: row.type, resourceId: row.resource_id, receivedAt: [] });
-      c.ids.push(Number(row.id));
-      c.receivedAt.push(row.received_at.getTime());
-      // The latest notification names the type and resource id the snapshot is stored under.
-      c.type = row.type;
-      c.resourceId = row.resource_id;
-    }
-    return claims;
   }
 }

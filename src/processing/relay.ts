@@ -7,19 +7,13 @@
  * it does so at once, since a Redis without persistence comes back empty. Safe to run in every process:
  * rows are taken with SKIP LOCKED.
  */
-import type pg from 'pg';
 import type { Logger } from 'pino';
-import { redisRunId, type RedisClient } from '../lib/redis.js';
-import type { FetchEnqueuer } from './fetch-queue.js';
+import type { NotificationsRepository } from '../db/notifications.repository.js';
+import { redisRunId, type RedisClient } from '../lib/redis/connection.js';
+import type { FetchEnqueuer } from './enqueue.js';
 
 const BATCH = 1000;
 const STALE_QUEUED_MS = 60_000;
-
-interface KeyRow {
-  id: string;
-  company_id: string;
-  href: string;
-}
 
 export class Relay {
   private timer: NodeJS.Timeout | undefined;
@@ -30,16 +24,18 @@ export class Relay {
   private staleCursor: { companyId: string; href: string } | undefined;
 
   constructor(
-    private readonly pool: pg.Pool,
-    private readonly enqueuer: FetchEnqueuer,
+    private readonly notifications: Pick<NotificationsRepository, 'transaction' | 'staleQueuedKeys'>,
+    private readonly enqueuer: Pick<FetchEnqueuer, 'enqueue'>,
     private readonly opts: { intervalMs: number; graceMs: number },
     private readonly log: Logger,
     private readonly redis: RedisClient,
+    /** A pass that failed (Redis or PostgreSQL down, say): the next pass tries again. */
+    private readonly onError: (err: unknown) => void,
   ) {}
 
   start(): void {
     this.timer = setInterval(() => {
-      if (!this.running) this.running = this.runOnce().catch(() => 0).then(() => (this.running = undefined));
+      if (!this.running) this.running = this.runOnce().then(() => undefined, this.onError).then(() => (this.running = undefined));
     }, this.opts.intervalMs);
     this.timer.unref();
   }
@@ -77,28 +73,16 @@ export class Relay {
     return total;
   }
 
-  private async queueUnqueued(): Promise<number> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      const { rows } = await client.query<KeyRow>(
-        `SELECT id, company_id, href FROM notifications
-         WHERE status = 'received' AND received_at < now() - make_interval(secs => $1::double precision / 1000)
-         ORDER BY received_at LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`,
-        [this.opts.graceMs],
-      );
+  /** In one transaction: the rows are locked, their jobs added, and they become `queued`; a failed add leaves them `received`. */
+  private queueUnqueued(): Promise<number> {
+    return this.notifications.transaction(async (tx) => {
+      const rows = await tx.lockUnqueued(this.opts.graceMs, BATCH);
       if (rows.length > 0) {
-        await this.enqueuer.enqueue(rows.map((r) => ({ companyId: r.company_id, href: r.href })));
-        await client.query(`UPDATE notifications SET status = 'queued' WHERE id = ANY($1::bigint[])`, [rows.map((r) => r.id)]);
+        await this.enqueuer.enqueue(rows);
+        await tx.moveStatus(rows.map((r) => r.id), 'received', 'queued');
       }
-      await client.query('COMMIT');
       return rows.length;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   /**
@@ -107,17 +91,10 @@ export class Relay {
    * pages follow.
    */
   private async requeueStale(olderThanMs: number): Promise<boolean> {
-    const after = this.staleCursor;
-    const { rows } = await this.pool.query<{ company_id: string; href: string }>(
-      `SELECT DISTINCT company_id, href FROM notifications
-       WHERE status = 'queued' AND received_at < now() - make_interval(secs => $1::double precision / 1000)
-         AND ($2::uuid IS NULL OR (company_id, href) > ($2::uuid, $3::text))
-       ORDER BY company_id, href LIMIT ${BATCH}`,
-      [olderThanMs, after?.companyId ?? null, after?.href ?? null],
-    );
-    if (rows.length > 0) await this.enqueuer.enqueue(rows.map((r) => ({ companyId: r.company_id, href: r.href })));
+    const rows = await this.notifications.staleQueuedKeys(olderThanMs, this.staleCursor, BATCH);
+    if (rows.length > 0) await this.enqueuer.enqueue(rows);
     const last = rows.at(-1);
-    this.staleCursor = rows.length === BATCH && last ? { companyId: last.company_id, href: last.href } : undefined;
+    this.staleCursor = rows.length === BATCH && last ? last : undefined;
     return this.staleCursor !== undefined;
   }
 }

@@ -1,50 +1,62 @@
 /**
  * Retention (SPEC §5): a BullMQ job scheduler runs `purge` hourly; it deletes final notifications
- * (processed, failed, discarded) older than RETENTION_DAYS in batches of short transactions, so no
- * long lock is held. Pending ones are never purged (that would lose work); snapshots and events stay.
+ * (processed, failed, discarded) older than RETENTION_DAYS, with their history (fetch attempts no kept
+ * notification shares, replays). Pending ones are never purged (that would lose work); snapshots and
+ * events stay.
  */
 import { Queue, Worker } from 'bullmq';
-import type pg from 'pg';
 import type { Logger } from 'pino';
-import type { RedisClient } from '../lib/redis.js';
+import type { NotificationsRepository } from '../db/notifications.repository.js';
+import type { RedisClient } from '../lib/redis/connection.js';
 
 export const MAINTENANCE_QUEUE = 'maintenance';
 const PURGE_EVERY_MS = 3_600_000;
 const BATCH = 5000;
 
-export async function purgeOldNotifications(pool: pg.Pool, retentionDays: number): Promise<number> {
+/** Purges in batches of short transactions, so no long lock is held; answers how many notifications went. */
+export async function purgeOldNotifications(notifications: Pick<NotificationsRepository, 'purgeBatch'>, retentionDays: number): Promise<number> {
   let total = 0;
   for (;;) {
-    const { rowCount } = await pool.query(
-      `DELETE FROM notifications WHERE id IN (
-         SELECT id FROM notifications
-         WHERE received_at < now() - make_interval(days => $1) AND status IN ('processed', 'failed', 'discarded')
-         ORDER BY id LIMIT ${BATCH})`,
-      [retentionDays],
-    );
-    total += rowCount ?? 0;
-    if ((rowCount ?? 0) < BATCH) return total;
+    const purged = await notifications.purgeBatch(retentionDays, BATCH);
+    total += purged;
+    if (purged < BATCH) return total;
   }
 }
 
-/** Schedules the purge (idempotent: every worker upserts the same scheduler) and consumes it. */
-export async function startRetention(deps: { connection: RedisClient; prefix: string; pool: pg.Pool; retentionDays: number; log: Logger }): Promise<{ close: () => Promise<void> }> {
+/**
+ * The purge's scheduler (idempotent: every worker upserts the same one) and its consumer. Nothing waits for
+ * Redis: start() asks for the scheduler in the background (the worker connection holds the command until
+ * Redis answers), so a process started while Redis is down starts all the same.
+ */
+export function createRetention(deps: {
+  connection: RedisClient;
+  prefix: string;
+  notifications: Pick<NotificationsRepository, 'purgeBatch'>;
+  retentionDays: number;
+  log: Logger;
+  onError: (err: unknown) => void;
+}): { start: () => void; close: (force: boolean) => Promise<void> } {
   const queue = new Queue(MAINTENANCE_QUEUE, { connection: deps.connection, prefix: deps.prefix });
-  queue.on('error', () => {}); // Redis outages are reported by /readyz, not as raw stderr
-  await queue.upsertJobScheduler('purge-notifications', { every: PURGE_EVERY_MS }, { name: 'purge', opts: { removeOnComplete: 10, removeOnFail: 10 } });
+  queue.on('error', deps.onError);
   const worker = new Worker(
     MAINTENANCE_QUEUE,
     async () => {
-      const purged = await purgeOldNotifications(deps.pool, deps.retentionDays);
+      const purged = await purgeOldNotifications(deps.notifications, deps.retentionDays);
       if (purged > 0) deps.log.info({ purged, retentionDays: deps.retentionDays }, 'purged old notifications');
       return purged;
     },
-    { connection: deps.connection, prefix: deps.prefix, concurrency: 1 },
+    { connection: deps.connection, prefix: deps.prefix, concurrency: 1, autorun: false },
   );
-  worker.on('error', () => {});
+  worker.on('error', deps.onError);
+  worker.on('failed', (_job, err) => deps.onError(err));
   return {
-    close: async () => {
-      await worker.close();
+    start: () => {
+      queue.upsertJobScheduler('purge-notifications', { every: PURGE_EVERY_MS }, { name: 'purge', opts: { removeOnComplete: 10, removeOnFail: 10 } }).catch(deps.onError);
+      worker.run().catch(deps.onError);
+    },
+    /** `force`: do not wait for a running purge (nor for Redis, when it is down). */
+    close: async (force) => {
+      await worker.close(force);
       await queue.close();
     },
   };

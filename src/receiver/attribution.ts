@@ -1,14 +1,17 @@
 /**
  * Attribution: which webhook (hence which company) a notification belongs to, found by the path's
- * endpoint key or by the clientIdentifier in its credentials. Lookups are cached briefly in memory:
- * the receiver's hot path must not pay a query and a decryption per request. Changes made through
+ * endpoint key or by the clientIdentifier in its credentials. Lookups are cached briefly in memory
+ * (least recently used out first, unknown keys apart): the receiver's hot path must not pay a query and a
+ * decryption per request, and a flood of unknown keys must not push the known webhooks out (SPEC §10). Changes made through
  * the admin API invalidate the cache here and, through NOTIFY skyhook_webhooks, in every process.
  */
 import { eq } from 'drizzle-orm';
-import pg from 'pg';
+import { LRUCache } from 'lru-cache';
 import type { Database } from '../db/client.js';
+import { listen } from '../db/listen.js';
 import { companies, webhooks } from '../db/schema/index.js';
 import { decryptSecret } from '../lib/crypto.js';
+import { storableText } from '../lib/json-body.js';
 
 export const WEBHOOK_CHANGES_CHANNEL = 'skyhook_webhooks';
 
@@ -29,47 +32,54 @@ export interface WebhookCredentials {
   previousSecretExpiresAt: number | null;
 }
 
-interface CacheEntry {
-  value: WebhookCredentials | null;
-  expiresAt: number;
-}
-
 const FOUND_TTL_MS = 30_000;
+const FOUND_MAX = 50_000;
+/** Unknown keys are remembered briefly, and in a cache of their own: a flood of random keys churns only this one. */
 const MISSING_TTL_MS = 2_000;
-const MAX_ENTRIES = 50_000;
+const MISSING_MAX = 10_000;
+
+/** Which webhook a request names: by the path's endpoint key, or by the clientIdentifier in its credentials. */
+export type WebhookKey = { endpointKey: string } | { clientIdentifier: string };
+export type LoadWebhook = (key: WebhookKey) => Promise<WebhookCredentials | null>;
 
 export class WebhookDirectory {
-  private readonly cache = new Map<string, CacheEntry>();
+  // Least recently used first out, each entry for its TTL: a known webhook stays while it is in use.
+  private readonly found = new LRUCache<string, WebhookCredentials>({ max: FOUND_MAX, ttl: FOUND_TTL_MS });
+  private readonly missing = new LRUCache<string, true>({ max: MISSING_MAX, ttl: MISSING_TTL_MS });
 
-  constructor(
-    private readonly db: Database,
-    private readonly secretKey: Buffer,
-  ) {}
+  constructor(private readonly load: LoadWebhook) {}
 
   byEndpointKey(endpointKey: string): Promise<WebhookCredentials | null> {
-    return this.lookup(`k:${endpointKey}`, () => this.load(eq(webhooks.endpointKey, endpointKey)));
+    return this.lookup(`k:${endpointKey}`, endpointKey, { endpointKey });
   }
 
   byClientIdentifier(clientIdentifier: string): Promise<WebhookCredentials | null> {
-    return this.lookup(`c:${clientIdentifier}`, () => this.load(eq(webhooks.clientIdentifier, clientIdentifier)));
+    return this.lookup(`c:${clientIdentifier}`, clientIdentifier, { clientIdentifier });
   }
 
   invalidate(): void {
-    this.cache.clear();
+    this.found.clear();
+    this.missing.clear();
   }
 
-  private async lookup(key: string, load: () => Promise<WebhookCredentials | null>): Promise<WebhookCredentials | null> {
-    const now = Date.now();
-    const hit = this.cache.get(key);
-    if (hit && hit.expiresAt > now) return hit.value;
-    const value = await load();
-    if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
-    this.cache.set(key, { value, expiresAt: now + (value ? FOUND_TTL_MS : MISSING_TTL_MS) });
+  private async lookup(cacheKey: string, key: string, by: WebhookKey): Promise<WebhookCredentials | null> {
+    // No webhook has such a key, and the database would refuse it as a parameter: unknown, like any other.
+    if (!storableText(key)) return null;
+    const hit = this.found.get(cacheKey);
+    if (hit) return hit;
+    if (this.missing.has(cacheKey)) return null;
+    const value = await this.load(by);
+    if (value) this.found.set(cacheKey, value);
+    else this.missing.set(cacheKey, true);
     return value;
   }
+}
 
-  private async load(where: ReturnType<typeof eq>): Promise<WebhookCredentials | null> {
-    const [row] = await this.db
+/** Reads a webhook's credentials from the database, its company's API base URL with it, secrets decrypted. */
+export function loadWebhookFrom(db: Database, secretKey: Buffer): LoadWebhook {
+  return async (key) => {
+    const where = 'endpointKey' in key ? eq(webhooks.endpointKey, key.endpointKey) : eq(webhooks.clientIdentifier, key.clientIdentifier);
+    const [row] = await db
       .select({ webhook: webhooks, apiBaseUrl: companies.apiBaseUrl })
       .from(webhooks)
       .innerJoin(companies, eq(companies.id, webhooks.companyId))
@@ -77,7 +87,7 @@ export class WebhookDirectory {
       .limit(1);
     if (!row) return null;
     const w = row.webhook;
-    const open = (sealed: string | null) => (sealed ? decryptSecret(this.secretKey, sealed) : null);
+    const open = (sealed: string | null) => (sealed ? decryptSecret(secretKey, sealed) : null);
     return {
       webhookId: w.id,
       companyId: w.companyId,
@@ -92,7 +102,7 @@ export class WebhookDirectory {
       previousSecret: open(w.previousSecretEncrypted),
       previousSecretExpiresAt: w.previousSecretExpiresAt?.getTime() ?? null,
     };
-  }
+  };
 }
 
 /** The previous secret counts only inside its rotation grace period. */
@@ -102,47 +112,15 @@ export const previousSecretValid = (w: WebhookCredentials, now = Date.now()): bo
 /**
  * Keeps every process's cache honest: a change made through any process's admin API sends
  * NOTIFY skyhook_webhooks, and each listener drops its cache. While the listener is disconnected the
- * cache is dropped too, and the short TTL bounds staleness.
+ * cache is dropped too (a change may be missed), and the short TTL bounds staleness.
  */
 export function listenForWebhookChanges(databaseUrl: string, directory: WebhookDirectory, onError: (err: unknown) => void): { stop: () => Promise<void> } {
-  let client: pg.Client | undefined;
-  let stopped = false;
-  let retry: NodeJS.Timeout | undefined;
-
-  const connect = async () => {
-    const c = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 3000 });
-    client = c;
-    c.on('notification', () => directory.invalidate());
-    c.on('error', (err) => {
-      onError(err);
-      reconnect();
-    });
-    c.on('end', () => reconnect());
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${WEBHOOK_CHANGES_CHANNEL}`);
+  return listen(databaseUrl, [WEBHOOK_CHANGES_CHANNEL], {
+    onNotification: () => directory.invalidate(),
+    onConnected: () => directory.invalidate(),
+    onError: (err) => {
       directory.invalidate();
-    } catch (err) {
       onError(err);
-      reconnect();
-    }
-  };
-  const reconnect = () => {
-    directory.invalidate();
-    if (stopped || retry) return;
-    retry = setTimeout(() => {
-      retry = undefined;
-      void connect();
-    }, 1000);
-    retry.unref();
-  };
-
-  void connect();
-  return {
-    stop: async () => {
-      stopped = true;
-      clearTimeout(retry);
-      await client?.end().catch(() => {});
     },
-  };
+  });
 }

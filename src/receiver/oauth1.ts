@@ -24,10 +24,8 @@ export function parseOAuthHeader(header: string): Record<string, string> {
   if (header.length > MAX_HEADER_LENGTH) throw new OAuthHeaderError('header too long');
   const scheme = /^\s*OAuth\s+/i.exec(header);
   if (!scheme) throw new OAuthHeaderError('not an OAuth header');
-  // A plain object: only `oauth_*` names and `realm` are stored (checked before each store), none of which
-  // Object.prototype has. A null-prototype object is a dictionary in V8, and checking and storing its
-  // names went through the runtime. Measured alone on a slow day, six alternated runs: the parse 4.6-7.7 ->
-  // 3.2-5.5 µs, the parse and signature check together 20-29 -> 18-25 µs.
+  // A plain object, safe here: only `oauth_*` names and `realm` are stored (checked before each store), none
+  // of which Object.prototype has; a null-prototype object is slower in V8 (docs/performance.md).
   const params: Record<string, string> = {};
   // Read in place with sticky expressions: no copy of the rest of the header per parameter.
   let at = scheme[0].length;
@@ -80,8 +78,8 @@ function allParams(input: SignatureInput): Params {
 
 /**
  * RFC 3986 percent-encoding, as the library's own `percentEncode` does it (encodeURIComponent, then
- * `!'()*` encoded too), but without its five global replaces on every name and value. Measured alone,
- * with the query read only when there is one (allParams): a signature check 17 → 8 µs.
+ * `!'()*` encoded too), but without its five global replaces on every name and value, which were most of
+ * a signature check's time (docs/performance.md).
  */
 const SUB_DELIMS = /[!'()*]/;
 const SUB_DELIMS_ALL = /[!'()*]/g;
@@ -120,9 +118,16 @@ export function computeSignature(input: SignatureInput, method: SignatureMethod,
   return signer(method, consumerSecret).getSignature(request, tokenSecret, allParams(input) as unknown as OAuth.Data);
 }
 
-/** `oauth_body_hash`: a plain (not keyed) digest of the raw body, with the signature method's algorithm. */
-export function bodyHash(method: SignatureMethod, body: Buffer | string): string {
-  return hash(SIGNATURE_METHODS[method], body, 'base64');
+/**
+ * The digests `oauth_body_hash` may be: SHA-1, which the body-hash extension and the common libraries
+ * (oauthlib, hence requests-oauthlib) send whatever the signature method, and SHA-256 with HMAC-SHA256.
+ */
+export type BodyHashAlgorithm = 'sha1' | 'sha256';
+const DIGEST_BYTES = { sha1: 20, sha256: 32 } as const;
+
+/** `oauth_body_hash`: a plain (not keyed) digest of the raw body, in base64. */
+export function bodyHash(algorithm: BodyHashAlgorithm, body: Buffer | string): string {
+  return hash(algorithm, body, 'base64');
 }
 
 export type OAuthFailure =
@@ -195,7 +200,12 @@ export function verifyOAuthHeader(
   };
 }
 
+/** Whether the body is the one signed: a SHA-1 body hash always, a SHA-256 one with HMAC-SHA256 only. */
 export function bodyHashMatches(check: OAuthHeaderCheck, rawBody: Buffer): boolean {
   if (check.bodyHash === undefined) return true;
-  return constantTimeEqual(Buffer.from(bodyHash(check.method, rawBody), 'base64'), Buffer.from(check.bodyHash, 'base64'));
+  const given = Buffer.from(check.bodyHash, 'base64');
+  // The given hash's length (no secret) names its digest: only that one is computed, on the hot path.
+  const algorithm: BodyHashAlgorithm | undefined =
+    given.length === DIGEST_BYTES.sha1 ? 'sha1' : given.length === DIGEST_BYTES.sha256 && check.method === 'HMAC-SHA256' ? 'sha256' : undefined;
+  return algorithm !== undefined && constantTimeEqual(hash(algorithm, rawBody, 'buffer'), given);
 }

@@ -1,11 +1,11 @@
 /**
  * The receiver (SPEC §4): POST /hooks/:endpointKey and POST /hooks. Checks run in the spec's order:
  * credentials before the body is read (onRequest: webhook known, Basic secret or OAuth signature,
- * timestamp, nonce), then Content-Type (415) and size (413) while parsing, then the OAuth body hash
- * (it needs the body), the notification itself (400), the href rule (422), and the commit (503).
+ * timestamp, nonce), then the OAuth body hash (it needs the body), Content-Type (415), size (413, while
+ * reading), the notification itself (400), the href rule (422), and the commit (503).
  */
 import basicAuth from '@fastify/basic-auth';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RequestPayload } from 'fastify';
 import { constantTimeEqual, sha256 } from '../lib/crypto.js';
 import type { Metrics } from '../lib/metrics.js';
 import { Problem, serviceUnavailable } from '../lib/problem.js';
@@ -23,7 +23,7 @@ const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json$/i;
 export interface ReceiverDeps {
   directory: WebhookDirectory;
   writer: NotificationWriter;
-  nonces: NonceStore;
+  nonces: Pick<NonceStore, 'firstUse'>;
   publicBaseUrl: string;
   requireHttpsHrefs: boolean;
   oauthTimestampSkewS: number;
@@ -44,15 +44,18 @@ declare module 'fastify' {
   }
 }
 
+const isJson = (req: FastifyRequest): boolean => JSON_TYPE.test(req.headers['content-type']?.split(';')[0]?.trim() ?? '');
+const unsupportedMediaType = () => new Problem(415, 'Unsupported Media Type', 'Notifications must be sent as application/json.', { code: 'unsupported_media_type' });
+
 /** One answer for "unknown webhook" and "wrong secret" alike: never reveal which part was wrong. */
 const unauthorized = (challenge: string, detail = 'The credentials were not accepted.') =>
   new Problem(401, 'Unauthorized', detail, { code: 'unauthorized', headers: { 'www-authenticate': challenge } });
 
 export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): Promise<void> {
-  // Only JSON bodies are parsed here (anything else is a 415); the raw bytes are kept for the body hash.
+  // The raw bytes of any body are kept, for the OAuth body hash; which bodies are read at all is decided
+  // before parsing (refuseUnreadBody): a JSON body always, another one only to check its hash first.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(JSON_TYPE, { parseAs: 'buffer', bodyLimit: MAX_NOTIFICATION_BYTES }, (_req, body, done) => done(null, body));
-  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: MAX_NOTIFICATION_BYTES }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_NOTIFICATION_BYTES }, (_req, body, done) => done(null, body));
 
   await app.register(basicAuth, {
     validate: async (clientIdentifier: string, secret: string, req: FastifyRequest) => {
@@ -85,14 +88,21 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
     done(unauthorized(BASIC_CHALLENGE, 'Credentials are required.'));
   };
 
+  /**
+   * SPEC §4's order puts authentication, the OAuth body hash included, before the Content-Type (415): a
+   * body that is not JSON is still read when its hash is to be checked (and the 401 given first), and is
+   * refused unread otherwise. A body over 256 KiB is refused (413) before its hash: no more is ever read.
+   */
+  const refuseUnreadBody = (req: FastifyRequest, _reply: FastifyReply, payload: RequestPayload, done: (err: Error | null, payload?: RequestPayload) => void): void => {
+    if (isJson(req) || req.notificationAuth?.oauth?.bodyHash !== undefined) return done(null, payload);
+    done(unsupportedMediaType());
+  };
+
   const receive = async (req: FastifyRequest, reply: FastifyReply) => {
     const auth = req.notificationAuth!;
-    const contentType = req.headers['content-type']?.split(';')[0]?.trim() ?? '';
-    if (!JSON_TYPE.test(contentType)) {
-      throw new Problem(415, 'Unsupported Media Type', 'Notifications must be sent as application/json.', { code: 'unsupported_media_type' });
-    }
     const raw = req.body as Buffer | undefined;
     if (auth.oauth && !bodyHashMatches(auth.oauth, raw ?? Buffer.alloc(0))) throw unauthorized(OAUTH_CHALLENGE);
+    if (!isJson(req)) throw unsupportedMediaType();
     if (!raw || raw.length === 0) throw new Problem(400, 'Bad Request', 'The body is empty.', { code: 'invalid_input' });
 
     const { body, text, href } = parseNotification(raw);
@@ -125,9 +135,34 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
     done();
   });
 
-  const routeOptions = { onRequest: authenticate, bodyLimit: MAX_NOTIFICATION_BYTES };
-  app.post('/hooks/:endpointKey', routeOptions, receive);
-  app.post('/hooks', routeOptions, receive);
+  const routeOptions = { onRequest: authenticate, preParsing: refuseUnreadBody, bodyLimit: MAX_NOTIFICATION_BYTES };
+  // Documentation only: no response schema, whose serialisation would cost every notification.
+  const answers =
+    'Answers 200 `{status, id}` once the notification is committed (`discarded` for a deactivated webhook), else a problem: 401 (credentials), 415 (not JSON), 413 (over 256 KiB), 400 (not `{id, type, href}`), 422 (href outside the company API), 503 with Retry-After (nothing could be stored).';
+  app.post(
+    '/hooks/:endpointKey',
+    {
+      ...routeOptions,
+      schema: {
+        tags: ['receiver'],
+        summary: "Receive a notification on a webhook's own targetURI",
+        description: `The marketplace posts here for one webhook, named by its endpoint key; credentials as the webhook was registered (Basic, or OAuth 1.0a with oauth_body_hash). ${answers}`,
+      },
+    },
+    receive,
+  );
+  app.post(
+    '/hooks',
+    {
+      ...routeOptions,
+      schema: {
+        tags: ['receiver'],
+        summary: 'Receive a notification on the shared targetURI',
+        description: `The marketplace posts here for any webhook registered with sharedTarget; the webhook is found by the clientIdentifier of the credentials (the Basic user name or oauth_consumer_key). ${answers}`,
+      },
+    },
+    receive,
+  );
 }
 
 /**
@@ -167,7 +202,7 @@ async function authenticateOAuth(deps: ReceiverDeps, req: FastifyRequest, header
 
   let fresh: boolean;
   try {
-    fresh = await deps.nonces.firstUse(webhook.clientIdentifier, check.nonce);
+    fresh = await deps.nonces.firstUse(webhook.clientIdentifier, check.nonce, check.timestamp);
   } catch {
     // Without the nonce store a replay cannot be ruled out: refuse for now, the marketplace retries.
     throw serviceUnavailable('The OAuth nonce store is unavailable; retry later.', 'nonce_store_unavailable');

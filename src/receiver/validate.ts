@@ -1,7 +1,8 @@
 /**
  * The notification body (seed §2.4) and the href rule (SPEC §4). Extra properties are kept, never
- * refused. Anything PostgreSQL's jsonb would refuse (a NUL character, absurd nesting) is refused
- * here with a 400 (lib/json-body.ts), so one bad request can never fail a group commit shared with good ones.
+ * refused. Anything PostgreSQL's jsonb would refuse (a NUL character, a number numeric cannot hold, absurd
+ * nesting) is refused here with a 400 (lib/json-body.ts), so one bad request can never fail a group commit
+ * shared with good ones.
  */
 import { decodeJson } from '../lib/json-body.js';
 import { Problem, badRequest, type FieldError } from '../lib/problem.js';

@@ -1,21 +1,14 @@
 /** Companies and their API connections. The token is encrypted at rest and never leaves this module in clear except to the marketplace client. */
-import { asc, eq, gt } from 'drizzle-orm';
+import { asc, eq, gt, inArray } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { companies, type CompanyRow } from '../db/schema/index.js';
 import { decryptSecret, encryptSecret } from '../lib/crypto.js';
-import { decodeCursor, encodeCursor, isUuid } from '../lib/cursor.js';
+import { decodeCursor, encodeCursor, isUuid } from '../db/pagination.js';
 import { badRequest, notFound } from '../lib/problem.js';
 import type { ApiConnection } from '../marketplace/client.js';
+import type { CompanyView } from './views.js';
 
-export interface CompanyView {
-  id: string;
-  name: string;
-  apiBaseUrl: string;
-  connectionStatus: 'ok' | 'unauthorized';
-  connectionError: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+export type { CompanyView };
 
 export const companyView = (c: CompanyRow): CompanyView => ({
   id: c.id,
@@ -73,6 +66,14 @@ export function createCompaniesService(deps: CompaniesDeps) {
 
     async get(companyId: string): Promise<CompanyView> {
       return companyView(await getRow(companyId));
+    },
+
+    /** The names of these companies, by id (tables show them beside ids). */
+    async names(companyIds: string[]): Promise<Map<string, string>> {
+      const ids = [...new Set(companyIds)].filter(isUuid);
+      if (ids.length === 0) return new Map();
+      const rows = await db.select({ id: companies.id, name: companies.name }).from(companies).where(inArray(companies.id, ids));
+      return new Map(rows.map((r) => [r.id, r.name]));
     },
 
     /** Replacing the token also lifts an `unauthorized` pause: the paused fetches resume by themselves. */

@@ -1,19 +1,23 @@
-/** The services the admin API and the CLI share, composed once from narrow dependencies. */
+/** The services the admin API, the CLI and the console share, composed once from narrow dependencies. */
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
+import type { NotificationsRepository } from '../db/notifications.repository.js';
 import type { Metrics } from '../lib/metrics.js';
 import { MarketplaceClient } from '../marketplace/client.js';
 import { webhookSettingsApi } from '../marketplace/webhook-settings.js';
-import type { FetchEnqueuer } from '../processing/fetch-queue.js';
+import type { FetchEnqueuer } from '../processing/enqueue.js';
 import { createCompaniesService } from './companies.service.js';
+import { createDeletionsService } from './deletions.service.js';
 import { createLeadsService } from './leads.service.js';
 import { createNotificationsService } from './notifications.service.js';
+import { createOverviewService } from './overview.service.js';
 import { createQuotesService } from './quotes.service.js';
 import { createWebhooksService } from './webhooks.service.js';
 
 export function createServices(deps: {
   db: Database;
-  enqueuer: FetchEnqueuer;
+  notifications: Pick<NotificationsRepository, 'replay' | 'moveStatus'>;
+  enqueuer: Pick<FetchEnqueuer, 'enqueue'>;
   config: Pick<Config, 'secretKey' | 'env' | 'publicBaseUrl' | 'rotationGraceMs' | 'marketplaceTimeoutMs'>;
   /** Called after a webhook changes (the receiver drops cached credentials). */
   onWebhookChange?: () => void;
@@ -37,9 +41,11 @@ export function createServices(deps: {
   return {
     companies,
     webhooks,
-    notifications: createNotificationsService({ db, enqueuer: deps.enqueuer }),
+    deletions: createDeletionsService({ db, webhooks }),
+    notifications: createNotificationsService({ db, notifications: deps.notifications, enqueuer: deps.enqueuer }),
     leads: createLeadsService({ db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs }),
     quotes: createQuotesService({ db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs }),
+    overview: createOverviewService({ db, companies }),
   };
 }
 

@@ -2,26 +2,15 @@
 import { and, eq, getTableColumns } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { leads, type LeadRow } from '../db/schema/index.js';
-import { newestFirst } from '../lib/cursor.js';
+import { newestFirst } from '../db/pagination.js';
 import type { MarketplaceClient } from '../marketplace/client.js';
 import { LEADS_PATH, leadKind, type ClientLead, type LeadCreated } from '../marketplace/leads.js';
 import type { CompaniesService } from './companies.service.js';
 import { marketplaceCall } from './marketplace-call.js';
 import { sendOnce } from './send-once.js';
+import type { LeadView } from './views.js';
 
-export interface LeadView {
-  id: string;
-  companyId: string;
-  clientIdentifier: string;
-  kind: string;
-  remoteId: string | null;
-  status: 'sending' | 'created';
-  request: unknown;
-  response: unknown;
-  resourceHref: string | null;
-  snapshotVersion: number | null;
-  createdAt: string;
-}
+export type { LeadView };
 
 const view = (l: LeadRow): LeadView => ({
   id: l.id,

@@ -1,30 +1,34 @@
-/** Stored notifications and fetched resources, as the admin surfaces show them; replay. */
-import { and, asc, desc, eq, inArray, lt, ne, sql, type SQL } from 'drizzle-orm';
+/**
+ * Stored notifications and fetched resources as the admin surfaces show them (SPEC §7, §7.1): lists with
+ * filters, one notification with its timeline, replays (one, or all matching a filter), and a resource's
+ * versions with what changed. Every status it changes goes through the repository.
+ */
+import { and, asc, count, desc, eq, getTableColumns, gte, inArray, lt, lte, ne, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
-import { notifications, resources, type NotificationRow, type NotificationStatus, type ResourceRow } from '../db/schema/index.js';
-import { decodeCursor, encodeCursor, isUuid } from '../lib/cursor.js';
+import type { NotificationsRepository } from '../db/notifications.repository.js';
+import {
+  companies,
+  events,
+  fetchAttempts,
+  notificationReplays,
+  notifications,
+  resources,
+  type FetchAttemptRow,
+  type NotificationReplayRow,
+  type NotificationRow,
+  type NotificationStatus,
+  type ResourceRow,
+} from '../db/schema/index.js';
+import { decodeCursor, encodeCursor, isMicrosecondTime, isUuid, microsecondText } from '../db/pagination.js';
 import { Problem, notFound } from '../lib/problem.js';
-import type { FetchEnqueuer } from '../processing/fetch-queue.js';
+import type { FetchEnqueuer } from '../processing/enqueue.js';
+import type { NotificationView, ReplayedView, ResourceVersionView, ResourceView, TimelineEntry } from './views.js';
 
-export interface NotificationView {
-  id: string;
-  companyId: string;
-  webhookId: string;
-  type: string;
-  resourceId: string;
-  href: string;
-  status: NotificationStatus;
-  attempts: number;
-  lastError: string | null;
-  outcome: 'stored' | 'gone' | null;
-  snapshotVersion: number | null;
-  authenticatedBy: 'basic' | 'oauth';
-  receivedAt: string;
-  processedAt: string | null;
-  body?: unknown;
-}
+export type { NotificationView, ReplayedView, ResourceVersionView, ResourceView, TimelineEntry };
 
-export const notificationView = (n: NotificationRow, withBody = false): NotificationView => ({
+const iso = (d: Date | null): string | null => d?.toISOString() ?? null;
+
+export const notificationView = (n: NotificationRow): NotificationView => ({
   id: String(n.id),
   companyId: n.companyId,
   webhookId: n.webhookId,
@@ -38,19 +42,49 @@ export const notificationView = (n: NotificationRow, withBody = false): Notifica
   snapshotVersion: n.snapshotVersion,
   authenticatedBy: n.authenticatedBy,
   receivedAt: n.receivedAt.toISOString(),
-  processedAt: n.processedAt?.toISOString() ?? null,
-  ...(withBody ? { body: n.body } : {}),
+  processedAt: iso(n.processedAt),
+  finishedAt: iso(n.finishedAt),
 });
 
-export interface ResourceView {
-  companyId: string;
-  href: string;
-  type: string;
-  resourceId: string;
-  version: number;
-  fetchedAt: string;
-  gone: boolean;
-  body: unknown;
+/** Same-instant entries in the order they happen (a row inserted `queued`, or discarded, at its receipt). */
+const KIND_ORDER: Record<TimelineEntry['kind'], number> = { received: 0, queued: 1, fetch: 2, processed: 3, failed: 3, discarded: 3, replayed: 4 };
+
+const finalEntry = (status: NotificationStatus, at: Date | null, error: string | null): TimelineEntry | undefined => {
+  if (!at) return undefined;
+  if (status === 'failed') return { at: at.toISOString(), kind: 'failed', error };
+  if (status === 'processed' || status === 'discarded') return { at: at.toISOString(), kind: status };
+  return undefined;
+};
+
+/**
+ * The timeline from what the row keeps of its current round (received, queued, its final status), the
+ * replays (each keeping the round it ended), and the fetch attempts of every round.
+ */
+export function buildTimeline(n: NotificationRow, attempts: FetchAttemptRow[], replays: NotificationReplayRow[]): TimelineEntry[] {
+  const entries: (TimelineEntry | undefined)[] = [{ at: n.receivedAt.toISOString(), kind: 'received' }];
+  for (const r of replays) {
+    if (r.previousQueuedAt) entries.push({ at: r.previousQueuedAt.toISOString(), kind: 'queued' });
+    entries.push(finalEntry(r.previousStatus, r.previousFinishedAt, r.previousError));
+    entries.push({ at: r.replayedAt.toISOString(), kind: 'replayed' });
+  }
+  if (n.queuedAt) entries.push({ at: n.queuedAt.toISOString(), kind: 'queued' });
+  entries.push(finalEntry(n.status, n.finishedAt, n.lastError));
+  for (const a of attempts) {
+    entries.push({
+      at: a.startedAt.toISOString(),
+      kind: 'fetch',
+      startedAt: a.startedAt.toISOString(),
+      finishedAt: a.finishedAt.toISOString(),
+      durationMs: a.finishedAt.getTime() - a.startedAt.getTime(),
+      httpStatus: a.httpStatus,
+      outcome: a.outcome,
+      error: a.error,
+      snapshotVersion: a.snapshotVersion,
+    });
+  }
+  return entries
+    .filter((e): e is TimelineEntry => e !== undefined)
+    .sort((a, b) => a.at.localeCompare(b.at) || KIND_ORDER[a.kind] - KIND_ORDER[b.kind]);
 }
 
 const resourceView = (r: ResourceRow): ResourceView => ({
@@ -64,37 +98,90 @@ const resourceView = (r: ResourceRow): ResourceView => ({
   body: r.body,
 });
 
+/** Every filter of the list and of a bulk replay (SPEC §7). */
 export interface NotificationFilter {
   companyId?: string;
+  webhookId?: string;
   status?: NotificationStatus;
   type?: string;
+  resourceId?: string;
+  href?: string;
+  /** ISO 8601; inclusive. */
+  receivedAfter?: string;
+  /** ISO 8601; exclusive. */
+  receivedBefore?: string;
 }
 
 const isId = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
+const isTimeKey = (v: unknown): v is [string, number] => Array.isArray(v) && v.length === 2 && isMicrosecondTime(v[0]) && isId(v[1]);
+const isVersionCursor = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
 const isResourceKey = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && isUuid(v[0]) && typeof v[1] === 'string';
 
-export function createNotificationsService(deps: { db: Database; enqueuer: FetchEnqueuer }) {
+const REPLAY_CHUNK = 1000;
+
+export function createNotificationsService(deps: {
+  db: Database;
+  notifications: Pick<NotificationsRepository, 'replay' | 'moveStatus'>;
+  enqueuer: Pick<FetchEnqueuer, 'enqueue'>;
+}) {
   const { db } = deps;
 
   const filterSql = (f: NotificationFilter): SQL[] => [
     ...(f.companyId ? [eq(notifications.companyId, f.companyId)] : []),
+    ...(f.webhookId ? [eq(notifications.webhookId, f.webhookId)] : []),
     ...(f.status ? [eq(notifications.status, f.status)] : []),
     ...(f.type ? [eq(notifications.type, f.type)] : []),
+    ...(f.resourceId ? [eq(notifications.resourceId, f.resourceId)] : []),
+    ...(f.href ? [eq(notifications.href, f.href)] : []),
+    ...(f.receivedAfter ? [gte(notifications.receivedAt, new Date(f.receivedAfter))] : []),
+    ...(f.receivedBefore ? [lt(notifications.receivedAt, new Date(f.receivedBefore))] : []),
   ];
 
-  async function requeue(rows: Pick<NotificationRow, 'id' | 'companyId' | 'href'>[]): Promise<void> {
-    // Back to `received` first (committed): if Redis is down the relay queues them later.
-    await db
-      .update(notifications)
-      .set({ status: 'received', lastError: null, outcome: null, processedAt: null })
-      .where(inArray(notifications.id, rows.map((r) => r.id)));
-    await deps.enqueuer.enqueue(rows);
-    await deps.enqueuer.markQueued(rows.map((r) => r.id));
+  /** Back to `received` with the replay recorded, then queued; without Redis the relay queues them later. */
+  async function replayRows(ids: number[]): Promise<number> {
+    const rows = await deps.notifications.replay(ids);
+    if (rows.length === 0) return 0;
+    // Without Redis the rows stay `received`, and the relay queues them once it is back (an outbox, not an error).
+    const queued = await deps.enqueuer.enqueue(rows).then(
+      () => true,
+      () => false,
+    );
+    if (queued) await deps.notifications.moveStatus(rows.map((r) => r.id), 'received', 'queued');
+    return rows.length;
+  }
+
+  async function getRow(id: number): Promise<NotificationRow> {
+    const [row] = await db.select().from(notifications).where(eq(notifications.id, id)).limit(1);
+    if (!row) throw notFound(`Notification ${id}`);
+    return row;
   }
 
   return {
-    /** Newest first. */
+    /**
+     * Newest first: by id, or, when the filter bounds the time received, by (received_at, id). Ids follow
+     * arrival, but PostgreSQL cannot know it: for a window days back it walked the primary key from the
+     * newest row, through every later notification (300 ms at 5 million rows; docs/performance.md), where
+     * the received_at index finds the window at once. The cursor says which order it continues.
+     */
     async list(filter: NotificationFilter & { limit: number; cursor?: string }): Promise<{ items: NotificationView[]; nextCursor: string | null }> {
+      if (filter.receivedAfter !== undefined || filter.receivedBefore !== undefined) {
+        const after = filter.cursor ? decodeCursor(filter.cursor, isTimeKey) : undefined;
+        const rows = await db
+          .select({ ...getTableColumns(notifications), position: microsecondText(notifications.receivedAt) })
+          .from(notifications)
+          .where(
+            and(
+              ...filterSql(filter),
+              // The first condition is the one its index can take; the second is exact.
+              ...(after ? [lte(notifications.receivedAt, sql`${after[0]}::timestamptz`), sql`(${notifications.receivedAt}, ${notifications.id}) < (${after[0]}::timestamptz, ${after[1]}::bigint)`] : []),
+            ),
+          )
+          .orderBy(desc(notifications.receivedAt), desc(notifications.id))
+          .limit(filter.limit + 1);
+        const items = rows.slice(0, filter.limit);
+        const last = items.at(-1);
+        return { items: items.map(notificationView), nextCursor: rows.length > filter.limit && last ? encodeCursor([last.position, last.id]) : null };
+      }
       const before = filter.cursor ? decodeCursor(filter.cursor, isId) : undefined;
       const rows = await db
         .select()
@@ -103,35 +190,44 @@ export function createNotificationsService(deps: { db: Database; enqueuer: Fetch
         .orderBy(desc(notifications.id))
         .limit(filter.limit + 1);
       const items = rows.slice(0, filter.limit);
-      return { items: items.map((n) => notificationView(n)), nextCursor: rows.length > filter.limit ? encodeCursor(items.at(-1)!.id) : null };
+      return { items: items.map(notificationView), nextCursor: rows.length > filter.limit ? encodeCursor(items.at(-1)!.id) : null };
     },
 
+    /** One notification with its body and its timeline. */
     async get(id: number): Promise<NotificationView> {
-      const [row] = await db.select().from(notifications).where(eq(notifications.id, id)).limit(1);
-      if (!row) throw notFound(`Notification ${id}`);
-      return notificationView(row, true);
+      const row = await getRow(id);
+      const [attempts, replays] = await Promise.all([
+        row.fetchAttemptIds?.length ? db.select().from(fetchAttempts).where(inArray(fetchAttempts.id, row.fetchAttemptIds)).orderBy(asc(fetchAttempts.id)) : [],
+        db.select().from(notificationReplays).where(eq(notificationReplays.notificationId, id)).orderBy(asc(notificationReplays.id)),
+      ]);
+      return { ...notificationView(row), body: row.body, timeline: buildTimeline(row, attempts, replays) };
     },
 
     /** Fetches the resource again for this notification; a discarded one stays discarded. */
-    async replay(id: number): Promise<NotificationView> {
-      const [row] = await db.select().from(notifications).where(eq(notifications.id, id)).limit(1);
-      if (!row) throw notFound(`Notification ${id}`);
+    async replay(id: number): Promise<ReplayedView> {
+      const row = await getRow(id);
       if (row.status === 'discarded') throw new Problem(409, 'Conflict', 'A discarded notification (its webhook was deactivated) cannot be replayed.', { code: 'not_replayable' });
-      await requeue([row]);
-      return this.get(id);
+      await replayRows([id]);
+      const [company] = await db.select({ name: companies.name, status: companies.connectionStatus, error: companies.connectionError }).from(companies).where(eq(companies.id, row.companyId));
+      const note =
+        company?.status === 'unauthorized'
+          ? `Company ${company.name} is paused: the marketplace refused its API token (${company.error ?? 'no reason kept'}). The notification waits, queued, until the token is replaced (PATCH /admin/companies/${row.companyId}).`
+          : null;
+      return { ...notificationView(await getRow(id)), note };
     },
 
-    /** Replays every notification matching the filter (at most `limit`, oldest first); `discarded` ones never. */
-    async replayMatching(filter: NotificationFilter & { limit: number }): Promise<{ replayed: number }> {
-      const conditions = [...filterSql(filter), ne(notifications.status, 'discarded')];
-      const rows = await db
-        .select({ id: notifications.id, companyId: notifications.companyId, href: notifications.href })
-        .from(notifications)
-        .where(and(...conditions))
-        .orderBy(asc(notifications.id))
-        .limit(filter.limit);
-      for (let i = 0; i < rows.length; i += 1000) await requeue(rows.slice(i, i + 1000));
-      return { replayed: rows.length };
+    /**
+     * Replays every notification matching the filter (at most `limit`, oldest first); `discarded` ones
+     * never. With `dryRun` it only counts what would be replayed.
+     */
+    async replayMatching(filter: NotificationFilter & { limit: number; dryRun?: boolean }): Promise<{ matched: number; replayed: number }> {
+      const where = and(...filterSql(filter), ne(notifications.status, 'discarded'));
+      const [{ matched } = { matched: 0 }] = await db.select({ matched: count() }).from(notifications).where(where);
+      if (filter.dryRun) return { matched, replayed: 0 };
+      const rows = await db.select({ id: notifications.id }).from(notifications).where(where).orderBy(asc(notifications.id)).limit(filter.limit);
+      let replayed = 0;
+      for (let i = 0; i < rows.length; i += REPLAY_CHUNK) replayed += await replayRows(rows.slice(i, i + REPLAY_CHUNK).map((r) => r.id));
+      return { matched, replayed };
     },
 
     async listResources(filter: { companyId?: string; type?: string; limit: number; cursor?: string }): Promise<{ items: ResourceView[]; nextCursor: string | null }> {
@@ -153,6 +249,31 @@ export function createNotificationsService(deps: { db: Database; enqueuer: Fetch
       const items = rows.slice(0, filter.limit);
       const last = items.at(-1);
       return { items: items.map(resourceView), nextCursor: rows.length > filter.limit && last ? encodeCursor([last.companyId, last.href]) : null };
+    },
+
+    /** The stored snapshot of one resource (a notification's page shows the one it led to), or null. */
+    async resource(companyId: string, href: string): Promise<ResourceView | null> {
+      const [row] = await db.select().from(resources).where(and(eq(resources.companyId, companyId), eq(resources.href, href))).limit(1);
+      return row ? resourceView(row) : null;
+    },
+
+    /** A resource's stored versions, newest first, each with what changed from the one before. */
+    async resourceHistory(filter: { companyId: string; href: string; limit: number; cursor?: string }): Promise<{ items: ResourceVersionView[]; nextCursor: string | null }> {
+      const below = filter.cursor ? decodeCursor(filter.cursor, isVersionCursor) : undefined;
+      const [resource] = await db
+        .select({ version: resources.version })
+        .from(resources)
+        .where(and(eq(resources.companyId, filter.companyId), eq(resources.href, filter.href)));
+      if (!resource) throw notFound(`Resource ${filter.href} of company ${filter.companyId}`);
+      // fetchedAt: when the version was stored (its event written), moments after its GET.
+      const rows = await db
+        .select({ id: events.id, version: events.snapshotVersion, fetchedAt: events.createdAt, changes: events.changes })
+        .from(events)
+        .where(and(eq(events.companyId, filter.companyId), eq(events.href, filter.href), ...(below ? [lt(events.id, below)] : [])))
+        .orderBy(desc(events.id))
+        .limit(filter.limit + 1);
+      const items = rows.slice(0, filter.limit).map((r) => ({ version: r.version, fetchedAt: r.fetchedAt.toISOString(), eventId: String(r.id), changes: r.changes }));
+      return { items, nextCursor: rows.length > filter.limit ? encodeCursor(rows[filter.limit - 1]!.id) : null };
     },
   };
 }

@@ -5,13 +5,16 @@
 import { and, eq, getTableColumns } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { quotes, type QuoteRow } from '../db/schema/index.js';
-import { newestFirst } from '../lib/cursor.js';
-import { Problem, badRequest } from '../lib/problem.js';
+import { newestFirst } from '../db/pagination.js';
+import { Problem, badRequest, notFound } from '../lib/problem.js';
 import type { MarketplaceClient } from '../marketplace/client.js';
 import { ACT_AS_ACCOUNT_HEADER, priceMismatch, submitQuotePath, type QuoteSubmission, type QuoteSubmitted } from '../marketplace/quotes.js';
 import type { CompaniesService } from './companies.service.js';
 import { marketplaceCall } from './marketplace-call.js';
 import { sendOnce } from './send-once.js';
+import type { QuoteView } from './views.js';
+
+export type { QuoteView };
 
 export interface QuoteRequest {
   requestId: string;
@@ -20,23 +23,6 @@ export interface QuoteRequest {
   /** Send again a quote held `unknown` (services/send-once.ts). */
   resendUnknown?: boolean;
   submission: QuoteSubmission;
-}
-
-export interface QuoteView {
-  id: string;
-  companyId: string;
-  requestId: string;
-  sellerUniqueQuoteIdentifier: string;
-  actAsAccount: string | null;
-  status: QuoteRow['status'];
-  /** Why the status is `unknown`. */
-  error: string | null;
-  tripMessageId: string | null;
-  sellerQuoteId: string | null;
-  liftId: string | null;
-  resourceHref: string | null;
-  snapshotVersion: number | null;
-  createdAt: string;
 }
 
 const view = (q: QuoteRow): QuoteView => ({
@@ -60,7 +46,7 @@ const idOf = (part: { id?: unknown } | undefined): string | null => (typeof part
 export function createQuotesService(deps: { db: Database; companies: CompaniesService; marketplace: MarketplaceClient; timeoutMs: number }) {
   const { db } = deps;
 
-  return {
+  const service = {
     async submit(companyId: string, input: QuoteRequest): Promise<{ quote: QuoteView; created: boolean }> {
       const { quote } = input.submission;
       const mismatch = input.allowPriceMismatch ? null : priceMismatch(quote);
@@ -100,6 +86,24 @@ export function createQuotesService(deps: { db: Database; companies: CompaniesSe
       return { quote: view(row), created };
     },
 
+    /**
+     * Sends again a quote held `unknown`, exactly as stored, once an operator has checked that the
+     * marketplace does not have it (the console's resend action; the API and CLI repeat the request with
+     * resendUnknown). Its price was checked when it was first submitted.
+     */
+    async resendUnknown(companyId: string, quoteId: string): Promise<{ quote: QuoteView; created: boolean }> {
+      const [row] = await db.select().from(quotes).where(and(eq(quotes.companyId, companyId), eq(quotes.id, quoteId))).limit(1);
+      if (!row) throw notFound(`Quote ${quoteId}`);
+      if (row.status !== 'unknown') throw new Problem(409, 'Conflict', `Quote ${row.sellerUniqueQuoteIdentifier} is ${row.status}, not unknown: there is nothing to resend.`, { code: 'not_unknown' });
+      return service.submit(companyId, {
+        requestId: row.requestId,
+        ...(row.actAsAccount ? { actAsAccount: row.actAsAccount } : {}),
+        allowPriceMismatch: true,
+        resendUnknown: true,
+        submission: row.submission as QuoteSubmission,
+      });
+    },
+
     /** Newest first; `liftId` finds the quote for an availability upload's activity.tripId. */
     async list(companyId: string, opts: { liftId?: string; status?: QuoteRow['status']; limit: number; cursor?: string }): Promise<{ items: QuoteView[]; nextCursor: string | null }> {
       const keyset = newestFirst(quotes, opts.cursor);
@@ -113,6 +117,7 @@ export function createQuotesService(deps: { db: Database; companies: CompaniesSe
       return keyset.page(rows, opts.limit, view);
     },
   };
+  return service;
 }
 
 export type QuotesService = ReturnType<typeof createQuotesService>;

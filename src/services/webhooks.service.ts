@@ -6,27 +6,17 @@ import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { webhooks, type WebhookRow } from '../db/schema/index.js';
 import { encryptSecret, randomToken, sha256 } from '../lib/crypto.js';
-import { notFound } from '../lib/problem.js';
+import { isDatabaseUnavailable } from '../db/client.js';
+import { describeError } from '../lib/error-reporter.js';
+import { Problem, notFound, serviceUnavailable } from '../lib/problem.js';
 import type { ClientAuthenticationType, EventType, WebhookSettingBody } from '../marketplace/contract.js';
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
 import { WEBHOOK_CHANGES_CHANNEL } from '../receiver/attribution.js';
 import type { CompaniesService } from './companies.service.js';
 import { marketplaceCall } from './marketplace-call.js';
+import type { WebhookView } from './views.js';
 
-export interface WebhookView {
-  id: string;
-  companyId: string;
-  remoteId: string;
-  targetURI: string;
-  clientIdentifier: string;
-  authType: ClientAuthenticationType;
-  eventTypes: string[];
-  displayName: string;
-  active: boolean;
-  previousSecretExpiresAt: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+export type { WebhookView };
 
 export interface WebhooksDeps {
   db: Database;
@@ -77,6 +67,9 @@ export function createWebhooksService(deps: WebhooksDeps) {
   }
 
   return {
+    /** Tells every process's receiver that webhooks changed (they drop their cached credentials). */
+    changed,
+
     async create(companyId: string, input: { eventTypes: EventType[]; authType: ClientAuthenticationType; displayName?: string; sharedTarget?: boolean }): Promise<WebhookView> {
       const { row: company, conn } = await deps.companies.connection(companyId);
       const endpointKey = randomToken(24);
@@ -113,10 +106,17 @@ export function createWebhooksService(deps: WebhooksDeps) {
         await changed();
         return view(row!);
       } catch (err) {
-        // Do not leave a live setting on the marketplace that Skyhook cannot authenticate.
+        // Do not leave a live setting on the marketplace that Skyhook cannot authenticate; if that fails too,
+        // the answer says so, so that the operator deactivates it there.
         const { clientSecret: _omit, ...rest } = body;
-        await deps.settings.update(conn, setting.id, { ...rest, active: false }, company.settingsPathForm).catch(() => {});
-        throw err;
+        const undoFailed = await deps.settings.update(conn, setting.id, { ...rest, active: false }, company.settingsPathForm).then(
+          () => undefined,
+          (undoError: unknown) => undoError,
+        );
+        if (undoFailed === undefined) throw err;
+        const left = `the webhook setting ${setting.id} created on the marketplace could not be deactivated (${describeError(undoFailed)}): deactivate it there`;
+        if (isDatabaseUnavailable(err)) throw serviceUnavailable(`The database is unavailable, so the webhook was not stored; ${left}.`, 'database_unavailable');
+        throw new Problem(500, 'Internal Server Error', `Storing the webhook failed; ${left}.`, { code: 'internal' });
       }
     },
 

@@ -7,21 +7,13 @@ import { EVENT_TYPES } from '../marketplace/contract.js';
 import { describeIssues, fetchFailureReason } from './errors.js';
 import { DEFAULT_HOST, startSimulator } from './server.js';
 import { companyAccount } from './state.js';
-import type { CompanyAccount, EmittedNotification, Faults, Simulator } from './types.js';
+import { ERROR_SHAPES, type CompanyAccount, type EmittedNotification, type ErrorShape, type Faults, type Simulator } from './types.js';
 
 const DEFAULT_PORT = 4010;
 const DEFAULT_URL = `http://127.0.0.1:${DEFAULT_PORT}`;
 const FIRE_TIMEOUT_MS = 60_000;
 
-interface StartFlags {
-  port: number;
-  host: string;
-  publicUrl?: string;
-  config?: CompanyAccount[];
-  company: CompanyAccount[];
-  timeScale?: number;
-  replyTimeout?: number;
-  concurrency?: number;
+interface FaultFlags {
   duplicateRate?: number;
   lostAckRate?: number;
   deliveryLatency?: number;
@@ -30,6 +22,18 @@ interface StartFlags {
   resource5xxRate?: number;
   resource429Rate?: number;
   pluralPutMissing?: boolean;
+}
+
+interface StartFlags extends FaultFlags {
+  port: number;
+  host: string;
+  publicUrl?: string;
+  config?: CompanyAccount[];
+  company: CompanyAccount[];
+  timeScale?: number;
+  replyTimeout?: number;
+  concurrency?: number;
+  errorShape?: ErrorShape;
   verbose?: boolean;
 }
 
@@ -52,7 +56,7 @@ export function registerSimulatorCommands(program: Command): void {
 
   // The default subcommand, so `simulator --port 4010` starts it; a subcommand rather than the group's own
   // action because `start --company <id:token>` and `fire --company <id>` must not share one option.
-  simulator
+  const start = simulator
     .command('start', { isDefault: true })
     .description('start the simulator (the default: `simulator` alone starts it too)')
     .option('--port <port>', 'port to listen on (0 = any free port)', parsePort, DEFAULT_PORT)
@@ -67,16 +71,20 @@ export function registerSimulatorCommands(program: Command): void {
     .option('--time-scale <n>', 'compress time: 0.001 makes the 48 h give-up 172.8 s (default 1)', parsePositiveNumber)
     .option('--reply-timeout <ms>', 'a slower delivery reply counts as undelivered (default 10000)', parsePositiveInteger)
     .option('--concurrency <n>', 'parallel deliveries (default 64)', parsePositiveInteger)
-    .option('--duplicate-rate <share>', 'fault: share of deliveries sent twice', parseShare)
-    .option('--lost-ack-rate <share>', 'fault: share of 200 answers treated as lost', parseShare)
-    .option('--delivery-latency <ms>', 'fault: wait before each delivery', parseNonNegativeInteger)
-    .option('--resource-latency <ms>', 'fault: wait before each resource answer', parseNonNegativeInteger)
-    .option('--submit-latency <ms>', 'fault: wait after handling a lead or quote, before its answer', parseNonNegativeInteger)
-    .option('--resource-5xx-rate <share>', 'fault: share of resource GETs answering 503', parseShare)
-    .option('--resource-429-rate <share>', 'fault: share of resource GETs answering 429', parseShare)
-    .option('--plural-put-missing', 'fault: PUT /webhooks/settings/{id} answers 404 (the singular path works)')
-    .option('--verbose', 'log every request')
-    .action(runSimulator);
+    .addOption(
+      new Option('--error-shape <shape>', "error entries: seed {code, message, field} or titled {title, code, path}, the real marketplace's")
+        .choices(ERROR_SHAPES)
+        .default('seed'),
+    )
+    .option('--verbose', 'log every request');
+  withFaultOptions(start).action(runSimulator);
+
+  withFaultOptions(
+    simulator
+      .command('faults')
+      .description("show a running simulator's fault knobs, or change those given (the others keep their values)")
+      .option('--url <url>', 'the simulator URL', parseHttpUrl, DEFAULT_URL),
+  ).action(setFaults);
 
   simulator
     .command('fire')
@@ -95,6 +103,19 @@ export function registerSimulatorCommands(program: Command): void {
     .action(fireEvents);
 }
 
+/** The fault knobs, the same for `start` and `faults`. */
+function withFaultOptions(command: Command): Command {
+  return command
+    .option('--duplicate-rate <share>', 'fault: share of deliveries sent twice', parseShare)
+    .option('--lost-ack-rate <share>', 'fault: share of 200 answers treated as lost', parseShare)
+    .option('--delivery-latency <ms>', 'fault: wait before each delivery', parseNonNegativeInteger)
+    .option('--resource-latency <ms>', 'fault: wait before each resource answer', parseNonNegativeInteger)
+    .option('--submit-latency <ms>', 'fault: wait after handling a lead or quote, before its answer', parseNonNegativeInteger)
+    .option('--resource-5xx-rate <share>', 'fault: share of resource GETs answering 503', parseShare)
+    .option('--resource-429-rate <share>', 'fault: share of resource GETs answering 429', parseShare)
+    .option('--plural-put-missing [on]', 'fault: PUT /webhooks/settings/{id} answers 404, the singular path works (true or false)', parseSwitch);
+}
+
 async function runSimulator(flags: StartFlags): Promise<void> {
   const companies = [...(flags.config ?? []), ...flags.company];
   let simulator: Simulator;
@@ -108,6 +129,7 @@ async function runSimulator(flags: StartFlags): Promise<void> {
       replyTimeoutMs: flags.replyTimeout,
       deliveryConcurrency: flags.concurrency,
       faults: faultsFromFlags(flags),
+      errorShape: flags.errorShape,
       logger: flags.verbose ?? false,
     });
   } catch (error) {
@@ -125,7 +147,31 @@ async function runSimulator(flags: StartFlags): Promise<void> {
   stopOnSignals(simulator);
 }
 
-function faultsFromFlags(flags: StartFlags): Partial<Faults> {
+async function setFaults(flags: FaultFlags & { url: string }): Promise<void> {
+  const patch = Object.fromEntries(Object.entries(faultsFromFlags(flags)).filter(([, v]) => v !== undefined));
+  let response: Response;
+  try {
+    response = await fetch(`${flags.url}/_sim/faults`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(patch),
+      signal: AbortSignal.timeout(FIRE_TIMEOUT_MS),
+    });
+  } catch (error) {
+    console.error(`simulator faults: cannot reach the simulator at ${flags.url}: ${fetchFailureReason(error)}`);
+    process.exitCode = 1;
+    return;
+  }
+  const answer = (await response.json().catch(() => ({}))) as Partial<Faults> & { error?: string };
+  if (!response.ok) {
+    console.error(`simulator faults: the simulator refused: ${answer.error ?? `HTTP ${response.status}`}`);
+    process.exitCode = response.status < 500 ? USAGE_EXIT_CODE : 1;
+    return;
+  }
+  for (const [knob, value] of Object.entries(answer)) console.log(`${knob.padEnd(20)} ${String(value)}`);
+}
+
+function faultsFromFlags(flags: FaultFlags): Partial<Faults> {
   return {
     duplicateRate: flags.duplicateRate,
     lostAckRate: flags.lostAckRate,
@@ -219,6 +265,13 @@ function parsePositiveNumber(value: string): number {
   const number = numeric(value);
   if (!Number.isFinite(number) || number <= 0) throw new InvalidArgumentError('must be a positive number');
   return number;
+}
+
+/** A switch given alone means on; `--flag false` turns it off. */
+function parseSwitch(value: string): boolean {
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  throw new InvalidArgumentError('must be true or false (or nothing, for true)');
 }
 
 function parseShare(value: string): number {

@@ -6,6 +6,7 @@ export type {
   CompanyAccount,
   DeliveryStatus,
   EmittedNotification,
+  ErrorShape,
   Faults,
   FetchRecord,
   FireRequest,

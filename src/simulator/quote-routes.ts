@@ -4,7 +4,8 @@
  * items is not enforced here: the seed does not say the marketplace does, so only Skyhook checks it.
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { envelope } from '../marketplace/contract.js';
+import { z } from 'zod';
+import { envelope, marketplaceId } from '../marketplace/contract.js';
 import {
   ACT_AS_ACCOUNT_HEADER,
   quoteSubmissionSchema,
@@ -20,6 +21,8 @@ import { newId } from './state.js';
 
 /** The route form of `submitQuotePath`, which percent-encodes the id it is given. */
 const SUBMIT_QUOTE_ROUTE = submitQuotePath('REQUEST_ID').replace('REQUEST_ID', ':requestId');
+/** The id Skyhook validates before sending it, checked again here as the marketplace would (a decoded `a%2Fb` is refused). */
+const submitQuoteParams = z.object({ requestId: marketplaceId });
 
 /** The user login a quote is sent as; a blank header counts as not sent, as no login is blank. */
 function actAsAccountOf(request: FastifyRequest): string | null {
@@ -34,8 +37,9 @@ export const quoteRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async
   api.addHook('onSend', lateAnswer(state));
 
   api.post<{ Params: { requestId: string } }>(SUBMIT_QUOTE_ROUTE, async (request) => {
+    const params = submitQuoteParams.safeParse(request.params);
     const parsed = quoteSubmissionSchema.safeParse(request.body);
-    if (!parsed.success) return softError(issueErrors(parsed.error.issues));
+    if (!params.success || !parsed.success) return softError(issueErrors([...(params.error?.issues ?? []), ...(parsed.error?.issues ?? [])]));
     const submission = parsed.data;
     const { sellerUniqueQuoteIdentifier } = submission.quote;
     const company = callerOf(request);
@@ -52,7 +56,7 @@ export const quoteRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async
       lift: { id: newId('lift') },
     };
     state.quotes.set(company.id, sellerUniqueQuoteIdentifier, submitted);
-    const { requestId } = request.params;
+    const { requestId } = params.data;
     const actAsAccount = actAsAccountOf(request);
     // Seed §4.2: the broker sees the acting user when the header is sent, else the company name.
     const shownAs = actAsAccount ?? company.name;

@@ -28,6 +28,10 @@ const pathOf = (url: string): string => {
 
 /** A scripted answer; without a body, the envelope a real answer of that status would carry. */
 function sendScripted(reply: FastifyReply, scripted: ScriptedResponse, ownResource: Resource | undefined) {
+  if (scripted.body !== undefined && typeof scripted.body !== 'string') {
+    // Serialised here, so the error-shape rewrite (api-routes.ts) leaves a scripted body exactly as given.
+    return reply.code(scripted.status).type('application/json').headers(scripted.headers ?? {}).send(JSON.stringify(scripted.body));
+  }
   const body =
     scripted.body !== undefined
       ? scripted.body

@@ -9,7 +9,7 @@ import { parseInput } from './errors.js';
 import { applyFaults, faultsPatch, NO_FAULTS } from './faults.js';
 import { Simulation } from './simulation.js';
 import { API_PREFIX } from './state.js';
-import type { Simulator, SimulatorOptions } from './types.js';
+import { ERROR_SHAPES, type Simulator, type SimulatorOptions } from './types.js';
 
 export const DEFAULT_HOST = '127.0.0.1';
 
@@ -30,6 +30,7 @@ const simulationSettings = z.object({
   deliveryConcurrency: z.number().int().positive().default(64),
   historyLimit: z.number().int().positive().default(100_000),
   faults: faultsPatch.default({}).transform((faults) => applyFaults(NO_FAULTS, faults)),
+  errorShape: z.enum(ERROR_SHAPES).default('seed'),
 });
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {

@@ -16,7 +16,7 @@ import { parseInput, SimulatorInputError } from './errors.js';
 import { applyFaults, faultsPatch } from './faults.js';
 import { Ledger } from './ledger.js';
 import { API_PREFIX, companyAccount, MarketplaceState, type Company } from './state.js';
-import type { EmittedNotification, Faults, SimulatorReport } from './types.js';
+import type { EmittedNotification, ErrorShape, Faults, SimulatorReport } from './types.js';
 
 /** Bounds one fire call (and the size of its answer); a longer burst is several calls. */
 const MAX_EVENTS_PER_FIRE = 100_000;
@@ -50,6 +50,7 @@ const resourceProgram = z.object({
 
 export interface SimulationSettings {
   faults: Faults;
+  errorShape: ErrorShape;
   timeScale: number;
   replyTimeoutMs: number;
   deliveryConcurrency: number;
@@ -62,10 +63,12 @@ export class Simulation {
   readonly deliveries: DeliveryQueue;
   /** The simulator's public origin; known once it listens, before any event can be fired. */
   origin = '';
+  readonly errorShape: ErrorShape;
   private readonly historyLimit: number;
 
   constructor(settings: SimulationSettings) {
     this.historyLimit = settings.historyLimit;
+    this.errorShape = settings.errorShape;
     this.state = new MarketplaceState(settings.faults);
     this.ledger = new Ledger(settings.historyLimit);
     this.deliveries = new DeliveryQueue({

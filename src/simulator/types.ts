@@ -51,9 +51,17 @@ export interface SimulatorOptions {
    * 100 000. Only the report is trimmed: every resource stays in the simulator's state and answers GETs.
    */
   historyLimit?: number;
+  /**
+   * The shape of the error entries in its envelopes: `seed` (default) `{code, message, field}`, the seed's
+   * assumption; `titled` `{title, code, path}`, the real marketplace's (SPEC §14). Scripted bodies are sent as given.
+   */
+  errorShape?: ErrorShape;
   /** Log every request (pino). Default false. */
   logger?: boolean;
 }
+
+export const ERROR_SHAPES = ['seed', 'titled'] as const;
+export type ErrorShape = (typeof ERROR_SHAPES)[number];
 
 /** Fire events on demand (POST /_sim/events). */
 export interface FireRequest {

@@ -3,14 +3,14 @@
  * test database and a real simulator as the marketplace. Asserts stdout, stderr and exit codes: 0 done,
  * 2 a usage error naming each bad flag or field, 1 a Problem from a service with its detail.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteKeysWithPrefix } from '../../src/lib/redis.js';
+import { deleteKeysWithPrefix } from '../../src/lib/redis/keys.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
 
@@ -39,6 +39,17 @@ function skyhook(args: string[], stdin?: string): Promise<Run> {
     });
     child.stdin?.end(stdin ?? '');
   });
+}
+
+/** One invocation with some variables of its environment changed. */
+function skyhookWith(changes: Record<string, string>, args: string[]): Promise<Run> {
+  const saved = env;
+  env = { ...env, ...changes };
+  try {
+    return skyhook(args);
+  } finally {
+    env = saved;
+  }
 }
 
 /** stdout of a successful --json run, parsed. */
@@ -279,8 +290,8 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     let id: string;
     try {
       const { rows } = await sql.query<{ id: string }>(
-        `INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status, attempts, last_error)
-         VALUES ($1, $2, 'rfq-1', 'rfqs', $3, $4, 'basic', 'failed', 12, 'HTTP 503 from the marketplace') RETURNING id`,
+        `INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status, attempts, last_error, finished_at)
+         VALUES ($1, $2, 'rfq-1', 'rfqs', $3, $4, 'basic', 'failed', 12, 'HTTP 503 from the marketplace', now()) RETURNING id`,
         [companyId, webhookId, `${sim.apiBaseUrl}/rfqs/rfq-1`, JSON.stringify({ id: 'rfq-1', type: 'rfqs', href: `${sim.apiBaseUrl}/rfqs/rfq-1` })],
       );
       id = String(rows[0]!.id);
@@ -288,15 +299,136 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
       await sql.end();
     }
 
-    const [listed, shown] = await Promise.all([json(['notifications', 'list', '--company-id', companyId, '--status', 'failed']), skyhook(['notifications', 'get', id])]);
+    const [listed, shown, table] = await Promise.all([
+      json(['notifications', 'list', '--company-id', companyId, '--status', 'failed']),
+      skyhook(['notifications', 'get', id]),
+      skyhook(['notifications', 'list', '--company-id', companyId, '--resource-id', 'rfq-1']),
+    ]);
     expect(Object.keys(listed).sort()).toEqual(['items', 'nextCursor']);
     expect(listed).toMatchObject({ items: [{ id, companyId, webhookId, type: 'rfqs', status: 'failed', attempts: 12 }], nextCursor: null });
     expect(shown.code).toBe(0);
     expect(shown.stdout).toMatch(/^status:\s+failed$/m);
     expect(shown.stdout).toMatch(/^lastError:\s+HTTP 503 from the marketplace$/m);
+    // The company by its name beside its id; the timeline as a table.
+    expect(shown.stdout).toMatch(new RegExp(`^companyId:\\s+Acme Jets Ltd \\(${companyId}\\)$`, 'm'));
+    expect(shown.stdout).toMatch(/^timeline:\nAT\s+WHAT\s+DETAIL\n\S+ \S+Z\s+received\n/m);
+    expect(table.stdout).toContain(`Acme Jets Ltd (${companyId})`);
 
+    const dry = await json(['notifications', 'replay-all', '--company-id', companyId, '--resource-id', 'rfq-1', '--dry-run']);
+    expect(dry).toEqual({ matched: 1, replayed: 0 });
     const replayed = await json(['notifications', 'replay-all', '--company-id', companyId]);
-    expect(replayed).toEqual({ replayed: 1 });
+    expect(replayed).toEqual({ matched: 1, replayed: 1 });
+    const after = await skyhook(['notifications', 'get', id]);
+    expect(after.stdout).toMatch(/\s+failed\s+HTTP 503 from the marketplace\n.*\s+replayed\s*\n/s);
+
+    const badFilter = await skyhook(['notifications', 'list', '--received-after', 'yesterday', '--webhook-id', 'w1']);
+    expect(badFilter).toMatchObject({ code: 2, stdout: '' });
+    expect(badFilter.stderr).toMatch(/^skyhook: --received-after must be an ISO date-time \(got "yesterday"\)$/m);
+    expect(badFilter.stderr).toMatch(/^skyhook: --webhook-id must be a UUID \(got "w1"\)$/m);
+  });
+
+  it('shows the reason of an error in the LAST ERROR column, not the attempt count ahead of it', async () => {
+    const sql = new pg.Client({ connectionString: db.url });
+    await sql.connect();
+    try {
+      await sql.query(
+        `INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status, attempts, last_error)
+         VALUES ($1, $2, 'rfq-reason', 'rfqs', $3, '{}', 'basic', 'failed', 14, 'gave up after 14 attempts: marketplace answered 502')`,
+        [companyId, webhookId, `${sim.apiBaseUrl}/rfqs/rfq-reason`],
+      );
+    } finally {
+      await sql.end();
+    }
+    const table = await skyhook(['notifications', 'list', '--resource-id', 'rfq-reason']);
+    expect(table.stdout).toMatch(/LAST ERROR\n.*marketplace answered 502 \(gave up after 14 attempts\)$/m);
+  });
+
+  it('tails status changes live, as JSON lines', async () => {
+    const child = spawn(process.execPath, [BIN, 'notifications', 'tail', '--company-id', companyId, '--json'], { env });
+    const lines: string[] = [];
+    let buffered = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      buffered += chunk;
+      const parts = buffered.split('\n');
+      buffered = parts.pop() ?? '';
+      lines.push(...parts);
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      // The tail listens once it has connected; a replay then moves the notification to received and queued.
+      await new Promise((r) => setTimeout(r, 3000));
+      const replay = await json(['notifications', 'replay-all', '--company-id', companyId, '--resource-id', 'rfq-reason', '--status', 'failed']);
+      expect(replay.replayed).toBeGreaterThan(0);
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline && !lines.some((l) => l.includes('"status":"queued"'))) await new Promise((r) => setTimeout(r, 100));
+      const events = lines.map((l) => JSON.parse(l) as { companyId: string; status: string; type: string });
+      expect(events.map((e) => e.status)).toContain('received');
+      expect(events.map((e) => e.status)).toContain('queued');
+      expect(events.every((e) => e.companyId === companyId && e.type === 'rfqs')).toBe(true);
+    } finally {
+      child.kill('SIGINT');
+    }
+    expect(await exited).toBe(0);
+  });
+
+  it('lists a resource’s versions with what changed', async () => {
+    const href = `${sim.apiBaseUrl}/rfqs/rfq-versions`;
+    const sql = new pg.Client({ connectionString: db.url });
+    await sql.connect();
+    try {
+      await sql.query(`INSERT INTO resources (company_id, href, type, resource_id, version, fetched_at, body) VALUES ($1, $2, 'rfqs', 'rfq-versions', 2, now(), '{"state":"Quoted"}')`, [companyId, href]);
+      await sql.query(
+        `INSERT INTO events (company_id, type, resource_id, href, snapshot_version, changes)
+         VALUES ($1, 'rfqs', 'rfq-versions', $2, 1, NULL), ($1, 'rfqs', 'rfq-versions', $2, 2, '[{"op":"replace","path":"/state","value":"Quoted"}]')`,
+        [companyId, href],
+      );
+    } finally {
+      await sql.end();
+    }
+    const listed = await json(['resources', 'history', '--company-id', companyId, '--href', href]);
+    expect(listed).toMatchObject({ items: [{ version: 2, changes: [{ op: 'replace', path: '/state', value: 'Quoted' }] }, { version: 1, changes: null }], nextCursor: null });
+    const table = await skyhook(['resources', 'history', '--company-id', companyId, '--href', href]);
+    expect(table.stdout).toMatch(/^2\s+\S+ \S+Z\s+\d+\s+1 change\(s\): replace \/state$/m);
+    expect(table.stdout).toMatch(/^1\s+\S+ \S+Z\s+\d+\s+first version$/m);
+    const missing = await skyhook(['resources', 'history', '--company-id', companyId]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/--href/);
+  });
+
+  it('deletes a webhook and a company after deactivating their settings on the marketplace', async () => {
+    const other = await json(['webhooks', 'create', companyId, '--event-types', 'EmptyLegs', '--auth-type', 'BASIC']);
+    const deleted = await skyhook(['webhooks', 'delete', companyId, other.id]);
+    expect(deleted).toMatchObject({ code: 0, stderr: '', stdout: `deleted webhook ${other.id}\n` });
+    expect((await simulatorSettings()).find((w) => w.id === other.remoteId)?.active).toBe(false);
+
+    const gone = await skyhook(['companies', 'delete', companyId, '--json']);
+    expect(gone).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(gone.stdout)).toEqual({ remainingRemoteSettings: [] });
+    expect((await simulatorSettings()).filter((w) => w.active)).toEqual([]);
+    const missing = await skyhook(['companies', 'get', companyId]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/was not found \(404 Not Found\)$/m);
+  });
+
+  it('runs a command that only reads without migrating (or creating) the database', async () => {
+    const name = `skyhook_cli_absent_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    const absent = db.url.replace(/\/[^/]+$/, `/${name}`);
+    const run = await skyhookWith({ DATABASE_URL: absent }, ['companies', 'list']);
+    expect(run).toMatchObject({ code: 1, stdout: '' });
+    expect(run.stderr).toMatch(new RegExp(`^skyhook: PostgreSQL at postgres://[^ ]+/${name} \\(DATABASE_URL\\) refused: database "${name}" does not exist \\(3D000\\)$`, 'm'));
+    const admin = new pg.Client({ connectionString: db.url.replace(/\/[^/]+$/, '/postgres') });
+    await admin.connect();
+    try {
+      expect((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount).toBe(0);
+    } finally {
+      await admin.end();
+    }
+  });
+
+  it('prints its version', async () => {
+    const run = await skyhook(['--version']);
+    expect(run).toMatchObject({ code: 0, stdout: `${(JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version}\n` });
   });
 
   it('answers --help with exit 0', async () => {
@@ -309,6 +441,18 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
 });
 
 describe('skyhook admin CLI body files', { timeout: 60_000 }, () => {
+  it('refuses a quote whose requestId is not one marketplace id (.., a/b) as a usage error naming requestId; nothing is sent', async () => {
+    const calls = sim.report().calls.quotes;
+    const runs = await Promise.all(['..', 'a/b'].map((requestId) => skyhook(['quotes', 'submit', randomUUID(), '--file', '-'], JSON.stringify({ ...quoteRequest, requestId }))));
+    for (const run of runs) {
+      expect(run, run.stderr).toMatchObject({ code: 2, stdout: '' });
+      expect(run.stderr).toMatch(/^skyhook: requestId must /m);
+    }
+    expect(runs[0]!.stderr).toContain("must not be '.' or '..'");
+    expect(runs[1]!.stderr).toContain('must be a marketplace id');
+    expect(sim.report().calls.quotes).toBe(calls);
+  });
+
   it('refuses a --file with text PostgreSQL cannot store (NUL, a lone surrogate) as a usage error naming --file', async () => {
     const runs = await Promise.all([
       skyhook(['leads', 'create', randomUUID(), '--file', '-'], JSON.stringify({ ...lead, clientIdentifier: 'cli-nul\u0000' })),

@@ -1,11 +1,14 @@
 /**
  * The wiring of docker-compose.yml: the five services and the one-shot setup, Redis's durability flags,
  * healthchecks, the roles, the start order (depends_on conditions), one shared configuration that
- * Skyhook's own loader accepts, and the files under deploy/ the stack mounts.
+ * Skyhook's own loader accepts, and the files under deploy/ the stack mounts. The `monitoring` profile:
+ * Prometheus and Grafana, off by default, their images pinned to a release, the rules, the scrape
+ * configuration, the data source and the dashboard mounted where each reads them.
  *
  * Checked twice: on the file itself (always; YAML merge keys resolved), and on what the Compose CLI makes
  * of it (`docker compose config`, which validates the file against the Compose specification and needs
- * no Docker engine) when a Compose CLI is installed; skipped, with the reason in its title, otherwise.
+ * no Docker engine; without and with `--profile monitoring`) when a Compose CLI is installed; skipped,
+ * with the reason in its title, otherwise.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -25,6 +28,7 @@ interface Healthcheck {
 }
 interface Service {
   image?: string;
+  profiles?: string[];
   build?: unknown;
   command?: string[] | string | null;
   entrypoint?: string[] | string | null;
@@ -92,10 +96,21 @@ function expectFlags(command: string[], flags: [string, string][]): void {
   }
 }
 
-function expectWiring(config: ComposeConfig): void {
+const CORE = ['api', 'postgres', 'redis', 'setup', 'simulator', 'worker'];
+const MONITORING = ['grafana', 'prometheus'];
+
+/**
+ * `monitoring`: whether the config holds the profile's services. The file does, and so does `compose config`
+ * with `--profile monitoring`; without it, Compose v2 leaves them out while v1 lists every service
+ * ('if listed': then they must carry the profile, as checked below).
+ */
+function expectWiring(config: ComposeConfig, monitoring: boolean | 'if listed'): void {
   const { services } = config;
-  expect(Object.keys(services).sort()).toEqual(['api', 'postgres', 'redis', 'setup', 'simulator', 'worker']);
+  const listed = monitoring === 'if listed' ? 'prometheus' in services : monitoring;
+  expect(Object.keys(services).sort()).toEqual(listed ? [...CORE, ...MONITORING].sort() : CORE);
   const { postgres, redis, api, worker, simulator, setup } = services as Record<string, Service>;
+  // The stack itself starts without a profile.
+  for (const name of CORE) expect(services[name]!.profiles ?? [], name).toEqual([]);
 
   // Backing services: PostgreSQL 15/16 and Redis with AOF and noeviction, each with a healthcheck.
   expect(postgres!.image).toMatch(/^postgres:1[56]\b/);
@@ -144,10 +159,11 @@ function expectWiring(config: ComposeConfig): void {
     expect(Number(grace?.[1]), `stop_grace_period ${String(s!.stop_grace_period)}`).toBeGreaterThan(shutdownS);
   }
 
-  // Healthchecks: api on /healthz, the simulator on its port; a worker serves no HTTP, so none.
+  // Healthchecks: api on /healthz, the worker on /healthz of its OPS_PORT, the simulator on its port.
   expect(testOf(api!.healthcheck)).toContain('http://127.0.0.1:3000/healthz');
+  expect(loadConfig(workerEnv).opsPort).toBe(9464);
+  expect(testOf(worker!.healthcheck)).toContain('http://127.0.0.1:9464/healthz');
   expect(testOf(simulator!.healthcheck)).toContain('http://127.0.0.1:4010/');
-  expect(disabled(worker!.healthcheck)).toBe(true);
 
   // The simulator, reachable by the api's targetURIs' sender and by Skyhook's workers at simulator:4010.
   expect(commandOf(simulator!.command)).toEqual([
@@ -183,19 +199,74 @@ function expectWiring(config: ComposeConfig): void {
       if (dep.condition === 'service_healthy') expect(disabled(services[name]!.healthcheck) || !services[name]!.healthcheck, name).toBe(false);
     }
   }
+
+  if (listed) expectMonitoring(services, apiConfig.port, loadConfig(workerEnv).opsPort!);
+}
+
+/** The `monitoring` profile: off by default, pinned images, and deploy/'s files where Prometheus and Grafana read them. */
+function expectMonitoring(services: Record<string, Service>, apiPort: number, opsPort: number): void {
+  const { prometheus, grafana } = services as Record<string, Service>;
+  for (const s of [prometheus, grafana]) expect(s!.profiles).toEqual(['monitoring']);
+  // A release, not `latest` nor a moving major tag.
+  expect(prometheus!.image).toMatch(/^prom\/prometheus:v\d+\.\d+\.\d+$/);
+  expect(grafana!.image).toMatch(/^grafana\/grafana:\d+\.\d+\.\d+$/);
+  expect(portsOf(prometheus!)).toEqual(['127.0.0.1:9090:9090']);
+  expect(portsOf(grafana!)).toEqual(['127.0.0.1:3001:3000']);
+
+  // Prometheus reads deploy/prometheus/prometheus.yml, whose rule_files (relative to it) is alerts.yml.
+  expect(mountsOf(prometheus!)).toContain('prometheus:/etc/prometheus/skyhook:ro');
+  expect(commandOf(prometheus!.command)).toContain('--config.file=/etc/prometheus/skyhook/prometheus.yml');
+  const scrape = parse(readFileSync(join(ROOT, 'deploy/prometheus/prometheus.yml'), 'utf8')) as {
+    rule_files: string[];
+    scrape_configs: { job_name: string; dns_sd_configs: { names: string[]; port: number }[] }[];
+  };
+  expect(scrape.rule_files).toEqual(['alerts.yml']);
+  const job = scrape.scrape_configs.find((j) => j.job_name === 'skyhook');
+  // The rules' `up` selects job=~"skyhook.*"; the api on PORT, each worker on OPS_PORT.
+  expect(job?.dns_sd_configs.map((c) => [c.names, c.port])).toEqual([
+    [['api'], apiPort],
+    [['worker'], opsPort],
+  ]);
+  expect(testOf(prometheus!.healthcheck)).toContain('http://127.0.0.1:9090/-/ready');
+
+  // Grafana: the data source (the stack's Prometheus) and the dashboard provider, which loads the dashboard
+  // from the directory it is mounted in.
+  const mounts = mountsOf(grafana!);
+  expect(mounts).toEqual(
+    expect.arrayContaining([
+      'datasource.yml:/etc/grafana/provisioning/datasources/skyhook.yml:ro',
+      'dashboards.yml:/etc/grafana/provisioning/dashboards/skyhook.yml:ro',
+      'skyhook-dashboard.json:/etc/skyhook/grafana/dashboards/skyhook.json:ro',
+    ]),
+  );
+  const datasource = parse(readFileSync(join(ROOT, 'deploy/grafana/datasource.yml'), 'utf8')) as { datasources: { type: string; url: string }[] };
+  expect(datasource.datasources).toEqual([expect.objectContaining({ type: 'prometheus', url: 'http://prometheus:9090' })]);
+  const provider = parse(readFileSync(join(ROOT, 'deploy/grafana/dashboards.yml'), 'utf8')) as { providers: { type: string; options: { path: string } }[] };
+  expect(provider.providers).toEqual([expect.objectContaining({ type: 'file', options: { path: '/etc/skyhook/grafana/dashboards' } })]);
+  expect(envOf(grafana!).GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH).toBe('/etc/skyhook/grafana/dashboards/skyhook.json');
+  expect(grafana!.depends_on).toMatchObject({ prometheus: { condition: 'service_healthy' } });
 }
 
 describe('docker-compose.yml', () => {
-  it('wires postgres, redis, api, worker, simulator and setup (the file itself)', () => {
+  it('wires postgres, redis, api, worker, simulator and setup, and the monitoring profile (the file itself)', () => {
     const config = parse(readFileSync(FILE, 'utf8'), { merge: true }) as ComposeConfig;
-    expectWiring(config);
+    expectWiring(config, true);
   });
 
-  it('mounts deploy/: the simulator companies file and the setup script', () => {
+  it('mounts deploy/: the simulator companies file and the setup script, the rules, the scrape configuration, the Grafana provisioning and the dashboard', () => {
     const companies = JSON.parse(readFileSync(join(ROOT, 'deploy/simulator-companies.json'), 'utf8')) as { companies: { id: string; name?: string; token: string }[] };
     expect(companies.companies.length).toBeGreaterThan(0);
     for (const c of companies.companies) expect(c).toEqual({ id: expect.any(String), name: expect.any(String), token: expect.any(String) });
-    expect(existsSync(join(ROOT, 'deploy/setup.mjs'))).toBe(true);
+    for (const file of [
+      'deploy/setup.mjs',
+      'deploy/prometheus/prometheus.yml',
+      'deploy/prometheus/alerts.yml',
+      'deploy/grafana/datasource.yml',
+      'deploy/grafana/dashboards.yml',
+      'deploy/grafana/skyhook-dashboard.json',
+    ]) {
+      expect(existsSync(join(ROOT, file)), file).toBe(true);
+    }
   });
 
   const compose = findCompose();
@@ -203,10 +274,12 @@ describe('docker-compose.yml', () => {
   if ('reason' in compose) {
     it.skip(`${title}: skipped, ${compose.reason}`, () => {});
   } else {
-    it(`${title}: ${compose.name}`, () => {
-      const out = compose.run(['-f', FILE, 'config', ...(compose.json ? ['--format', 'json'] : [])]);
-      const config = (compose.json ? JSON.parse(out) : parse(out)) as ComposeConfig;
-      expectWiring(config);
-    });
+    for (const monitoring of [false, true]) {
+      it(`${title}${monitoring ? ', with --profile monitoring' : ''}: ${compose.name}`, () => {
+        const out = compose.run(['-f', FILE, ...(monitoring ? ['--profile', 'monitoring'] : []), 'config', ...(compose.json ? ['--format', 'json'] : [])]);
+        const config = (compose.json ? JSON.parse(out) : parse(out)) as ComposeConfig;
+        expectWiring(config, monitoring || 'if listed');
+      });
+    }
   }
 });

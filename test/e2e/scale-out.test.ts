@@ -15,7 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteKeysWithPrefix } from '../../src/lib/redis.js';
+import { deleteKeysWithPrefix } from '../../src/lib/redis/keys.js';
 import { startSimulator, type EmittedNotification, type Simulator } from '../../src/simulator/index.js';
 import { settled, statusCounts } from '../faults/support.js';
 import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';

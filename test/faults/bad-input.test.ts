@@ -109,6 +109,7 @@ interface OAuthOpts {
   /** Changes the signed header's parameters (then re-serialised, not re-signed). */
   edit?: (params: Record<string, string>) => Record<string, string>;
   header?: string;
+  contentType?: string | null;
 }
 
 const enc = (v: string) => encodeURIComponent(v).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
@@ -130,7 +131,7 @@ function oauthHeader(raw: string, o: OAuthOpts = {}): string {
 }
 
 const sendOAuth = (raw: string | Buffer, o: OAuthOpts = {}) =>
-  postNotification(skyhook.url, o.path ?? (o.hook ?? oauth).path, { authorization: o.header ?? oauthHeader(raw.toString(), o), body: raw });
+  postNotification(skyhook.url, o.path ?? (o.hook ?? oauth).path, { authorization: o.header ?? oauthHeader(raw.toString(), o), body: raw, contentType: o.contentType });
 
 async function admin(method: string, path: string, opts: { body?: string | Buffer; contentType?: string | null; token?: string | null } = {}): Promise<ReceiverAnswer> {
   const headers: Record<string, string> = {};
@@ -251,18 +252,34 @@ function receiverCorpus(): BadRequest[] {
     // PostgreSQL's jsonb refuses a lone surrogate escape just as it refuses \u0000.
     { name: 'lone surrogate escape in id (\\ud800)', send: () => sendBasic(whole.replace(`"id":"${v.id}"`, `"id":"${v.id}\\ud800"`)), status: 400 },
     { name: 'lone surrogate escape in an extra property', send: () => sendBasic(`${whole.slice(0, -1)},"note":"\\udc00x"}`), status: 400 },
+    // PostgreSQL's numeric holds at most 131072 digits before the point and 16383 after it.
+    { name: 'a number jsonb cannot hold (1e999999)', send: () => sendBasic(`${whole.slice(0, -1)},"amount":1e999999}`), status: 400, detail: /cannot store, 1e999999: .* 131072 digits before/ },
+    { name: 'a number jsonb cannot hold (1e-999999)', send: () => sendBasic(`${whole.slice(0, -1)},"amount":1e-999999}`), status: 400, detail: /cannot store, 1e-999999: .* 16383 after/ },
     // Content-Type.
     { name: 'Content-Type text/plain', send: () => sendBasic(whole, { contentType: 'text/plain' }), status: 415 },
     { name: 'no Content-Type', send: () => sendBasic(whole, { contentType: null }), status: 415 },
     { name: 'Content-Type form-urlencoded', send: () => sendBasic(whole, { contentType: 'application/x-www-form-urlencoded' }), status: 415 },
     { name: 'Content-Type multipart/form-data', send: () => sendBasic(whole, { contentType: 'multipart/form-data; boundary=x' }), status: 415 },
     { name: 'Content-Type application/jsonx', send: () => sendBasic(whole, { contentType: 'application/jsonx' }), status: 415 },
+    // Authentication comes first (SPEC §4's order): an OAuth body hash is checked before the Content-Type.
+    { name: 'OAuth, text/plain, a body other than the one signed', send: () => sendOAuth(whole, { signedBody: json(valid()), contentType: 'text/plain' }), status: 401, challenge: OAUTH },
+    { name: 'OAuth, text/plain, the body signed', send: () => sendOAuth(whole, { contentType: 'text/plain' }), status: 415 },
+    { name: 'OAuth, no Content-Type, a body other than the one signed', send: () => sendOAuth(whole, { signedBody: json(valid()), contentType: null }), status: 401, challenge: OAUTH },
     // Credentials: Basic.
     { name: 'no Authorization', send: () => postNotification(skyhook.url, basic.path, { body: whole }), status: 401, challenge: BASIC },
     { name: 'wrong Basic secret', send: () => sendBasic(whole, { secret: `${basic.secret}x` }), status: 401, challenge: BASIC },
     { name: 'empty Basic secret', send: () => sendBasic(whole, { secret: '' }), status: 401, challenge: BASIC },
     { name: 'unknown endpoint key', send: () => sendBasic(whole, { path: `/hooks/${'k'.repeat(32)}` }), status: 401, challenge: BASIC },
     { name: 'endpoint key with traversal', send: () => sendBasic(whole, { path: `/hooks/..%2F..%2Fadmin%2Fcompanies` }), status: 401, challenge: BASIC },
+    // Input the database cannot take as a parameter is an unknown key like any other, never a 500.
+    { name: 'NUL in the endpoint key', send: () => sendBasic(whole, { path: `${basic.path}%00` }), status: 401, challenge: BASIC },
+    { name: 'NUL alone as the endpoint key', send: () => sendBasic(whole, { path: '/hooks/%00' }), status: 401, challenge: BASIC },
+    { name: 'NUL in the Basic user name on /hooks', send: () => sendBasic(whole, { path: '/hooks', authorization: basicAuthorization(`${basic.clientIdentifier}\u0000`, basic.secret) }), status: 401, challenge: BASIC },
+    { name: 'NUL in oauth_consumer_key', send: () => sendOAuth(whole, { edit: (p) => ({ ...p, oauth_consumer_key: `${p.oauth_consumer_key}\u0000` }) }), status: 401, challenge: OAUTH },
+    { name: 'NUL in oauth_consumer_key on /hooks', send: () => sendOAuth(whole, { path: '/hooks', edit: (p) => ({ ...p, oauth_consumer_key: '\u0000' }) }), status: 401, challenge: OAUTH },
+    // Router errors, as problems too.
+    { name: 'a bad percent-encoding in the path', send: () => sendBasic(whole, { path: '/hooks/%E0%A4%A' }), status: 400 },
+    { name: 'an endpoint key longer than the router takes', send: () => sendBasic(whole, { path: `/hooks/${'k'.repeat(500)}` }), status: 414 },
     { name: 'unknown clientIdentifier on /hooks', send: () => sendBasic(whole, { path: '/hooks', authorization: basicAuthorization('skh_nobody', 'secret') }), status: 401, challenge: BASIC },
     { name: 'another company’s Basic credentials on this key', send: () => sendBasic(whole, { path: basic.path, authorization: basicAuthorization(otherBasic.clientIdentifier, otherBasic.secret) }), status: 401, challenge: BASIC },
     { name: 'this company’s other webhook’s credentials on this key', send: () => sendBasic(whole, { path: basic.path, authorization: basicAuthorization(sharedBasic.clientIdentifier, sharedBasic.secret) }), status: 401, challenge: BASIC },
@@ -290,7 +307,7 @@ function receiverCorpus(): BadRequest[] {
     { name: 'OAuth future timestamp (+600 s)', send: () => sendOAuth(whole, { timestamp: now() + 600 }), status: 401, challenge: OAUTH, detail: /timestamp/ },
     { name: 'OAuth timestamp not a number', send: () => sendOAuth(whole, { edit: (p) => ({ ...p, oauth_timestamp: '1e9' }) }), status: 401, challenge: OAUTH },
     { name: 'OAuth wrong body hash (another body signed)', send: () => sendOAuth(whole, { signedBody: json(valid()) }), status: 401, challenge: OAUTH },
-    { name: 'OAuth body hash edited', send: () => sendOAuth(whole, { edit: (p) => ({ ...p, oauth_body_hash: bodyHash('HMAC-SHA1', 'other') }) }), status: 401, challenge: OAUTH },
+    { name: 'OAuth body hash edited', send: () => sendOAuth(whole, { edit: (p) => ({ ...p, oauth_body_hash: bodyHash('sha1', 'other') }) }), status: 401, challenge: OAUTH },
     { name: 'OAuth signed for another URL', send: () => sendOAuth(whole, { signedUrl: `${skyhook.url}/hooks` }), status: 401, challenge: OAUTH },
     { name: 'OAuth signed for GET', send: () => sendOAuth(whole, { method: 'GET' }), status: 401, challenge: OAUTH },
     { name: 'OAuth HMAC-SHA256 claimed, SHA-1 signed', send: () => sendOAuth(whole, { edit: (p) => ({ ...p, oauth_signature_method: 'HMAC-SHA256' }) }), status: 401, challenge: OAUTH },
@@ -354,6 +371,7 @@ function adminCorpus(): BadRequest[] {
     { name: 'admin: nested 10 000 deep', send: () => admin('POST', '/admin/companies', { body: `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}` }), status: 400 },
     { name: 'admin: invalid UTF-8', send: () => admin('POST', '/admin/companies', { body: Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xff]), Buffer.from('","apiBaseUrl":"http://127.0.0.1:4010/api","apiToken":"t"}')]) }), status: 400 },
     { name: 'admin: NUL in the name', send: () => admin('POST', '/admin/companies', { body: json({ name: 'a\u0000b', apiBaseUrl: 'http://127.0.0.1:4010/api', apiToken: 't' }) }), status: 400 },
+    { name: 'admin: a number jsonb cannot hold', send: () => admin('POST', '/admin/companies', { body: '{"name":"a","apiBaseUrl":"http://127.0.0.1:4010/api","apiToken":"t","n":1e999999}' }), status: 400, detail: /cannot store, 1e999999/ },
     // Not a notification, so no 415 rule: a 400 (the body is not the object asked for) is as clear.
     { name: 'admin: Content-Type text/plain', send: () => admin('POST', '/admin/companies', { body: '{}', contentType: 'text/plain' }), status: [400, 415] },
     { name: 'admin: company id not a UUID', send: () => admin('GET', '/admin/companies/1%20OR%201=1'), status: 400 },
@@ -373,6 +391,12 @@ function adminCorpus(): BadRequest[] {
     { name: 'admin: notifications limit 100000', send: () => admin('GET', '/admin/notifications?limit=100000'), status: 400 },
     { name: 'admin: notifications status bogus', send: () => admin('GET', '/admin/notifications?status=bogus'), status: 400 },
     { name: 'admin: notifications companyId not a UUID', send: () => admin('GET', "/admin/notifications?companyId=x'--"), status: 400 },
+    { name: 'admin: NUL in the type filter', send: () => admin('GET', '/admin/notifications?type=rfqs%00'), status: 400, detail: /type/ },
+    { name: 'admin: NUL in the resources type filter', send: () => admin('GET', '/admin/resources?type=%00'), status: 400, detail: /type/ },
+    { name: 'admin: NUL in a quote liftId filter', send: () => admin('GET', `${c}/quotes?liftId=lift%00`), status: 400, detail: /liftId/ },
+    { name: 'admin: NUL in replay-all type', send: () => admin('POST', '/admin/notifications/replay', { body: '{"type":"rfqs\\u0000"}' }), status: 400 },
+    { name: 'admin: a bad percent-encoding in the path', send: () => admin('GET', '/admin/companies/%zz'), status: 400 },
+    { name: 'admin: a company id longer than the router takes', send: () => admin('GET', `/admin/companies/${'c'.repeat(500)}`), status: 414 },
     { name: 'admin: notification id not a number', send: () => admin('GET', '/admin/notifications/abc'), status: 400 },
     { name: 'admin: replay of a notification id -1', send: () => admin('POST', '/admin/notifications/-1/replay'), status: 400 },
     { name: 'admin: replay of an unknown notification', send: () => admin('POST', '/admin/notifications/999999999/replay'), status: 404 },

@@ -68,6 +68,12 @@ describe('Redis outage', () => {
     await sleep(1000);
     expect(await s.statusCounts()).toEqual({ processed: 40, received: basicFired.length });
 
+    // A replay asked for meanwhile is accepted too: its row waits `received` for the relay, like the rest.
+    const { rows: done } = await s.sql.query(`SELECT id FROM notifications WHERE status = 'processed' ORDER BY id LIMIT 1`);
+    const replay = await s.skyhook.admin('POST', `/notifications/${done[0].id}/replay`);
+    expect(replay.status, JSON.stringify(replay.body)).toBe(200);
+    expect(replay.body.status).toBe('received');
+
     // OAuth needs the nonce store: refused with 503 and Retry-After, nothing stored, the simulator retries.
     const oauthDeliveries = s.sim.report().notifications.filter((n) => n.webhookId === companies.oauth!.remoteWebhookId && n.status === 'pending');
     expect(oauthDeliveries.length).toBe(oauthFired.length);

@@ -100,6 +100,8 @@ export interface OAuthSigning {
   rawBody: string;
   method?: string;
   signatureMethod?: 'HMAC-SHA1' | 'HMAC-SHA256';
+  /** The oauth_body_hash digest; the signature method's algorithm when omitted (oauthlib always sends sha1). */
+  bodyHashAlgorithm?: 'sha1' | 'sha256';
   includeBodyHash?: boolean;
   /** Unix seconds; now when omitted. */
   timestamp?: number;
@@ -110,7 +112,7 @@ export interface OAuthSigning {
 /**
  * `Authorization: OAuth ...` as the marketplace simulator makes it: oauth-1.0a, consumer
  * {key: clientIdentifier, secret}, HMAC signature in base64, and oauth_body_hash as a plain digest of the
- * raw body with the signature method's algorithm.
+ * raw body with the signature method's algorithm, or with `bodyHashAlgorithm` when given.
  */
 export function oauthAuthorization(s: OAuthSigning): string {
   const algorithm = s.signatureMethod === 'HMAC-SHA256' ? 'sha256' : 'sha1';
@@ -118,7 +120,7 @@ export function oauthAuthorization(s: OAuthSigning): string {
     consumer: { key: s.clientIdentifier, secret: s.secret },
     signature_method: s.signatureMethod ?? 'HMAC-SHA1',
     hash_function: (base, key) => createHmac(algorithm, key).update(base).digest('base64'),
-    body_hash_function: (body) => createHash(algorithm).update(body).digest('base64'),
+    body_hash_function: (body) => createHash(s.bodyHashAlgorithm ?? algorithm).update(body).digest('base64'),
     ...(s.realm !== undefined ? { realm: s.realm } : {}),
   });
   if (s.timestamp !== undefined) {

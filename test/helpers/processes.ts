@@ -43,12 +43,14 @@ export interface SpawnOptions {
   port?: number;
   /** How long to wait for readiness. Default 30 s (tsx compiles the sources on the first start). */
   readyTimeoutMs?: number;
+  /** `listening`: return once /healthz answers, before the database is prepared (a start-up test). Default `started`. */
+  waitFor?: 'started' | 'listening';
 }
 
 /**
- * Spawns `node bin/skyhook.js start` and waits until it is ready: `/healthz` answers 200 for the api
- * and all roles, the "skyhook worker is running" log line for a worker (LOG_LEVEL must then be info or
- * more verbose; it is info unless the caller overrides it).
+ * Spawns `node bin/skyhook.js start` and waits until it has started (its database prepared): /readyz no
+ * longer says `starting` for the api and all roles, the "skyhook started" log line for a worker (LOG_LEVEL
+ * must then be info or more verbose; it is info unless the caller overrides it).
  */
 export async function spawnSkyhook(opts: SpawnOptions): Promise<SkyhookProcess> {
   // The child's EADDRINUSE is in the error's last lines: onFreePort tries another port.
@@ -147,7 +149,7 @@ async function spawnOnce(opts: SpawnOptions & { port: number }): Promise<Skyhook
   void exited.then(() => children.delete(proc));
 
   try {
-    await waitReady(proc, opts.readyTimeoutMs ?? 30_000);
+    await waitReady(proc, opts.readyTimeoutMs ?? 30_000, opts.waitFor ?? 'started');
   } catch (err) {
     proc.kill('SIGKILL');
     throw err;
@@ -155,12 +157,14 @@ async function spawnOnce(opts: SpawnOptions & { port: number }): Promise<Skyhook
   return proc;
 }
 
-async function waitReady(proc: SkyhookProcess, timeoutMs: number): Promise<void> {
+async function waitReady(proc: SkyhookProcess, timeoutMs: number, waitFor: 'started' | 'listening'): Promise<void> {
   const failed = proc.exited.then((e) => {
     throw new Error(`skyhook (${proc.role}) exited before it was ready (${JSON.stringify(e)}):\n${proc.lines().slice(-20).join('\n')}`);
   });
+  // A worker says so in its log (main.ts); an HTTP role's /readyz says `starting` until then (503 with
+  // `unavailable` is a started process whose Redis or PostgreSQL is down).
   if (proc.role === 'worker') {
-    await Promise.race([proc.waitForLine(/skyhook worker is running/, timeoutMs), failed]);
+    await Promise.race([proc.waitForLine(/skyhook started/, timeoutMs), failed]);
     return;
   }
   const deadline = Date.now() + timeoutMs;
@@ -168,14 +172,18 @@ async function waitReady(proc: SkyhookProcess, timeoutMs: number): Promise<void>
     while (Date.now() < deadline) {
       if (proc.exitInfo()) return;
       try {
-        const res = await fetch(`${proc.url}/healthz`, { signal: AbortSignal.timeout(1000) });
-        if (res.status === 200) return;
+        if (waitFor === 'listening') {
+          if ((await fetch(`${proc.url}/healthz`, { signal: AbortSignal.timeout(2000) })).status === 200) return;
+        } else {
+          const res = await fetch(`${proc.url}/readyz`, { signal: AbortSignal.timeout(2000) });
+          if (((await res.json()) as { status?: string }).status !== 'starting') return;
+        }
       } catch {
         // not listening yet
       }
       await new Promise((r) => setTimeout(r, 100));
     }
-    throw new Error(`skyhook (${proc.role}) not healthy within ${timeoutMs} ms:\n${proc.lines().slice(-20).join('\n')}`);
+    throw new Error(`skyhook (${proc.role}) not started within ${timeoutMs} ms:\n${proc.lines().slice(-20).join('\n')}`);
   };
   await Promise.race([poll(), failed]);
 }

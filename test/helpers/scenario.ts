@@ -3,6 +3,7 @@
  * through Skyhook's admin API and webhooks registered on the simulator by Skyhook itself.
  */
 import pg from 'pg';
+import type { Logger } from 'pino';
 import { startSimulator, type FetchRecord, type Simulator, type SimulatorOptions } from '../../src/simulator/index.js';
 import { createCompany, settled, statusCounts, type FaultCompany } from '../faults/support.js';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from './database.js';
@@ -31,6 +32,8 @@ export async function startScenario(opts: {
   role?: 'api' | 'worker' | 'all';
   env?: Record<string, string>;
   sim?: SimulatorOptions;
+  /** The first Skyhook's logger (to read what it logs). */
+  log?: Logger;
 }): Promise<Scenario> {
   const db = await createTestDatabase();
   const prefix = testQueuePrefix();
@@ -49,7 +52,8 @@ export async function startScenario(opts: {
       return skyhooks[0]!;
     },
     async addSkyhook(o) {
-      const s = await startSkyhook({ databaseUrl: db.url, queuePrefix: prefix, role: o.role, env: { ...opts.env, ...o.env } });
+      const log = skyhooks.length === 0 ? opts.log : undefined;
+      const s = await startSkyhook({ databaseUrl: db.url, queuePrefix: prefix, role: o.role, env: { ...opts.env, ...o.env }, log });
       skyhooks.push(s);
       return s;
     },

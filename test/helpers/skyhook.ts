@@ -1,11 +1,11 @@
 /**
- * Starts Skyhook for a test exactly as main.ts does (startRuntime), on a free port, against the
+ * Starts Skyhook for a test exactly as main.ts does (createRuntime, listen, start), on a free port, against the
  * test file's own database and queue prefix. Nothing is mocked: real PostgreSQL, real Redis.
  */
 import { createServer } from 'node:net';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { loadConfig, type Config } from '../../src/config.js';
-import { startRuntime, type Runtime } from '../../src/runtime.js';
+import { createRuntime, type Runtime } from '../../src/runtime.js';
 import type { HandlerRegistry } from '../../src/processing/handlers/index.js';
 import { REDIS_URL } from './database.js';
 
@@ -69,6 +69,8 @@ export async function startSkyhook(opts: {
   role?: 'api' | 'worker' | 'all';
   handlers?: HandlerRegistry;
   port?: number;
+  /** The process's logger (default: pino at TEST_LOG_LEVEL, silent unless set). */
+  log?: Logger;
 }): Promise<TestSkyhook> {
   return onFreePort(opts.port, (port) => startOnce({ ...opts, port }));
 }
@@ -97,15 +99,14 @@ async function startOnce(opts: Parameters<typeof startSkyhook>[0] & { port: numb
     WORKER_CONCURRENCY: '8',
     ...opts.env,
   });
-  const log = pino({ level: config.logLevel });
-  const runtime = await startRuntime(config, log, { handlers: opts.handlers });
-  if (runtime.app) {
-    try {
-      await runtime.app.listen({ port, host: '127.0.0.1' });
-    } catch (err) {
-      await runtime.close();
-      throw err;
-    }
+  const log = opts.log ?? pino({ level: config.logLevel });
+  const runtime = await createRuntime(config, log, { handlers: opts.handlers });
+  try {
+    if (runtime.app) await runtime.app.listen({ port, host: '127.0.0.1' });
+    await runtime.start();
+  } catch (err) {
+    await runtime.close();
+    throw err;
   }
   return { url, config, runtime, admin: adminClient(url), stop: () => runtime.close() };
 }

@@ -22,8 +22,12 @@ describe('bulk replay', () => {
 
     const bad = await s.skyhook.admin('POST', '/notifications/replay', { status: 'bogus' });
     expect(bad.status).toBe(400);
+    // A dry run only counts.
+    const dry = await s.skyhook.admin('POST', '/notifications/replay', { companyId, status: 'failed', dryRun: true });
+    expect(dry).toEqual({ status: 200, body: { matched: 3, replayed: 0 } });
+    expect(await s.statusCounts()).toEqual({ failed: 3, processed: 1 });
     const res = await s.skyhook.admin('POST', '/notifications/replay', { companyId, status: 'failed' });
-    expect(res).toEqual({ status: 200, body: { replayed: 3 } });
+    expect(res).toEqual({ status: 200, body: { matched: 3, replayed: 3 } });
     await eventually(async () => (await s.statusCounts()).processed === 4, 'replayed notifications processed');
     expect(s.fetchesOf(`${s.sim.apiBaseUrl}/rfqs/rfq-fine`)).toHaveLength(1);
   });
@@ -36,6 +40,15 @@ describe('OpenAPI and the dashboard', () => {
       expect(Object.keys(doc.paths)).toContain(path);
     }
     expect(JSON.stringify(doc.paths['/admin/companies/{companyId}/leads']!.post!.requestBody)).toContain('emptyLegId');
+    // Documentation, not only a shape: every operation has a summary and a description; the receiver has its tag.
+    const operations = Object.entries(doc.paths).flatMap(([path, methods]) =>
+      Object.entries(methods as Record<string, { summary?: string; description?: string; tags?: string[] }>).map(([method, op]) => ({ name: `${method.toUpperCase()} ${path}`, ...op })),
+    );
+    expect(operations.filter((op) => !op.summary || !op.description).map((op) => op.name)).toEqual([]);
+    expect(operations.filter((op) => op.name.includes('/hooks')).map((op) => [op.name, op.tags])).toEqual([
+      ['POST /hooks/{endpointKey}', ['receiver']],
+      ['POST /hooks', ['receiver']],
+    ]);
     const ui = await fetch(`${s.skyhook.url}/docs/`);
     expect(ui.status).toBe(200);
     expect(await ui.text()).toContain('swagger');

@@ -3,6 +3,7 @@
  * problems naming the field and leaving no row, secret rotation, the singular-path fallback.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basicAuthorization, connectFixtures, notificationBody, postNotification, seedCompany, seedWebhook } from '../helpers/fixtures.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { ADMIN_TOKEN } from '../helpers/skyhook.js';
 
@@ -209,25 +210,39 @@ describe('resource pages', () => {
   });
 });
 
-describe('failed authentication is rate-limited per client address', () => {
-  it('answers 429 with Retry-After once an address has failed too often, for the receiver and the admin API alike', async () => {
+describe('failed authentication is rate-limited per client address (SPEC §10)', () => {
+  it('answers refusals 429 with Retry-After past the limit, for the receiver and the admin API alike, and still serves valid credentials', async () => {
     const { startSkyhook } = await import('../helpers/skyhook.js');
     const limited = await startSkyhook({ databaseUrl: s.db.url, queuePrefix: s.prefix, role: 'api', env: { AUTH_FAILURE_LIMIT: '5' } });
     try {
+      const fx = connectFixtures(s.db.url);
+      const company = await seedCompany(fx.db, limited.config.secretKey, { apiBaseUrl: s.sim.apiBaseUrl });
+      const webhook = await seedWebhook(fx.db, limited.config.secretKey, { companyId: company.id, authType: 'BASIC', publicBaseUrl: limited.url });
+      await fx.pool.end();
       const wrong = { method: 'POST', headers: { authorization: `Basic ${Buffer.from('nobody:wrong').toString('base64')}`, 'content-type': 'application/json' }, body: '{}' };
       const statuses = [];
       for (let i = 0; i < 6; i++) statuses.push((await fetch(`${limited.url}/hooks`, wrong)).status);
       expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
-      const admin = await fetch(`${limited.url}/admin/companies`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-      expect(admin.status).toBe(429); // the address is blocked, whatever it presents
-      expect(Number(admin.headers.get('retry-after'))).toBeGreaterThan(0);
-      expect(admin.headers.get('content-type')).toContain('application/problem+json');
-      // The queue dashboard too: the same problem with its Retry-After, not bull-board's own error JSON.
-      const dashboard = await fetch(`${limited.url}/admin/queues/api/queues`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+
+      // Refusals from the address stay 429, with Retry-After, as problems: the admin API and the dashboard too.
+      const badAdmin = await fetch(`${limited.url}/admin/companies`, { headers: { authorization: 'Bearer wrong-token-wrong-token' } });
+      expect(badAdmin.status).toBe(429);
+      expect(Number(badAdmin.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(badAdmin.headers.get('content-type')).toContain('application/problem+json');
+      const dashboard = await fetch(`${limited.url}/admin/queues/api/queues`, { headers: { authorization: 'Bearer wrong-token-wrong-token' } });
       expect(dashboard.status).toBe(429);
       expect(Number(dashboard.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(dashboard.headers.get('content-type')).toContain('application/problem+json');
       expect(await dashboard.json()).toMatchObject({ status: 429, code: 'too_many_auth_failures' });
+
+      // Valid credentials from the same address are served: the admin token, the dashboard, a real notification.
+      expect((await fetch(`${limited.url}/admin/companies`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).status).toBe(200);
+      expect((await fetch(`${limited.url}/admin/queues/api/queues`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).status).toBe(200);
+      const notification = await postNotification(limited.url, webhook.path, {
+        authorization: basicAuthorization(webhook.clientIdentifier, webhook.secret),
+        body: JSON.stringify(notificationBody(company.apiBaseUrl)),
+      });
+      expect(notification.status, notification.text).toBe(200);
       // Probes and scrapes keep answering: a load balancer or Prometheus behind that address is not locked out.
       for (const path of ['/healthz', '/readyz', '/metrics']) expect((await fetch(`${limited.url}${path}`)).status, path).toBe(200);
     } finally {

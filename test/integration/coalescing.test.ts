@@ -6,8 +6,9 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fetchKey } from '../../src/processing/fetch-queue.js';
-import { CLAIM_STATEMENT, FetchStarts } from '../../src/processing/fetch-start.js';
+import { fetchKey } from '../../src/processing/fetch.queue.js';
+import { CLAIM_STATEMENT, createNotificationsRepository } from '../../src/db/notifications.repository.js';
+import { FetchStarts } from '../../src/processing/fetch-start.js';
 import { CachedPlans } from '../../src/db/cached-plans.js';
 import { REDIS_URL } from '../helpers/database.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
@@ -51,7 +52,7 @@ describe('coalescing of fetches per (company, href)', () => {
     // The worker reserves the key's fetch slot right before its GET: once it exists, the GET is under way.
     const redis = new Redis(REDIS_URL);
     try {
-      await eventually(async () => (await redis.exists(`${scenario!.prefix}:fetch-slot:${fetchKey(companyId, href)}`)) === 1, 'fetch under way');
+      await eventually(async () => (await redis.exists(`${scenario!.prefix}:fetch-slot:${fetchKey({ companyId, href })}`)) === 1, 'fetch under way');
     } finally {
       redis.disconnect();
     }
@@ -134,11 +135,11 @@ describe('coalescing of fetches per (company, href)', () => {
     try {
       await lock.query('BEGIN');
       await lock.query('LOCK TABLE notifications IN ACCESS EXCLUSIVE MODE');
-      const first = starts.begin(companyId, href); // the slot is reserved at once, the claim waits
+      const first = starts.begin({ companyId, href }); // the slot is reserved at once, the claim waits
       await new Promise((r) => setTimeout(r, 400));
       await lock.query('COMMIT');
       expect((await first).kind).toBe('claimed');
-      const second = await starts.begin(companyId, href);
+      const second = await starts.begin({ companyId, href });
       // About 600 ms if the interval ran from the reservation.
       expect(second.kind === 'wait' && second.waitMs).toBeGreaterThan(900);
     } finally {
@@ -153,9 +154,9 @@ describe('coalescing of fetches per (company, href)', () => {
     const { starts, close } = fetchStarts(scenario, 1000);
     try {
       const href = 'http://marketplace.test/api/rfqs/nothing-pending'; // nothing was ever received for it
-      expect((await starts.begin(companyId, href)).kind).toBe('empty');
+      expect((await starts.begin({ companyId, href })).kind).toBe('empty');
       // Had the slot been kept, this start would wait about 1,000 ms.
-      expect((await starts.begin(companyId, href)).kind).toBe('empty');
+      expect((await starts.begin({ companyId, href })).kind).toBe('empty');
     } finally {
       await close();
     }
@@ -169,9 +170,9 @@ describe('coalescing of fetches per (company, href)', () => {
     try {
       const href = 'http://marketplace.test/api/rfqs/claim-fails';
       await broken.pool.end(); // its slot is reserved in Redis, its claim in PostgreSQL fails
-      await expect(broken.starts.begin(companyId, href)).rejects.toThrow();
+      await expect(broken.starts.begin({ companyId, href })).rejects.toThrow();
       // Had the slot been kept, this start would wait about 1,000 ms.
-      expect((await working.starts.begin(companyId, href)).kind).toBe('empty');
+      expect((await working.starts.begin({ companyId, href })).kind).toBe('empty');
     } finally {
       await broken.close();
       await working.close();
@@ -183,7 +184,9 @@ describe('coalescing of fetches per (company, href)', () => {
 function fetchStarts(s: Scenario, minIntervalMs: number): { starts: FetchStarts; pool: pg.Pool; close: () => Promise<void> } {
   const pool = new pg.Pool({ connectionString: s.db.url, max: 1 });
   const redis = new Redis(REDIS_URL);
-  const starts = new FetchStarts(pool, new CachedPlans(pool, [CLAIM_STATEMENT], pino({ level: 'silent' })), redis, s.prefix, minIntervalMs);
+  const starts = new FetchStarts(createNotificationsRepository(pool), new CachedPlans(pool, [CLAIM_STATEMENT], pino({ level: 'silent' })), redis, s.prefix, minIntervalMs, (err) =>
+    console.warn('a fetch slot was not settled', err),
+  );
   return {
     starts,
     pool,

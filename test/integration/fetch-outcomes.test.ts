@@ -8,7 +8,9 @@ import { connectDatabase } from '../../src/db/client.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { eventually } from '../helpers/skyhook.js';
 import { builtInHandlers } from '../../src/processing/handlers/index.js';
-import { SnapshotStore, STORE_STATEMENT } from '../../src/processing/snapshots.js';
+import { SnapshotStore } from '../../src/processing/snapshots.js';
+import { createNotificationsRepository, STORE_STATEMENT } from '../../src/db/notifications.repository.js';
+import type { Tx } from '../../src/db/client.js';
 import { CachedPlans } from '../../src/db/cached-plans.js';
 
 let s: Scenario;
@@ -116,12 +118,13 @@ describe('fetch outcomes', () => {
          SELECT company_id, id, 'rfq-order', 'rfqs', $1, '{}'::jsonb, 'basic', 'queued' FROM webhooks LIMIT 2 RETURNING id`,
         [href],
       );
-      const claim = (id: number) => ({ ids: [id], type: 'rfqs', resourceId: 'rfq-order' });
-      const store = new SnapshotStore(handle.db, handle.pool, new CachedPlans(handle.pool, [STORE_STATEMENT], pino({ level: 'silent' })), builtInHandlers());
-      const newer = await store.store({ companyId, href, claimed: claim(rows[0].id), fetchStartedAt: new Date('2030-01-01T00:00:02Z'), resource: { v: 'newer' } });
-      const older = await store.store({ companyId, href, claimed: claim(rows[0].id), fetchStartedAt: new Date('2030-01-01T00:00:01Z'), resource: { v: 'older' } });
-      expect(newer).toBe(1);
-      expect(older).toBe(1); // covered by the newer copy
+      const claim = (id: number) => ({ ids: [id], receivedAt: [0], type: 'rfqs', resourceId: 'rfq-order', previous: null });
+      const store = snapshotStore(handle);
+      const newer = await store.store(fetched({ companyId, href, claimed: claim(rows[0].id), fetchStartedAt: new Date('2030-01-01T00:00:02Z'), resource: { v: 'newer' } }));
+      const older = await store.store(fetched({ companyId, href, claimed: claim(rows[0].id), fetchStartedAt: new Date('2030-01-01T00:00:01Z'), resource: { v: 'older' } }));
+      expect(newer.version).toBe(1);
+      expect(older.version).toBe(1); // covered by the newer copy
+      expect(older.stored).toBeNull();
       const stored = await s.sql.query('SELECT version, body FROM resources WHERE href = $1', [href]);
       expect(stored.rows[0]).toMatchObject({ version: 1, body: { v: 'newer' } });
     } finally {
@@ -140,14 +143,14 @@ describe('fetch outcomes', () => {
         [hrefs],
       );
       const idsOf = (href: string) => rows.filter((r) => r.href === href).map((r) => Number(r.id));
-      const store = new SnapshotStore(handle.db, handle.pool, new CachedPlans(handle.pool, [STORE_STATEMENT], pino({ level: 'silent' })), builtInHandlers());
+      const store = snapshotStore(handle);
       // b already has a copy fetched later than this batch's fetch: it keeps it, and its rows are covered by it.
-      await store.store({ companyId, href: hrefs[1]!, claimed: { ids: [], type: 'rfqs', resourceId: 'rfq-batch-b' }, fetchStartedAt: new Date('2030-01-01T00:00:09Z'), resource: { v: 'b-later' } });
+      await store.store(fetched({ companyId, href: hrefs[1]!, claimed: claimOf([], 'rfq-batch-b'), fetchStartedAt: new Date('2030-01-01T00:00:09Z'), resource: { v: 'b-later' } }));
       const events = Number((await s.sql.query('SELECT count(*) FROM events')).rows[0].count);
 
       const versions = await Promise.all(
         hrefs.map((href, i) =>
-          store.store({ companyId, href, claimed: { ids: idsOf(href), type: 'rfqs', resourceId: href.split('/').at(-1)! }, fetchStartedAt: new Date('2030-01-01T00:00:05Z'), resource: { v: i } }),
+          store.store(fetched({ companyId, href, claimed: claimOf(idsOf(href), href.split('/').at(-1)!), fetchStartedAt: new Date('2030-01-01T00:00:05Z'), resource: { v: i } })).then((r) => r.version),
         ),
       );
       expect(versions).toEqual([1, 1, 1]);
@@ -180,4 +183,19 @@ describe('a marketplace slower than FETCH_TIMEOUT_MS', () => {
       await slow.close();
     }
   });
+});
+
+/** A snapshot store of its own, on `handle`'s pool (without the worker around it). */
+function snapshotStore(handle: ReturnType<typeof connectDatabase>): SnapshotStore {
+  return new SnapshotStore(createNotificationsRepository(handle.pool), new CachedPlans(handle.pool, [STORE_STATEMENT], pino({ level: 'silent' })), builtInHandlers(), () => handle.db as unknown as Tx);
+}
+
+const claimOf = (ids: number[], resourceId: string) => ({ ids, receivedAt: ids.map(() => 0), type: 'rfqs', resourceId, previous: null });
+
+/** A fetch that got its resource, as the worker hands it to the store. */
+const fetched = (f: { companyId: string; href: string; claimed: ReturnType<typeof claimOf>; fetchStartedAt: Date; resource: unknown }) => ({
+  ...f,
+  fetchFinishedAt: new Date(f.fetchStartedAt.getTime() + 10),
+  httpStatus: 200,
+  changes: null,
 });

@@ -1,5 +1,5 @@
 /**
- * The enqueuer's precheck (processing/fetch-queue.ts) against the pinned BullMQ and real Redis: an add is
+ * The enqueuer's precheck (processing/enqueue.ts) against the pinned BullMQ and real Redis: an add is
  * skipped exactly when BullMQ's own add would change nothing, so C1 and C2 hold as BullMQ gives them.
  * BullMQ counts every add its script sees (the queue's `id` key), which tells a skipped add from one made.
  */
@@ -7,8 +7,10 @@ import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import pino from 'pino';
+import { createNotificationsRepository } from '../../src/db/notifications.repository.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFetchQueue, FETCH_QUEUE, FetchEnqueuer, type FetchJobData } from '../../src/processing/fetch-queue.js';
+import { FetchEnqueuer } from '../../src/processing/enqueue.js';
+import { createFetchQueue, FETCH_QUEUE, type FetchJob } from '../../src/processing/fetch.queue.js';
 import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
 import { eventually } from '../helpers/skyhook.js';
 
@@ -25,7 +27,7 @@ beforeAll(async () => {
   pool = new pg.Pool({ connectionString: db.url, max: 2 });
   producer = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
   queue = createFetchQueue(producer, prefix);
-  enqueuer = new FetchEnqueuer(queue, producer, pool, { attempts: 3, timeoutMs: 2000 }, pino({ level: 'silent' }));
+  enqueuer = new FetchEnqueuer(queue, producer, createNotificationsRepository(pool), { attempts: 3, timeoutMs: 2000 }, pino({ level: 'silent' }));
 });
 
 afterAll(async () => {
@@ -41,9 +43,9 @@ const addsSeen = async () => Number((await producer.get(`${prefix}:${FETCH_QUEUE
 const add = (href: string) => enqueuer.enqueue([{ companyId: COMPANY, href }]);
 
 /** Runs `fn` with a BullMQ Worker on the queue (a processor, or null to take jobs by hand), then closes it. */
-async function withWorker(processor: ((job: Job<FetchJobData>) => Promise<void>) | null, opts: { concurrency?: number }, fn: (worker: Worker<FetchJobData>) => Promise<void>) {
+async function withWorker(processor: ((job: Job<FetchJob>) => Promise<void>) | null, opts: { concurrency?: number }, fn: (worker: Worker<FetchJob>) => Promise<void>) {
   const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const worker = new Worker<FetchJobData>(FETCH_QUEUE, processor, { connection, prefix, ...opts });
+  const worker = new Worker<FetchJob>(FETCH_QUEUE, processor, { connection, prefix, ...opts });
   try {
     await fn(worker);
   } finally {
@@ -70,7 +72,7 @@ describe('the enqueuer skips the adds BullMQ would ignore', () => {
     const runs: string[] = [];
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const processor = async (job: Job<FetchJobData>) => {
+    const processor = async (job: Job<FetchJob>) => {
       runs.push(job.id!);
       if (runs.length === 1) await gate;
     };

@@ -65,8 +65,8 @@ describe('handlers', () => {
       return r.rows[0]?.status === 'failed' ? r.rows[0] : undefined;
     }, 'failed notification', 20_000);
     failNext = 0;
-    expect(row.attempts).toBe(12);
-    expect(row.last_error).toMatch(/gave up after 12 attempts: storing the snapshot failed: business logic failed/);
+    expect(row.attempts).toBe(14);
+    expect(row.last_error).toMatch(/gave up after 14 attempts: storing the snapshot failed: business logic failed/);
     expect((await s.sql.query('SELECT count(*)::int AS n FROM resources WHERE href = $1', [n!.notification.href])).rows[0].n).toBe(0);
   });
 

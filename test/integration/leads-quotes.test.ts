@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { clientSearchLead, emptyLegLead, floatingFleetQuote, tailQuote } from '../fixtures/requests.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
-import { eventually } from '../helpers/skyhook.js';
+import { ADMIN_TOKEN, eventually } from '../helpers/skyhook.js';
 
 let s: Scenario;
 let companyId: string;
@@ -151,6 +151,16 @@ describe('quotes', () => {
     expect(fields(res).join(' ')).toContain(`body.submission.${path}`);
     expect(await count('quotes')).toBe(before.quotes);
     expect(s.sim.report().calls.quotes).toBe(before.calls);
+  });
+
+  it.each(['.', '..', 'a/b', '../webhooks', 'lift 1'])('refuses requestId %j with a 400 naming body.requestId; nothing stored, nothing sent', async (requestId) => {
+    const before = { quotes: await count('quotes'), calls: s.sim.report().calls.quotes, accepted: s.sim.report().quotes.length };
+    const res = await postQuote({ requestId, submission: tailQuote(uid('path')) });
+    expect(res.status, JSON.stringify(res.body)).toBe(400);
+    expect(fields(res)).toEqual(['body.requestId']);
+    expect(await count('quotes')).toBe(before.quotes);
+    expect(s.sim.report().calls.quotes).toBe(before.calls);
+    expect(s.sim.report().quotes).toHaveLength(before.accepted);
   });
 
   it('refuses a total that is not the sum of the line items, unless allowPriceMismatch', async () => {
@@ -334,5 +344,60 @@ describe('lead and quote pages', () => {
       const order = await s.sql.query(`SELECT id FROM ${kind} WHERE company_id = $1 ORDER BY created_at DESC, id DESC`, [pager]);
       expect(seen.map((r) => r.id), kind).toEqual(order.rows.map((r: { id: string }) => r.id));
     }
+  });
+});
+
+/**
+ * The real marketplace's error entries are `{title, code, path}` (SPEC §14), not the seed's assumed
+ * `{code, message, field}`: a refusal in that shape reaches the admin as a 502 problem with its codes and
+ * titles. The simulator here speaks that shape; its refusal is a token it does not know.
+ */
+describe('a refusal in the real marketplace error shape', () => {
+  let titled: Scenario;
+  let refused: string;
+  beforeAll(async () => {
+    titled = await startScenario({ sim: { errorShape: 'titled' } });
+    const created = await titled.skyhook.admin('POST', '/companies', { name: 'Refused', apiBaseUrl: titled.sim.apiBaseUrl, apiToken: 'unknown-to-the-marketplace' });
+    refused = created.body.id;
+  });
+  afterAll(async () => titled?.close());
+
+  /** The raw answer: its status, its content type and its body. */
+  async function post(path: string, body: unknown, method = 'POST') {
+    const res = await fetch(`${titled.skyhook.url}/admin${path}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, type: res.headers.get('content-type'), body: (await res.json()) as { code?: string; detail?: string; errors?: unknown[] } };
+  }
+
+  const expectRefusal = (res: Awaited<ReturnType<typeof post>>) => {
+    expect(res.status, JSON.stringify(res.body)).toBe(502);
+    expect(res.type).toContain('application/problem+json');
+    expect(res.body).toMatchObject({ status: 502, code: 'marketplace_http' });
+    expect(res.body.errors).toEqual([{ field: 'marketplace', message: 'missing or unknown API token', code: 'unauthorized' }]);
+    expect(res.body.detail).toContain('401: missing or unknown API token (unauthorized)');
+  };
+
+  it('creating a webhook answers 502 with the codes and titles, and stores nothing', async () => {
+    expectRefusal(await post(`/companies/${refused}/webhooks`, { eventTypes: ['TripRequest'], authType: 'BASIC' }));
+    expect(Number((await titled.sql.query('SELECT count(*) AS n FROM webhooks WHERE company_id = $1', [refused])).rows[0].n)).toBe(0);
+  });
+
+  it('changing a webhook whose company token the marketplace no longer knows answers 502 the same way', async () => {
+    const { companyId, webhookId } = await titled.company('titled-patch', { eventTypes: ['TripRequest'] });
+    await titled.skyhook.admin('PATCH', `/companies/${companyId}`, { apiToken: 'revoked-token' });
+    expectRefusal(await post(`/companies/${companyId}/webhooks/${webhookId}`, { displayName: 'renamed' }, 'PATCH'));
+  });
+
+  it('creating a lead answers 502 with the codes and titles, and keeps no lead', async () => {
+    expectRefusal(await post(`/companies/${refused}/leads`, clientSearchLead(uid('titled'))));
+    expect(Number((await titled.sql.query('SELECT count(*) AS n FROM leads WHERE company_id = $1', [refused])).rows[0].n)).toBe(0);
+  });
+
+  it('submitting a quote answers 502 with the codes and titles, and keeps no quote', async () => {
+    expectRefusal(await post(`/companies/${refused}/quotes`, { requestId: 'lift-titled', submission: tailQuote(uid('titled')) }));
+    expect(Number((await titled.sql.query('SELECT count(*) AS n FROM quotes WHERE company_id = $1', [refused])).rows[0].n)).toBe(0);
   });
 });

@@ -3,10 +3,11 @@
  * Skyhook (role api) on real PostgreSQL and Redis, real HTTP requests. Every refusal is checked for its
  * status, its problem+json body, its challenge where the table asks for one, and for leaving no row behind.
  */
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DbHandle } from '../../src/db/client.js';
 import { MAX_NOTIFICATION_BYTES } from '../../src/receiver/routes.js';
-import { createTestDatabase, SERVER_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
+import { createTestDatabase, REDIS_URL, SERVER_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
 import {
   basicAuthorization,
   connectFixtures,
@@ -64,13 +65,18 @@ const sendBasic = (w: SeededWebhook, body: unknown, opts: { secret?: string; pat
     contentType: opts.contentType,
   });
 
-function signedOAuth(w: SeededWebhook, rawBody: string, opts: { secret?: string; url?: string; signatureMethod?: 'HMAC-SHA1' | 'HMAC-SHA256'; timestamp?: number } = {}) {
+function signedOAuth(
+  w: SeededWebhook,
+  rawBody: string,
+  opts: { secret?: string; url?: string; signatureMethod?: 'HMAC-SHA1' | 'HMAC-SHA256'; bodyHashAlgorithm?: 'sha1' | 'sha256'; timestamp?: number } = {},
+) {
   return oauthAuthorization({
     clientIdentifier: w.clientIdentifier,
     secret: opts.secret ?? w.secret,
     url: opts.url ?? w.targetURI,
     rawBody,
     signatureMethod: opts.signatureMethod,
+    bodyHashAlgorithm: opts.bodyHashAlgorithm,
     timestamp: opts.timestamp,
   });
 }
@@ -223,9 +229,22 @@ describe('check 2: Basic secret', () => {
     expect(rows[0].n).toBe(0);
   });
 
-  it('a number beyond PostgreSQL numeric (1e200000) is stored as JavaScript reads it, not refused with a 500', async () => {
-    const stored = await storedWithExtra('"huge":1e200000,"tiny":1e-20000,"amount":12345678901234567890123', ['huge', 'tiny']);
-    expect(stored).toEqual({ huge: null, tiny: '0' });
+  it('numbers JavaScript reads as Infinity or 0 but jsonb holds (1e400, 1e10000, 1e-400) are stored exactly as sent', async () => {
+    const stored = await storedWithExtra('"huge":1e400,"huger":1e10000,"tiny":1e-400,"amount":12345678901234567890123', ['huge', 'huger', 'tiny', 'amount']);
+    expect(stored).toEqual({ huge: `1${'0'.repeat(400)}`, huger: `1${'0'.repeat(10000)}`, tiny: `0.${'0'.repeat(399)}1`, amount: '12345678901234567890123' });
+  });
+
+  it.each([
+    ['1e999999', 'it would have 1000000 digits before the decimal point'],
+    ['1e-999999', 'it would have 999999 digits after the decimal point'],
+  ])('a number jsonb cannot hold (%s) is refused with a 400 that names it and why, and nothing is stored', async (n, why) => {
+    const { company: c, webhook: w } = await companyWithWebhook('BASIC');
+    const body = notificationBody(c.apiBaseUrl);
+    const answer = await nothingStored(() => sendBasic(w, body, { raw: JSON.stringify(body).replace(/}$/, `,"amount":${n}}`) }));
+    expectProblem(answer, 400);
+    expect(answer.json?.detail).toBe(
+      `The body holds a number PostgreSQL cannot store, ${n}: ${why}, and PostgreSQL's numeric holds at most 131072 digits before the decimal point and 16383 after it.`,
+    );
   });
 
   it('the right secret on the shared targetURI is stored for the webhook its clientIdentifier names', async () => {
@@ -284,10 +303,29 @@ describe('check 3: OAuth 1.0a signature', () => {
     await expectStored(await sendOAuth(w, body), w, body, 'oauth');
   });
 
-  it('HMAC-SHA256 (with a SHA-256 body hash) is accepted', async () => {
+  it('HMAC-SHA256 with a SHA-1 body hash (as oauthlib, hence requests-oauthlib, signs) is accepted', async () => {
     const { company: c, webhook: w } = await companyWithWebhook('OAUTH');
     const body = notificationBody(c.apiBaseUrl);
-    await expectStored(await sendOAuth(w, body, { signatureMethod: 'HMAC-SHA256' }), w, body, 'oauth');
+    await expectStored(await sendOAuth(w, body, { signatureMethod: 'HMAC-SHA256', bodyHashAlgorithm: 'sha1' }), w, body, 'oauth');
+  });
+
+  it('HMAC-SHA256 with a SHA-256 body hash is accepted', async () => {
+    const { company: c, webhook: w } = await companyWithWebhook('OAUTH');
+    const body = notificationBody(c.apiBaseUrl);
+    await expectStored(await sendOAuth(w, body, { signatureMethod: 'HMAC-SHA256', bodyHashAlgorithm: 'sha256' }), w, body, 'oauth');
+  });
+
+  it('HMAC-SHA1 with a SHA-256 body hash is a 401, though signed over the right body', async () => {
+    const { company: c, webhook: w } = await companyWithWebhook('OAUTH');
+    const answer = await nothingStored(() => sendOAuth(w, notificationBody(c.apiBaseUrl), { signatureMethod: 'HMAC-SHA1', bodyHashAlgorithm: 'sha256' }));
+    expectProblem(answer, 401, OAUTH_CHALLENGE);
+  });
+
+  it('HMAC-SHA256 with the SHA-1 body hash of another body is a 401', async () => {
+    const { company: c, webhook: w } = await companyWithWebhook('OAUTH');
+    const authorization = signedOAuth(w, JSON.stringify(notificationBody(c.apiBaseUrl)), { signatureMethod: 'HMAC-SHA256', bodyHashAlgorithm: 'sha1' });
+    const answer = await nothingStored(() => postNotification(skyhook.url, w.path, { authorization, body: JSON.stringify(notificationBody(c.apiBaseUrl)) }));
+    expectProblem(answer, 401, OAUTH_CHALLENGE);
   });
 
   it('the previous OAuth secret is accepted inside its grace period and refused after it', async () => {
@@ -329,6 +367,34 @@ describe('check 3: OAuth 1.0a signature', () => {
     const replay = await nothingStored(() => postNotification(skyhook.url, w.path, { authorization, body: rawBody }));
     expectProblem(replay, 401, OAUTH_CHALLENGE);
     expect(await countNotifications(fx.db, w.id)).toBe(1);
+  });
+
+  it('a nonce is kept as long as its timestamp can be accepted: about 601 s 300 s ahead, about 1 s 300 s behind', async () => {
+    const { company: c, webhook: w } = await companyWithWebhook('OAUTH');
+    const redis = new Redis(REDIS_URL);
+    try {
+      /** Sends a notification signed with `timestamp`; how long Redis keeps its nonce now (PTTL, ms). */
+      const nonceKeptMs = async (timestamp: number) => {
+        const body = notificationBody(c.apiBaseUrl);
+        const rawBody = JSON.stringify(body);
+        const authorization = signedOAuth(w, rawBody, { timestamp });
+        await expectStored(await postNotification(skyhook.url, w.path, { authorization, body: rawBody }), w, body, 'oauth');
+        const nonce = decodeURIComponent(/oauth_nonce="([^"]*)"/.exec(authorization)![1]!);
+        return redis.pttl(`${skyhook.config.queuePrefix}:nonce:${w.clientIdentifier}:${nonce}`);
+      };
+      // Early in a second, so the receiver checks the 300 s behind timestamp within the second it was taken from.
+      await new Promise((resolve) => setTimeout(resolve, 1010 - (Date.now() % 1000)));
+      const now = Math.floor(Date.now() / 1000);
+      const behind = await nonceKeptMs(now - 300);
+      const ahead = await nonceKeptMs(now + 300);
+      // Accepted until (timestamp + 301) s, plus the store's one-second margin; before the fix, 600 s for both.
+      expect(behind).toBeGreaterThan(900);
+      expect(behind).toBeLessThanOrEqual(2_000);
+      expect(ahead).toBeGreaterThan(600_900);
+      expect(ahead).toBeLessThanOrEqual(602_000);
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('a body other than the one signed (wrong oauth_body_hash) is a 401', async () => {

@@ -4,7 +4,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
-import { gatherWrites } from '../../src/lib/redis.js';
+import { gatherWrites } from '../../src/lib/redis/scripts.js';
 import { REDIS_URL, testQueuePrefix } from '../helpers/database.js';
 
 const key = `${testQueuePrefix()}:gathered`;

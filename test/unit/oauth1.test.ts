@@ -2,6 +2,7 @@
  * OAuth 1.0a verification (RFC 5849) as pure functions: the RFC's own example, header parsing, URL
  * normalisation, and round trips against the oauth-1.0a signer the marketplace simulator uses.
  */
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   bodyHash,
@@ -55,12 +56,12 @@ describe('RFC 5849 §3.4.1.1 example', () => {
 });
 
 describe('oauth_body_hash', () => {
-  it('is the plain SHA-1 of the body for HMAC-SHA1 (the body-hash extension example)', () => {
-    expect(bodyHash('HMAC-SHA1', 'Hello World!')).toBe('Lve95gjOVATpfV8EL5X4nxwjKHE=');
+  it('is the plain SHA-1 of the body (the body-hash extension example)', () => {
+    expect(bodyHash('sha1', 'Hello World!')).toBe('Lve95gjOVATpfV8EL5X4nxwjKHE=');
   });
 
-  it('is the plain SHA-256 of the body for HMAC-SHA256', () => {
-    expect(bodyHash('HMAC-SHA256', Buffer.from('Hello World!'))).toBe('f4OxZX/x/FO5LcGBSKHWXfwtSx+j1ncoSt3SABJtkGk=');
+  it('is the plain SHA-256 of the body when SHA-256 is asked for', () => {
+    expect(bodyHash('sha256', Buffer.from('Hello World!'))).toBe('f4OxZX/x/FO5LcGBSKHWXfwtSx+j1ncoSt3SABJtkGk=');
   });
 });
 
@@ -175,6 +176,8 @@ const accepted = (result: ReturnType<typeof verifyOAuthHeader>): OAuthHeaderChec
 };
 
 describe.each(['HMAC-SHA1', 'HMAC-SHA256'] as const)('round trip with oauth-1.0a, %s with oauth_body_hash', (signatureMethod) => {
+  // The fixture's default body hash: the signature method's own digest.
+  const digest = signatureMethod === 'HMAC-SHA256' ? 'sha256' : 'sha1';
   it('accepts the signed request (query parameters included) and its body', () => {
     const { result, parsed, signed } = roundTrip({ signatureMethod });
     const check = accepted(result);
@@ -182,7 +185,7 @@ describe.each(['HMAC-SHA1', 'HMAC-SHA256'] as const)('round trip with oauth-1.0a
     expect(check.method).toBe(signatureMethod);
     expect(check.nonce).toBe(parsed.params.oauth_nonce);
     expect(check.timestamp).toBe(Number(parsed.params.oauth_timestamp));
-    expect(check.bodyHash).toBe(bodyHash(signatureMethod, signed.rawBody));
+    expect(check.bodyHash).toBe(bodyHash(digest, signed.rawBody));
     expect(bodyHashMatches(check, Buffer.from(signed.rawBody))).toBe(true);
   });
 
@@ -201,7 +204,7 @@ describe.each(['HMAC-SHA1', 'HMAC-SHA256'] as const)('round trip with oauth-1.0a
   });
 
   it('refuses a body hash swapped for the hash of another body (the signature covers it)', () => {
-    const other = bodyHash(signatureMethod, '{"id":"evil"}');
+    const other = bodyHash(digest, '{"id":"evil"}');
     const { result } = roundTrip(
       { signatureMethod },
       { editHeader: (h) => h.replace(/oauth_body_hash="[^"]*"/, `oauth_body_hash="${encodeURIComponent(other)}"`) },
@@ -252,6 +255,65 @@ describe.each(['HMAC-SHA1', 'HMAC-SHA256'] as const)('round trip with oauth-1.0a
   it('refuses an oauth_token (the marketplace signs without one)', () => {
     const { result } = roundTrip({ signatureMethod, token: { key: 'kkk9d7dh3k39sjv7', secret: 'dh893hdasih9' } });
     expect(result).toEqual({ ok: false, reason: 'token_not_expected' });
+  });
+});
+
+describe('the body hash each signature method takes (SPEC §4: SHA-1 always, SHA-256 with HMAC-SHA256 too)', () => {
+  const matches = (check: OAuthHeaderCheck, body: string) => bodyHashMatches(check, Buffer.from(body));
+
+  it('accepts a request signed by oauthlib 3.2.2 itself: HMAC-SHA256 with a SHA-1 body hash', () => {
+    // Client('skh_client', client_secret='current-secret', signature_method=SIGNATURE_HMAC_SHA256, nonce=..., timestamp=...)
+    //   .sign(url, 'POST', body, {'Content-Type': 'application/json'}), as requests-oauthlib calls it.
+    const url = 'https://skyhook.example.com/hooks/key123?b=2&a=1';
+    const body = '{"id":"rfq-1","type":"rfqs","href":"https://api.example.com/api/rfqs/rfq-1","note":"Zürich ✈"}';
+    const header =
+      'OAuth oauth_nonce="170000000012345678901234567", oauth_timestamp="1700000000", oauth_version="1.0", oauth_signature_method="HMAC-SHA256", oauth_consumer_key="skh_client", oauth_body_hash="mhw1UsFPFI%2B4so31PyKRLa8jeLY%3D", oauth_signature="JWDR8ERABoiuulGxPTKGw6hzf9xw4DpqtyIu3jnbrYU%3D"';
+    const check = accepted(verifyOAuthHeader(readOAuthHeader(header)!, { method: 'POST', url: new URL(url) }, ['current-secret'], { nowSeconds: 1_700_000_000, skewSeconds: SKEW }));
+    expect(check.method).toBe('HMAC-SHA256');
+    expect(check.bodyHash).toBe(bodyHash('sha1', body));
+    expect(matches(check, body)).toBe(true);
+    expect(matches(check, body.replace('rfq-1', 'rfq-2'))).toBe(false);
+  });
+
+  it('accepts HMAC-SHA256 with a SHA-1 body hash signed as oauthlib does, and refuses another body', () => {
+    const { result, signed } = roundTrip({ signatureMethod: 'HMAC-SHA256', bodyHashAlgorithm: 'sha1' });
+    const check = accepted(result);
+    expect(check.bodyHash).toBe(bodyHash('sha1', signed.rawBody));
+    expect(matches(check, signed.rawBody)).toBe(true);
+    expect(matches(check, `${signed.rawBody} `)).toBe(false);
+  });
+
+  it('still accepts HMAC-SHA256 with a SHA-256 body hash', () => {
+    const { result, signed } = roundTrip({ signatureMethod: 'HMAC-SHA256', bodyHashAlgorithm: 'sha256' });
+    const check = accepted(result);
+    expect(check.bodyHash).toBe(bodyHash('sha256', signed.rawBody));
+    expect(matches(check, signed.rawBody)).toBe(true);
+  });
+
+  it('refuses HMAC-SHA1 with a SHA-256 body hash, even over the right body', () => {
+    const { result, signed } = roundTrip({ signatureMethod: 'HMAC-SHA1', bodyHashAlgorithm: 'sha256' });
+    const check = accepted(result);
+    expect(matches(check, signed.rawBody)).toBe(false);
+  });
+
+  it.each(['HMAC-SHA1', 'HMAC-SHA256'] as const)('refuses a wrong body hash with %s, whatever its length', (signatureMethod) => {
+    const { result, signed } = roundTrip({ signatureMethod });
+    const check = accepted(result);
+    const body = Buffer.from(signed.rawBody);
+    const sha256 = createHash('sha256').update(body).digest();
+    for (const wrong of [
+      bodyHash('sha1', 'another body'),
+      bodyHash('sha256', 'another body'),
+      // The right body's SHA-256 cut to SHA-1's length, and its SHA-1 cut short or padded.
+      sha256.subarray(0, 20).toString('base64'),
+      createHash('sha1').update(body).digest().subarray(0, 19).toString('base64'),
+      Buffer.concat([createHash('sha1').update(body).digest(), Buffer.alloc(12)]).toString('base64'),
+      createHash('sha512').update(body).digest('base64'),
+      '',
+      'not base64 at all',
+    ]) {
+      expect(bodyHashMatches({ ...check, bodyHash: wrong }, body), wrong).toBe(false);
+    }
   });
 });
 

@@ -259,6 +259,12 @@ describe('POST /tripmsgs/{requestId}/submitQuote', () => {
     expect(stored.body.data.quote).toEqual(submission.quote);
   });
 
+  it.each(['a%2Fb', 'lift%201'])('refuses a requestId that is not one marketplace id (%s, decoded) with a soft error naming requestId', async (encoded) => {
+    const answer = await post(ACME.token, `/tripmsgs/${encoded}/submitQuote`, quoteSubmission());
+    expectSoftError(answer, 'requestId');
+    expect(sim.report().quotes).toEqual([]);
+  });
+
   it('accepts a totalPrice that differs from the line items (enforcing it is left to Skyhook)', async () => {
     const answer = await post(ACME.token, submitQuotePath('lift-42'), quoteSubmission({ quote: { totalPrice: 99 } }));
     expect(answer.body.meta.errors).toEqual([]);

@@ -524,6 +524,56 @@ describe('resource faults and scripted answers', () => {
   });
 });
 
+describe('error entry shape', () => {
+  /** A refusal of each kind the simulator makes: a soft error naming fields, a 401, a 404 and Fastify's own 400. */
+  const refusals = async () => {
+    const soft = await call(sim, ACME.token, 'POST', '/webhooks/settings', settingBody('ftp://example.test/hooks', { active: false }));
+    const unauthorized = await call(sim, 'no-such-token', 'GET', '/webhooks/settings');
+    const missing = await call(sim, ACME.token, 'GET', '/no/such/route/here');
+    const malformed = await fetch(`${sim.apiBaseUrl}/leads`, {
+      method: 'POST',
+      headers: { authorization: authorizationHeader(ACME.token), 'content-type': 'application/json' },
+      body: '{"clientIdentifier":',
+    });
+    return { soft, unauthorized, missing, malformed: { status: malformed.status, body: (await malformed.json()) as Json } };
+  };
+
+  it('is the seed shape {code, message, field} unless asked', async () => {
+    const { soft, unauthorized } = await refusals();
+    expect(soft.body.meta.errors).toContainEqual({ code: 'invalid_url', message: 'targetURI must be an http or https URL', field: 'targetURI' });
+    expect(unauthorized.body.meta.errors).toEqual([{ code: 'unauthorized', message: 'missing or unknown API token' }]);
+  });
+
+  it("is the real marketplace's {title, code, path} with errorShape titled, in every refusal; a scripted body is sent as given", async () => {
+    await setUp({ errorShape: 'titled' });
+    const { soft, unauthorized, missing, malformed } = await refusals();
+    expect(soft.status).toBe(200);
+    expect(soft.body.meta.errors).toEqual([
+      { title: 'targetURI must be an http or https URL', code: 'invalid_url', path: 'targetURI' },
+      { title: 'a new webhook setting is active; deactivate it with PUT', code: 'invalid_state', path: 'active' },
+    ]);
+    expect(unauthorized).toMatchObject({ status: 401, body: { data: null, meta: { errors: [{ title: 'missing or unknown API token', code: 'unauthorized' }] } } });
+    expect(missing).toMatchObject({ status: 404, body: { meta: { errors: [{ title: 'route not found', code: 'not_found' }] } } });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.meta.errors).toEqual([{ title: expect.any(String), code: 'FST_ERR_CTP_INVALID_JSON_BODY' }]);
+    for (const answer of [soft, unauthorized, missing, malformed]) {
+      for (const entry of answer.body.meta.errors) expect(entry).not.toHaveProperty('message');
+    }
+
+    const [emitted] = await fireOne();
+    const href = emitted?.notification.href ?? '';
+    const scripted = { meta: { errors: [{ code: 'E42', message: 'as scripted' }], warnings: [], infos: [] }, data: null };
+    sim.programResource(href, [{ status: 200, body: scripted }]);
+    const answer = await fetch(href, { headers: { authorization: authorizationHeader(ACME.token) } });
+    expect(answer.headers.get('content-type')).toContain('application/json');
+    expect(await answer.json()).toEqual(scripted);
+  });
+
+  it('refuses an unknown shape before listening', async () => {
+    await expect(startSimulator({ errorShape: 'xml' as never })).rejects.toThrow(/errorShape/);
+  });
+});
+
 describe('control routes and report', () => {
   const control = async (method: string, path: string, body: unknown) => {
     const response = await fetch(`${sim.url}/_sim${path}`, {

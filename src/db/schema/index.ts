@@ -5,3 +5,4 @@ export * from './resources.js';
 export * from './leads.js';
 export * from './quotes.js';
 export * from './views.js';
+export * from './console-sessions.js';

@@ -31,7 +31,17 @@ export const notifications = pgTable(
     lastError: text('last_error'),
     outcome: fetchOutcome('outcome'),
     snapshotVersion: integer('snapshot_version'),
+    /** When it last became `queued` (a replay queues it again; the earlier time is kept with the replay). */
+    queuedAt: timestamp('queued_at', { withTimezone: true }),
+    /** Set only when it was processed. */
     processedAt: timestamp('processed_at', { withTimezone: true }),
+    /** When it last reached a final status: processed, failed or discarded. */
+    finishedAt: timestamp('finished_at', { withTimezone: true }),
+    /**
+     * Every fetch attempt that covered it, oldest first (fetch_attempts.id): its history outlives replays.
+     * Null until the first (an empty array would cost every stored row its bytes).
+     */
+    fetchAttemptIds: bigint('fetch_attempt_ids', { mode: 'number' }).array(),
   },
   (t) => [
     // The worker's claim: pending rows of one (company, href).
@@ -47,8 +57,66 @@ export const notifications = pgTable(
       .on(t.id)
       .where(sql`status in ('failed', 'discarded')`),
     index('notifications_received_at_idx').on(t.receivedAt),
+    // The list's filters (admin API, console) that select few rows: each finds its newest at once, where
+    // a scan of the primary key went through every notification (0.5-0.9 s at 5 million rows). Measured,
+    // with what they cost the receiver, in docs/performance.md ("The console on 5 million notifications").
+    index('notifications_type_idx').on(t.type, t.id),
+    index('notifications_resource_id_idx').on(t.resourceId, t.id),
+    index('notifications_href_idx').on(t.href, t.id),
+    // Also deleting a webhook: its notifications are found by it, not by a scan.
+    index('notifications_webhook_idx').on(t.webhookId, t.id),
   ],
 );
 
 export type NotificationRow = typeof notifications.$inferSelect;
 export type NotificationStatus = (typeof notificationStatus.enumValues)[number];
+
+/** What one fetch attempt found (SPEC §7.1). */
+export const fetchAttemptOutcome = pgEnum('fetch_attempt_outcome', ['stored', 'gone', 'retry', 'failed', 'soft_error', 'unauthorized']);
+
+/**
+ * One row per attempt of a (company, href) fetch, shared by every notification it covered: a busy
+ * resource's history costs a row per fetch, not per notification.
+ */
+export const fetchAttempts = pgTable(
+  'fetch_attempts',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    // No foreign key, as notifications have none of their own: its check cost every stored fetch, and
+    // deleting a company deletes its attempts explicitly (services/deletions.service.ts).
+    companyId: uuid('company_id').notNull(),
+    href: text('href').notNull(),
+    startedAt: timestamp('started_at', { withTimezone: true }).notNull(),
+    finishedAt: timestamp('finished_at', { withTimezone: true }).notNull(),
+    /** Null for a network error or a timeout. */
+    httpStatus: integer('http_status'),
+    outcome: fetchAttemptOutcome('outcome').notNull(),
+    error: text('error'),
+    /** The snapshot version it stored, when it stored one. */
+    snapshotVersion: integer('snapshot_version'),
+    /** The notifications it covered (retention removes an attempt once none of them is kept). */
+    notificationIds: bigint('notification_ids', { mode: 'number' }).array().notNull(),
+  },
+  // Read by id only (a notification's fetch_attempt_ids; retention): no other index to keep up per fetch.
+);
+
+/** A replay of a notification, with the final state it replaced: a replay adds history, it never erases it. */
+export const notificationReplays = pgTable(
+  'notification_replays',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    notificationId: bigint('notification_id', { mode: 'number' })
+      .notNull()
+      .references(() => notifications.id, { onDelete: 'cascade' }),
+    replayedAt: timestamp('replayed_at', { withTimezone: true }).notNull().defaultNow(),
+    previousStatus: notificationStatus('previous_status').notNull(),
+    previousQueuedAt: timestamp('previous_queued_at', { withTimezone: true }),
+    previousFinishedAt: timestamp('previous_finished_at', { withTimezone: true }),
+    previousError: text('previous_error'),
+  },
+  (t) => [index('notification_replays_notification_idx').on(t.notificationId)],
+);
+
+export type FetchAttemptRow = typeof fetchAttempts.$inferSelect;
+export type FetchAttemptOutcome = (typeof fetchAttemptOutcome.enumValues)[number];
+export type NotificationReplayRow = typeof notificationReplays.$inferSelect;

@@ -33,9 +33,13 @@ export const events = pgTable(
     resourceId: text('resource_id').notNull(),
     href: text('href').notNull(),
     snapshotVersion: integer('snapshot_version').notNull(),
+    /** RFC 6902 JSON Patch from the previous stored version to this one; null for the first. */
+    changes: jsonb('changes'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [index('events_company_idx').on(t.companyId, t.id)],
+  // A company's events in order (following along with SQL), and one resource's versions (its history).
+  (t) => [index('events_company_idx').on(t.companyId, t.id), index('events_resource_idx').on(t.companyId, t.href, t.id)],
 );
 
 export type ResourceRow = typeof resources.$inferSelect;
+export type EventRow = typeof events.$inferSelect;

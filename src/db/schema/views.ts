@@ -21,21 +21,46 @@ export const backlogView = pgView('backlog', {
       GROUP BY c.id, c.name`,
 );
 
-/** Failed notifications grouped by reason (the last error without its variable tail). */
+/** A failure's reason: its last error without the variable tail of a retried one (shared with services/overview.service.ts). */
+export const failureReason = sql`regexp_replace(coalesce(n.last_error, 'unknown'), '^gave up after \\d+ attempts: ', '')`;
+
+/** Failed notifications grouped by reason (the last error without its variable tail), with when the last one failed. */
 export const failuresView = pgView('failures_by_reason', {
   companyId: uuid('company_id'),
   company: text('company'),
   type: text('type'),
   reason: text('reason'),
   failures: bigint('failures', { mode: 'number' }),
+  firstFailedAt: timestamp('first_failed_at', { withTimezone: true }),
   lastFailedAt: timestamp('last_failed_at', { withTimezone: true }),
 }).as(
   sql`SELECT n.company_id, c.name AS company, n.type,
-             regexp_replace(coalesce(n.last_error, 'unknown'), '^gave up after \\d+ attempts: ', '') AS reason,
-             count(*) AS failures, max(n.processed_at) AS last_failed_at
+             ${failureReason} AS reason,
+             count(*) AS failures, min(n.finished_at) AS first_failed_at, max(n.finished_at) AS last_failed_at
       FROM notifications n JOIN companies c ON c.id = n.company_id
       WHERE n.status = 'failed'
       GROUP BY 1, 2, 3, 4`,
+);
+
+/** Per resource, from the fetch attempts kept: how often it was fetched, how often that failed, and the last error. */
+export const fetchesByResourceView = pgView('fetches_by_resource', {
+  companyId: uuid('company_id'),
+  company: text('company'),
+  href: text('href'),
+  fetches: bigint('fetches', { mode: 'number' }),
+  failures: bigint('failures', { mode: 'number' }),
+  lastFetchedAt: timestamp('last_fetched_at', { withTimezone: true }),
+  lastFailedAt: timestamp('last_failed_at', { withTimezone: true }),
+  lastError: text('last_error'),
+}).as(
+  sql`SELECT a.company_id, c.name AS company, a.href,
+             count(*) AS fetches,
+             count(*) FILTER (WHERE a.outcome NOT IN ('stored', 'gone')) AS failures,
+             max(a.started_at) AS last_fetched_at,
+             max(a.started_at) FILTER (WHERE a.outcome NOT IN ('stored', 'gone')) AS last_failed_at,
+             (array_agg(a.error ORDER BY a.id DESC) FILTER (WHERE a.error IS NOT NULL))[1] AS last_error
+      FROM fetch_attempts a JOIN companies c ON c.id = a.company_id
+      GROUP BY 1, 2, 3`,
 );
 
 /** Per hour and company: received, processed, failed, and the median receive-to-process latency. */

@@ -3,6 +3,7 @@
  * the event row when a handler runs, inside the same transaction: a handler adds what its type
  * needs (links to Skyhook's own leads and quotes, say) and commits or fails with the rest.
  */
+import type { Operation } from 'fast-json-patch';
 import type { Tx } from '../../db/client.js';
 
 export interface HandlerContext {
@@ -13,6 +14,10 @@ export interface HandlerContext {
   resourceId: string;
   /** The stored snapshot: the resource as fetched, and the version it was stored as. */
   snapshot: { version: number; body: unknown };
+  /** The version stored before this one, or null for the first. */
+  previous: { version: number; body: unknown } | null;
+  /** RFC 6902 JSON Patch from `previous` to `snapshot` (what changed); null for the first version. */
+  changes: Operation[] | null;
   /** The notifications this fetch covers. */
   notificationIds: number[];
 }

@@ -1,39 +1,19 @@
 /**
- * The `fetch` queue: one job per (company, href). The coalescing rules of SPEC §5 come from BullMQ
- * deduplication in keepLastIfActive mode, keyed by (company, href):
- *  - C1: while the key's job waits (or is delayed), adding again is a no-op;
- *  - C2: adding while it runs stores exactly one follow-up job, created when the running one ends;
- *  - C3: so at most one job per key exists outside "waiting for the active one", hence runs at a time;
- *  - C5 is enforced by the worker (fetch-start.ts: a slot per key); C4 by the worker's claim of pending rows.
+ * Adding fetch jobs (the queue's contract is fetch.queue.ts): after each commit, one job per distinct
+ * resource of the batch, deduplicated by BullMQ (C1-C3).
  *
  * Under a flood most adds find their key's job still waiting, and BullMQ's add script then does nothing
  * useful at a high price (measured: about half of Redis's CPU per Basic notification, and with ioredis a
  * seventh of the receiver's main thread).
  * So each batch first asks, in one small script, which adds BullMQ would ignore, and makes only the rest.
  */
-import { hash } from 'node:crypto';
-import { Queue, type JobsOptions } from 'bullmq';
-import type pg from 'pg';
+import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import { gatherWrites, redisScript, withTimeout, type RedisClient } from '../lib/redis.js';
-
-export const FETCH_QUEUE = 'fetch';
-export const FETCH_BACKOFF = 'fetch-backoff';
-
-export interface FetchJobData {
-  companyId: string;
-  href: string;
-}
-
-export interface FetchKeyRow {
-  id: number;
-  companyId: string;
-  href: string;
-}
-
-/** The coalescing key of (company, href); hashed so a long href makes no long Redis key. */
-export const fetchKey = (companyId: string, href: string): string =>
-  `${companyId}:${hash('sha256', href, 'base64url').slice(0, 32)}`;
+import type { NotificationsRepository } from '../db/notifications.repository.js';
+import { type RedisClient } from '../lib/redis/connection.js';
+import { gatherWrites, redisScript } from '../lib/redis/scripts.js';
+import { withTimeout } from '../lib/timeout.js';
+import { fetchJobOptions, fetchKey, type FetchJob, type ResourceKey } from './fetch.queue.js';
 
 /**
  * 1 for each key whose add BullMQ would ignore, else 0. Mirrors the deduplicate path of BullMQ's add
@@ -65,17 +45,14 @@ return out`;
 
 type AddWouldBeNoOp = (keys: string[]) => Promise<number[]>;
 
-function addWouldBeNoOp(redis: RedisClient, queue: Queue<FetchJobData>): AddWouldBeNoOp {
+function addWouldBeNoOp(redis: RedisClient, queue: Queue<FetchJob>): AddWouldBeNoOp {
   const script = redisScript<number[]>(redis, 'skyhookAddWouldBeNoOp', ADD_WOULD_BE_NO_OP);
   return (keys) => script(keys.map((key) => `${queue.keys.de}:${key}`), [queue.keys['']!, queue.keys.delayed!, ...keys]);
 }
 
-export function createFetchQueue(connection: RedisClient, prefix: string): Queue<FetchJobData> {
-  return new Queue<FetchJobData>(FETCH_QUEUE, { connection, prefix });
-}
-
 /** A committed row whose job is added after the commit (receiver/ingest.ts stored it `queued` when Redis was up). */
-export interface CommittedRow extends FetchKeyRow {
+export interface CommittedRow extends ResourceKey {
+  id: number;
   status: 'received' | 'queued';
 }
 
@@ -86,10 +63,10 @@ export class FetchEnqueuer {
   private readonly addWouldBeNoOp: AddWouldBeNoOp;
 
   constructor(
-    private readonly queue: Queue<FetchJobData>,
+    private readonly queue: Queue<FetchJob>,
     /** The connection the queue was created on. */
     private readonly redis: RedisClient,
-    private readonly pool: pg.Pool,
+    private readonly notifications: Pick<NotificationsRepository, 'moveStatus'>,
     private readonly opts: { attempts: number; timeoutMs: number },
     private readonly log: Logger,
   ) {
@@ -110,12 +87,12 @@ export class FetchEnqueuer {
     if (rows.length === 0) return;
     void this.enqueue(rows)
       .then(
-        () => this.moveStatus(idsIn(rows, 'received'), 'received', 'queued'),
+        () => this.notifications.moveStatus(idsIn(rows, 'received'), 'received', 'queued'),
         (err: unknown) => {
           // Logged once per outage, not once per request.
           if (!this.redisDown) this.log.warn({ err: String(err) }, 'queueing after commit failed; the relay will queue these notifications');
           this.redisDown = true;
-          return this.moveStatus(idsIn(rows, 'queued'), 'queued', 'received');
+          return this.notifications.moveStatus(idsIn(rows, 'queued'), 'queued', 'received');
         },
       )
       .catch((err: unknown) => {
@@ -124,15 +101,15 @@ export class FetchEnqueuer {
       });
   }
 
-  /** Adds one job per distinct key (deduplicated by BullMQ). Bounded in time; throws on failure. */
-  async enqueue(rows: Pick<FetchKeyRow, 'companyId' | 'href'>[]): Promise<void> {
-    const byKey = new Map<string, FetchJobData>();
-    for (const r of rows) byKey.set(fetchKey(r.companyId, r.href), { companyId: r.companyId, href: r.href });
+  /** Adds one job per distinct resource (deduplicated by BullMQ). Bounded in time; throws on failure. */
+  async enqueue(rows: ResourceKey[]): Promise<void> {
+    const byKey = new Map<string, FetchJob>();
+    for (const r of rows) byKey.set(fetchKey(r), { companyId: r.companyId, href: r.href });
     await withTimeout(this.addUnlessNoOp([...byKey]), this.opts.timeoutMs, 'enqueue');
     this.redisDown = false;
   }
 
-  private async addUnlessNoOp(keyed: [string, FetchJobData][]): Promise<void> {
+  private async addUnlessNoOp(keyed: [string, FetchJob][]): Promise<void> {
     if (keyed.length === 0) return;
     const noOp = await this.addWouldBeNoOp(keyed.map(([key]) => key));
     const adds = keyed.filter((_, i) => noOp[i] !== 1);
@@ -143,26 +120,6 @@ export class FetchEnqueuer {
     // 290-510 µs of Node's CPU for one job through addBulk, 160-290 through add, on a slow day); in batches
     // of 30 the two cost the same. The batch's adds still leave in one write.
     gatherWrites(this.redis);
-    await Promise.all(adds.map(([key, data]) => this.queue.add('fetch', data, this.jobOptions(key))));
-  }
-
-  markQueued(ids: number[]): Promise<void> {
-    return this.moveStatus(ids, 'received', 'queued');
-  }
-
-  /** Rows still `from` become `to`; a row a worker has moved on meanwhile is left alone. */
-  private async moveStatus(ids: number[], from: CommittedRow['status'], to: CommittedRow['status']): Promise<void> {
-    if (ids.length === 0) return;
-    await this.pool.query(`UPDATE notifications SET status = $2 WHERE id = ANY($1::bigint[]) AND status = $3`, [ids, to, from]);
-  }
-
-  private jobOptions(key: string): JobsOptions {
-    return {
-      deduplication: { id: key, keepLastIfActive: true },
-      attempts: this.opts.attempts,
-      backoff: { type: FETCH_BACKOFF },
-      removeOnComplete: true,
-      removeOnFail: { count: 1000 },
-    };
+    await Promise.all(adds.map(([key, data]) => this.queue.add('fetch', data, fetchJobOptions(key, this.opts.attempts))));
   }
 }

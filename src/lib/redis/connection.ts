@@ -1,4 +1,10 @@
+/**
+ * Connections to Redis (a standalone server or a Redis Cluster), and what a caller asks of them: whether
+ * they are ready, whether Redis answers, which process is behind them, whether an error means Redis is
+ * unreachable.
+ */
 import { Cluster, Redis, type ClusterOptions, type DNSLookupFunction, type RedisOptions } from 'ioredis';
+import { describeError } from '../error-reporter.js';
 
 /** A connection to a standalone Redis or to a Redis Cluster; every Skyhook key lives under one hash tag. */
 export type RedisClient = Redis | Cluster;
@@ -22,14 +28,22 @@ type RedisKind = 'producer' | 'worker';
 const retryStrategy = (times: number): number => Math.min(200 * times, 2000);
 const keepHostNames: DNSLookupFunction = (address, callback) => callback(null, address);
 
+/** The last error of each connection, so that a caller waiting for it (redisReady) can say why it is not ready. */
+const lastErrors = new WeakMap<RedisClient, Error>();
+
 /**
  * Two kinds of Redis connection. A producer (HTTP handlers, relay) fails fast when Redis is down, so a
  * request never waits for it: the relay re-sends later. A worker connection waits and retries forever,
- * as BullMQ requires (maxRetriesPerRequest: null).
+ * as BullMQ requires (maxRetriesPerRequest: null). Either reconnects by itself; each error it meets on the
+ * way goes to `onError` (a long-running process reports them, rate-limited: lib/error-reporter.ts), and
+ * the last one is kept for redisReady's answer.
  */
-export function connectRedis(target: RedisTarget, kind: RedisKind, name: string): RedisClient {
+export function connectRedis(target: RedisTarget, kind: RedisKind, name: string, onError?: (err: Error) => void): RedisClient {
   const redis = target.redisClusterNodes ? connectCluster(target.redisUrl, target.redisClusterNodes, kind, name) : connectStandalone(target.redisUrl, kind, name);
-  redis.on('error', () => {}); // reconnects by itself; readiness is reported by /readyz
+  redis.on('error', (err: Error) => {
+    lastErrors.set(redis, err);
+    onError?.(err);
+  });
   return redis;
 }
 
@@ -87,12 +101,22 @@ function isCluster(redis: RedisClient): redis is Cluster {
  * Undefined while the client has no connection to one of them: ioredis drops a node it lost from its
  * pool (until the next slot refresh), and the remaining masters alone would look like a healthy cluster.
  */
-function masterNodes(redis: RedisClient): Redis[] | undefined {
+export function masterNodes(redis: RedisClient): Redis[] | undefined {
   if (!isCluster(redis)) return [redis];
   const connected = new Map(redis.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]));
   const serving = new Set(redis.slots.map((owners) => owners[0]).filter((key) => key !== undefined));
   const masters = [...serving].map((key) => connected.get(key));
   return masters.length > 0 && masters.every((node) => node !== undefined) ? (masters as Redis[]) : undefined;
+}
+
+/** Errors that mean "Redis cannot be reached now", not "this command is wrong": worth waiting out. */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const UNREACHABLE_MESSAGES = /Connection is closed|Stream isn't writeable|Reached the max retries per request|Command timed out|None of startup nodes is available|Failed to refresh slots cache|ClusterAllFailedError|Redis not ready|enqueue timed out/;
+
+export function isRedisUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown; name?: unknown } | null;
+  if (!e || typeof e !== 'object') return false;
+  return (typeof e.code === 'string' && UNREACHABLE_CODES.has(e.code)) || UNREACHABLE_MESSAGES.test(`${String(e.name)}: ${String(e.message)}`);
 }
 
 /** Resolves when the connection is ready, or rejects after `ms`. */
@@ -101,7 +125,8 @@ export function redisReady(redis: RedisClient, ms = 5000): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       redis.off('ready', onReady);
-      reject(new Error(`Redis not ready after ${ms} ms`));
+      const last = lastErrors.get(redis);
+      reject(new Error(`Redis not ready after ${ms} ms${last ? `: ${describeError(last)}` : ''}`));
     }, ms);
     const onReady = () => {
       clearTimeout(timer);
@@ -140,91 +165,4 @@ export async function redisRunId(redis: RedisClient): Promise<string | undefined
   const ids = await Promise.all(masters.map(async (node) => /run_id:(\w+)/.exec(await node.info('server'))?.[1]));
   if (ids.some((id) => id === undefined)) return undefined;
   return ids.sort().join(',');
-}
-
-/** Rejects with a timeout error when `promise` takes longer than `ms`. */
-export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-/**
- * Deletes every key under `prefix` (SCAN + UNLINK, never KEYS): the demo's and the bench's clean slate.
- * On a cluster SCAN sees one node's keys only, so it runs on every master. A URL means a standalone server.
- */
-export async function deleteKeysWithPrefix(target: RedisTarget | string, prefix: string): Promise<void> {
-  const redis = connectRedis(typeof target === 'string' ? { redisUrl: target } : target, 'producer', 'skyhook-cleanup');
-  try {
-    await redisReady(redis);
-    const masters = masterNodes(redis);
-    if (!masters) throw new Error('a Redis Cluster master is unreachable');
-    for (const node of masters) await deleteOnNode(node, `${prefix}:*`);
-  } finally {
-    redis.disconnect();
-  }
-}
-
-async function deleteOnNode(node: Redis, pattern: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    cursor = next;
-    // One UNLINK per key: keys of different slots cannot share a command on a cluster node.
-    if (keys.length === 0) continue;
-    const results = await node.pipeline(keys.map((key) => ['unlink', key])).exec();
-    const failed = results?.find(([err]) => err);
-    if (failed) throw failed[0];
-  } while (cursor !== '0');
-}
-
-/**
- * SET NX PX per key, in one script: 0 for a key set now (this caller has it for `ttlMs`), else how long
- * it stays taken. All of a call's keys must share one hash tag (Skyhook's are under the queue prefix's),
- * so on a Redis Cluster they live in one slot and a multi-key script is allowed. Used for the C5 fetch
- * slots and the OAuth nonces: one command for a whole batch, instead of a command per key.
- */
-const RESERVE_KEYS = `
-local out = {}
-for i, key in ipairs(KEYS) do
-  if redis.call('SET', key, '1', 'PX', ARGV[1], 'NX') then
-    out[i] = 0
-  else
-    out[i] = math.max(1, redis.call('PTTL', key))
-  end
-end
-return out`;
-
-export type ReserveKeys = (keys: string[], ttlMs: number) => Promise<number[]>;
-
-export function reserveKeys(redis: RedisClient): ReserveKeys {
-  const script = redisScript<number[]>(redis, 'skyhookReserveKeys', RESERVE_KEYS);
-  return (keys, ttlMs) => script(keys, [ttlMs]);
-}
-
-/**
- * Holds the connection's writes until this turn's callbacks and microtasks have run (Node's `cork`,
- * released on the next tick), so that commands issued together leave in one write, and Redis reads them
- * in one go. Without it each command is its own write to the socket. A Redis Cluster has a connection per
- * node: it is left alone. Measured alone, 30 script calls a turn: Node's CPU 14.1–14.8 → 10.5–11.4 µs a
- * command, Redis's 7.6 → 3.5–3.7 µs.
- */
-export function gatherWrites(redis: RedisClient): void {
-  if (redis instanceof Cluster) return;
-  const stream = redis.stream;
-  if (!stream || stream.writableCorked > 0) return;
-  stream.cork();
-  process.nextTick(() => stream.uncork());
-}
-
-/**
- * A Lua script as a function of its keys and arguments, defined once on `redis` under `name` (ioredis
- * sends EVALSHA, and the script itself when the server does not know it yet).
- */
-export function redisScript<T>(redis: RedisClient, name: string, lua: string): (keys: string[], args: (string | number)[]) => Promise<T> {
-  redis.defineCommand(name, { lua });
-  const command = (redis as unknown as Record<string, (numKeys: number, ...rest: (string | number)[]) => Promise<T>>)[name]!.bind(redis);
-  return (keys, args) => command(keys.length, ...keys, ...args);
 }

@@ -1,11 +1,11 @@
 /**
- * List cursors, opaque to clients: base64url of the last key seen. A cursor this API did not return
+ * Paging lists (keyset pagination, next to the queries that use it). List cursors, opaque to clients: base64url of the last key seen. A cursor this API did not return
  * is a 400 naming `cursor`, never a query error.
  */
 import { desc, sql } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
-import { hasUnstorableText } from './json-body.js';
-import { badRequest } from './problem.js';
+import { hasUnstorableText } from '../lib/json-body.js';
+import { badRequest } from '../lib/problem.js';
 
 export const encodeCursor = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
 
@@ -23,11 +23,14 @@ export function decodeCursor<T>(cursor: string, valid: (v: unknown) => v is T): 
 export const isUuid = (v: unknown): v is string => typeof v === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v);
 
 /** A UTC timestamp to the microsecond, as `position` writes it, that is a real date. */
-const isMicrosecondTime = (v: unknown): v is string => {
+export const isMicrosecondTime = (v: unknown): v is string => {
   const ms = typeof v === 'string' ? /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3})\d{3}Z$/.exec(v)?.[1] : undefined;
   return ms !== undefined && new Date(`${ms}Z`).toISOString() === `${ms}Z`;
 };
 const isCreatedAtKey = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && isMicrosecondTime(v[0]) && isUuid(v[1]);
+
+/** A timestamp column as `position` text: to the microsecond, as PostgreSQL keeps it, for a cursor. */
+export const microsecondText = (column: PgColumn) => sql<string>`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /**
  * Pages newest first on (created_at, id). created_at goes into the cursor as text to the microsecond,
@@ -37,7 +40,7 @@ export function newestFirst(table: { id: PgColumn; createdAt: PgColumn }, cursor
   const after = cursor === undefined ? undefined : decodeCursor(cursor, isCreatedAtKey);
   return {
     /** Select it with the row (`position`), so `page` can write the next cursor. */
-    position: sql<string>`to_char(${table.createdAt} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
+    position: microsecondText(table.createdAt),
     where: after ? sql`(${table.createdAt}, ${table.id}) < (${after[0]}::timestamptz, ${after[1]}::uuid)` : undefined,
     orderBy: [desc(table.createdAt), desc(table.id)],
     /** `rows` as fetched with `limit + 1`: the page and the cursor of the next one. */

@@ -49,6 +49,27 @@ describe('simulator CLI', () => {
     expect(result.stderr).toContain('unknown company "initech"');
   });
 
+  it('faults shows the knobs, changes only those given, and refuses a bad value naming it', async () => {
+    const shown = await cli('simulator', 'faults', '--url', sim.url);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(/^resource5xxRate\s+0$/m);
+
+    const changed = await cli('simulator', 'faults', '--url', sim.url, '--resource-5xx-rate', '0.25', '--plural-put-missing');
+    expect(changed.code).toBe(0);
+    expect(changed.stdout).toMatch(/^resource5xxRate\s+0\.25$/m);
+    expect(changed.stdout).toMatch(/^pluralPutMissing\s+true$/m);
+
+    const kept = await cli('simulator', 'faults', '--url', sim.url, '--plural-put-missing', 'false');
+    expect(kept.stdout).toMatch(/^resource5xxRate\s+0\.25$/m);
+    expect(kept.stdout).toMatch(/^pluralPutMissing\s+false$/m);
+    expect(kept.stdout).toMatch(/^duplicateRate\s+0$/m);
+    sim.setFaults({ resource5xxRate: 0 });
+
+    const refused = await cli('simulator', 'faults', '--url', sim.url, '--lost-ack-rate', '2');
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--lost-ack-rate');
+  });
+
   it('starts on the given port, prints its URLs and stops cleanly on SIGTERM', async () => {
     const child = spawn(process.execPath, [MAIN, 'simulator', '--port', '0', '--company', 'acme:acme-token'], { cwd });
     let stdout = '';

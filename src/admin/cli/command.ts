@@ -1,0 +1,259 @@
+/**
+ * The plumbing every admin command shares (SPEC §7): command groups, validation that names each bad flag
+ * or field, opening the services, and printing. Output: results on stdout (short human text, or with
+ * --json exactly the JSON the admin API answers), errors on stderr. Exit codes: 0 done; 2 a usage error
+ * (a bad flag or argument, or a body file that fails validation), one line per bad field naming it; 1 a
+ * failure while running (a Problem from a service: not found, conflict, the marketplace refusing, ...; or
+ * the database being unreachable).
+ */
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import type { z } from 'zod';
+import { describeError } from '../../lib/error-reporter.js';
+import { exitOnUsageError, USAGE_EXIT_CODE } from '../../lib/cli-usage.js';
+import { decodeJsonBody } from '../../lib/json-body.js';
+import { Problem } from '../../lib/problem.js';
+import type { Services } from '../../services/index.js';
+import type { AdminContext } from './context.js';
+import { truncate } from './output.js';
+
+/** Failures while running exit with 1; usage errors with USAGE_EXIT_CODE (2). */
+const FAILURE_EXIT_CODE = 1;
+
+export interface JsonFlag {
+  json?: boolean;
+}
+export interface PageFlags extends JsonFlag {
+  limit?: string;
+  cursor?: string;
+}
+
+export const JSON_HELP = 'print the JSON the admin API answers (one document on stdout)';
+
+/** A command group: commander's own usage errors (unknown option, missing argument) read like ours and exit 2. */
+export function group(program: Command, name: string, description: string): Command {
+  return (
+    program
+      .command(name)
+      .description(description)
+      // Set before the subcommands are added, so they inherit them.
+      .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'skyhook: ')) })
+      .showHelpAfterError('(add --help for usage)')
+      .exitOverride(exitOnUsageError)
+  );
+}
+
+export function addPageOptions(cmd: Command): Command {
+  return cmd.option('--limit <n>', 'at most this many (1-500, default 50)').option('--cursor <cursor>', 'continue after the page that returned this nextCursor');
+}
+
+export class UsageError extends Error {
+  constructor(readonly lines: string[]) {
+    super(lines.join('; '));
+  }
+}
+
+/** Runs a command: usage errors exit 2, problems and other failures exit 1; stderr for all of them. */
+export async function execute(cmd: Command, work: () => Promise<void>): Promise<void> {
+  try {
+    await work();
+  } catch (error) {
+    if (error instanceof UsageError) {
+      for (const line of error.lines) console.error(`skyhook: ${line}`);
+      process.exitCode = USAGE_EXIT_CODE;
+    } else if (error instanceof Problem) {
+      console.error(`skyhook: ${error.detail ?? error.title} (${error.status} ${error.title})`);
+      // A field the command takes as a flag is named as the flag (apiBaseUrl -> --api-base-url).
+      const flags = flagNames(cmd);
+      for (const e of error.extra.errors ?? []) console.error(`  ${flags.get(e.field) ?? e.field}: ${e.message}`);
+      process.exitCode = FAILURE_EXIT_CODE;
+    } else {
+      console.error(`skyhook: ${describeError(error)}`);
+      process.exitCode = FAILURE_EXIT_CODE;
+    }
+  }
+}
+
+/**
+ * What a command does to the database: `read` opens it as it is (a read needs no migration, nor the right
+ * to run one); `write` migrates it first, as `skyhook start` does.
+ */
+export type Access = 'read' | 'write';
+
+/** Opens the admin context (same environment as `skyhook start`), runs fn, and always closes it. */
+export async function withServices<T>(access: Access, fn: (services: Services, context: AdminContext) => Promise<T>): Promise<T> {
+  // Imported here, so `skyhook --help` and the other commands do not load the database and queue code.
+  const { openAdminContext } = await import('./context.js');
+  const context = await openAdminContext(process.env, { migrate: access === 'write' });
+  try {
+    return await fn(context.services, context);
+  } finally {
+    await context.close();
+  }
+}
+
+export function emit<S extends z.ZodType>(flags: JsonFlag, schema: S, data: z.output<S>, human: () => string): void {
+  process.stdout.write(flags.json ? `${JSON.stringify(schema.encode(data), null, 2)}\n` : `${human()}\n`);
+}
+
+/**
+ * The action of a data command, the pattern every such command follows: its input validated (a usage
+ * error, before anything is opened), run on the services, and printed (the admin API's JSON with --json,
+ * else `human`). Commander calls it with the arguments, then the flags, then the command.
+ */
+export function dataAction<Input, Output extends Printed, Printed, Flags extends JsonFlag = JsonFlag>(spec: {
+  access: Access;
+  input: (cmd: Command, flags: Flags, args: string[]) => Input | Promise<Input>;
+  /** What it answers may hold more than --json prints (company names, say): `output` keeps its own fields. */
+  run: (services: Services, input: Input, context: AdminContext) => Promise<Output>;
+  output: z.ZodType<Printed>;
+  human: (output: Output, input: Input, flags: Flags) => string;
+}): (...received: unknown[]) => Promise<void> {
+  return (...received) => {
+    const cmd = received.at(-1) as Command;
+    const flags = received.at(-2) as Flags;
+    const args = received.slice(0, -2) as string[];
+    return execute(cmd, async () => {
+      const input = await spec.input(cmd, flags, args);
+      const output = await withServices(spec.access, (services, context) => spec.run(services, input, context));
+      emit(flags, spec.output as z.ZodType, output, () => spec.human(output, input, flags));
+    });
+  };
+}
+
+/** The comma-separated flag as a list (undefined when the flag is absent). */
+export const list = (value: string | undefined): string[] | undefined =>
+  value === undefined
+    ? undefined
+    : value
+        .split(',')
+        .map((v) => v.trim())
+        .filter(Boolean);
+
+/** "true"/"false" as booleans; anything else is passed on for the schema to refuse by name. */
+export const booleanText = (value: string | undefined): boolean | string | undefined => (value === 'true' ? true : value === 'false' ? false : value);
+
+/** Numeric text as a number; anything else is passed on for the schema to refuse by name. */
+export const numberText = (value: string | undefined): number | string | undefined => (value !== undefined && value.trim() !== '' && Number.isFinite(Number(value)) ? Number(value) : value);
+
+/** The command's options by the field they fill: apiBaseUrl -> --api-base-url. */
+const flagNames = (cmd: Command): Map<string, string> => new Map(cmd.options.map((o) => [o.attributeName(), o.long ?? o.flags]));
+
+/** Runs two validations and reports the bad fields of both at once. */
+export function together<A, B>(first: () => A, second: () => B): [A, B] {
+  const lines: string[] = [];
+  const attempt = <T>(fn: () => T): T | undefined => {
+    try {
+      return fn();
+    } catch (error) {
+      if (!(error instanceof UsageError)) throw error;
+      lines.push(...error.lines);
+      return undefined;
+    }
+  };
+  const a = attempt(first);
+  const b = attempt(second);
+  if (lines.length > 0) throw new UsageError(lines);
+  return [a as A, b as B];
+}
+
+/** Validates flags and arguments: each issue named by its flag (`--event-types`) or argument (`<companyId>`). */
+export function validate<S extends z.ZodType>(cmd: Command, schema: S, input: Record<string, unknown>): z.output<S> {
+  const flags = flagNames(cmd);
+  const args = new Set(cmd.registeredArguments.map((a) => a.name()));
+  const name = (path: PropertyKey[]): string => {
+    const head = String(path[0] ?? '');
+    return args.has(head) ? `<${head}>` : (flags.get(head) ?? head);
+  };
+  return parseOrThrow(schema, input, name);
+}
+
+/** Validates a JSON body file: each issue named by its field path, e.g. `inquiryLift.0.emptyLegId`. */
+export function validateBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  return parseOrThrow(schema, body, (path) => (path.length > 0 ? path.map(String).join('.') : 'the body'));
+}
+
+function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, name: (path: PropertyKey[]) => string): z.output<S> {
+  const result = schema.safeParse(input, { error: issueMessage });
+  if (result.success) return result.data;
+  const lines = result.error.issues.flatMap((issue) =>
+    issue.code === 'unrecognized_keys' ? issue.keys.map((key) => `${name([...issue.path, key])} is not a known field`) : [`${name(issue.path)} ${issue.message}`],
+  );
+  throw new UsageError([...new Set(lines)]);
+}
+
+const EXPECTED: Record<string, string> = {
+  string: 'text',
+  number: 'a number',
+  int: 'a whole number',
+  boolean: 'true or false',
+  array: 'an array',
+  object: 'an object',
+};
+const FORMATS: Record<string, string> = { uuid: 'a UUID', email: 'an e-mail address', url: 'a URL', datetime: 'an ISO date-time' };
+
+/**
+ * Messages worded to follow a field name ("--name is required"), for issues whose schema gives no
+ * message of its own (schema messages, such as "is required for an empty leg lead", take precedence).
+ */
+function issueMessage(issue: z.core.$ZodRawIssue): string | undefined {
+  switch (issue.code) {
+    case 'invalid_type':
+      return issue.input === undefined ? 'is required' : `must be ${EXPECTED[issue.expected] ?? issue.expected}${got(issue.input)}`;
+    case 'invalid_value':
+      return `must be ${issue.values.length === 1 ? String(issue.values[0]) : `one of ${issue.values.map(String).join(', ')}`}${got(issue.input)}`;
+    case 'invalid_format':
+      return `must be ${FORMATS[issue.format] ?? `a valid ${issue.format}`}${got(issue.input)}`;
+    case 'too_small': {
+      const min = Number(issue.minimum);
+      if (issue.origin === 'string') return min <= 1 ? 'must not be empty' : `must have at least ${min} characters`;
+      if (issue.origin === 'array' || issue.origin === 'set') return min <= 1 ? 'must have at least one item' : `must have at least ${min} items`;
+      return `must be ${issue.inclusive === false ? `more than ${min}` : `${min} or more`}${got(issue.input)}`;
+    }
+    case 'too_big': {
+      const max = Number(issue.maximum);
+      if (issue.origin === 'string') return `must have at most ${max} characters`;
+      if (issue.origin === 'array' || issue.origin === 'set') return `must have at most ${max} items`;
+      return `must be ${issue.inclusive === false ? `less than ${max}` : `${max} or less`}${got(issue.input)}`;
+    }
+    case 'unrecognized_keys':
+      return 'is not a known field';
+    default:
+      return undefined;
+  }
+}
+
+/** ` (got "x")` for a short scalar input, so the operator sees what was refused. */
+function got(input: unknown): string {
+  if (typeof input === 'string') return ` (got ${JSON.stringify(truncate(input, 60))})`;
+  if ((typeof input === 'number' && Number.isFinite(input)) || typeof input === 'boolean') return ` (got ${String(input)})`;
+  return '';
+}
+
+/** A file, or stdin for "-", as JSON the admin API would accept (decodeJsonBody). Failures are usage errors naming --file. */
+export async function readJsonFile(path: string | undefined): Promise<unknown> {
+  if (path === undefined) throw new UsageError(['--file is required (a JSON file, or - for stdin)']);
+  const source = path === '-' ? 'stdin' : path;
+  let raw: Buffer;
+  try {
+    raw = path === '-' ? await readStdinBytes() : await readFile(path);
+  } catch (error) {
+    throw new UsageError([`--file: cannot read ${source}: ${describeError(error)}`]);
+  }
+  try {
+    return decodeJsonBody(raw);
+  } catch (error) {
+    if (error instanceof Problem) throw new UsageError([`--file: ${source}: ${error.detail ?? error.title}`]);
+    throw error;
+  }
+}
+
+async function readStdinBytes(): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+  return Buffer.concat(chunks);
+}
+
+export async function readStdin(): Promise<string> {
+  return (await readStdinBytes()).toString('utf8');
+}

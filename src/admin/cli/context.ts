@@ -1,0 +1,65 @@
+/**
+ * What an admin CLI command runs on: the same services as the admin API, over its own small pool and
+ * a producer Redis connection (replays enqueue; if Redis is down the relay of a running Skyhook
+ * queues them). Configuration comes from the same environment variables as `skyhook start`.
+ */
+import { loadConfig, type Config } from '../../config.js';
+import { connectDatabase } from '../../db/client.js';
+import { DatabaseStartError, prepareDatabase } from '../../db/migrate.js';
+import { createNotificationsRepository, type NotificationsRepository } from '../../db/notifications.repository.js';
+import { describeError } from '../../lib/error-reporter.js';
+import { createLogger } from '../../lib/logger.js';
+import { connectRedis, redisReady } from '../../lib/redis/connection.js';
+import { FetchEnqueuer } from '../../processing/enqueue.js';
+import { createFetchQueue } from '../../processing/fetch.queue.js';
+import { createServices, type Services } from '../../services/index.js';
+
+export interface AdminContext {
+  config: Config;
+  services: Services;
+  /** For what reads notifications beyond the services (the live tail). */
+  notifications: NotificationsRepository;
+  close(): Promise<void>;
+}
+
+/** `migrate`: create and migrate the database first, as `skyhook start` does (commands that write); a read opens it as it is. */
+export async function openAdminContext(env: Record<string, string | undefined>, opts: { migrate: boolean }): Promise<AdminContext> {
+  const config = loadConfig(env);
+  const log = createLogger({ env: config.env, logLevel: 'silent' });
+  if (opts.migrate) await prepareDatabase(config.databaseUrl);
+  const handle = connectDatabase(config.databaseUrl, { max: 2, applicationName: 'skyhook-cli' });
+  const notifications = createNotificationsRepository(handle.pool);
+  if (!opts.migrate) {
+    // A read touches PostgreSQL only: one round trip first, so that a database out of reach (or not
+    // created yet) is said in one line naming DATABASE_URL.
+    await handle.pool.query('SELECT 1').catch(async (err: unknown) => {
+      await handle.pool.end();
+      throw new DatabaseStartError(config.databaseUrl, err);
+    });
+    const readOnly = { enqueue: () => Promise.reject(new Error('a command that only reads queues nothing')) };
+    return { config, notifications, services: createServices({ db: handle.db, notifications, enqueuer: readOnly, config }), close: () => handle.pool.end() };
+  }
+  // Only replays need Redis: without it their notifications stay `received` and a running Skyhook's relay
+  // queues them. Said once on stderr (stdout may be a --json document).
+  let said = false;
+  const redisNote = (err: unknown) => {
+    if (said) return;
+    said = true;
+    process.stderr.write(`skyhook: note: Redis is not reachable (${describeError(err)}): replayed notifications are queued by a running Skyhook's relay\n`);
+  };
+  const redis = connectRedis(config, 'producer', 'skyhook-cli');
+  await redisReady(redis, 2000).catch(redisNote);
+  const queue = createFetchQueue(redis, config.queuePrefix);
+  queue.on('error', redisNote);
+  const enqueuer = new FetchEnqueuer(queue, redis, notifications, { attempts: config.fetch.attempts, timeoutMs: 2000 }, log);
+  return {
+    config,
+    notifications,
+    services: createServices({ db: handle.db, notifications, enqueuer, config }),
+    async close() {
+      await queue.close().catch(redisNote);
+      redis.disconnect();
+      await handle.pool.end();
+    },
+  };
+}

@@ -1,0 +1,19 @@
+/**
+ * The operators' admin CLI (SPEC §7): the admin API's operations as `skyhook` commands, over the same
+ * services and validated with the same schemas, so the CLI and the API accept the same things. One file
+ * per command group; command.ts is what they share.
+ */
+import type { Command } from 'commander';
+import { registerCompanies } from './companies.js';
+import { registerLeads, registerQuotes } from './leads-quotes.js';
+import { registerNotifications, registerResources } from './notifications.js';
+import { registerWebhooks } from './webhooks.js';
+
+export function registerAdminCommands(program: Command): void {
+  registerCompanies(program);
+  registerWebhooks(program);
+  registerLeads(program);
+  registerQuotes(program);
+  registerNotifications(program);
+  registerResources(program);
+}

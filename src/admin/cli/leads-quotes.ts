@@ -1,0 +1,117 @@
+/** `skyhook leads …` and `skyhook quotes …`: what Skyhook sends to the marketplace for a company. */
+import type { Command } from 'commander';
+import * as s from '../schemas.js';
+import { addPageOptions, dataAction, group, JSON_HELP, readJsonFile, together, validate, validateBody, type JsonFlag, type PageFlags } from './command.js';
+import { listing, shortTime } from './output.js';
+
+export function registerLeads(program: Command): void {
+  const leads = group(program, 'leads', 'client leads created on the marketplace for a company');
+
+  leads
+    .command('create')
+    .description('create a client lead (idempotent: a clientIdentifier already used returns the stored lead and sends nothing)')
+    .argument('<companyId>', 'the company id (a UUID)')
+    .option('--file <lead.json|->', 'the Client Lead body as JSON (required); "-" reads stdin; see examples/lead.json')
+    .option('--json', JSON_HELP)
+    .addHelpText('after', '\nExample:\n  echo \'{"clientIdentifier":"c-1","inquiryLift":[{"aircraftType":"Light jet"}]}\' | skyhook leads create <companyId> --file -')
+    .action(
+      dataAction({
+        access: 'write',
+        input: async (cmd, flags: JsonFlag & { file?: string }, [companyId]) => {
+          const file = await readJsonFile(flags.file);
+          return together(
+            () => validate(cmd, s.companyIdParams, { companyId }),
+            () => validateBody(s.createLeadBody, file),
+          );
+        },
+        // `created` says which text to print; --json prints the lead alone, as the admin API does.
+        run: async (svc, [params, lead]) => {
+          const { lead: stored, created } = await svc.leads.create(params.companyId, lead);
+          return { ...stored, created };
+        },
+        output: s.leadSchema,
+        human: (stored) =>
+          stored.created
+            ? `created lead ${stored.id} (clientIdentifier ${stored.clientIdentifier}, marketplace id ${stored.remoteId ?? '-'})`
+            : `lead ${stored.id} with clientIdentifier ${stored.clientIdentifier} already existed (marketplace id ${stored.remoteId ?? '-'}); nothing was sent`,
+      }),
+    );
+
+  addPageOptions(leads.command('list').description("list a company's leads (newest first)").argument('<companyId>', 'the company id (a UUID)'))
+    .option('--json', JSON_HELP)
+    .action(
+      dataAction({
+        access: 'read',
+        input: (cmd, flags: PageFlags, [companyId]) =>
+          together(
+            () => validate(cmd, s.companyIdParams, { companyId }),
+            () => validate(cmd, s.listQuery, { limit: flags.limit, cursor: flags.cursor }),
+          ),
+        run: (svc, [params, query]) => svc.leads.list(params.companyId, query),
+        output: s.page(s.leadSchema),
+        human: (page) =>
+          listing(page, 'leads', ['ID', 'CLIENT IDENTIFIER', 'KIND', 'STATUS', 'MARKETPLACE ID', 'CREATED'], (l) => [l.id, l.clientIdentifier, l.kind, l.status, l.remoteId ?? '-', shortTime(l.createdAt)]),
+      }),
+    );
+}
+
+export function registerQuotes(program: Command): void {
+  const quotes = group(program, 'quotes', 'quotes submitted to buyers for a company');
+
+  quotes
+    .command('submit')
+    .description('submit a quote (idempotent by submission.quote.sellerUniqueQuoteIdentifier: a repeat returns the stored quote)')
+    .argument('<companyId>', 'the company id (a UUID)')
+    .option('--file <request.json|->', 'the request as JSON (required): {requestId, actAsAccount?, allowPriceMismatch?, resendUnknown?, submission}; "-" reads stdin; see examples/quote.json')
+    .option('--resend-unknown', 'send again a quote left with status unknown (as resendUnknown: true); check on the marketplace first')
+    .option('--json', JSON_HELP)
+    .action(
+      dataAction({
+        access: 'write',
+        input: async (cmd, flags: JsonFlag & { file?: string; resendUnknown?: boolean }, [companyId]) => {
+          const file = await readJsonFile(flags.file);
+          return together(
+            () => validate(cmd, s.companyIdParams, { companyId }),
+            () => validateBody(s.createQuoteBody, flags.resendUnknown && typeof file === 'object' && file !== null ? { ...file, resendUnknown: true } : file),
+          );
+        },
+        run: async (svc, [params, request]) => {
+          const { quote, created } = await svc.quotes.submit(params.companyId, request);
+          return { ...quote, created };
+        },
+        output: s.quoteViewSchema,
+        human: (quote) => {
+          const ids = `tripmsgs ${quote.tripMessageId ?? '-'}, sellerQuote ${quote.sellerQuoteId ?? '-'}, lift ${quote.liftId ?? '-'}`;
+          return quote.created
+            ? `submitted quote ${quote.id} (${quote.sellerUniqueQuoteIdentifier}): ${ids}`
+            : `quote ${quote.id} (${quote.sellerUniqueQuoteIdentifier}) was already submitted; nothing was sent: ${ids}`;
+        },
+      }),
+    );
+
+  addPageOptions(quotes.command('list').description("list a company's quotes (newest first)").argument('<companyId>', 'the company id (a UUID)'))
+    .option('--lift-id <id>', 'only the quote with this marketplace lift id')
+    .option('--status <status>', 'only quotes with this status: sending, created or unknown')
+    .option('--json', JSON_HELP)
+    .action(
+      dataAction({
+        access: 'read',
+        input: (cmd, flags: PageFlags & { liftId?: string; status?: string }, [companyId]) =>
+          together(
+            () => validate(cmd, s.companyIdParams, { companyId }),
+            () => validate(cmd, s.quotesQuery, { liftId: flags.liftId, status: flags.status, limit: flags.limit, cursor: flags.cursor }),
+          ),
+        run: (svc, [params, query]) => svc.quotes.list(params.companyId, query),
+        output: s.page(s.quoteViewSchema),
+        human: (page) =>
+          listing(page, 'quotes', ['ID', 'SELLER QUOTE IDENTIFIER', 'REQUEST ID', 'STATUS', 'LIFT ID', 'CREATED'], (q) => [
+            q.id,
+            q.sellerUniqueQuoteIdentifier,
+            q.requestId,
+            q.status,
+            q.liftId ?? '-',
+            shortTime(q.createdAt),
+          ]),
+      }),
+    );
+}

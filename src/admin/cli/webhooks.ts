@@ -1,0 +1,113 @@
+/** `skyhook webhooks …`: a company's webhook settings on the marketplace (Skyhook generates the credentials). */
+import type { Command } from 'commander';
+import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES, type EventType } from '../../marketplace/contract.js';
+import * as s from '../schemas.js';
+import { booleanText, dataAction, group, JSON_HELP, list, together, UsageError, validate, type JsonFlag } from './command.js';
+import { FORCE_HELP, remaining } from './companies.js';
+import { keyValues, listing, yesNo } from './output.js';
+
+export function registerWebhooks(program: Command): void {
+  const webhooks = group(program, 'webhooks', "a company's webhook settings on the marketplace (Skyhook generates the credentials)");
+  const eventTypesHelp = `comma-separated event types: ${EVENT_TYPES.join(', ')}`;
+
+  webhooks
+    .command('create')
+    .description('register a webhook on the marketplace for a company; it starts active')
+    .argument('<companyId>', 'the company id (a UUID)')
+    .option('--event-types <a,b,...>', `${eventTypesHelp} (required)`)
+    .option('--auth-type <type>', `how the marketplace authenticates to Skyhook: ${CLIENT_AUTHENTICATION_TYPES.join(' or ')} (required)`)
+    .option('--display-name <name>', 'the name shown on the marketplace (default: "Skyhook (<company name>)")')
+    .option('--shared-target', 'use the shared targetURI <PUBLIC_BASE_URL>/hooks instead of a URL of its own')
+    .option('--json', JSON_HELP)
+    .action(
+      dataAction({
+        access: 'write',
+        input: (cmd, flags: JsonFlag & { eventTypes?: string; authType?: string; displayName?: string; sharedTarget?: boolean }, [companyId]) =>
+          together(
+            () => validate(cmd, s.companyIdParams, { companyId }),
+            () => validate(cmd, s.createWebhookBody, { eventTypes: list(flags.eventTypes), authType: flags.authType, displayName: flags.displayName, sharedTarget: flags.sharedTarget }),
+          ),
+        run: (svc, [params, body]) => svc.webhooks.create(params.companyId, { ...body, eventTypes: body.eventTypes as EventType[] }),
+        output: s.webhookSchema,
+        human: (webhook) => `created webhook ${webhook.id} (marketplace id ${webhook.remoteId})\n${keyValues(webhook)}`,
+      }),
+    );
+
+  webhooks
+    .command('list')
+    .description("list a company's webhooks")
+    .argument('<companyId>', 'the company id (a UUID)')
+    .option('--json', JSON_HELP)
+    .action(
+      dataAction({
+        access: 'read',
+        input: (cmd, _flags, [companyId]) => validate(cmd, s.companyIdParams, { companyId }),
+        run: (svc, params) => svc.webhooks.list(params.companyId),
+        output: s.page(s.webhookSchema),
+        human: (page) => listing(page, 'webhooks', ['ID', 'AUTH', 'ACTIVE', 'EVENT TYPES', 'TARGET URI'], (w) => [w.id, w.authType, yesNo(w.active), w.eventTypes.join(','), w.targetURI]),
+      }),
+    );
+
+  webhooks
+    .command('get')
+    .description('show one webhook')
+    .argument('<companyId>', 'the company id (a UUID)')
+    .argument('<webhookId>', 'the webhook id (a UUID)')
+    .option('--json', JSON_HELP)
+    .action(
+      dataAction({
+        access: 'read',
+        input: (cmd, _flags, [companyId, webhookId]) => validate(cmd, s.webhookParams, { companyId, webhookId }),
+        run: (svc, params) => svc.webhooks.get(params.companyId, params.webhookId),
+        output: s.webhookSchema,
+        human: (webhook) => keyValues(webhook),
+      }),
+    );
+
+  webhooks
+    .command('update')
+    .description('activate or deactivate a webhook, change its event types or name, or rotate its secret (the previous secret is accepted for a grace period)')
+    .argument('<companyId>', 'the company id (a UUID)')
+    .argument('<webhookId>', 'the webhook id (a UUID)')
+    .option('--active <true|false>', 'activate (true) or deactivate (false)')
+    .option('--event-types <a,b,...>', `replace the event types; ${eventTypesHelp}`)
+    .option('--display-name <name>', 'the new name shown on the marketplace')
+    .option('--rotate-secret', 'set a new secret on the marketplace')
+    .option('--json', JSON_HELP)
+    .action(
+      dataAction({
+        access: 'write',
+        input: (cmd, flags: JsonFlag & { active?: string; eventTypes?: string; displayName?: string; rotateSecret?: boolean }, [companyId, webhookId]) => {
+          const patch = { active: booleanText(flags.active), eventTypes: list(flags.eventTypes), displayName: flags.displayName, rotateSecret: flags.rotateSecret };
+          if (Object.values(patch).every((v) => v === undefined)) throw new UsageError(['give at least one of --active, --event-types, --display-name, --rotate-secret']);
+          return together(
+            () => validate(cmd, s.webhookParams, { companyId, webhookId }),
+            () => validate(cmd, s.patchWebhookBody, patch),
+          );
+        },
+        run: (svc, [params, patch]) => svc.webhooks.update(params.companyId, params.webhookId, { ...patch, eventTypes: patch.eventTypes as EventType[] | undefined }),
+        output: s.webhookSchema,
+        human: (webhook, [, patch]) => {
+          const rotated = patch.rotateSecret ? `\nsecret rotated; the previous one is accepted until ${webhook.previousSecretExpiresAt}` : '';
+          return `updated webhook ${webhook.id}${rotated}\n${keyValues(webhook)}`;
+        },
+      }),
+    );
+
+  webhooks
+    .command('delete')
+    .description('delete a webhook with its notifications, after deactivating its setting on the marketplace')
+    .argument('<companyId>', 'the company id (a UUID)')
+    .argument('<webhookId>', 'the webhook id (a UUID)')
+    .option('--force', FORCE_HELP)
+    .option('--json', JSON_HELP)
+    .action(
+      dataAction({
+        access: 'write',
+        input: (cmd, flags: JsonFlag & { force?: boolean }, [companyId, webhookId]) => ({ ...validate(cmd, s.webhookParams, { companyId, webhookId }), force: flags.force }),
+        run: (svc, input) => svc.deletions.deleteWebhook(input.companyId, input.webhookId, { force: input.force }),
+        output: s.deletedSchema,
+        human: (deleted, input) => `deleted webhook ${input.webhookId}${remaining(deleted)}`,
+      }),
+    );
+}

@@ -1,0 +1,49 @@
+/**
+ * A client of the live stream over Server-Sent Events: one `notification` event per status change, a
+ * comment every HEARTBEAT_MS (proxies close idle connections), `resync` when changes may have been missed.
+ * A client that reads slower than events come is not allowed to pile them up in memory: past
+ * MAX_BUFFERED_BYTES its events are dropped, and it is told how many with a `resync`.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { NotificationStream } from '../services/notification-stream.js';
+
+const HEARTBEAT_MS = 15_000;
+const MAX_BUFFERED_BYTES = 1024 * 1024;
+
+/** `companyId` narrows the stream to one company's notifications; `notificationId` (the console's notification page) to one. */
+export function streamToClient(stream: NotificationStream, req: FastifyRequest, reply: FastifyReply, filter: { companyId?: string; notificationId?: string }): FastifyReply {
+  const res = reply.raw;
+  let dropped = 0;
+  const write = (text: string): boolean => {
+    if (res.writableLength > MAX_BUFFERED_BYTES) return false;
+    res.write(text);
+    return true;
+  };
+  const send = (event: string, data: unknown) => {
+    if (dropped > 0 && write(`event: resync\ndata: ${JSON.stringify({ reason: `${dropped} events were dropped: the client read too slowly` })}\n\n`)) dropped = 0;
+    if (!write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)) dropped++;
+  };
+  // Subscribed before the answer starts: a full stream is still answered with a problem (503).
+  const unsubscribe = stream.subscribe({ companyId: filter.companyId }, {
+    event: (e) => {
+      if (filter.notificationId === undefined || e.id === filter.notificationId) send('notification', e);
+    },
+    resync: (reason) => send('resync', { reason }),
+    end: () => res.end(),
+  });
+  reply.hijack();
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    // nginx and similar proxies buffer responses unless told not to.
+    'x-accel-buffering': 'no',
+  });
+  res.write(`retry: 5000\n: streaming status changes${filter.notificationId ? ` of notification ${filter.notificationId}` : ''}${filter.companyId ? ` of company ${filter.companyId}` : ''}\n\n`);
+  const heartbeat = setInterval(() => write(': heartbeat\n\n'), HEARTBEAT_MS);
+  req.raw.socket.on('close', () => {
+    clearInterval(heartbeat);
+    unsubscribe();
+  });
+  return reply;
+}

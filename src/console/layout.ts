@@ -1,0 +1,102 @@
+/** The console's page frame and the small pieces every page uses. Every interpolation is escaped (html.ts). */
+import type { Problem } from '../lib/problem.js';
+import { html, type Html, type Interpolation } from './html.js';
+
+export interface PageContext {
+  /** The console's URL path: PUBLIC_BASE_URL's path + /console (a proxy may serve Skyhook under a prefix). */
+  base: string;
+  /** The session's CSRF token (absent on the sign-in page). */
+  csrfToken?: string;
+  /** The URL of a static file, by name (content-hashed). */
+  asset: (name: string) => string;
+}
+
+const NAV: [string, string][] = [
+  ['', 'Overview'],
+  ['/notifications', 'Notifications'],
+  ['/companies', 'Companies'],
+  ['/outbound', 'Leads & quotes'],
+];
+
+export function page(ctx: PageContext, opts: { title: string; section?: string; body: Interpolation; charts?: boolean; notice?: Interpolation }): Html {
+  const signedIn = ctx.csrfToken !== undefined;
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="htmx-config" content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"selfRequestsOnly":true,"historyCacheSize":0}'>
+${signedIn ? html`<meta name="csrf-token" content="${ctx.csrfToken}">` : ''}
+<title>${opts.title} · Skyhook console</title>
+<link rel="icon" href="${ctx.asset('favicon.svg')}" type="image/svg+xml">
+<link rel="stylesheet" href="${ctx.asset('console.css')}">
+${opts.charts ? html`<link rel="stylesheet" href="${ctx.asset('uplot.css')}">` : ''}
+<script src="${ctx.asset('htmx.js')}" defer></script>
+<script src="${ctx.asset('htmx-sse.js')}" defer></script>
+${opts.charts ? html`<script src="${ctx.asset('uplot.js')}" defer></script>` : ''}
+<script src="${ctx.asset('console.js')}" defer></script>
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header class="top">
+  <a class="brand" href="${ctx.base}">Skyhook</a>
+  ${
+    signedIn
+      ? html`<nav aria-label="Console">
+    <ul>${NAV.map(([path, label]) => html`<li><a href="${ctx.base}${path}"${opts.section === path ? html` aria-current="page"` : ''}>${label}</a></li>`)}</ul>
+  </nav>
+  <form method="post" action="${ctx.base}/sign-out" class="sign-out">${csrfField(ctx)}<button type="submit" class="link">Sign out</button></form>`
+      : ''
+  }
+</header>
+<main id="main">
+<div id="flash" role="status" aria-live="polite">${opts.notice ?? ''}</div>
+${opts.body}
+</main>
+</body>
+</html>`;
+}
+
+export const csrfField = (ctx: PageContext): Html => html`<input type="hidden" name="_csrf" value="${ctx.csrfToken ?? ''}">`;
+
+export const notice = (text: Interpolation, kind: 'ok' | 'error' | 'warn' = 'ok'): Html => html`<p class="notice ${kind}">${text}</p>`;
+
+/** An error in the page (SPEC §13: never a raw JSON dump): its title, what happened, and each field named. */
+export function errorBox(p: { status: number; title: string; detail?: string; errors?: { field: string; message: string }[] }): Html {
+  return html`<div class="notice error" role="alert">
+  <p><strong>${p.title}</strong> (${p.status})${p.detail ? html`: ${p.detail}` : ''}</p>
+  ${p.errors?.length ? html`<ul>${p.errors.map((e) => html`<li><code>${e.field}</code> ${e.message}</li>`)}</ul>` : ''}
+</div>`;
+}
+
+export const problemBox = (p: Problem): Html => errorBox({ status: p.status, title: p.title, detail: p.detail, errors: p.extra.errors });
+
+/** A status as a small badge (the class only picks a colour; the word is always there). */
+export const statusBadge = (status: string): Html => html`<span class="badge s-${status}">${status}</span>`;
+
+/** A time in UTC, readable, with the machine-readable value kept. */
+export function time(iso: string | null | undefined, opts: { ms?: boolean } = {}): Html {
+  if (!iso) return html`<span class="muted">–</span>`;
+  const shown = opts.ms ? iso.replace('T', ' ').replace('Z', ' UTC') : iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z').replace('Z', ' UTC');
+  return html`<time datetime="${iso}">${shown}</time>`;
+}
+
+export function ago(seconds: number): string {
+  if (seconds < 60) return `${seconds} s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min`;
+  if (seconds < 86_400) return `${Math.floor(seconds / 3600)} h ${Math.floor((seconds % 3600) / 60)} min`;
+  return `${Math.floor(seconds / 86_400)} d`;
+}
+
+/** JSON, indented, as text: a notification body is attacker-influenced and never markup. */
+export const jsonBlock = (value: unknown, label: string): Html =>
+  html`<pre class="json" tabindex="0" aria-label="${label}"><code>${JSON.stringify(value, null, 2) ?? 'null'}</code></pre>`;
+
+/** A query string from the non-empty values. */
+export function query(params: Record<string, string | number | undefined | null>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}

@@ -1,0 +1,354 @@
+/**
+ * Notifications (SPEC §13): the list with every §7 filter, updated live from the §7 stream; one
+ * notification with its body, authentication, timeline (§7.1), snapshot and Replay; bulk replay of a
+ * filter after a count; a resource's versions with what changed. Filters are validated by the admin
+ * API's own schemas, and every read and action is a call of the notifications service.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { notificationsQuery, replayableStatus, resourceHistoryQuery } from '../../admin/schemas.js';
+import { streamToClient } from '../../admin/stream.js';
+import { notificationStatus } from '../../db/schema/index.js';
+import { badRequest, type Problem } from '../../lib/problem.js';
+import type { NotificationFilter, NotificationView, TimelineEntry } from '../../services/notifications.service.js';
+import { html, type Html } from '../html.js';
+import { problemBox, jsonBlock, notice, page, query, statusBadge, time, csrfField, type PageContext } from '../layout.js';
+import type { ConsoleKit } from '../plugin.js';
+
+const FILTER_KEYS = ['companyId', 'webhookId', 'status', 'type', 'resourceId', 'href', 'receivedAfter', 'receivedBefore'] as const;
+type ListQuery = z.infer<typeof notificationsQuery>;
+
+/** A datetime-local field's value (no offset) is read as UTC, as the page says; ISO values pass as they are. */
+const asInstant = (v: string) => (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(v) ? `${v.length === 16 ? `${v}:00` : v}Z` : v);
+/** What the datetime-local field shows for an ISO instant. */
+const asLocalField = (v: string | undefined) => {
+  const t = v ? Date.parse(v) : NaN;
+  return Number.isNaN(t) ? '' : new Date(t).toISOString().slice(0, 16);
+};
+
+/** Form and query values, blanks dropped, through a schema; a bad one is a 400 page naming the field. */
+export function parseForm<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
+  const cleaned = Object.fromEntries(
+    Object.entries((raw ?? {}) as Record<string, unknown>)
+      .filter(([k, v]) => k !== '_csrf' && typeof v === 'string' && v.trim() !== '')
+      .map(([k, v]) => [k, k === 'receivedAfter' || k === 'receivedBefore' ? asInstant((v as string).trim()) : (v as string).trim()]),
+  );
+  const parsed = schema.safeParse(cleaned);
+  if (parsed.success) return parsed.data;
+  throw invalidForm(parsed.error);
+}
+
+/** A 400 naming each field a form got wrong. */
+export function invalidForm(error: z.ZodError): Problem {
+  const errors = error.issues.map((i) => ({ field: i.path.join('.') || 'form', message: i.message }));
+  return badRequest(`Please correct: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
+}
+
+const filterOf = (q: Partial<ListQuery>): NotificationFilter & { status?: NotificationView['status'] } =>
+  Object.fromEntries(FILTER_KEYS.filter((k) => q[k] !== undefined).map((k) => [k, q[k]]));
+
+function filterForm(ctx: PageContext, q: ListQuery, companies: { id: string; name: string }[]): Html {
+  const field = (name: string, label: string, value: string | undefined, extra: Html | string = '') =>
+    html`<div class="field"><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${value ?? ''}"${extra}></div>`;
+  return html`<form method="get" action="${ctx.base}/notifications" class="filters" aria-label="Filter notifications">
+  <div class="field wide"><label for="f-companyId">Company</label>
+    <select id="f-companyId" name="companyId"><option value="">All companies</option>${companies.map(
+      (c) => html`<option value="${c.id}"${q.companyId === c.id ? html` selected` : ''}>${c.name}</option>`,
+    )}</select></div>
+  <div class="field"><label for="f-status">Status</label>
+    <select id="f-status" name="status"><option value="">Any status</option>${notificationStatus.enumValues.map(
+      (s) => html`<option${q.status === s ? html` selected` : ''}>${s}</option>`,
+    )}</select></div>
+  ${field('type', 'Type', q.type, html` placeholder="rfqs, tripmsgs…"`)}
+  ${field('resourceId', 'Resource id', q.resourceId)}
+  ${field('href', 'Href', q.href, html` type="url"`)}
+  ${field('webhookId', 'Webhook id', q.webhookId)}
+  ${field('receivedAfter', 'Received from (UTC)', asLocalField(q.receivedAfter), html` type="datetime-local"`)}
+  ${field('receivedBefore', 'Received before (UTC)', asLocalField(q.receivedBefore), html` type="datetime-local"`)}
+  <div class="field"><label for="f-limit">Per page</label>
+    <select id="f-limit" name="limit">${[25, 50, 100, 200].map((n) => html`<option${q.limit === n ? html` selected` : ''}>${n}</option>`)}</select></div>
+  <div class="buttons"><button type="submit">Filter</button> <a class="button secondary" href="${ctx.base}/notifications">Clear</a></div>
+</form>`;
+}
+
+function listQueryString(q: Partial<ListQuery>, extra: Record<string, string | number | undefined> = {}): string {
+  return query({ ...filterOf(q), limit: q.limit === 50 ? undefined : q.limit, ...extra });
+}
+
+/**
+ * The list: on the first page a stable element that refreshes its content when the stream says
+ * something changed. The element itself is never swapped, so the timers of its triggers survive a refresh.
+ */
+function listPart(ctx: PageContext, q: ListQuery, result: { items: NotificationView[]; nextCursor: string | null }, names: Map<string, string>): Html {
+  if (q.cursor !== undefined) return html`<div id="list">${listContent(ctx, q, result, names)}</div>`;
+  const rows = `${ctx.base}/notifications/rows${listQueryString(q)}`;
+  // At most one refresh a second while changes stream in (htmx's throttle drops the events of its
+  // window), and one more a second after the last (delay), so the list always ends showing the last
+  // state. Two elements: htmx hands an event to one trigger of an element only. The second waits for
+  // the first's request (hx-sync), so an older answer never lands after a newer one. When the stream
+  // (re)connects, the list is read again: what changed before it was listening is shown too.
+  return html`<span hidden hx-get="${rows}" hx-trigger="sse:notification delay:1s" hx-target="#list" hx-swap="innerHTML" hx-sync="#list:queue last"></span>
+<div id="list" hx-get="${rows}" hx-trigger="sse:notification throttle:1s, sse:resync, htmx:sseOpen from:closest [sse-connect]" hx-swap="innerHTML">${listContent(ctx, q, result, names)}</div>`;
+}
+
+function listContent(ctx: PageContext, q: ListQuery, result: { items: NotificationView[]; nextCursor: string | null }, names: Map<string, string>): Html {
+  const live = q.cursor === undefined;
+  return html`<p class="muted list-state">${live ? html`<span class="live-dot" aria-hidden="true"></span> Live: the newest ${q.limit}, updated as notifications arrive and change.` : 'An older page: live updates show on the first page.'}</p>
+  ${
+    result.items.length === 0
+      ? html`<p>No notification matches.</p>`
+      : html`<div class="table-wrap"><table class="notifications cards">
+    <caption class="visually-hidden">Notifications, newest first</caption>
+    <thead><tr><th scope="col">Id</th><th scope="col">Received</th><th scope="col">Company</th><th scope="col">Type</th><th scope="col">Resource</th><th scope="col">Status</th><th scope="col" class="num">Attempts</th><th scope="col">Last error</th></tr></thead>
+    <tbody>${result.items.map(
+      (n) => html`<tr>
+      <td data-label="Id"><a id="n-${n.id}" href="${ctx.base}/notifications/${n.id}">${n.id}</a></td>
+      <td data-label="Received">${time(n.receivedAt)}</td>
+      <td data-label="Company">${names.get(n.companyId) ?? n.companyId}</td>
+      <td data-label="Type">${n.type}</td>
+      <td data-label="Resource" class="wrap">${n.resourceId}</td>
+      <td data-label="Status">${statusBadge(n.status)}</td>
+      <td data-label="Attempts" class="num">${n.attempts}</td>
+      <td data-label="Last error" class="wrap error-text">${n.lastError ? n.lastError.slice(0, 140) : ''}</td>
+    </tr>`,
+    )}</tbody>
+  </table></div>`
+  }
+  <nav class="pager" aria-label="Pages">
+    ${q.cursor !== undefined ? html`<a href="${ctx.base}/notifications${listQueryString(q)}">Newest</a>` : ''}
+    ${result.nextCursor ? html`<a href="${ctx.base}/notifications${listQueryString(q, { cursor: result.nextCursor })}">Older →</a>` : ''}
+  </nav>`;
+}
+
+const kindLabel: Record<TimelineEntry['kind'], string> = {
+  received: 'Received',
+  queued: 'Queued',
+  fetch: 'Fetch',
+  replayed: 'Replayed',
+  processed: 'Processed',
+  failed: 'Failed',
+  discarded: 'Discarded',
+};
+
+function timelineRows(entries: TimelineEntry[]): Html {
+  return html`<div class="table-wrap"><table class="timeline cards">
+  <caption class="visually-hidden">Timeline, oldest first</caption>
+  <thead><tr><th scope="col">At</th><th scope="col">What</th><th scope="col">Details</th></tr></thead>
+  <tbody>${entries.map((e) => {
+    let details: Html | string = '';
+    if (e.kind === 'fetch') {
+      details = html`HTTP ${e.httpStatus ?? 'none (network error or timeout)'} · ${e.outcome} · ${e.durationMs} ms${e.snapshotVersion !== null ? html` · stored version ${e.snapshotVersion}` : ''}${
+        e.error ? html`<br><span class="error-text">${e.error}</span>` : ''
+      }`;
+    } else if (e.kind === 'failed' && e.error) details = html`<span class="error-text">${e.error}</span>`;
+    return html`<tr class="k-${e.kind}"><td data-label="At">${time(e.at, { ms: true })}</td><td data-label="What">${kindLabel[e.kind]}</td><td data-label="Details" class="wrap">${details}</td></tr>`;
+  })}</tbody>
+</table></div>`;
+}
+
+const idParams = z.object({ id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) });
+const streamQuery = z.object({ companyId: z.uuid().optional(), notificationId: z.string().regex(/^\d{1,19}$/).optional() });
+const bulkForm = z.object({
+  ...notificationsQuery.pick({ companyId: true, webhookId: true, type: true, resourceId: true, href: true, receivedAfter: true, receivedBefore: true }).shape,
+  status: replayableStatus.default('failed'),
+  limit: z.coerce.number().int().min(1).max(10_000).default(1000),
+});
+
+export function notificationPages(scope: FastifyInstance, kit: ConsoleKit): void {
+  const { notifications, companies, webhooks } = kit.deps.services;
+
+  const loadList = async (req: FastifyRequest) => {
+    const q = parseForm(notificationsQuery, req.query);
+    const result = await notifications.list(q);
+    const names = await companies.names(result.items.map((n) => n.companyId));
+    return { q, result, names };
+  };
+
+  scope.get('/notifications', async (req, reply) => {
+    const ctx = kit.ctx(req);
+    const all = await companies.list({ limit: 500 });
+    let body: Html;
+    try {
+      const { q, result, names } = await loadList(req);
+      const replayable = q.status !== 'discarded';
+      body = html`<h1>Notifications</h1>
+${filterForm(ctx, q, all.items)}
+<p class="actions">${replayable ? html`<a class="button secondary" href="${ctx.base}/notifications/replay${listQueryString(q)}">Replay the matching ones…</a>` : ''}</p>
+<div hx-ext="sse" sse-connect="${ctx.base}/stream${query({ companyId: q.companyId })}">${listPart(ctx, q, result, names)}</div>`;
+    } catch (err) {
+      // A bad filter: the form as sent, with what is wrong, rather than a bare error page.
+      const p = kit.problem(err);
+      if (p.status >= 500) throw err;
+      const q = { limit: 50, ...Object.fromEntries(Object.entries((req.query ?? {}) as Record<string, string>).filter(([k]) => (FILTER_KEYS as readonly string[]).includes(k))) } as ListQuery;
+      reply.code(p.status);
+      body = html`<h1>Notifications</h1>${filterForm(ctx, q, all.items)}${problemBox(p)}`;
+    }
+    return kit.send(reply, page(ctx, { title: 'Notifications', section: '/notifications', body }), reply.statusCode);
+  });
+
+  scope.get('/notifications/rows', async (req, reply) => {
+    const { q, result, names } = await loadList(req);
+    return kit.send(reply, listContent(kit.ctx(req), q, result, names));
+  });
+
+  scope.get('/stream', async (req, reply) => {
+    const q = parseForm(streamQuery, req.query);
+    return streamToClient(kit.deps.stream, req, reply, q);
+  });
+
+  /** The live part of a notification's page: status, timeline and the snapshot it led to (its content; the element stays). */
+  const liveContent = async (ctx: PageContext, n: NotificationView & { timeline?: TimelineEntry[] }) => {
+    const snapshot = await notifications.resource(n.companyId, n.href);
+    const pending = n.status === 'received' || n.status === 'queued';
+    return html`<p class="status-line">Status ${statusBadge(n.status)} after ${n.attempts} fetch attempt${n.attempts === 1 ? '' : 's'}${n.outcome ? html`, outcome <strong>${n.outcome}</strong>` : ''}${
+    pending ? html` <span class="muted">(updates live)</span>` : ''
+  }</p>
+  ${n.lastError ? html`<p class="notice error">Last error: ${n.lastError}</p>` : ''}
+  <h2>Timeline</h2>
+  ${timelineRows(n.timeline ?? [])}
+  <h2>The snapshot it led to</h2>
+  ${
+    snapshot
+      ? html`<p>Version ${snapshot.version} of <code class="wrap">${snapshot.href}</code>, fetched ${time(snapshot.fetchedAt)}${snapshot.gone ? ' (gone: the marketplace answered 404 or 410)' : ''}.
+      ${n.snapshotVersion !== null && n.snapshotVersion !== snapshot.version ? html`This notification was covered by version ${n.snapshotVersion}; a later fetch stored this one.` : ''}
+      <a href="${ctx.base}/resources${query({ companyId: n.companyId, href: n.href })}">Its versions and what changed</a></p>
+    ${snapshot.body === null ? '' : html`<details><summary>The resource as stored</summary>${jsonBlock(snapshot.body, 'Stored resource')}</details>`}`
+      : html`<p class="muted">No snapshot of this resource is stored yet.</p>`
+  }`;
+  };
+
+  scope.get('/notifications/:id', async (req, reply) => {
+    const ctx = kit.ctx(req);
+    const { id } = parseForm(idParams, req.params);
+    const n = await notifications.get(id);
+    const [company, webhook] = await Promise.all([companies.get(n.companyId), webhooks.get(n.companyId, n.webhookId).catch(() => undefined)]);
+    const flags = req.query as { replayed?: string };
+    const paused = company.connectionStatus === 'unauthorized';
+    const auth =
+      n.authenticatedBy === 'oauth'
+        ? 'OAuth 1.0a signature (HMAC, timestamp and nonce checked)'
+        : 'HTTP Basic (the webhook’s client identifier and secret)';
+    const body = html`<p class="crumbs"><a href="${ctx.base}/notifications">Notifications</a> › ${n.id}</p>
+<h1>Notification ${n.id}</h1>
+<dl class="facts">
+  <div><dt>Company</dt><dd><a href="${ctx.base}/companies/${company.id}">${company.name}</a>${paused ? html` ${statusBadge('failed')} paused` : ''}</dd></div>
+  <div><dt>Type</dt><dd>${n.type}</dd></div>
+  <div><dt>Resource id</dt><dd class="wrap">${n.resourceId}</dd></div>
+  <div><dt>Href</dt><dd class="wrap"><code>${n.href}</code></dd></div>
+  <div><dt>Received</dt><dd>${time(n.receivedAt)}</dd></div>
+  <div><dt>Finished</dt><dd>${time(n.finishedAt)}</dd></div>
+  <div><dt>Authenticated by</dt><dd>${auth}</dd></div>
+  <div><dt>Webhook</dt><dd>${
+    webhook
+      ? html`${webhook.displayName} (${webhook.authType}, client identifier <code>${webhook.clientIdentifier}</code>, ${webhook.targetURI.endsWith('/hooks') ? 'shared targetURI' : 'its own targetURI'}${webhook.active ? '' : ', deactivated'})`
+      : n.webhookId
+  }</dd></div>
+</dl>
+${
+  n.status === 'discarded'
+    ? html`<p class="muted">Discarded (its webhook was deactivated): it cannot be replayed.</p>`
+    : html`<form method="post" action="${ctx.base}/notifications/${n.id}/replay" class="inline">${csrfField(ctx)}<button type="submit">Replay</button> <span class="hint">Fetches its resource again; the earlier attempts stay in the timeline.</span></form>`
+}
+<div hx-ext="sse" sse-connect="${ctx.base}/stream${query({ companyId: n.companyId, notificationId: n.id })}">
+  <div id="live-part" hx-get="${ctx.base}/notifications/${n.id}/live" hx-trigger="sse:notification, sse:resync, htmx:sseOpen from:closest [sse-connect]" hx-swap="innerHTML">${await liveContent(ctx, n)}</div>
+</div>
+<h2>Body, as received</h2>
+${jsonBlock(n.body, 'Notification body')}`;
+    const message = flags.replayed
+      ? paused
+        ? notice(`Replayed, but ${company.name} is paused (the marketplace refused its API token): the fetch waits until the token is replaced.`, 'warn')
+        : notice('Replayed: its resource is fetched again, and the new fetch appears in the timeline.')
+      : undefined;
+    return kit.send(reply, page(ctx, { title: `Notification ${n.id}`, section: '/notifications', body, notice: message }));
+  });
+
+  scope.get('/notifications/:id/live', async (req, reply) => {
+    const { id } = parseForm(idParams, req.params);
+    return kit.send(reply, await liveContent(kit.ctx(req), await notifications.get(id)));
+  });
+
+  scope.post('/notifications/:id/replay', async (req, reply) => {
+    const { id } = parseForm(idParams, req.params);
+    await notifications.replay(id);
+    return kit.redirect(reply, `/notifications/${id}?replayed=1`);
+  });
+
+  // Bulk replay: first the count (a dry run) and a confirmation, then the replay.
+  scope.get('/notifications/replay', async (req, reply) => {
+    const ctx = kit.ctx(req);
+    const f = parseForm(bulkForm, req.query);
+    const { matched } = await notifications.replayMatching({ ...f, dryRun: true });
+    const names = await companies.names(f.companyId ? [f.companyId] : []);
+    const described = [
+      `status ${f.status}${(req.query as { status?: string }).status ? '' : ' (the default: a bulk replay without a status takes the failed ones)'}`,
+      f.companyId ? `company ${names.get(f.companyId) ?? f.companyId}` : 'every company',
+      ...(['webhookId', 'type', 'resourceId', 'href', 'receivedAfter', 'receivedBefore'] as const).filter((k) => f[k]).map((k) => `${k} ${f[k]}`),
+    ];
+    const hidden = Object.entries({ ...filterOf(f), limit: f.limit }).map(([k, v]) => html`<input type="hidden" name="${k}" value="${String(v)}">`);
+    const body = html`<p class="crumbs"><a href="${ctx.base}/notifications${listQueryString(f)}">Notifications</a> › Replay</p>
+<h1>Replay the matching notifications</h1>
+<p>Filter: ${described.join('; ')}. Discarded notifications are never replayed.</p>
+<p class="count"><strong>${matched.toLocaleString('en')}</strong> notification${matched === 1 ? '' : 's'} match.</p>
+${
+  matched === 0
+    ? html`<p><a href="${ctx.base}/notifications${listQueryString(f)}">Back to the list</a></p>`
+    : html`<form method="post" action="${ctx.base}/notifications/replay">${csrfField(ctx)}${hidden}
+  <p>${matched > f.limit ? `Only the oldest ${f.limit.toLocaleString('en')} of them will be replayed (at most 10,000 at a time); repeat for the rest.` : 'Each one’s resource is fetched again; earlier attempts stay in its timeline.'}</p>
+  <button type="submit">Replay ${Math.min(matched, f.limit).toLocaleString('en')} notification${Math.min(matched, f.limit) === 1 ? '' : 's'}</button>
+  <a class="button secondary" href="${ctx.base}/notifications${listQueryString(f)}">Cancel</a>
+</form>`
+}`;
+    return kit.send(reply, page(ctx, { title: 'Replay', section: '/notifications', body }));
+  });
+
+  scope.post('/notifications/replay', async (req, reply) => {
+    const ctx = kit.ctx(req);
+    const f = parseForm(bulkForm, req.body);
+    const { matched, replayed } = await notifications.replayMatching(f);
+    const body = html`<h1>Replayed</h1>
+<p>${replayed} of the ${matched} matching notifications were replayed.</p>
+<p><a href="${ctx.base}/notifications${listQueryString({ ...filterOf(f), status: undefined })}">See them in the list</a></p>`;
+    return kit.send(reply, page(ctx, { title: 'Replayed', section: '/notifications', body, notice: notice(`${replayed} notifications replayed.`) }));
+  });
+
+  scope.get('/resources', async (req, reply) => {
+    const ctx = kit.ctx(req);
+    const q = parseForm(resourceHistoryQuery, req.query);
+    const [company, snapshot, history] = await Promise.all([companies.get(q.companyId), notifications.resource(q.companyId, q.href), notifications.resourceHistory(q)]);
+    const body = html`<p class="crumbs"><a href="${ctx.base}/notifications${query({ companyId: q.companyId, href: q.href })}">Its notifications</a> › Resource</p>
+<h1>Resource ${snapshot?.resourceId ?? ''}</h1>
+<dl class="facts">
+  <div><dt>Company</dt><dd><a href="${ctx.base}/companies/${company.id}">${company.name}</a></dd></div>
+  <div><dt>Href</dt><dd class="wrap"><code>${q.href}</code></dd></div>
+  <div><dt>Type</dt><dd>${snapshot?.type ?? '–'}</dd></div>
+  <div><dt>Latest version</dt><dd>${snapshot ? html`${snapshot.version}, fetched ${time(snapshot.fetchedAt)}${snapshot.gone ? ' (gone)' : ''}` : '–'}</dd></div>
+</dl>
+${snapshot?.body ? html`<details><summary>The resource as stored now</summary>${jsonBlock(snapshot.body, 'Stored resource')}</details>` : ''}
+<h2>Versions, newest first</h2>
+${history.items.map(
+  (v) => html`<section class="version" aria-labelledby="v-${v.eventId}">
+  <h3 id="v-${v.eventId}">Version ${v.version} <span class="muted">· ${time(v.fetchedAt)}</span></h3>
+  ${changesList(v.changes)}
+</section>`,
+)}
+<nav class="pager" aria-label="Pages">
+  ${q.cursor ? html`<a href="${ctx.base}/resources${query({ companyId: q.companyId, href: q.href })}">Newest</a>` : ''}
+  ${history.nextCursor ? html`<a href="${ctx.base}/resources${query({ companyId: q.companyId, href: q.href, cursor: history.nextCursor })}">Older →</a>` : ''}
+</nav>`;
+    return kit.send(reply, page(ctx, { title: 'Resource', section: '/notifications', body }));
+  });
+}
+
+/** An RFC 6902 patch as a readable list: what was added, removed or replaced, at which path. */
+function changesList(changes: unknown): Html {
+  if (changes === null || changes === undefined) return html`<p class="muted">The first version stored: nothing to compare with.</p>`;
+  if (!Array.isArray(changes)) return jsonBlock(changes, 'Changes');
+  if (changes.length === 0) return html`<p class="muted">Nothing changed.</p>`;
+  return html`<div class="table-wrap"><table class="changes">
+  <thead><tr><th scope="col">Change</th><th scope="col">Path</th><th scope="col">Value</th></tr></thead>
+  <tbody>${changes.map((c: { op?: unknown; path?: unknown; value?: unknown; from?: unknown }) => {
+    const value = c.op === 'remove' ? html`<span class="muted">–</span>` : c.op === 'move' || c.op === 'copy' ? html`from <code>${String(c.from)}</code>` : html`<code class="wrap">${JSON.stringify(c.value)}</code>`;
+    return html`<tr class="op-${String(c.op)}"><td>${String(c.op)}</td><td><code class="wrap">${String(c.path)}</code></td><td class="wrap">${value}</td></tr>`;
+  })}</tbody>
+</table></div>`;
+}

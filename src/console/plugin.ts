@@ -1,0 +1,217 @@
+/**
+ * The operator console (SPEC §13) under /console: server-rendered pages over the same services as the
+ * admin API and the CLI. This file is the frame: the session (cookie -> console_sessions), the CSRF check
+ * of every state-changing request, the security headers (a strict Content-Security-Policy), the static
+ * files, form bodies, and errors shown as pages. Everything here is scoped to the console's routes: the
+ * receiver's requests pay for none of it.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AuthFailureLimiter } from '../lib/auth-failure-limiter.js';
+import { constantTimeEqual, sha256 } from '../lib/crypto.js';
+import { Problem } from '../lib/problem.js';
+import type { Services } from '../services/index.js';
+import type { NotificationStream } from '../services/notification-stream.js';
+import { loadAssets } from './assets.js';
+import { html, type Html } from './html.js';
+import { errorBox, page, type PageContext } from './layout.js';
+import { companyPages } from './pages/companies.js';
+import { notificationPages } from './pages/notifications.js';
+import { outboundPages } from './pages/outbound.js';
+import { overviewPage } from './pages/overview.js';
+import { signInPages } from './pages/sign-in.js';
+import { SESSION_TTL_MS, type ConsoleSession, type SessionStore } from './sessions.js';
+
+export interface ConsoleDeps {
+  adminToken: string;
+  services: Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'overview'>;
+  stream: NotificationStream;
+  sessions: SessionStore;
+  /** PUBLIC_BASE_URL: its path prefixes the console's URLs, and https makes the cookie Secure. */
+  publicBaseUrl: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    consoleSession?: ConsoleSession & { id: string };
+  }
+}
+
+export const SESSION_COOKIE = 'skyhook_console';
+/** The largest form the console takes (a company's token is the longest field). */
+const FORM_BODY_LIMIT = 64 * 1024;
+
+/**
+ * default-src 'self' and nothing inline: no inline script, no style attribute, no eval. uPlot sizes its
+ * elements through the CSSOM (element.style), which CSP allows; markup never carries a style attribute.
+ */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "font-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** What every route handler gets: the page context and a renderer. */
+export interface ConsoleKit {
+  deps: ConsoleDeps;
+  base: string;
+  ctx(req: FastifyRequest): PageContext;
+  /** Answers HTML: a whole page, or a fragment for htmx. */
+  send(reply: FastifyReply, markup: Html, status?: number): FastifyReply;
+  /** 303 to a console path (after a successful POST: reloading the page does not repeat it). */
+  redirect(reply: FastifyReply, path: string): FastifyReply;
+  /** Any error as a problem (status, title, detail, fields), to show in a page. */
+  problem(err: unknown): Problem;
+}
+
+const isHtmx = (req: FastifyRequest) => req.headers['hx-request'] === 'true';
+
+function readCookie(req: FastifyRequest, name: string): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+export async function consoleRoutes(
+  scope: FastifyInstance,
+  deps: ConsoleDeps,
+  opts: { limiter: AuthFailureLimiter; toProblem: (err: FastifyError | Error) => Problem },
+): Promise<void> {
+  const publicUrl = new URL(deps.publicBaseUrl);
+  const base = `${publicUrl.pathname.replace(/\/+$/, '')}/console`;
+  const secure = publicUrl.protocol === 'https:';
+  const assets = loadAssets();
+  const assetUrl = (name: string) => `${base}/assets/${assets.get(name)?.hash ?? 'missing'}/${name}`;
+
+  const cookie = (value: string, maxAgeS: number) =>
+    `${SESSION_COOKIE}=${value}; Path=${base}; Max-Age=${maxAgeS}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
+
+  const kit: ConsoleKit = {
+    deps,
+    base,
+    ctx: (req) => ({ base, csrfToken: req.consoleSession?.csrfToken, asset: assetUrl }),
+    send: (reply, markup, status = 200) => reply.code(status).type('text/html; charset=utf-8').send(markup.text),
+    redirect: (reply, path) => reply.code(303).header('location', `${base}${path}`).send(),
+    problem: (err) => opts.toProblem(err instanceof Error ? err : new Error(String(err))),
+  };
+
+  // Pages, not an API: kept out of the OpenAPI document.
+  scope.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, hide: true };
+  });
+
+  // Forms arrive urlencoded; only here (the receiver and admin API take JSON only).
+  scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_req, body, done) => {
+    const form: Record<string, string | string[]> = {};
+    for (const [k, v] of new URLSearchParams(body as string)) {
+      const had = form[k];
+      form[k] = had === undefined ? v : Array.isArray(had) ? [...had, v] : [had, v];
+    }
+    done(null, form);
+  });
+
+  scope.addHook('onRequest', async (req, reply) => {
+    reply.headers({
+      'content-security-policy': CONTENT_SECURITY_POLICY,
+      'x-content-type-options': 'nosniff',
+      'referrer-policy': 'no-referrer',
+      'x-frame-options': 'DENY',
+      'cross-origin-opener-policy': 'same-origin',
+      'cross-origin-resource-policy': 'same-origin',
+    });
+    const url = req.routeOptions.url ?? '';
+    if (url.startsWith(`/console/assets/`)) return;
+    // Pages hold the operator's data: never kept by the browser or a proxy.
+    reply.header('cache-control', 'no-store');
+    if (url === '/console/sign-in') return;
+    const id = readCookie(req, SESSION_COOKIE);
+    const session = id && /^[A-Za-z0-9_-]{1,100}$/.test(id) ? await deps.sessions.find(id) : undefined;
+    if (session) {
+      req.consoleSession = { ...session, id: id! };
+      return;
+    }
+    // Not signed in (or the session ended): to the sign-in page, coming back here afterwards.
+    if (id) reply.header('set-cookie', cookie('', 0));
+    const next = req.method === 'GET' && !isHtmx(req) ? req.url.slice('/console'.length) || '/' : '/';
+    const signIn = `${base}/sign-in${next === '/' ? '' : `?next=${encodeURIComponent(next)}`}`;
+    if (isHtmx(req)) return reply.code(401).header('hx-redirect', signIn).send();
+    if (url === '/console/stream') return reply.code(401).type('text/plain').send('Sign in first.');
+    return reply.code(303).header('location', signIn).send();
+  });
+
+  // CSRF (SPEC §13): every state-changing request carries the session's token, from the form's hidden
+  // field or (htmx) the X-CSRF-Token header; and none comes from another site. SameSite=Strict already
+  // keeps the cookie off cross-site requests; this holds even where a browser ignores SameSite.
+  scope.addHook('preHandler', async (req, reply) => {
+    if (req.method === 'GET' || req.method === 'HEAD') return;
+    const site = req.headers['sec-fetch-site'];
+    const crossSite = site !== undefined && site !== 'same-origin' && site !== 'none';
+    if (req.routeOptions.url === '/console/sign-in' && !crossSite) return;
+    const form = (req.body ?? {}) as Record<string, unknown>;
+    const given = typeof form._csrf === 'string' ? form._csrf : typeof req.headers['x-csrf-token'] === 'string' ? req.headers['x-csrf-token'] : '';
+    const expected = req.consoleSession?.csrfToken ?? '';
+    if (crossSite || !expected || !constantTimeEqual(sha256(given), sha256(expected))) {
+      req.log.warn({ url: req.url.split('?')[0], crossSite }, 'console: a state-changing request without a valid CSRF token was refused');
+      return kit.send(
+        reply,
+        errorPage(kit.ctx(req), req, {
+          status: 403,
+          title: 'Forbidden',
+          detail: 'This form could not be accepted: it came from another site, or it was opened before a sign-out or sign-in. Open the page again and repeat.',
+        }),
+        403,
+      );
+    }
+  });
+
+  // Errors as pages (or, for htmx, as a fragment shown in the page's notice area).
+  scope.setErrorHandler((err: FastifyError, req, reply) => {
+    const problem = opts.toProblem(err);
+    if (problem.status >= 500 && problem.status !== 502 && problem.status !== 503) req.log.error({ err }, 'console request failed');
+    for (const [name, value] of Object.entries(problem.extra.headers ?? {})) reply.header(name, value);
+    const body = { status: problem.status, title: problem.title, detail: problem.detail, errors: problem.extra.errors };
+    if (isHtmx(req)) return kit.send(reply, errorBox(body), problem.status);
+    return kit.send(reply, errorPage(kit.ctx(req), req, body), problem.status);
+  });
+  scope.setNotFoundHandler((req, reply) => kit.send(reply, errorPage(kit.ctx(req), req, { status: 404, title: 'Not Found', detail: `There is no console page ${req.url.split('?')[0]}.` }), 404));
+
+  scope.get('/assets/:hash/:name', async (req, reply) => {
+    const { hash, name } = req.params as { hash: string; name: string };
+    const asset = assets.get(name);
+    if (!asset) return reply.code(404).type('text/plain').send('no such file');
+    // A URL of an older version still answers (the newest file), but is not cached for long.
+    const current = asset.hash === hash;
+    return reply
+      .header('cache-control', current ? 'public, max-age=31536000, immutable' : 'no-cache')
+      .header('etag', `"${asset.hash}"`)
+      .type(asset.type)
+      .send(asset.body);
+  });
+
+  signInPages(scope, kit, {
+    limiter: opts.limiter,
+    sessionCookie: (id) => cookie(id, Math.floor(SESSION_TTL_MS / 1000)),
+    clearCookie: () => cookie('', 0),
+  });
+  overviewPage(scope, kit);
+  notificationPages(scope, kit);
+  companyPages(scope, kit);
+  outboundPages(scope, kit);
+  // Live streams are ended at close by the admin API's preClose hook: the stream is the same.
+}
+
+function errorPage(ctx: PageContext, req: FastifyRequest, p: Parameters<typeof errorBox>[0]): Html {
+  const signedIn = req.consoleSession !== undefined;
+  return page(signedIn ? ctx : { ...ctx, csrfToken: undefined }, {
+    title: p.title,
+    body: html`<h1>${p.title}</h1>${errorBox(p)}<p><a href="${ctx.base}">Back to the overview</a></p>`,
+  });
+}

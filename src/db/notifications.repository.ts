@@ -1,0 +1,512 @@
+/**
+ * The notification lifecycle in one place (SPEC §4, §5, §7.1): every statement that moves a notification
+ * from one status to another, and the history each move leaves.
+ *
+ *            insert (webhook deactivated) ──────────────────────────────> discarded
+ *   insert ─> received ──job added──> queued ──fetch stored, or gone──> processed
+ *               ^  ^                   │  │ ──gave up, soft error, token refused──> failed
+ *               │  └──add failed───────┘  └──fetch to retry: attempts + 1, stays queued
+ *               └──────── replay (of processed, failed, or still pending) ───────────┘
+ *
+ * A notification is inserted `queued` when its job is added right after the commit (Redis up: one write
+ * instead of two), else `received` for the relay. Each fetch attempt is a row of fetch_attempts, shared by
+ * the notifications it covered and linked from each (fetch_attempt_ids); a replay keeps the final state it
+ * replaces in notification_replays. Every status change is announced on NOTIFY skyhook_notifications,
+ * one message per batch and status (the ids only: the stream looks the rest up, and only when someone
+ * listens). The batched statements (the insert, the claim, the store) stay one statement per batch.
+ *
+ * createNotificationsRepository binds them to a pool (or, in a transaction, to its client); callers take
+ * only the functions they use (`Pick<NotificationsRepository, ...>`), so a test can hand them a fake.
+ */
+import type pg from 'pg';
+import type { CachedPlans, Statement } from './cached-plans.js';
+import { inTransaction } from './client.js';
+import type { FetchAttemptOutcome, NotificationStatus } from './schema/index.js';
+
+export const NOTIFICATIONS_CHANNEL = 'skyhook_notifications';
+export const EVENTS_CHANNEL = 'skyhook_events';
+
+/**
+ * Ids per NOTIFY message: 400 ids of up to 16 digits stay under PostgreSQL's 8,000-byte payload limit.
+ * Grouping by `id / 400` bounds a message to 400 ids without sorting (a batch's ids are mostly consecutive).
+ */
+const IDS_PER_MESSAGE = 400;
+
+/** A pool or a client inside a transaction. */
+export type Sql = Pick<pg.Pool, 'query'>;
+
+/**
+ * SQL that announces the status changes of `source` (a CTE or table expression with `id` and `status`):
+ * one pg_notify per status and chunk of ids. Evaluates to the number of messages sent.
+ */
+const announce = (source: string) => `(
+  SELECT count(pg_notify('${NOTIFICATIONS_CHANNEL}', json_build_object('status', m.status, 'ids', m.ids)::text))
+  FROM (SELECT status, array_agg(id) AS ids FROM ${source} GROUP BY status, id / ${IDS_PER_MESSAGE}) m)`;
+
+/** What a NOTIFY on skyhook_notifications carries. */
+export interface StatusAnnouncement {
+  status: NotificationStatus;
+  ids: number[];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Insert (the receiver's group commit)
+
+export interface NewNotification {
+  companyId: string;
+  webhookId: string;
+  resourceId: string;
+  type: string;
+  href: string;
+  /** The body's text as received (already checked to be storable JSON). */
+  bodyJson: string;
+  authenticatedBy: 'basic' | 'oauth';
+}
+
+export type InsertedStatus = 'received' | 'queued' | 'discarded';
+
+/**
+ * INSERT from unnest(): one statement shape for any batch size, so PostgreSQL plans it once. The ids come
+ * back in input order: unnest's rows are inserted in order, each taking the next id of the sequence.
+ */
+const INSERT_SQL = `
+  WITH ins AS (
+    INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status, queued_at, finished_at)
+    SELECT c, w, r, t, h, b, a, s, CASE WHEN s = 'queued' THEN now() END, CASE WHEN s = 'discarded' THEN now() END
+    FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::authenticated_by[], $8::notification_status[])
+      AS u(c, w, r, t, h, b, a, s)
+    RETURNING id, status
+  )
+  SELECT ins.id FROM ins, ${announce('ins')} AS announced(n) ORDER BY ins.id`;
+
+/** Inserts a batch of notifications, each with its status; answers their ids in order. */
+async function insertNotifications(sql: Sql, rows: NewNotification[], statuses: InsertedStatus[]): Promise<number[]> {
+  const column = <K extends keyof NewNotification>(key: K) => rows.map((r) => r[key]);
+  // Named: each connection parses and plans it once.
+  const result = await sql.query<{ id: string }>({ name: 'skyhook_insert_notifications', text: INSERT_SQL }, [
+    column('companyId'),
+    column('webhookId'),
+    column('resourceId'),
+    column('type'),
+    column('href'),
+    column('bodyJson'),
+    column('authenticatedBy'),
+    statuses,
+  ]);
+  if (result.rows.length !== rows.length) throw new Error(`inserted ${result.rows.length} of ${rows.length} notifications`);
+  return result.rows.map((r) => Number(r.id));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// received <-> queued (the enqueue after a commit, the relay)
+
+/** Rows still `from` become `to`; a row moved on meanwhile (a worker finished it) is left alone. */
+async function moveStatus(sql: Sql, ids: number[], from: 'received' | 'queued', to: 'received' | 'queued'): Promise<void> {
+  if (ids.length === 0) return;
+  await sql.query(
+    `WITH moved AS (
+       UPDATE notifications SET status = $2::notification_status, queued_at = CASE WHEN $2::notification_status = 'queued' THEN now() ELSE queued_at END
+       WHERE id = ANY($1::bigint[]) AND status = $3::notification_status RETURNING id, status)
+     SELECT ${announce('moved')}`,
+    [ids, to, from],
+  );
+}
+
+export interface PendingKey {
+  id: number;
+  companyId: string;
+  href: string;
+}
+
+/** The relay: committed rows nobody queued, older than the grace, oldest first; locked (SKIP LOCKED) in the caller's transaction. */
+async function lockUnqueued(client: Sql, graceMs: number, limit: number): Promise<PendingKey[]> {
+  const { rows } = await client.query<{ id: string; company_id: string; href: string }>(
+    `SELECT id, company_id, href FROM notifications
+     WHERE status = 'received' AND received_at < now() - make_interval(secs => $1::double precision / 1000)
+     ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
+    [graceMs, limit],
+  );
+  return rows.map((r) => ({ id: Number(r.id), companyId: r.company_id, href: r.href }));
+}
+
+/**
+ * The relay: the next page of keys (company, href) with rows left `queued` longer than `olderThanMs` (their
+ * job may be lost), after `after`, in key order.
+ */
+async function staleQueuedKeys(sql: Sql, olderThanMs: number, after: { companyId: string; href: string } | undefined, limit: number): Promise<{ companyId: string; href: string }[]> {
+  const { rows } = await sql.query<{ company_id: string; href: string }>(
+    `SELECT DISTINCT company_id, href FROM notifications
+     WHERE status = 'queued' AND received_at < now() - make_interval(secs => $1::double precision / 1000)
+       AND ($2::uuid IS NULL OR (company_id, href) > ($2::uuid, $3::text))
+     ORDER BY company_id, href LIMIT $4`,
+    [olderThanMs, after?.companyId ?? null, after?.href ?? null, limit],
+  );
+  return rows.map((r) => ({ companyId: r.company_id, href: r.href }));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The claim (C4): what a fetch starting now covers
+
+/** Claimed per job; a larger backlog for one href is taken by a follow-up job. */
+export const CLAIM_LIMIT = 5000;
+
+/**
+ * Per key, one row: its pending notifications (committed before now), oldest first, at most CLAIM_LIMIT,
+ * with the type and resource id of the latest, and the key's stored snapshot (for the changes, SPEC §5).
+ * Keys with nothing pending have no row.
+ */
+export const CLAIM_STATEMENT: Statement = {
+  name: 'skyhook_claim',
+  text: `
+  SELECT k.ord, p.ids, p.received_at, p.type, p.resource_id, r.version AS previous_version, r.body AS previous_body
+  FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS k(company_id, href, ord)
+  CROSS JOIN LATERAL (
+    SELECT array_agg(id ORDER BY id) AS ids, array_agg(received_at ORDER BY id) AS received_at,
+           (array_agg(type ORDER BY id DESC))[1] AS type, (array_agg(resource_id ORDER BY id DESC))[1] AS resource_id
+    FROM (
+      SELECT id, type, resource_id, received_at FROM notifications
+      WHERE company_id = k.company_id AND href = k.href AND status IN ('received', 'queued')
+      ORDER BY id LIMIT ${CLAIM_LIMIT}
+    ) pending
+  ) p
+  LEFT JOIN resources r ON r.company_id = k.company_id AND r.href = k.href
+  WHERE p.ids IS NOT NULL
+  ORDER BY k.ord`,
+};
+
+export interface Claimed {
+  /** The notifications the fetch covers, oldest first. */
+  ids: number[];
+  receivedAt: number[];
+  /** The latest notification's type and resource id: the snapshot is stored under them. */
+  type: string;
+  resourceId: string;
+  /** The snapshot stored before this fetch, if any: the changes are computed against it. */
+  previous: { version: number; body: unknown } | null;
+}
+
+/** Indexed like `keys`; a key with nothing pending has no entry. */
+async function claimPending(sql: Sql, plans: CachedPlans, keys: { companyId: string; href: string }[]): Promise<(Claimed | undefined)[]> {
+  const { rows } = await sql.query<{ ord: string; ids: string[]; received_at: Date[]; type: string; resource_id: string; previous_version: number | null; previous_body: unknown }>({
+    name: plans.nameFor(CLAIM_STATEMENT),
+    text: CLAIM_STATEMENT.text,
+    values: [keys.map((k) => k.companyId), keys.map((k) => k.href)],
+  });
+  const claims: (Claimed | undefined)[] = [];
+  for (const row of rows) {
+    claims[Number(row.ord) - 1] = {
+      ids: row.ids.map(Number),
+      receivedAt: row.received_at.map((d) => d.getTime()),
+      type: row.type,
+      resourceId: row.resource_id,
+      previous: row.previous_version === null ? null : { version: row.previous_version, body: row.previous_body },
+    };
+  }
+  return claims;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Outcomes: the fetch attempt and what it did to the notifications it covered
+
+/** One fetch attempt, as it is recorded (SPEC §7.1). */
+export interface FetchAttempt {
+  companyId: string;
+  href: string;
+  startedAt: Date;
+  finishedAt: Date;
+  /** Null for a network error or a timeout. */
+  httpStatus: number | null;
+  outcome: FetchAttemptOutcome;
+  error: string | null;
+  /** The notifications it covered. */
+  ids: number[];
+}
+
+/** What an attempt does to its notifications: nothing but the count (a retry), or a final status. */
+export type Verdict = { status: 'pending' } | { status: 'processed'; outcome: 'gone' } | { status: 'failed'; error: string };
+
+/**
+ * Records one attempt that did not store a snapshot, and applies its verdict to the covered notifications,
+ * in one statement: each gets the attempt in its history and its count; a final verdict sets the status
+ * and finished_at (processed_at only when processed). A retry keeps them pending, with its error as the
+ * last one.
+ */
+async function recordAttempt(sql: Sql, attempt: FetchAttempt, verdict: Verdict): Promise<void> {
+  const status = verdict.status === 'pending' ? null : verdict.status;
+  const lastError = verdict.status === 'failed' ? verdict.error : attempt.error;
+  await sql.query(
+    `WITH att AS (
+       INSERT INTO fetch_attempts (company_id, href, started_at, finished_at, http_status, outcome, error, notification_ids)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::bigint[]) RETURNING id
+     ),
+     upd AS (
+       UPDATE notifications n
+       SET attempts = n.attempts + 1, last_error = $9, fetch_attempt_ids = n.fetch_attempt_ids || (SELECT id FROM att),
+           status = coalesce($10::notification_status, n.status),
+           outcome = CASE WHEN $10::notification_status = 'processed' THEN $11::fetch_outcome ELSE n.outcome END,
+           finished_at = CASE WHEN $10::notification_status IS NOT NULL THEN now() ELSE n.finished_at END,
+           processed_at = CASE WHEN $10::notification_status = 'processed' THEN now() ELSE n.processed_at END
+       WHERE n.id = ANY($8::bigint[]) AND n.status IN ('received', 'queued')
+       RETURNING n.id, n.status
+     )
+     SELECT ${announce(`(SELECT * FROM upd WHERE $10::notification_status IS NOT NULL) AS finished`)}`,
+    [
+      attempt.companyId,
+      attempt.href,
+      attempt.startedAt.toISOString(),
+      attempt.finishedAt.toISOString(),
+      attempt.httpStatus,
+      attempt.outcome,
+      attempt.error,
+      attempt.ids,
+      lastError,
+      status,
+      verdict.status === 'processed' ? verdict.outcome : null,
+    ],
+  );
+}
+
+/** A fetch that got the resource: what the batched store needs of it. */
+export interface FetchedSnapshot {
+  companyId: string;
+  href: string;
+  claimed: Claimed;
+  fetchStartedAt: Date;
+  fetchFinishedAt: Date;
+  httpStatus: number;
+  resource: unknown;
+  /** RFC 6902 from the claimed previous snapshot to this one; null for the first. */
+  changes: unknown[] | null;
+}
+
+export interface Stored {
+  /** The version the notifications are covered by. */
+  version: number;
+  /** The version this fetch stored, or null when a fetch that started later had stored a newer copy. */
+  stored: number | null;
+  /** The event row of the stored version. */
+  eventId: number | null;
+}
+
+/** The NOTIFY skyhook_events payload's ceiling: PostgreSQL refuses payloads of 8,000 bytes or more. */
+const EVENT_PAYLOAD_MAX = 7900;
+
+/**
+ * The processed transition, written with the snapshot that covers it, for any number of fetches (of
+ * distinct keys: C3 guarantees that), in one statement: each snapshot is upserted unless a fetch that
+ * started later already stored one (a snapshot is never replaced by an older fetch); an event row with
+ * its changes and its NOTIFY skyhook_events per stored snapshot; a fetch_attempts row per fetch; and the
+ * covered notifications marked processed, with the attempt in their history and their change announced.
+ * Results come back in input order.
+ */
+const STORE_SQL = `
+  WITH input AS (
+    SELECT k.*, b.body, ch.changes
+    FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $9::timestamptz[], $10::int[], $12::int[])
+      WITH ORDINALITY AS k(company_id, href, type, resource_id, fetched_at, finished_at, http_status, previous_version, ord)
+    -- Bodies and changes travel as JSON arrays (one parameter each), not as a text[] of JSON that pg would escape element by element.
+    JOIN jsonb_array_elements($6::jsonb) WITH ORDINALITY AS b(body, ord) USING (ord)
+    JOIN jsonb_array_elements($11::jsonb) WITH ORDINALITY AS ch(changes, ord) USING (ord)
+  ),
+  covered AS (
+    SELECT ord, array_agg(id ORDER BY id) AS ids FROM unnest($7::bigint[], $8::bigint[]) AS x(id, ord) GROUP BY ord
+  ),
+  up AS (
+    INSERT INTO resources (company_id, href, type, resource_id, version, fetched_at, gone, body)
+    SELECT company_id, href, type, resource_id, 1, fetched_at, false, body FROM input ORDER BY ord
+    ON CONFLICT (company_id, href) DO UPDATE
+      SET type = excluded.type, resource_id = excluded.resource_id, version = resources.version + 1,
+          fetched_at = excluded.fetched_at, gone = false, body = excluded.body
+      WHERE resources.fetched_at <= excluded.fetched_at
+    RETURNING company_id, href, version
+  ),
+  -- Without a row from up, a later fetch already stored a newer copy (read as it was before this
+  -- statement): it covers these notifications too.
+  cur AS (
+    SELECT i.ord, i.company_id, i.href, i.type, i.resource_id, i.fetched_at, i.finished_at, i.http_status,
+           u.version AS stored, coalesce(u.version, r.version) AS version,
+           -- The changes hold only if this version follows the one they were computed from.
+           CASE WHEN u.version = coalesce(i.previous_version, 0) + 1 AND jsonb_typeof(i.changes) = 'array' THEN i.changes END AS changes
+    FROM input i
+    LEFT JOIN up u ON u.company_id = i.company_id AND u.href = i.href
+    LEFT JOIN resources r ON r.company_id = i.company_id AND r.href = i.href
+  ),
+  ev AS (
+    INSERT INTO events (company_id, type, resource_id, href, snapshot_version, changes)
+    SELECT company_id, type, resource_id, href, stored, changes FROM cur WHERE stored IS NOT NULL ORDER BY ord
+    RETURNING id, company_id, type, resource_id, href, snapshot_version, changes
+  ),
+  att AS (
+    INSERT INTO fetch_attempts (company_id, href, started_at, finished_at, http_status, outcome, snapshot_version, notification_ids)
+    SELECT c.company_id, c.href, c.fetched_at, c.finished_at, c.http_status, 'stored', c.stored, v.ids
+    FROM cur c JOIN covered v USING (ord) ORDER BY c.ord
+    RETURNING id, company_id, href
+  ),
+  done AS (
+    UPDATE notifications n
+    SET status = 'processed', outcome = 'stored', snapshot_version = c.version, last_error = NULL,
+        attempts = n.attempts + 1, processed_at = now(), finished_at = now(), fetch_attempt_ids = n.fetch_attempt_ids || a.id
+    FROM unnest($7::bigint[], $8::bigint[]) AS x(id, ord)
+    JOIN cur c ON c.ord = x.ord
+    JOIN att a ON a.company_id = c.company_id AND a.href = c.href
+    WHERE n.id = x.id
+    RETURNING n.id, n.status
+  ),
+  -- The event as NOTIFY carries it: whole while it fits; else (only then worked out) with its changes
+  -- summed up: how many operations and the first paths, or only how many. The row has them all.
+  notice AS (
+    SELECT CASE WHEN octet_length(whole) < ${EVENT_PAYLOAD_MAX} THEN whole
+                ELSE (SELECT CASE WHEN octet_length(summed) < ${EVENT_PAYLOAD_MAX} THEN summed ELSE counted END FROM (
+                  SELECT (base || jsonb_build_object('changesTruncated', true, 'changesSummary', jsonb_build_object('operations', jsonb_array_length(changes),
+                            'paths', (SELECT jsonb_agg(op -> 'path') FROM (SELECT op FROM jsonb_array_elements(changes) AS op LIMIT 20) first))))::text AS summed,
+                         (base || jsonb_build_object('changesTruncated', true, 'changesSummary', jsonb_build_object('operations', jsonb_array_length(changes))))::text AS counted
+                  FROM (SELECT jsonb_build_object('id', e.id, 'companyId', e.company_id::text, 'type', e.type, 'resourceId', e.resource_id,
+                                 'href', e.href, 'snapshotVersion', e.snapshot_version) AS base) b) s) END AS payload
+    FROM (SELECT ev.*, json_build_object('id', ev.id, 'companyId', ev.company_id::text, 'type', ev.type, 'resourceId', ev.resource_id,
+                   'href', ev.href, 'snapshotVersion', ev.snapshot_version, 'changes', ev.changes)::text AS whole FROM ev) e
+  )
+  SELECT c.version, c.stored, e.id AS event_id,
+         (SELECT count(pg_notify('${EVENTS_CHANNEL}', payload)) FROM notice) AS notified,
+         ${announce('done')} AS announced
+  FROM cur c LEFT JOIN ev e ON e.company_id = c.company_id AND e.href = c.href
+  ORDER BY c.ord`;
+
+export const STORE_STATEMENT: Statement = { name: 'skyhook_store_snapshots', text: STORE_SQL };
+
+/** Stores a batch of fetched snapshots and processes the notifications they cover (see STORE_SQL). */
+async function storeFetched(sql: Sql, statementName: string | undefined, items: FetchedSnapshot[]): Promise<Stored[]> {
+  const col = <T>(f: (i: FetchedSnapshot) => T) => items.map(f);
+  const { rows } = await sql.query<{ version: number; stored: number | null; event_id: string | null }>({
+    name: statementName,
+    text: STORE_SQL,
+    values: [
+      col((i) => i.companyId),
+      col((i) => i.href),
+      col((i) => i.claimed.type),
+      col((i) => i.claimed.resourceId),
+      col((i) => i.fetchStartedAt.toISOString()),
+      JSON.stringify(col((i) => i.resource)),
+      items.flatMap((i) => i.claimed.ids),
+      items.flatMap((i, n) => i.claimed.ids.map(() => n + 1)),
+      col((i) => i.fetchFinishedAt.toISOString()),
+      col((i) => i.httpStatus),
+      JSON.stringify(col((i) => i.changes)),
+      col((i) => i.claimed.previous?.version ?? null),
+    ],
+  });
+  if (rows.length !== items.length) throw new Error(`stored ${rows.length} of ${items.length} snapshots`);
+  return rows.map((r) => ({ version: r.version, stored: r.stored, eventId: r.event_id === null ? null : Number(r.event_id) }));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Replay
+
+export interface ReplayedRow {
+  id: number;
+  companyId: string;
+  href: string;
+}
+
+/**
+ * Sets the notifications back to `received` (not a discarded one: its webhook was deactivated), keeping
+ * the final state each had in notification_replays. The caller queues them (or the relay does).
+ */
+async function replay(sql: Sql, ids: number[]): Promise<ReplayedRow[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await sql.query<{ id: string; company_id: string; href: string }>(
+    `WITH target AS (
+       SELECT id, status, queued_at, finished_at, last_error FROM notifications
+       WHERE id = ANY($1::bigint[]) AND status <> 'discarded' ORDER BY id FOR UPDATE
+     ),
+     kept AS (
+       INSERT INTO notification_replays (notification_id, previous_status, previous_queued_at, previous_finished_at, previous_error)
+       SELECT id, status, queued_at, finished_at, last_error FROM target ORDER BY id
+     ),
+     upd AS (
+       UPDATE notifications n
+       SET status = 'received', last_error = NULL, outcome = NULL, snapshot_version = NULL, queued_at = NULL, processed_at = NULL, finished_at = NULL
+       FROM target t WHERE n.id = t.id
+       RETURNING n.id, n.company_id, n.href, n.status
+     )
+     SELECT id, company_id, href, ${announce('upd')} AS announced FROM upd ORDER BY id`,
+    [ids],
+  );
+  return rows.map((r) => ({ id: Number(r.id), companyId: r.company_id, href: r.href }));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Retention
+
+/**
+ * Deletes one batch of final notifications older than `retentionDays` with their history: their replays
+ * (by their key) and the fetch attempts none of whose notifications is kept. Answers how many it deleted.
+ */
+async function purgeBatch(client: Sql, retentionDays: number, limit: number): Promise<number> {
+  const { rows } = await client.query<{ fetch_attempt_ids: string[] | null }>(
+    `DELETE FROM notifications WHERE id IN (
+       SELECT id FROM notifications
+       WHERE received_at < now() - make_interval(days => $1) AND status IN ('processed', 'failed', 'discarded')
+       ORDER BY id LIMIT $2)
+     RETURNING fetch_attempt_ids`,
+    [retentionDays, limit],
+  );
+  const attempts = [...new Set(rows.flatMap((r) => r.fetch_attempt_ids ?? []))];
+  if (attempts.length > 0) {
+    await client.query(
+      `DELETE FROM fetch_attempts a WHERE a.id = ANY($1::bigint[])
+       AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.id = ANY(a.notification_ids))`,
+      [attempts],
+    );
+  }
+  return rows.length;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// What the live stream says of each announced notification
+
+export interface NotificationSummary {
+  id: number;
+  companyId: string;
+  webhookId: string;
+  type: string;
+  resourceId: string;
+}
+
+async function summaries(sql: Sql, ids: number[]): Promise<NotificationSummary[]> {
+  const { rows } = await sql.query<{ id: string; company_id: string; webhook_id: string; type: string; resource_id: string }>(
+    'SELECT id, company_id, webhook_id, type, resource_id FROM notifications WHERE id = ANY($1::bigint[])',
+    [ids],
+  );
+  return rows.map((r) => ({ id: Number(r.id), companyId: r.company_id, webhookId: r.webhook_id, type: r.type, resourceId: r.resource_id }));
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+/** The statements above, bound to a pool, or (in `transaction`) to one client inside a transaction. */
+function bind(sql: Sql) {
+  return {
+    insert: (rows: NewNotification[], statuses: InsertedStatus[]) => insertNotifications(sql, rows, statuses),
+    moveStatus: (ids: number[], from: 'received' | 'queued', to: 'received' | 'queued') => moveStatus(sql, ids, from, to),
+    lockUnqueued: (graceMs: number, limit: number) => lockUnqueued(sql, graceMs, limit),
+    staleQueuedKeys: (olderThanMs: number, after: { companyId: string; href: string } | undefined, limit: number) => staleQueuedKeys(sql, olderThanMs, after, limit),
+    claimPending: (plans: CachedPlans, keys: { companyId: string; href: string }[]) => claimPending(sql, plans, keys),
+    recordAttempt: (attempt: FetchAttempt, verdict: Verdict) => recordAttempt(sql, attempt, verdict),
+    storeFetched: (statementName: string | undefined, items: FetchedSnapshot[]) => storeFetched(sql, statementName, items),
+    replay: (ids: number[]) => replay(sql, ids),
+    summaries: (ids: number[]) => summaries(sql, ids),
+  };
+}
+
+export type NotificationsTx = ReturnType<typeof bind>;
+
+export function createNotificationsRepository(pool: pg.Pool) {
+  return {
+    ...bind(pool),
+    /** Runs `fn` in one transaction; `client` is its connection, for what else must commit with it (handlers, a pause). */
+    transaction: <T>(fn: (tx: NotificationsTx, client: pg.PoolClient) => Promise<T>): Promise<T> => inTransaction(pool, (client) => fn(bind(client), client)),
+    /** Deletes one batch of final notifications older than `retentionDays`, with their history; answers how many. */
+    purgeBatch: (retentionDays: number, limit: number): Promise<number> => inTransaction(pool, (client) => purgeBatch(client, retentionDays, limit)),
+  };
+}
+
+export type NotificationsRepository = ReturnType<typeof createNotificationsRepository>;

@@ -1,0 +1,97 @@
+/**
+ * Deleting a company or a webhook (SPEC §7): every active webhook setting is deactivated on the
+ * marketplace first, so it stops sending; if the marketplace refuses, nothing is deleted (502), unless
+ * `force`, which deletes locally all the same and says which settings stay active there. Deleting takes
+ * the notifications with it, and their history.
+ */
+import { and, eq, sql } from 'drizzle-orm';
+import type { Database } from '../db/client.js';
+import { companies, fetchAttempts, notifications, webhooks, type WebhookRow } from '../db/schema/index.js';
+import { Problem, notFound } from '../lib/problem.js';
+import type { WebhooksService } from './webhooks.service.js';
+
+export interface RemainingSetting {
+  webhookId: string;
+  remoteId: string;
+  error: string;
+}
+
+export interface Deleted {
+  /** Settings still active on the marketplace (a forced delete whose deactivation was refused). */
+  remainingRemoteSettings: RemainingSetting[];
+}
+
+export function createDeletionsService(deps: { db: Database; webhooks: Pick<WebhooksService, 'update' | 'changed'> }) {
+  const { db } = deps;
+
+  /** Deactivates each active setting on the marketplace; answers the ones the marketplace refused. */
+  async function deactivate(rows: WebhookRow[]): Promise<RemainingSetting[]> {
+    const refused: RemainingSetting[] = [];
+    for (const row of rows.filter((w) => w.active)) {
+      try {
+        await deps.webhooks.update(row.companyId, row.id, { active: false });
+      } catch (err) {
+        if (!(err instanceof Problem) || err.status !== 502) throw err;
+        refused.push({ webhookId: row.id, remoteId: row.remoteId, error: err.detail ?? err.title });
+      }
+    }
+    return refused;
+  }
+
+  function refusedProblem(what: string, refused: RemainingSetting[]): Problem {
+    return new Problem(
+      502,
+      'Bad Gateway',
+      `${what} was not deleted: the marketplace refused to deactivate ${refused.length === 1 ? 'its webhook setting' : `${refused.length} of its webhook settings`} (${refused.map((r) => `${r.remoteId}: ${r.error}`).join('; ')}). Retry, or delete with force=true to delete it here anyway.`,
+      { code: 'marketplace_refused', errors: refused.map((r) => ({ field: `webhooks.${r.webhookId}`, message: r.error })) },
+    );
+  }
+
+  /**
+   * Deletes those of `attemptIds` that no notification shares any more (the attempts of a deleted
+   * webhook's notifications; a deleted company's go with it by their key).
+   */
+  async function deleteOrphanAttempts(tx: Pick<Database, 'execute'>, attemptIds: number[]): Promise<void> {
+    if (attemptIds.length === 0) return;
+    await tx.execute(sql`
+      DELETE FROM fetch_attempts a WHERE a.id = ANY(${sql.param(attemptIds)}::bigint[])
+      AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.id = ANY(a.notification_ids))`);
+  }
+
+  return {
+    async deleteWebhook(companyId: string, webhookId: string, opts: { force?: boolean }): Promise<Deleted> {
+      const [row] = await db.select().from(webhooks).where(and(eq(webhooks.id, webhookId), eq(webhooks.companyId, companyId)));
+      if (!row) throw notFound(`Webhook ${webhookId}`);
+      const refused = await deactivate([row]);
+      if (refused.length > 0 && !opts.force) throw refusedProblem(`Webhook ${webhookId}`, refused);
+      await db.transaction(async (tx) => {
+        const held = await tx
+          .select({ ids: notifications.fetchAttemptIds })
+          .from(notifications)
+          .where(eq(notifications.webhookId, webhookId));
+        // The webhook's key cascades to its notifications, and theirs to their replays.
+        await tx.delete(webhooks).where(eq(webhooks.id, webhookId));
+        await deleteOrphanAttempts(tx, [...new Set(held.flatMap((h) => h.ids ?? []))]);
+      });
+      await deps.webhooks.changed();
+      return { remainingRemoteSettings: refused };
+    },
+
+    async deleteCompany(companyId: string, opts: { force?: boolean }): Promise<Deleted> {
+      const [company] = await db.select({ id: companies.id, name: companies.name }).from(companies).where(eq(companies.id, companyId));
+      if (!company) throw notFound(`Company ${companyId}`);
+      const refused = await deactivate(await db.select().from(webhooks).where(eq(webhooks.companyId, companyId)));
+      if (refused.length > 0 && !opts.force) throw refusedProblem(`Company ${company.name}`, refused);
+      // Its key cascades to everything of it but its fetch attempts (which have no key to it, for the
+      // worker's sake): webhooks (and their notifications), resources, events, leads and quotes.
+      await db.transaction(async (tx) => {
+        await tx.delete(fetchAttempts).where(eq(fetchAttempts.companyId, companyId));
+        await tx.delete(companies).where(eq(companies.id, companyId));
+      });
+      await deps.webhooks.changed();
+      return { remainingRemoteSettings: refused };
+    },
+  };
+}
+
+export type DeletionsService = ReturnType<typeof createDeletionsService>;

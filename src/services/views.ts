@@ -1,0 +1,140 @@
+/**
+ * The shapes the admin surfaces answer with, written once: the services build them (their types are
+ * these schemas' z.infer), the admin API documents and serialises them, the CLI prints them. Enums come
+ * from the database schema's.
+ */
+import { z } from 'zod';
+import { authenticatedBy, authType, connectionStatus, fetchAttemptOutcome, fetchOutcome, notificationStatus as notificationStatusEnum, outboundStatus } from '../db/schema/index.js';
+
+/** received -> queued -> processed | failed | discarded, as the database's enum has them. */
+export const notificationStatus = z.enum(notificationStatusEnum.enumValues);
+
+export const companyViewSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  apiBaseUrl: z.string(),
+  connectionStatus: z.enum(connectionStatus.enumValues),
+  connectionError: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+export type CompanyView = z.infer<typeof companyViewSchema>;
+
+export const webhookViewSchema = z.object({
+  id: z.string(),
+  companyId: z.string(),
+  remoteId: z.string(),
+  targetURI: z.string(),
+  clientIdentifier: z.string(),
+  authType: z.enum(authType.enumValues),
+  eventTypes: z.array(z.string()),
+  displayName: z.string(),
+  active: z.boolean(),
+  previousSecretExpiresAt: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+export type WebhookView = z.infer<typeof webhookViewSchema>;
+
+/** One entry of a notification's history (SPEC §7.1), oldest first. */
+export const timelineEntrySchema = z.discriminatedUnion('kind', [
+  z.object({ at: z.string(), kind: z.enum(['received', 'queued', 'replayed', 'processed', 'discarded']) }),
+  z.object({ at: z.string(), kind: z.literal('failed'), error: z.string().nullable() }),
+  z.object({
+    at: z.string(),
+    kind: z.literal('fetch'),
+    startedAt: z.string(),
+    finishedAt: z.string(),
+    durationMs: z.number(),
+    httpStatus: z.number().nullable().describe('null for a network error or a timeout'),
+    outcome: z.enum(fetchAttemptOutcome.enumValues),
+    error: z.string().nullable(),
+    snapshotVersion: z.number().nullable().describe('the version it stored, when it stored one'),
+  }),
+]);
+export type TimelineEntry = z.infer<typeof timelineEntrySchema>;
+
+export const notificationViewSchema = z.object({
+  id: z.string(),
+  companyId: z.string(),
+  webhookId: z.string(),
+  type: z.string(),
+  resourceId: z.string(),
+  href: z.string(),
+  status: notificationStatus,
+  attempts: z.number(),
+  lastError: z.string().nullable(),
+  outcome: z.enum(fetchOutcome.enumValues).nullable(),
+  snapshotVersion: z.number().nullable(),
+  authenticatedBy: z.enum(authenticatedBy.enumValues),
+  receivedAt: z.string(),
+  processedAt: z.string().nullable().describe('set only when it was processed'),
+  finishedAt: z.string().nullable().describe('when it reached its final status: processed, failed or discarded'),
+  body: z.unknown().optional(),
+  timeline: z.array(timelineEntrySchema).optional(),
+});
+
+export type NotificationView = z.infer<typeof notificationViewSchema>;
+
+/** What a replay of one notification answers: the notification, and why its fetch will wait, if it will. */
+export const replayedNotificationSchema = notificationViewSchema.extend({
+  note: z.string().nullable().describe('why the fetch will wait, if it will (its company is paused)'),
+});
+export type ReplayedView = z.infer<typeof replayedNotificationSchema>;
+
+export const resourceViewSchema = z.object({
+  companyId: z.string(),
+  href: z.string(),
+  type: z.string(),
+  resourceId: z.string(),
+  version: z.number(),
+  fetchedAt: z.string(),
+  gone: z.boolean(),
+  body: z.unknown(),
+});
+export type ResourceView = z.infer<typeof resourceViewSchema>;
+
+export const resourceVersionViewSchema = z.object({
+  version: z.number(),
+  fetchedAt: z.string(),
+  eventId: z.string(),
+  changes: z.unknown().describe('RFC 6902 JSON Patch from the version before; null for the first'),
+});
+export type ResourceVersionView = z.infer<typeof resourceVersionViewSchema>;
+
+export const leadViewSchema = z.object({
+  id: z.string(),
+  companyId: z.string(),
+  clientIdentifier: z.string(),
+  kind: z.string(),
+  remoteId: z.string().nullable(),
+  status: z.enum(outboundStatus.enumValues).exclude(['unknown']).describe('a lead is never held unknown: it is safe to send again'),
+  request: z.unknown(),
+  response: z.unknown(),
+  resourceHref: z.string().nullable(),
+  snapshotVersion: z.number().nullable(),
+  createdAt: z.string(),
+});
+export type LeadView = z.infer<typeof leadViewSchema>;
+
+/** A stored quote, as the admin API shows it (the submission's schema is the marketplace's `quoteSchema`). */
+export const quoteViewSchema = z.object({
+  id: z.string(),
+  companyId: z.string(),
+  requestId: z.string(),
+  sellerUniqueQuoteIdentifier: z.string(),
+  actAsAccount: z.string().nullable(),
+  status: z
+    .enum(outboundStatus.enumValues)
+    .describe('unknown: the submission may have reached the marketplace, but no success was read; a repeat is refused until resendUnknown'),
+  error: z.string().nullable().describe('why the status is unknown'),
+  tripMessageId: z.string().nullable(),
+  sellerQuoteId: z.string().nullable(),
+  liftId: z.string().nullable(),
+  resourceHref: z.string().nullable(),
+  snapshotVersion: z.number().nullable(),
+  createdAt: z.string(),
+});
+export type QuoteView = z.infer<typeof quoteViewSchema>;

@@ -1,0 +1,172 @@
+/**
+ * The operator console in a real browser (SPEC §13): headless Chromium (Debian's) driven by
+ * playwright-core, against the simulator and Skyhook really started (test/helpers/scenario.ts). Signs in
+ * by keyboard, watches a notification arrive live, opens it, replays it and sees the new fetch in its
+ * timeline; filters; a forged form refused; signs out. Throughout: no request to another origin, no error
+ * in the browser's console (a CSP violation would be one).
+ */
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FaultCompany } from '../faults/support.js';
+import { chromiumAvailable, CHROMIUM, launchBrowser } from '../helpers/browser.js';
+import { startScenario, type Scenario } from '../helpers/scenario.js';
+import { ADMIN_TOKEN } from '../helpers/skyhook.js';
+import { tailQuote } from '../fixtures/requests.js';
+
+// CI installs Chromium (.ci/run); elsewhere a machine without it skips this file, saying so.
+const available = chromiumAvailable();
+if (!available && process.env.CI) throw new Error(`Chromium is required in CI: ${CHROMIUM} is missing`);
+if (!available) console.warn(`skipping the console's browser tests: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`);
+
+describe.skipIf(!available)('the operator console in Chromium', () => {
+  let scenario: Scenario;
+  let company: FaultCompany;
+  let browser: Awaited<ReturnType<typeof launchBrowser>>;
+  let page: Page;
+  let origin: string;
+  const consoleErrors: string[] = [];
+  const otherOrigins: string[] = [];
+
+  beforeAll(async () => {
+    // A marketplace answer later than this is lost: how a quote's outcome becomes unknown.
+    scenario = await startScenario({ env: { MARKETPLACE_TIMEOUT_MS: '500' } });
+    company = await scenario.company('console-co');
+    origin = scenario.skyhook.url;
+    browser = await launchBrowser({ width: 1280, height: 800 });
+    page = browser.context.pages()[0] ?? (await browser.context.newPage());
+    page.on('console', (m) => {
+      if (m.type() === 'error') consoleErrors.push(`${page.url()}: ${m.text()}`);
+    });
+    page.on('pageerror', (err) => consoleErrors.push(`${page.url()}: uncaught ${err.message}`));
+    browser.context.on('request', (r) => {
+      if (new URL(r.url()).origin !== origin) otherOrigins.push(r.url());
+    });
+  }, 90_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await scenario?.close();
+  });
+
+  const timelineFetches = () => page.locator('table.timeline tr.k-fetch').count();
+
+  it('signs in by keyboard, shows a notification arriving live, opens it, replays it and shows the new fetch', { timeout: 90_000 }, async () => {
+    await page.goto(`${origin}/console/notifications?companyId=${company.companyId}`);
+    // Not signed in: the sign-in page, with the token field focused.
+    await page.waitForURL(/\/console\/sign-in\?next=/);
+    await page.keyboard.type(ADMIN_TOKEN);
+    // The live list opens the stream (an EventSource) once the page has loaded.
+    const streamOpened = page.waitForResponse((r) => r.url().includes('/console/stream'), { timeout: 15_000 });
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`${origin}/console/notifications?companyId=${company.companyId}`);
+    await expect.poll(() => page.locator('#list').textContent()).toContain('No notification matches');
+
+    // The live list subscribes to the stream; a notification fired now shows without a reload.
+    const navigations: string[] = [];
+    page.on('framenavigated', (f) => f === page.mainFrame() && navigations.push(f.url()));
+    expect((await streamOpened).status()).toBe(200);
+    await new Promise((r) => setTimeout(r, 300)); // its LISTEN connection is up
+    const [fired] = await scenario.sim.fire({ companyId: company.simId, eventType: 'TripRequest', count: 1 });
+    const resourceId = fired!.notification.id;
+    const row = page.locator('table.notifications tr', { hasText: resourceId });
+    await row.waitFor({ timeout: 15_000 });
+    await expect.poll(() => row.locator('.badge').textContent(), { timeout: 15_000 }).toBe('processed');
+    expect(navigations).toEqual([]);
+
+    // Opened by keyboard: focus its link, Enter.
+    await row.locator('a').focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/console\/notifications\/\d+$/);
+    await expect.poll(() => page.locator('h1').textContent()).toMatch(/^Notification \d+$/);
+    expect(await page.locator('pre.json').first().textContent()).toContain(resourceId);
+    expect(await page.locator('dl.facts').textContent()).toContain('HTTP Basic');
+    await expect.poll(timelineFetches).toBe(1);
+    expect(await page.locator('#live-part').textContent()).toContain('Version 1 of');
+
+    await page.getByRole('button', { name: 'Replay' }).click();
+    await page.waitForURL(/\?replayed=1$/);
+    expect(await page.locator('#flash').textContent()).toContain('Replayed');
+    // The new fetch appears in the timeline (live, from the stream), after a Replayed entry.
+    await expect.poll(timelineFetches, { timeout: 15_000 }).toBe(2);
+    await expect.poll(() => page.locator('#live-part .badge').first().textContent(), { timeout: 15_000 }).toBe('processed');
+    const kinds = await page.locator('table.timeline tbody tr td:nth-child(2)').allTextContents();
+    expect(kinds.indexOf('Replayed')).toBeGreaterThan(kinds.indexOf('Processed'));
+    expect(kinds.lastIndexOf('Fetch')).toBeGreaterThan(kinds.indexOf('Replayed'));
+  });
+
+  it('filters the list by status and by resource id', { timeout: 60_000 }, async () => {
+    const [other] = await scenario.sim.fire({ companyId: company.simId, eventType: 'TripRequest', count: 1 });
+    await scenario.settled(2);
+    await page.goto(`${origin}/console/notifications`);
+    await page.getByLabel('Status').selectOption('failed');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/status=failed/);
+    expect(await page.locator('#list').textContent()).toContain('No notification matches');
+
+    await page.getByLabel('Status').selectOption('processed');
+    await page.getByLabel('Resource id').fill(other!.notification.id);
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.waitForURL(/resourceId=/);
+    const rows = page.locator('table.notifications tbody tr');
+    expect(await rows.count()).toBe(1);
+    expect(await rows.first().textContent()).toContain(other!.notification.id);
+    // The filter stays in the form.
+    expect(await page.getByLabel('Resource id').inputValue()).toBe(other!.notification.id);
+  });
+
+  it('refuses a form without the session CSRF token with a 403 page', async () => {
+    const before = consoleErrors.length;
+    const status = await page.evaluate(async (base) => {
+      const res = await fetch(`${base}/console/notifications/1/replay`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: '_csrf=forged',
+      });
+      return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
+    }, origin);
+    expect(status.status).toBe(403);
+    expect(status.type).toMatch(/^text\/html/);
+    expect(status.text).toContain('This form could not be accepted');
+    // Chromium logs the refused request itself as a console error: that one is expected.
+    expect(consoleErrors.slice(before).every((e) => e.includes('403'))).toBe(true);
+    consoleErrors.splice(before);
+  });
+
+  it('lists a quote whose outcome is unknown and resends it after a confirmation', { timeout: 60_000 }, async () => {
+    scenario.sim.setFaults({ submitLatencyMs: 1500 });
+    const held = await scenario.skyhook.admin('POST', `/companies/${company.companyId}/quotes`, { requestId: 'lift-console', submission: tailQuote('console-quote-1') });
+    scenario.sim.setFaults({ submitLatencyMs: 0 });
+    expect(held.body.code).toBe('outcome_unknown');
+    await page.goto(`${origin}/console`);
+    await page.getByRole('link', { name: 'Leads & quotes' }).click();
+    await page.getByLabel('Company', { exact: true }).selectOption(company.companyId);
+    await page.getByRole('button', { name: 'Show' }).click();
+    const unknown = page.locator('section[aria-labelledby="unknown"]');
+    expect(await unknown.textContent()).toContain('console-quote-1');
+    const asked: string[] = [];
+    page.once('dialog', (d) => {
+      asked.push(d.message());
+      void d.accept();
+    });
+    await unknown.getByRole('button', { name: 'Resend quote console-quote-1' }).click();
+    await page.waitForURL(/done=resent/);
+    expect(asked[0]).toContain('Resend quote console-quote-1?');
+    expect(await page.locator('#flash').textContent()).toContain('The quote was sent again.');
+    expect(await unknown.textContent()).toContain("every submitted quote's outcome is known");
+    expect(await page.locator('section[aria-labelledby="quotes"]').textContent()).toContain('created');
+  });
+
+  it('signs out: the session ends', async () => {
+    await page.goto(`${origin}/console`);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(/\/console\/sign-in\?signedOut=1$/);
+    expect(await page.locator('main').textContent()).toContain('You are signed out');
+    await page.goto(`${origin}/console/notifications`);
+    await page.waitForURL(/\/console\/sign-in\?next=/);
+  });
+
+  it('made no request to another origin, and the browser logged no error', () => {
+    expect(otherOrigins).toEqual([]);
+    expect(consoleErrors).toEqual([]);
+  });
+});

@@ -1,0 +1,188 @@
+/**
+ * What deploy/ gives a platform team (SPEC §15) fits what Skyhook serves: Skyhook runs for real (simulator,
+ * PostgreSQL, Redis), notifications go through and one company's token is refused, and then every metric
+ * name that an alerting rule (deploy/prometheus/alerts.yml) or a dashboard query
+ * (deploy/grafana/skyhook-dashboard.json) uses must be a family /metrics declares. Also: the scrape-time
+ * gauges the rules alert on (skyhook_ready, skyhook_dependency_up, skyhook_company_paused) say what
+ * /readyz and the companies table say; each rule carries its runbook and is listed in deploy/README.md;
+ * the dashboard is one Grafana loads (panels with a data source and queries, on the grid).
+ *
+ * promtool's own checks of the same files (syntax, templates, the rules' unit tests) run in CI before the
+ * tests: scripts/check-monitoring.ts.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FaultCompany } from '../faults/support.js';
+import { createTestDatabase, testQueuePrefix } from '../helpers/database.js';
+import {
+  PROMETHEUS_OWN,
+  ROOT,
+  dashboardQueries,
+  exposedFamilies,
+  isExposed,
+  metricNames,
+  panelsOf,
+  readDashboard,
+  readRules,
+} from '../helpers/monitoring.js';
+import { startScenario, type Scenario } from '../helpers/scenario.js';
+import { eventually, freePort, startSkyhook } from '../helpers/skyhook.js';
+
+let s: Scenario;
+let acme: FaultCompany;
+let revoked: FaultCompany;
+/** The token the marketplace accepts for `revoked` once it refused the one Skyhook holds. */
+const newToken = `token-revoked-new-${Date.now()}`;
+/** /metrics after the notifications went through and one company was paused. */
+let scrape: string;
+
+const metricsOf = async (url: string) => (await fetch(`${url}/metrics`)).text();
+
+beforeAll(async () => {
+  s = await startScenario({ env: { FETCH_MIN_INTERVAL_MS: '0' } });
+  acme = await s.company('acme');
+  revoked = await s.company('revoked');
+  // The marketplace stops accepting the token Skyhook holds for `revoked`: its fetch gets 401 and pauses it.
+  s.sim.addCompany({ id: 'revoked', token: newToken });
+  await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', count: 4, resources: 2 });
+  await s.sim.fire({ companyId: 'revoked', eventType: 'TripRequest', count: 1 });
+  await s.sim.idle();
+  expect(await s.settled(5)).toEqual({ processed: 4, failed: 1 });
+  // A refusal at the receiver, so the received counter has a refused outcome too.
+  await fetch(`${s.skyhook.url}/hooks/not-a-key`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  // The first scrape of this process reads the gauges that need a query.
+  scrape = await metricsOf(s.skyhook.url);
+});
+afterAll(async () => s?.close());
+
+describe('the metrics deploy/ uses', () => {
+  it('are each one Skyhook serves (a histogram by its _bucket, _sum or _count series), or Prometheus its own', () => {
+    const families = exposedFamilies(scrape);
+    const uses = [
+      ...readRules().map((r) => ({ where: `alert ${r.alert}`, expr: r.expr })),
+      ...dashboardQueries(readDashboard()).map((q) => ({ where: `panel "${q.panel}"`, expr: q.expr })),
+    ];
+    const used = new Set<string>();
+    const missing: string[] = [];
+    for (const { where, expr } of uses) {
+      const names = metricNames(expr);
+      expect(names.length, `${where} selects no metric: ${expr}`).toBeGreaterThan(0);
+      for (const name of names) {
+        used.add(name);
+        if (!PROMETHEUS_OWN.has(name) && !isExposed(name, families)) missing.push(`${where}: ${name}`);
+      }
+    }
+    expect(missing, 'metric names used by deploy/ that /metrics does not declare').toEqual([]);
+    // The rules and the dashboard together cover every Skyhook family of SPEC §7 and the ones added for them.
+    for (const name of [
+      'skyhook_notifications_received_total',
+      'skyhook_processing_latency_seconds_bucket',
+      'skyhook_processing_latency_seconds_count',
+      'skyhook_fetch_outcomes_total',
+      'skyhook_marketplace_calls_total',
+      'skyhook_queue_depth',
+      'skyhook_oldest_pending_age_seconds',
+      'skyhook_jobs_held',
+      'skyhook_errors_total',
+      'skyhook_company_paused',
+      'skyhook_ready',
+      'skyhook_dependency_up',
+      'up',
+    ]) {
+      expect(used, name).toContain(name);
+    }
+  });
+
+  it('have series after real traffic: received, latency, fetch outcomes, queue depth, oldest pending age', () => {
+    expect(scrape).toContain(`skyhook_notifications_received_total{outcome="stored",company="${acme.companyId}"} 4`);
+    expect(scrape).toMatch(/skyhook_notifications_received_total\{outcome="401",company="unknown"\} [1-9]/);
+    expect(scrape).toContain('skyhook_processing_latency_seconds_count{status="processed"} 4');
+    expect(scrape).toContain('skyhook_processing_latency_seconds_count{status="failed"} 1');
+    expect(scrape).toMatch(/skyhook_fetch_outcomes_total\{outcome="ok"\} [1-9]/);
+    expect(scrape).toContain('skyhook_fetch_outcomes_total{outcome="unauthorized"} 1');
+    expect(scrape).toMatch(/skyhook_queue_depth\{state="wait"\} \d/);
+    expect(scrape).toContain(`skyhook_oldest_pending_age_seconds{company="${acme.companyId}"} 0`);
+  });
+});
+
+describe('the scrape-time gauges the alerts read', () => {
+  it('say the process is ready and both dependencies answer, as /readyz does', async () => {
+    expect(scrape).toMatch(/^skyhook_ready 1$/m);
+    expect(scrape).toContain('skyhook_dependency_up{dependency="postgres"} 1');
+    expect(scrape).toContain('skyhook_dependency_up{dependency="redis"} 1');
+    expect(await (await fetch(`${s.skyhook.url}/readyz`)).json()).toEqual({ status: 'ready', database: true, redis: true });
+  });
+
+  it('name the paused company only, until its token is replaced', async () => {
+    const paused = (text: string) => [...text.matchAll(/^skyhook_company_paused\{company="([^"]+)"\} (\S+)$/gm)].map((m) => [m[1], m[2]]);
+    expect(paused(scrape)).toEqual([[revoked.companyId, '1']]);
+    const { rows } = await s.sql.query("SELECT id FROM companies WHERE connection_status = 'unauthorized'");
+    expect(rows).toEqual([{ id: revoked.companyId }]);
+
+    expect((await s.skyhook.admin('PATCH', `/companies/${revoked.companyId}`, { apiToken: newToken })).status).toBe(200);
+    // The gauges are read at most every 5 s: within a few seconds the series is gone.
+    await eventually(async () => paused(await metricsOf(s.skyhook.url)).length === 0, 'the paused series gone', 10_000);
+  });
+
+  it('say so when Redis does not answer: skyhook_ready 0, skyhook_dependency_up{redis} 0, /readyz 503', async () => {
+    const db = await createTestDatabase();
+    // Nothing listens on this port: every Redis command is refused at once.
+    const skyhook = await startSkyhook({ databaseUrl: db.url, queuePrefix: testQueuePrefix(), role: 'api', env: { REDIS_URL: `redis://127.0.0.1:${await freePort()}` } });
+    try {
+      const ready = await fetch(`${skyhook.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toEqual({ status: 'unavailable', database: true, redis: false });
+      const text = await metricsOf(skyhook.url);
+      expect(text).toMatch(/^skyhook_ready 0$/m);
+      expect(text).toContain('skyhook_dependency_up{dependency="postgres"} 1');
+      expect(text).toContain('skyhook_dependency_up{dependency="redis"} 0');
+    } finally {
+      await skyhook.stop();
+      await db.drop();
+    }
+  });
+});
+
+describe('the alerting rules', () => {
+  it('each have a severity, a summary, a description and a runbook paragraph, and are listed in deploy/README.md', () => {
+    const readme = readFileSync(join(ROOT, 'deploy/README.md'), 'utf8');
+    const rules = readRules();
+    expect(rules.map((r) => r.alert)).toEqual(expect.arrayContaining(['SkyhookCompanyPaused', 'SkyhookNotificationsFailing', 'SkyhookBacklogOldestPending', 'SkyhookNotReady', 'SkyhookPostgresUnreachable', 'SkyhookRedisUnreachable', 'SkyhookRelayErrors']));
+    for (const r of rules) {
+      expect(['critical', 'warning'], r.alert).toContain(r.labels?.severity);
+      expect(r.annotations?.summary, r.alert).toBeTruthy();
+      expect(r.annotations?.description, r.alert).toBeTruthy();
+      // A paragraph: what it means, what to check, what to do.
+      expect(r.annotations?.runbook?.length ?? 0, `${r.alert} runbook`).toBeGreaterThan(200);
+      expect(readme, `${r.alert} in deploy/README.md`).toContain(`\`${r.alert}\``);
+    }
+    expect(new Set(rules.map((r) => r.alert)).size).toBe(rules.length);
+  });
+});
+
+describe('the Grafana dashboard', () => {
+  it('parses, and every panel has the data source variable, queries and a place on the grid', () => {
+    const dashboard = readDashboard();
+    expect(dashboard.uid).toMatch(/^[\w-]{1,40}$/);
+    expect(dashboard.title).toBeTruthy();
+    expect(dashboard.schemaVersion).toBeGreaterThanOrEqual(36);
+    const variable = dashboard.templating.list.find((v) => v.name === 'datasource');
+    expect(variable).toMatchObject({ type: 'datasource', query: 'prometheus' });
+
+    const panels = panelsOf(dashboard);
+    expect(panels.length).toBeGreaterThan(10);
+    const ids = dashboard.panels.map((p) => p.id).concat(panels.map((p) => p.id));
+    expect(new Set(ids).size, 'panel ids are unique').toBe(new Set(dashboard.panels.concat(panels)).size);
+    for (const p of panels) {
+      expect(p.datasource, p.title).toEqual({ type: 'prometheus', uid: '${datasource}' });
+      expect(p.targets?.length ?? 0, p.title).toBeGreaterThan(0);
+      for (const t of p.targets!) {
+        expect(t.expr, `${p.title} ${t.refId}`).toBeTruthy();
+        expect(t.datasource, `${p.title} ${t.refId}`).toEqual({ type: 'prometheus', uid: '${datasource}' });
+      }
+      expect(p.gridPos, p.title).toBeDefined();
+      expect(p.gridPos!.x + p.gridPos!.w, p.title).toBeLessThanOrEqual(24);
+    }
+  });
+});

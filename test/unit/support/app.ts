@@ -1,0 +1,166 @@
+/**
+ * The HTTP app (buildApp) over in-memory fakes of its narrow dependencies, for the unit tier: requests go
+ * through `app.inject`, nothing listens, and no PostgreSQL or Redis is involved. The receiver's storage is
+ * the real NotificationWriter over a fake repository `insert`; the webhook lookup is the real
+ * WebhookDirectory over a fake loader; the OAuth nonces are remembered in a Set.
+ */
+import type { FastifyInstance } from 'fastify';
+import type pg from 'pg';
+import { pino } from 'pino';
+import { buildApp } from '../../../src/app.js';
+import type { AdminDeps } from '../../../src/admin/routes.js';
+import type { ConsoleDeps } from '../../../src/console/plugin.js';
+import type { InsertedStatus, NewNotification } from '../../../src/db/notifications.repository.js';
+import { sha256 } from '../../../src/lib/crypto.js';
+import { ErrorReporter } from '../../../src/lib/error-reporter.js';
+import { createMetrics, type Metrics } from '../../../src/lib/metrics.js';
+import type { RedisClient } from '../../../src/lib/redis/connection.js';
+import { WebhookDirectory, type WebhookCredentials, type WebhookKey } from '../../../src/receiver/attribution.js';
+import { NotificationWriter } from '../../../src/receiver/ingest.js';
+
+export const PUBLIC_BASE_URL = 'https://skyhook.example';
+export const API_BASE_URL = 'https://api.marketplace.example/v1';
+export const ADMIN_TOKEN = 'unit-admin-token-0123456789abcdef';
+
+export interface FakeWebhook {
+  webhookId: string;
+  companyId: string;
+  clientIdentifier: string;
+  endpointKey: string;
+  authType: 'BASIC' | 'OAUTH';
+  secret: string;
+  active?: boolean;
+  apiBaseUrl?: string;
+  previousSecret?: string;
+  previousSecretExpiresAt?: number;
+}
+
+export interface StoredRow extends NewNotification {
+  id: number;
+  status: InsertedStatus;
+}
+
+/** What stands behind the app: change it between requests to make a dependency fail. */
+export interface Backstage {
+  /** Rows committed by the fake repository. */
+  rows: StoredRow[];
+  /** Rows whose fetch jobs the commit follow-up was asked to add. */
+  queued: number[];
+  /** Set to make the repository's insert fail as an unreachable PostgreSQL does. */
+  databaseDown: boolean;
+  /** Set to make the nonce store fail as an unreachable Redis does. */
+  nonceStoreDown: boolean;
+  /** False until "started": only the probes and metrics answer. */
+  started: boolean;
+  /** How many times the webhook loader was called (the directory caches). */
+  lookups: number;
+  metrics: Metrics;
+  logLines: Record<string, unknown>[];
+}
+
+const unreachable = (what: string) => Object.assign(new Error(`connect ECONNREFUSED (${what})`), { code: 'ECONNREFUSED' });
+
+function credentials(w: FakeWebhook): WebhookCredentials {
+  return {
+    webhookId: w.webhookId,
+    companyId: w.companyId,
+    clientIdentifier: w.clientIdentifier,
+    endpointKey: w.endpointKey,
+    authType: w.authType,
+    active: w.active ?? true,
+    apiBaseUrl: new URL(w.apiBaseUrl ?? API_BASE_URL),
+    secretSha256: w.authType === 'BASIC' ? sha256(w.secret) : null,
+    previousSecretSha256: w.authType === 'BASIC' && w.previousSecret ? sha256(w.previousSecret) : null,
+    secret: w.authType === 'OAUTH' ? w.secret : null,
+    previousSecret: w.authType === 'OAUTH' ? (w.previousSecret ?? null) : null,
+    previousSecretExpiresAt: w.previousSecretExpiresAt ?? null,
+  };
+}
+
+/** The admin services this test uses; every other call fails the test loudly. */
+export type FakeServices = Partial<{ [K in Exclude<keyof AdminDeps, 'adminToken' | 'stream'>]: Partial<AdminDeps[K]> }>;
+
+function services(given: FakeServices): Omit<AdminDeps, 'adminToken' | 'stream'> {
+  const names = ['companies', 'webhooks', 'deletions', 'notifications', 'leads', 'quotes'] as const;
+  const entries = names.map((name) => {
+    const fake = (given[name] ?? {}) as Record<string, unknown>;
+    return [
+      name,
+      new Proxy(fake, {
+        get: (target, prop) => {
+          if (prop in target) return target[prop as string];
+          throw new Error(`the unit test called ${name}.${String(prop)}, which it did not fake`);
+        },
+      }),
+    ];
+  });
+  return Object.fromEntries(entries) as Omit<AdminDeps, 'adminToken' | 'stream'>;
+}
+
+export async function unitApp(opts: { webhooks?: FakeWebhook[]; services?: FakeServices; requireHttpsHrefs?: boolean } = {}): Promise<{ app: FastifyInstance; backstage: Backstage }> {
+  const metrics = createMetrics();
+  const backstage: Backstage = { rows: [], queued: [], databaseDown: false, nonceStoreDown: false, started: true, lookups: 0, metrics, logLines: [] };
+  const logger = pino({ level: 'debug' }, { write: (line: string) => void backstage.logLines.push(JSON.parse(line) as Record<string, unknown>) });
+  const hooks = new Map<string, WebhookCredentials>();
+  for (const w of opts.webhooks ?? []) hooks.set(w.webhookId, credentials(w));
+
+  const directory = new WebhookDirectory(async (key: WebhookKey) => {
+    backstage.lookups++;
+    if (backstage.databaseDown) throw unreachable('PostgreSQL');
+    return [...hooks.values()].find((w) => ('endpointKey' in key ? w.endpointKey === key.endpointKey : w.clientIdentifier === key.clientIdentifier)) ?? null;
+  });
+  let nextId = 1;
+  const writer = new NotificationWriter(
+    {
+      insert: async (rows, statuses) => {
+        if (backstage.databaseDown) throw unreachable('PostgreSQL');
+        return rows.map((row, i) => {
+          const id = nextId++;
+          backstage.rows.push({ ...row, id, status: statuses[i]! });
+          return id;
+        });
+      },
+    },
+    { queueing: true, afterCommit: (rows) => backstage.queued.push(...rows.map((r) => r.id)) },
+    (err) => backstage.logLines.push({ followUpError: String(err) }),
+  );
+  const seen = new Set<string>();
+  const nonces = {
+    firstUse: async (clientIdentifier: string, nonce: string) => {
+      if (backstage.nonceStoreDown) throw unreachable('Redis');
+      const key = `${clientIdentifier}:${nonce}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    },
+  };
+
+  const stream = { close: async () => {}, subscribe: () => () => {} } as unknown as AdminDeps['stream'];
+  const admin = { adminToken: ADMIN_TOKEN, ...services(opts.services ?? {}), stream };
+  const app = await buildApp({
+    logger,
+    trustProxy: [],
+    requestTimeoutMs: 10_000,
+    started: () => backstage.started,
+    // The probes' and gauges' own connections: no unit test asks /readyz or /metrics' gauges.
+    pool: { query: () => Promise.reject(unreachable('PostgreSQL')) } as unknown as pg.Pool,
+    redis: { ping: () => Promise.reject(unreachable('Redis')) } as unknown as RedisClient,
+    receiver: { directory, writer, nonces, publicBaseUrl: PUBLIC_BASE_URL, requireHttpsHrefs: opts.requireHttpsHrefs ?? true, oauthTimestampSkewS: 300, metrics },
+    admin,
+    // The console is tested against the real services (test/integration, test/browser): here it only
+    // has to exist, with no session ever found.
+    console: {
+      adminToken: ADMIN_TOKEN,
+      services: { ...admin, overview: {} as ConsoleDeps['services']['overview'] },
+      stream,
+      sessions: { find: async () => undefined } as unknown as ConsoleDeps['sessions'],
+      publicBaseUrl: PUBLIC_BASE_URL,
+    },
+    queues: [],
+    authFailures: { limit: 1000, windowMs: 60_000 },
+    metrics,
+    reporter: new ErrorReporter(logger, metrics.errors),
+  });
+  await app.ready();
+  return { app, backstage };
+}
