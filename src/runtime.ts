@@ -20,7 +20,6 @@ import { createNotificationsRepository } from './db/notifications.repository.js'
 import { ErrorReporter } from './lib/error-reporter.js';
 import { createMetrics } from './lib/metrics.js';
 import { connectRedis, isRedisUnavailable, type RedisClient } from './lib/redis/connection.js';
-import { gatherWrites } from './lib/redis/scripts.js';
 import { withTimeout } from './lib/timeout.js';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { CachedPlans } from './db/cached-plans.js';
@@ -298,7 +297,7 @@ function fetchJobDeps(deps: {
   const starts = new FetchStarts(notifications, plans, deps.connection, config.queuePrefix, config.fetch.minIntervalMs, deps.onError);
   // Handlers write through drizzle, on the connection of the transaction that stores their snapshot. A
   // stored batch's jobs all complete in one turn, each with a BullMQ script: sent in one write.
-  const snapshots = new SnapshotStore(notifications, plans, deps.handlers, (client) => drizzle({ client, schema }) as unknown as Tx, () => gatherWrites(deps.connection));
+  const snapshots = new SnapshotStore(notifications, plans, deps.handlers, (client) => drizzle({ client, schema }) as unknown as Tx);
   const marketplace = new MarketplaceClient({ timeoutMs: config.fetch.timeoutMs, connections: config.fetch.concurrency });
   return {
     admit: deps.admit,

@@ -11,7 +11,7 @@ import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { NotificationsRepository } from '../db/notifications.repository.js';
 import { type RedisClient } from '../lib/redis/connection.js';
-import { gatherWrites, redisScript } from '../lib/redis/scripts.js';
+import { redisScript } from '../lib/redis/scripts.js';
 import { withTimeout } from '../lib/timeout.js';
 import { fetchJobOptions, fetchKey, type FetchJob, type ResourceKey } from './fetch.queue.js';
 
@@ -118,8 +118,7 @@ export class FetchEnqueuer {
     // every script defined on the connection (BullMQ's 64) onto each new pipeline. At a steady rate a
     // committed batch holds one or two rows, and that copy cost more than the add itself (measured alone:
     // 290-510 µs of Node's CPU for one job through addBulk, 160-290 through add, on a slow day); in batches
-    // of 30 the two cost the same. The batch's adds still leave in one write.
-    gatherWrites(this.redis);
+    // of 30 the two cost the same.
     await Promise.all(adds.map(([key, data]) => this.queue.add('fetch', data, fetchJobOptions(key, this.opts.attempts))));
   }
 }

@@ -50,17 +50,10 @@ export class SnapshotStore {
     private readonly handlers: HandlerRegistry,
     /** Builds the drizzle transaction handle handlers write through, on the transaction's connection. */
     private readonly handlerTx: (client: pg.PoolClient) => Tx,
-    /** Called when a batch is stored, just before its fetches are told (they all go on in this turn). */
-    private readonly beforeResults: () => void = () => {},
   ) {
-    const write = async (items: FetchedSnapshot[]) => {
-      const stored = await this.write(items);
-      this.beforeResults();
-      return stored;
-    };
     // A batch holds at most the worker's running jobs; the cap bounds the statement's size (each
     // resource may be up to 5 MB).
-    this.batcher = new Batcher(splitOnFailure(write, isDatabaseUnavailable), { maxBatch: 64, maxConcurrent: 1 });
+    this.batcher = new Batcher(splitOnFailure((items) => this.write(items), isDatabaseUnavailable), { maxBatch: 64, maxConcurrent: 1 });
   }
 
   /** Answers the version the claimed notifications are covered by. */
