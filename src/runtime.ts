@@ -33,7 +33,7 @@ import { FetchEnqueuer } from './processing/enqueue.js';
 import type { FetchJobDeps } from './processing/fetch-job.js';
 import { fetchResource } from './processing/fetch-resource.js';
 import { FetchStarts } from './processing/fetch-start.js';
-import { createFetchWorkers } from './processing/fetch-worker.js';
+import { createFetchWorker } from './processing/fetch-worker.js';
 import { createFetchQueue, type ResourceKey } from './processing/fetch.queue.js';
 import { markResourceGone, SnapshotStore } from './processing/snapshots.js';
 import { IngestFirst } from './processing/ingest-first.js';
@@ -63,8 +63,8 @@ export const POSTGRES_DOWN = 'postgres_unreachable';
 export interface Runtime {
   /** The HTTP app (roles api and all; a worker's ops routes when OPS_PORT is set); not listening yet. */
   app?: FastifyInstance;
-  /** The fetch workers (roles worker and all): several BullMQ Workers sharing one process's batchers. */
-  workers: Worker[];
+  /** The fetch worker (roles worker and all): one BullMQ Worker running WORKER_CONCURRENCY jobs. */
+  worker?: Worker;
   /** Role all: holds processing while the receiver is flooded (processing/ingest-first.ts). */
   ingestFirst?: IngestFirst;
   api: DbHandle;
@@ -115,7 +115,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
   const startSteps: (() => void)[] = [() => relay.start()];
   const closers: [string, () => Promise<unknown>][] = [];
   let app: FastifyInstance | undefined;
-  let workers: Worker[] = [];
+  let worker: Worker | undefined;
   // One event loop for both: the workers yield to a flooded receiver (processing/ingest-first.ts).
   const ingestFirst = runsApi && runsWorker ? new IngestFirst((n) => metrics.jobsHeld.set(n)) : undefined;
 
@@ -172,7 +172,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
     const connection = connectRedis(config, 'worker', 'skyhook-worker', outages.redisDown);
     connection.on('ready', outages.redisBack);
     const workerNotifications = createNotificationsRepository(workerDb.pool);
-    workers = createFetchWorkers({
+    const fetchWorker = createFetchWorker({
       job: fetchJobDeps({
         db: workerDb,
         notifications: workerNotifications,
@@ -191,11 +191,10 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
       backoff: config.fetch,
     });
     const workerError = report('fetch_worker', 'a fetch worker met an error; it carries on', 'redis');
-    for (const worker of workers) {
-      // Listened to from the start: BullMQ prints an unheard 'error' to stderr, a stack trace per retry.
-      worker.on('error', workerError);
-      worker.on('failed', (job, err) => log.debug({ jobId: job?.id, companyId: job?.data.companyId, err: err.message }, 'fetch attempt failed'));
-    }
+    worker = fetchWorker;
+    // Listened to from the start: BullMQ prints an unheard 'error' to stderr, a stack trace per retry.
+    fetchWorker.on('error', workerError);
+    fetchWorker.on('failed', (job, err) => log.debug({ jobId: job?.id, companyId: job?.data.companyId, err: err.message }, 'fetch attempt failed'));
     const retention = createRetention({
       connection,
       prefix: config.queuePrefix,
@@ -205,7 +204,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
       onError: report('retention', 'the retention job met an error; it runs again within the hour'),
     });
     startSteps.push(() => {
-      for (const worker of workers) void worker.run().catch(workerError);
+      void fetchWorker.run().catch(workerError);
       ingestFirst?.start();
       retention.start();
     });
@@ -218,7 +217,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
       [
         'fetch workers',
         () =>
-          withTimeout(Promise.all(workers.map((w) => w.close(redisGone()))), config.shutdownTimeoutMs, 'worker close').catch(() => {
+          withTimeout(fetchWorker.close(redisGone()), config.shutdownTimeoutMs, 'worker close').catch(() => {
             log.warn('running fetch jobs did not finish in time; they return to the queue when their lock lapses');
             connection.disconnect();
           }),
@@ -249,7 +248,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
   const stopping = new AbortController();
   return {
     app,
-    workers,
+    worker,
     ingestFirst,
     api,
     relay,

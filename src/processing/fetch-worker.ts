@@ -1,5 +1,5 @@
 /**
- * The fetch queue's workers: BullMQ's side of a fetch job. Each job's payload is checked against the
+ * The fetch queue's worker: BullMQ's side of a fetch job. Each job's payload is checked against the
  * queue's contract (fetch.queue.ts) when it is taken, the job runs as a plain function (fetch-job.ts), and
  * its end becomes BullMQ's: done, delayed without spending an attempt, or retried with backoff.
  */
@@ -8,26 +8,14 @@ import type { RedisClient } from '../lib/redis/connection.js';
 import { runFetchJob, type FetchJobDeps } from './fetch-job.js';
 import { FETCH_QUEUE, fetchJobSchema, fetchWorkerOptions, type FetchJob } from './fetch.queue.js';
 
-/**
- * BullMQ's Worker takes new jobs one after another, each a Redis round trip, however high its
- * concurrency: one Worker caps how fast a process picks up jobs that arrive one by one. A few Workers in
- * one process, sharing the caches and the batchers, pick up in parallel; the concurrency is split
- * between them (docs/decisions.md, "Several workers per process").
- */
-const WORKERS_PER_PROCESS = 4;
-
-/** Worker i's share of a total concurrency split over `count` workers (every worker gets at least 1). */
-export const concurrencyShare = (total: number, count: number, i: number): number =>
-  Math.max(1, Math.floor(total / count) + (i < total % count ? 1 : 0));
-
-export function createFetchWorkers(deps: {
+export function createFetchWorker(deps: {
   job: FetchJobDeps;
   /** Worker connection (maxRetriesPerRequest: null). */
   connection: RedisClient;
   prefix: string;
   concurrency: number;
   backoff: { backoffBaseMs: number; backoffMaxMs: number };
-}): Worker<FetchJob>[] {
+}): Worker<FetchJob> {
   const processor = async (job: Job<FetchJob>, token?: string): Promise<string> => {
     const payload = fetchJobSchema.safeParse(job.data);
     // A job no code of this version adds: retrying it would change nothing.
@@ -43,11 +31,5 @@ export function createFetchWorkers(deps: {
         throw end.error;
     }
   };
-  const count = Math.min(WORKERS_PER_PROCESS, deps.concurrency);
-  return Array.from(
-    { length: count },
-    (_, i) =>
-      // Split so the process runs at most WORKER_CONCURRENCY jobs at once.
-      new Worker<FetchJob>(FETCH_QUEUE, processor, fetchWorkerOptions(deps.connection, deps.prefix, concurrencyShare(deps.concurrency, count, i), deps.backoff)),
-  );
+  return new Worker<FetchJob>(FETCH_QUEUE, processor, fetchWorkerOptions(deps.connection, deps.prefix, deps.concurrency, deps.backoff));
 }

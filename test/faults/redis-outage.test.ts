@@ -128,8 +128,8 @@ describe('Redis outage', () => {
   it('recovers at once the jobs that an empty restarted Redis lost', async () => {
     await s.company('lost', { authType: 'BASIC' });
     const before = (await s.sql.query<{ n: number }>('SELECT count(*)::int AS n FROM notifications')).rows[0]!.n;
-    const { workers } = s.skyhook.runtime;
-    await Promise.all(workers.map((w) => w.pause()));
+    const worker = s.skyhook.runtime.worker!;
+    await worker.pause();
     await s.sim.fire({ companyId: 'lost', eventType: 'TripRequest', count: 10, resources: 10 });
     await s.sim.idle();
     await eventually(async () => (await s.statusCounts()).queued === 10, '10 queued', 10_000);
@@ -141,7 +141,7 @@ describe('Redis outage', () => {
     );
     await redis.stop();
     await redis.start();
-    for (const w of workers) w.resume();
+    worker.resume();
     const back = Date.now();
     await s.settled(before + 1510, 30_000);
     // Seconds, not the minute after which the relay re-queues rows left `queued` without a restart.

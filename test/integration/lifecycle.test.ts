@@ -69,12 +69,11 @@ describe('a notification’s timeline (SPEC §7.1)', () => {
 
   it('a burst for one resource shares its fetches: a row per fetch, not per notification, each in the timelines it covered', async () => {
     const href = `${s.sim.apiBaseUrl}/rfqs/rfq-burst`;
-    await s.skyhook.runtime.workers[0]!.pause(); // the burst gathers while no worker of this process runs
-    for (const w of s.skyhook.runtime.workers.slice(1)) await w.pause();
+    await s.skyhook.runtime.worker!.pause(); // the burst gathers while the worker does not run
     await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-burst', count: 20 });
     await s.sim.idle();
     await eventually(async () => (await s.sql.query('SELECT count(*)::int AS n FROM notifications WHERE href = $1', [href])).rows[0].n === 20, '20 stored');
-    for (const w of s.skyhook.runtime.workers) w.resume();
+    s.skyhook.runtime.worker!.resume();
     await eventually(async () => (await s.sql.query(`SELECT count(*)::int AS n FROM notifications WHERE href = $1 AND status = 'processed'`, [href])).rows[0].n === 20, '20 processed');
     const attempts = (await s.sql.query('SELECT id, notification_ids FROM fetch_attempts WHERE href = $1', [href])).rows;
     expect(attempts).toHaveLength(1);
