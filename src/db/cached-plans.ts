@@ -6,15 +6,13 @@
  * then on uses it whenever it looks no dearer than planning anew (plan_cache_mode auto). It keeps that
  * plan until something invalidates it (DDL, an ANALYZE). Made while the tables are small (a new database,
  * the first minutes of an install, before autovacuum has looked at them), the generic plan scans whole
- * tables, looks cheapest, and goes on scanning them as they grow: the snapshot store's took 25 ms a
- * batch and about 450 µs of PostgreSQL's CPU per notification once `notifications` held 130,000 rows.
+ * tables, looks cheapest, and goes on scanning them as they grow.
  *
  * So these statements run unnamed, planned for every batch, until PostgreSQL's generic plan for each of
  * them reads no table sequentially (an EXPLAIN of that plan, on a connection of its own); from then on
- * they are named, and PostgreSQL chooses plan by plan again. Measured against planning every batch
- * (plan_cache_mode force_custom_plan on the worker's connections), in alternated bench runs: PostgreSQL's
- * CPU per notification end to end 126–127 µs against 139–151 µs. The check runs when a statement is about
- * to run, at most every CHECK_INTERVAL_MS, until it passes once.
+ * they are named, and PostgreSQL chooses plan by plan again. The check runs when a statement is about to
+ * run, at most every CHECK_INTERVAL_MS, until it passes once. A speed mechanism, kept for its measured
+ * gain: docs/decisions.md, "Speed mechanisms".
  */
 import type pg from 'pg';
 import type { Logger } from 'pino';

@@ -3,9 +3,9 @@
  * resource of the batch, deduplicated by BullMQ (C1-C3).
  *
  * Under a flood most adds find their key's job still waiting, and BullMQ's add script then does nothing
- * useful at a high price (measured: about half of Redis's CPU per Basic notification, and with ioredis a
- * seventh of the receiver's main thread).
- * So each batch first asks, in one small script, which adds BullMQ would ignore, and makes only the rest.
+ * useful at a high price. So each batch first asks, in one small script, which adds BullMQ would ignore,
+ * and makes only the rest: a speed mechanism kept for its measured gain (docs/decisions.md, "Speed
+ * mechanisms").
  */
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
@@ -25,8 +25,7 @@ import { fetchJobOptions, fetchKey, type FetchJob, type ResourceKey } from './fe
  * Anything else (no job, a job whose hash is gone, an active job without a follow-up) gets BullMQ's add.
  * "Active" is read from the job itself, in constant time: BullMQ sets `processedOn` in the same script
  * that moves a job to `active`, and an active job is not in the `delayed` set. A job that ran before and
- * waits again (a retry, a stalled job) also counts as active: the side that adds. (An `LPOS` over the
- * active list, this script's first version, cost Redis about 5 µs a key with 128 jobs held active.)
+ * waits again (a retry, a stalled job) also counts as active: the side that adds.
  * Reads BullMQ's key layout (`de:<id>` holds the job id; the job is the hash `<queue>:<jobId>`; `delayed`
  * is a sorted set); test/integration/fetch-queue.test.ts holds it to the pinned BullMQ's behaviour.
  */
@@ -114,11 +113,8 @@ export class FetchEnqueuer {
     const noOp = await this.addWouldBeNoOp(keyed.map(([key]) => key));
     const adds = keyed.filter((_, i) => noOp[i] !== 1);
     if (adds.length === 0) return;
-    // One add per job, not addBulk: addBulk sends its adds through an ioredis pipeline, and ioredis copies
-    // every script defined on the connection (BullMQ's 64) onto each new pipeline. At a steady rate a
-    // committed batch holds one or two rows, and that copy cost more than the add itself (measured alone:
-    // 290-510 µs of Node's CPU for one job through addBulk, 160-290 through add, on a slow day); in batches
-    // of 30 the two cost the same.
+    // One add per job, not addBulk: addBulk sends its adds through an ioredis pipeline, onto which ioredis
+    // copies every script defined on the connection (BullMQ's 64), dearer than a batch's one or two adds.
     await Promise.all(adds.map(([key, data]) => this.queue.add('fetch', data, fetchJobOptions(key, this.opts.attempts))));
   }
 }

@@ -10,13 +10,10 @@
  * jobs through, oldest first, so processing never stops under a sustained flood (16 fetches a second,
  * each covering every pending notification of its resource). Once the flood is over, every held job goes
  * on at once: a flood is over when no answer has gone out for QUIET_MS, which is checked every
- * QUIET_MS / 2 while jobs are held, not only at the next step (which came up to 375 ms after the last
- * answer, while the machine idled). A steady rate the process keeps up with has a handful in flight
- * (500/s answered in 10 ms is 5), so nothing is held back.
+ * QUIET_MS / 2 while jobs are held, not only at the next step. A steady rate the process keeps up with
+ * has a handful in flight, so nothing is held back.
  *
- * Holding is what frees the receiver: a job runs in a few milliseconds, so lowering the workers'
- * concurrency instead (this module's first version, down to one job per Worker) still processed about as
- * fast as the flood arrived. docs/performance.md has the figures.
+ * A speed mechanism, kept for its measured gain: docs/decisions.md, "Speed mechanisms".
  */
 const INTERVAL_MS = 250;
 const BUSY_IN_FLIGHT = 32;

@@ -1,13 +1,15 @@
 /**
  * Storing notifications: group commit. Concurrent requests' rows are written by one INSERT in one
- * transaction (synchronous_commit stays on; db/notifications.repository.ts), so many requests share one WAL flush. There is no timer:
- * while a flush is in flight the next rows gather, so a lone request is written at once and a busy
- * receiver writes in batches (lib/batcher.ts). Every request is answered only after its own row is committed.
+ * transaction (synchronous_commit stays on; db/notifications.repository.ts), so many requests share one
+ * WAL flush. There is no timer: while a flush is in flight the next rows gather, so a lone request is
+ * written at once and a busy receiver writes in batches (lib/batcher.ts). Every request is answered only
+ * after its own row is committed.
  *
  * An accepted row is written `queued` when its fetch job will be added right after the commit (Redis is
- * up): one write per row instead of an INSERT and a later UPDATE, which was PostgreSQL's largest
- * statement under ingest. If that add fails, the follow-up sets the rows back to `received` for the relay; if
- * the process dies in between, the relay's scan of rows left `queued` adds their jobs (relay.ts).
+ * up): one write per row instead of an INSERT and a later UPDATE. If that add fails, the follow-up sets
+ * the rows back to `received` for the relay; if the process dies in between, the relay's scan of rows
+ * left `queued` adds their jobs (relay.ts). A speed mechanism, kept for its measured gain:
+ * docs/decisions.md, "Speed mechanisms".
  */
 import { isDatabaseUnavailable } from '../db/client.js';
 import type { NewNotification as NotificationRow, NotificationsRepository } from '../db/notifications.repository.js';

@@ -58,8 +58,7 @@ export const notifications = pgTable(
       .where(sql`status in ('failed', 'discarded')`),
     index('notifications_received_at_idx').on(t.receivedAt),
     // The list's filters (admin API, console) that select few rows: each finds its newest at once, where
-    // a scan of the primary key went through every notification (0.5-0.9 s at 5 million rows). Measured,
-    // with what they cost the receiver, in docs/performance.md ("The console on 5 million notifications").
+    // a scan of the primary key goes through every notification (docs/performance.md, "The console").
     index('notifications_type_idx').on(t.type, t.id),
     index('notifications_resource_id_idx').on(t.resourceId, t.id),
     index('notifications_href_idx').on(t.href, t.id),
