@@ -41,8 +41,9 @@ async function main(): Promise<void> {
   if (runtime.app) {
     const port = config.role === 'worker' ? config.opsPort! : config.port;
     await runtime.app.listen({ port, host: config.host });
-    const pages = config.role === 'worker' ? {} : { publicBaseUrl: config.publicBaseUrl, docs: `${config.publicBaseUrl}/docs`, queues: `${config.publicBaseUrl}/admin/queues` };
-    log.info({ role: config.role, port, ...pages }, `skyhook is listening${'docs' in pages ? `: API docs ${pages.docs}, queue dashboard ${pages.queues} (user any, password the admin token)` : ''}`);
+    const base = config.publicBaseUrl;
+    const pages = config.role === 'worker' ? {} : { publicBaseUrl: base, docs: `${base}/docs`, console: `${base}/console`, queues: `${base}/admin/queues` };
+    log.info({ role: config.role, port, ...pages }, `skyhook is listening${'docs' in pages ? `: API docs ${pages.docs}, console ${pages.console} (sign in with the admin token), queue dashboard ${pages.queues} (user any, password the admin token)` : ''}`);
   }
   try {
     await runtime.start();

@@ -107,6 +107,9 @@ describe('start-up with Redis unreachable', () => {
     expect(await statusCounts(sql)).toEqual({ received: 1 });
     const lines = skyhook.lines();
     expect(rawLines(lines), 'raw output (stack traces) while Redis is down').toEqual([]);
+    // Where to look, before anything else works: the API docs, the console and the queue dashboard.
+    const listening = logged(lines).find((l) => l.msg.startsWith('skyhook is listening'));
+    expect(listening?.msg).toMatch(new RegExp(`API docs ${skyhook.url}/docs, console ${skyhook.url}/console .*queue dashboard ${skyhook.url}/admin/queues`));
     const outage = logged(lines).filter((l) => l.kind === 'redis_unreachable');
     expect(outage.length, 'lines about the outage: one, then a reminder each 30 s').toBe(1);
     expect(outage[0]!.msg).toMatch(/^Redis at redis:\/\/127\.0\.0\.1:\d+ \(REDIS_URL\) is not reachable: Basic notifications are still stored/);
