@@ -10,6 +10,7 @@ import type { CachedPlans } from '../db/cached-plans.js';
 import { isDatabaseUnavailable, type Tx } from '../db/client.js';
 import { STORE_STATEMENT, type FetchedSnapshot, type NotificationsRepository, type Stored } from '../db/notifications.repository.js';
 import { Batcher, splitOnFailure } from '../lib/batcher.js';
+import type { Tracing } from '../lib/tracing.js';
 import type { HandlerRegistry } from './handlers/index.js';
 
 export type { Operation };
@@ -52,6 +53,8 @@ export class SnapshotStore {
     private readonly handlerTx: (client: pg.PoolClient) => Tx,
     /** Called when a batch is stored, just before its fetches are told (they all go on in this turn). */
     private readonly beforeResults: () => void = () => {},
+    /** Set when traces are exported: each handler run is a span under its fetch's snapshot span. */
+    private readonly tracing?: Pick<Tracing, 'handler'>,
   ) {
     const write = async (items: FetchedSnapshot[]) => {
       const stored = await this.write(items);
@@ -77,20 +80,27 @@ export class SnapshotStore {
       const results = await tx.storeFetched(undefined, items);
       const handlerTx = this.handlerTx(client);
       for (const [i, handler] of handlers.entries()) {
-        const { companyId, href, claimed, resource, changes } = items[i]!;
+        const { companyId, href, claimed, resource, changes, trace } = items[i]!;
         const { version, stored } = results[i]!;
         if (handler && stored !== null) {
-          await handler.handle({
-            tx: handlerTx,
-            companyId,
-            href,
-            type: claimed.type,
-            resourceId: claimed.resourceId,
-            snapshot: { version, body: resource },
-            previous: claimed.previous,
-            changes: changes as Operation[] | null,
-            notificationIds: claimed.ids,
-          });
+          const span = this.tracing?.handler(trace, { type: claimed.type, companyId });
+          try {
+            await handler.handle({
+              tx: handlerTx,
+              companyId,
+              href,
+              type: claimed.type,
+              resourceId: claimed.resourceId,
+              snapshot: { version, body: resource },
+              previous: claimed.previous,
+              changes: changes as Operation[] | null,
+              notificationIds: claimed.ids,
+            });
+          } catch (err) {
+            span?.end(err);
+            throw err;
+          }
+          span?.end();
         }
       }
       return results;
