@@ -104,7 +104,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
     };
 
   // Unset, nothing of OpenTelemetry is loaded: the import happens here or not at all.
-  const tracing: Tracing | undefined = config.tracing ? await loadTracing(config.tracing, { role: config.role, log, reporter }) : undefined;
+  const tracing: Tracing | undefined = config.tracing ? await loadTracing(config.tracing, { role: config.role, log, reporter, registry: metrics.registry }) : undefined;
   const plural = (n: number) => `${n} notification${n === 1 ? '' : 's'}`;
   // One info line per finished batch, by company and outcome (lib/batch-summary.ts); a line per notification is debug.
   const received = new BatchSummary(log, (n) => `received ${plural(n)}`);

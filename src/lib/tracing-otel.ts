@@ -15,9 +15,9 @@ import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace
 import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import type { Logger } from 'pino';
-import { describeError, type ErrorReporter } from './error-reporter.js';
-import type { FetchSpan, GetAnswer, IncomingRequest, RequestSpan, SpanRef, TakenJob, Tracing, TracingConfig } from './tracing.js';
+import { Counter } from 'prom-client';
+import { describeError } from './error-reporter.js';
+import type { FetchSpan, GetAnswer, IncomingRequest, RequestSpan, SpanRef, TakenJob, Tracing, TracingConfig, TracingContext } from './tracing.js';
 
 /** From src/lib or dist/lib alike. */
 const VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
@@ -217,11 +217,21 @@ class FetchRun implements FetchSpan {
   }
 }
 
-export function startTracing(config: TracingConfig, context: { role: string; log: Logger; reporter: ErrorReporter }): Tracing {
+export function startTracing(config: TracingConfig, context: TracingContext): Tracing {
   const { reporter } = context;
+  const dropped = new Counter({
+    name: 'skyhook_trace_spans_dropped_total',
+    help: 'Spans dropped before export because the batch span processor queue was full (OTEL_BSP_MAX_QUEUE_SIZE): sample, or raise it',
+    registers: [context.registry],
+  });
   // The SDK's own complaints (an export that failed, spans dropped from a full queue): counted and logged
   // rate-limited like every error Skyhook carries on after; its chatter below warnings is not wanted.
-  const sdkError = (message: string) => reporter.report(TRACING_ERROR, new Error(message), 'tracing: spans could not be exported or were dropped; the service carries on');
+  const sdkError = (message: string) => {
+    // The batch span processor says how many it dropped once its queue has room again.
+    const spans = /^Dropped (\d+) spans/.exec(message);
+    if (spans) dropped.inc(Number(spans[1]));
+    reporter.report(TRACING_ERROR, new Error(message), 'tracing: spans could not be exported or were dropped; the service carries on');
+  };
   diag.setLogger(
     {
       error: (message) => sdkError(message),

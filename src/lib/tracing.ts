@@ -6,6 +6,7 @@
  * Which trace each span joins is in docs/decisions.md ("Traces").
  */
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import type { ErrorReporter } from './error-reporter.js';
 
 /** A span in progress; what it is made of belongs to the implementation. */
@@ -99,7 +100,15 @@ export interface TracingConfig {
 }
 
 /** Loads the OpenTelemetry implementation: only ever called when tracing is configured. */
-export async function loadTracing(config: TracingConfig, context: { role: string; log: Logger; reporter: ErrorReporter }): Promise<Tracing> {
+export interface TracingContext {
+  role: string;
+  log: Logger;
+  reporter: ErrorReporter;
+  /** The process's metrics: tracing adds skyhook_trace_spans_dropped_total to them. */
+  registry: Registry;
+}
+
+export async function loadTracing(config: TracingConfig, context: TracingContext): Promise<Tracing> {
   const { startTracing } = await import('./tracing-otel.js');
   return startTracing(config, context);
 }

@@ -188,6 +188,8 @@ describe('traces over OTLP/HTTP (SPEC §15)', () => {
     // The tracing code was loaded (which makes the check of the process without it below meaningful).
     expect(modules().some((m) => m.includes('@opentelemetry/sdk-trace-base'))).toBe(true);
     expect(modules().some((m) => m.includes('tracing-otel'))).toBe(true);
+    // Spans a full queue would drop are counted where the platform looks.
+    expect(await (await fetch(`${proc.url}/metrics`)).text()).toMatch(/^skyhook_trace_spans_dropped_total 0$/m);
     // A clean stop exports what is left and exits 0.
     await proc.stop();
     expect(proc.exitInfo()).toEqual({ code: 0, signal: null });
@@ -211,6 +213,7 @@ describe('traces over OTLP/HTTP (SPEC §15)', () => {
     exports = [];
     const { proc, sql, modules } = await run({});
     await notify(proc, sql, 'untraced');
+    expect(await (await fetch(`${proc.url}/metrics`)).text()).not.toContain('skyhook_trace_');
     await proc.stop();
     // prom-client requires @opentelemetry/api (a no-op without an SDK) for its exemplars; nothing else of OpenTelemetry may load.
     expect(modules().filter((m) => !/@opentelemetry\/api\//.test(m))).toEqual([]);
