@@ -209,6 +209,26 @@ describe('traces over OTLP/HTTP (SPEC §15)', () => {
     await proc.stop();
   });
 
+  it('that cannot be exported cost nothing else: notifications are processed, the failure is counted and said once', async () => {
+    // Nothing listens there: every export is refused.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const { proc, sql } = await run({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: '100', OTEL_EXPORTER_OTLP_TIMEOUT: '1000' });
+    await notify(proc, sql, 'traced-nowhere');
+    const counted = await eventually(async () => {
+      const text = await (await fetch(`${proc.url}/metrics`)).text();
+      return /^skyhook_errors_total\{kind="tracing"\} [1-9]/m.test(text);
+    }, 'the export failure counted', 20_000);
+    expect(counted).toBe(true);
+    const said = proc.lines().filter((l) => l.includes('"kind":"tracing"'));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(/"level":40/);
+    await proc.stop();
+    expect(proc.exitInfo()).toEqual({ code: 0, signal: null });
+  });
+
   it('unset, load no tracing code at all, and export nothing', async () => {
     exports = [];
     const { proc, sql, modules } = await run({});
