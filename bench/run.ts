@@ -21,13 +21,15 @@ import { deleteKeysWithPrefix } from '../src/lib/redis/keys.js';
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
 const JSON_OUT = args.has('--json');
+/** `--traces`: Skyhook exports every span (OTLP/HTTP, protobuf) to a local receiver that discards them (bench/otlp-sink.ts). */
+const TRACES = args.has('--traces');
 const DURATION_S = QUICK ? 3 : 10;
 const CONNECTIONS = 64;
 const SERVER = process.env.BENCH_DATABASE_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
 const DB_NAME = 'skyhook_bench';
 const DATABASE_URL = `${SERVER}/${DB_NAME}`;
 const SECRET_KEY = randomBytes(32).toString('base64');
-const PORTS = { ceiling: 3901, skyhook: 3902, resources: 3903 };
+const PORTS = { ceiling: 3901, skyhook: 3902, resources: 3903, otlpSink: 3904 };
 const SKYHOOK_URL = `http://127.0.0.1:${PORTS.skyhook}`;
 const API_BASE = `http://127.0.0.1:${PORTS.resources}/api`;
 const children: ChildProcess[] = [];
@@ -68,6 +70,7 @@ async function startSkyhook(): Promise<ChildProcess> {
       ROLE,
       QUEUE_PREFIX: '{skyhook-bench}',
       LOG_LEVEL: 'warn',
+      ...(TRACES ? { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${PORTS.otlpSink}` } : {}),
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -353,11 +356,19 @@ async function measureCeiling(skyhookPid?: number): Promise<CeilingResult> {
   }
 }
 
+/** What the sink received, and what Skyhook dropped from its full span queue (its own counter). */
+async function traceCounts(): Promise<{ requests: number; bytes: number; spans: number; dropped: number }> {
+  const sink = (await (await fetch(`http://127.0.0.1:${PORTS.otlpSink}/_counts`)).json()) as { requests: number; bytes: number; spans: number };
+  const metrics = await (await fetch(`${SKYHOOK_URL}/metrics`)).text();
+  return { ...sink, dropped: Number(/^skyhook_trace_spans_dropped_total (\S+)$/m.exec(metrics)?.[1] ?? 0) };
+}
+
 async function main(): Promise<void> {
   log(`Skyhook benchmark (${QUICK ? 'quick' : 'full'}: ${DURATION_S} s per load, ${CONNECTIONS} connections), PostgreSQL and Redis on this machine`);
   build();
   await resetState();
   await startTs('./resource-server.ts', PORTS.resources);
+  if (TRACES) await startTs('./otlp-sink.ts', PORTS.otlpSink);
 
   log('1/6 ceiling: bare Fastify JSON route');
   const ceilingBefore = await measureCeiling();
@@ -469,6 +480,8 @@ async function main(): Promise<void> {
   const burstFetches = burstIds.map((id) => counts[`/api/rfqs/${id}`] ?? 0);
 
   await sql.end();
+  // Spans still queued in Skyhook are not counted: compare with the notifications sent, as a floor.
+  const traces = TRACES ? await traceCounts() : undefined;
   const figures = {
     ceilingRps: Math.round(ceilingRps),
     basicRps: Math.round(basic.rps),
@@ -489,7 +502,8 @@ async function main(): Promise<void> {
   const ceilingRpsBeforeAfter = ceilings.map((c) => Math.round(c.rps));
   const loadGeneratorCpuUsPerRequest = { ceiling: Math.round(ceilingMean((c) => c.loadGenCpuUs)), basic: basic.loadGenCpuUs, oauth: oauthResult.loadGenCpuUs };
   printTable(figures, { ceilings, basic, oauthResult, burstFetches, cpuUsPerNotification, ceilingCpuUs, loadGeneratorCpuUsPerRequest });
-  if (JSON_OUT) console.log(JSON.stringify({ ...figures, ceilingRpsBeforeAfter, cpuUsPerNotification, ceilingCpuUsPerRequest: ceilingCpuUs, loadGeneratorCpuUsPerRequest }));
+  if (traces) log(`traces: ${traces.spans} spans exported in ${traces.requests} requests (${Math.round(traces.bytes / 1e6)} MB), ${traces.dropped} dropped`);
+  if (JSON_OUT) console.log(JSON.stringify({ ...figures, ceilingRpsBeforeAfter, cpuUsPerNotification, ceilingCpuUsPerRequest: ceilingCpuUs, loadGeneratorCpuUsPerRequest, ...(traces ? { traces } : {}) }));
   // The CI smoke run (.ci/run) fails on this exit code: every figure measured, every ingest request 2xx.
   // The §11 targets stay printed, not asserted.
   if (QUICK) {

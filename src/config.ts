@@ -1,10 +1,13 @@
 /**
  * The one validated configuration (SPEC §3). Read once at start-up; a bad or missing value stops the
- * process with one clear line naming the variable. Nothing else in the code reads process.env.
+ * process with one clear line naming the variable. Nothing else in the code reads process.env, but for the
+ * OpenTelemetry SDK (lib/tracing-otel.ts), which reads the standard OTEL_* variables itself.
  */
 import { createHmac } from 'node:crypto';
 import { z } from 'zod';
+import { withoutPassword } from './lib/redact.js';
 import type { RedisNodeAddress } from './lib/redis/connection.js';
+import type { TracingConfig } from './lib/tracing.js';
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
@@ -37,6 +40,9 @@ const clusterNodes = z
     }
     return nodes as RedisNodeAddress[];
   });
+
+/** OTLP over HTTP only: the gRPC exporter (and its native dependencies) is not shipped. */
+const otlpProtocol = z.enum(['http/protobuf', 'http/json'], { error: 'must be http/protobuf or http/json (Skyhook exports OTLP over HTTP; grpc is not supported)' });
 
 const envSchema = z
   .object({
@@ -78,6 +84,20 @@ const envSchema = z
     SHUTDOWN_TIMEOUT_MS: int(100, 600_000).default(15_000),
     /** A request whose headers and body have not all arrived by then is ended (408): a trickling sender holds nothing. */
     REQUEST_TIMEOUT_MS: int(1000, 600_000).default(30_000),
+    // OpenTelemetry (SPEC §15): these decide whether and how traces are exported; the SDK reads the other
+    // standard OTEL_* variables itself (headers, timeout, service name, resource attributes, batch sizes).
+    OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL, such as http://otel-collector:4318' }).optional(),
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL, such as http://otel-collector:4318/v1/traces' }).optional(),
+    OTEL_EXPORTER_OTLP_PROTOCOL: otlpProtocol.optional(),
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otlpProtocol.optional(),
+    OTEL_SDK_DISABLED: z.enum(['true', 'false'], { error: 'must be true or false' }).optional(),
+    OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none'], { error: 'must be otlp or none (Skyhook exports traces over OTLP only)' }).optional(),
+    OTEL_TRACES_SAMPLER: z
+      .enum(['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'], {
+        error: 'must be always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio',
+      })
+      .optional(),
+    OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).optional(),
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production') {
@@ -138,6 +158,8 @@ export interface Config {
   authFailureLimit: number;
   shutdownTimeoutMs: number;
   requestTimeoutMs: number;
+  /** Set when traces are exported (OTEL_EXPORTER_OTLP_ENDPOINT or ..._TRACES_ENDPOINT, not disabled): lib/tracing.ts. */
+  tracing: TracingConfig | undefined;
   /** Warnings to print once the logger exists (development keys, a PUBLIC_BASE_URL that misses PORT). */
   warnings: string[];
 }
@@ -211,6 +233,20 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     authFailureLimit: env.AUTH_FAILURE_LIMIT,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
+    tracing: tracingConfig(env),
     warnings,
+  };
+}
+
+/**
+ * Traces are exported when an OTLP endpoint is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none
+ * (the standard switches). The traces' own endpoint and protocol win over the general ones, as the SDK has it.
+ */
+function tracingConfig(env: z.infer<typeof envSchema>): TracingConfig | undefined {
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if (!endpoint || env.OTEL_SDK_DISABLED === 'true' || env.OTEL_TRACES_EXPORTER === 'none') return undefined;
+  return {
+    protocol: env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf',
+    endpoint: withoutPassword(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${endpoint.replace(/\/+$/, '')}/v1/traces`),
   };
 }

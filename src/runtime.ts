@@ -17,7 +17,9 @@ import { withoutPassword } from './lib/redact.js';
 import { connectDatabase, isDatabaseUnavailable, type DbHandle } from './db/client.js';
 import { waitForDatabase } from './db/migrate.js';
 import { createNotificationsRepository } from './db/notifications.repository.js';
+import { BatchSummary } from './lib/batch-summary.js';
 import { ErrorReporter } from './lib/error-reporter.js';
+import { loadTracing, type Tracing } from './lib/tracing.js';
 import { createMetrics } from './lib/metrics.js';
 import { connectRedis, isRedisUnavailable, type RedisClient } from './lib/redis/connection.js';
 import { withTimeout } from './lib/timeout.js';
@@ -100,6 +102,13 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
       else reporter.report(kind, err, message);
     };
 
+  // Unset, nothing of OpenTelemetry is loaded: the import happens here or not at all.
+  const tracing: Tracing | undefined = config.tracing ? await loadTracing(config.tracing, { role: config.role, log, reporter, registry: metrics.registry }) : undefined;
+  const plural = (n: number) => `${n} notification${n === 1 ? '' : 's'}`;
+  // One info line per finished batch, by company and outcome (lib/batch-summary.ts); a line per notification is debug.
+  const received = new BatchSummary(log, (n) => `received ${plural(n)}`);
+  const finished = new BatchSummary(log, (n) => `finished ${plural(n)}`);
+
   // A worker-only process uses this pool for the relay alone; the worker has its own, sized to its concurrency.
   const api = connectDatabase(config.databaseUrl, { max: runsApi ? config.dbPoolSize : 3, applicationName: `skyhook-${config.role}`, ...outages.postgresEvents });
   const notifications = createNotificationsRepository(api.pool);
@@ -108,7 +117,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
 
   const queue = createFetchQueue(producer, config.queuePrefix);
   queue.on('error', report('fetch_queue', 'the fetch queue met an error', 'redis'));
-  const enqueuer = new FetchEnqueuer(queue, producer, notifications, { attempts: config.fetch.attempts, timeoutMs: ENQUEUE_TIMEOUT_MS }, log);
+  const enqueuer = new FetchEnqueuer(queue, producer, notifications, { attempts: config.fetch.attempts, timeoutMs: ENQUEUE_TIMEOUT_MS }, log, tracing);
   const relay = new Relay(notifications, enqueuer, { intervalMs: config.relayIntervalMs, graceMs: config.relayGraceMs }, log, producer, report('relay', 'the relay could not queue committed notifications; it tries again shortly'));
 
   let started = false;
@@ -125,7 +134,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
     startSteps.push(() => {
       listener = listenForWebhookChanges(config.databaseUrl, directory, report('webhook_listener', 'the webhook change listener met an error; it reconnects', 'postgres'));
     });
-    const writer = new NotificationWriter(notifications, enqueuer, report('enqueue', 'queueing committed notifications failed; the relay queues them'));
+    const writer = new NotificationWriter(notifications, enqueuer, report('enqueue', 'queueing committed notifications failed; the relay queues them'), tracing);
     const services = createServices({ db: api.db, notifications, enqueuer, config, metrics, onWebhookChange: () => directory.invalidate() });
     const stream = new NotificationStream({
       listen: (channels, listener) => listen(config.databaseUrl, channels, listener),
@@ -150,6 +159,8 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
         oauthTimestampSkewS: config.oauthTimestampSkewS,
         metrics,
         answered: ingestFirst && ((ms) => ingestFirst.answer(ms)),
+        summary: received,
+        tracing,
       },
       admin: { adminToken: config.adminToken, ...services, stream },
       console: { adminToken: config.adminToken, services, stream, sessions: createSessionStore(api.db), publicBaseUrl: config.publicBaseUrl },
@@ -184,11 +195,14 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
         requeue: (resource) => enqueuer.enqueue([resource]),
         admit: ingestFirst && (() => ingestFirst.admit()),
         onError: report('fetch_slots', 'a fetch slot could not be settled in Redis; it lapses by itself', 'redis'),
+        finished,
+        tracing,
       }),
       connection,
       prefix: config.queuePrefix,
       concurrency: config.fetch.concurrency,
       backoff: config.fetch,
+      tracing,
     });
     const workerError = report('fetch_worker', 'a fetch worker met an error; it carries on', 'redis');
     worker = fetchWorker;
@@ -243,6 +257,15 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
     ['fetch queue', () => queue.close()],
     ['producer connection', async () => producer.disconnect()],
     ['database pool', () => api.pool.end()],
+    [
+      'log summaries',
+      async () => {
+        received.flush();
+        finished.flush();
+      },
+    ],
+    // Last: the spans of everything above are exported before the process exits.
+    ['tracing', async () => tracing?.shutdown()],
   );
 
   const stopping = new AbortController();
@@ -289,6 +312,8 @@ function fetchJobDeps(deps: {
   requeue: (resource: ResourceKey) => Promise<void>;
   admit?: () => Promise<void>;
   onError: (err: unknown) => void;
+  finished: BatchSummary;
+  tracing?: Tracing;
 }): FetchJobDeps {
   const { notifications, config } = deps;
   const plans = new CachedPlans(deps.db.pool, [CLAIM_STATEMENT, STORE_STATEMENT], deps.log);
@@ -296,7 +321,7 @@ function fetchJobDeps(deps: {
   const starts = new FetchStarts(notifications, plans, deps.connection, config.queuePrefix, config.fetch.minIntervalMs, deps.onError);
   // Handlers write through drizzle, on the connection of the transaction that stores their snapshot. A
   // stored batch's jobs all complete in one turn, each with a BullMQ script: sent in one write.
-  const snapshots = new SnapshotStore(notifications, plans, deps.handlers, (client) => drizzle({ client, schema }) as unknown as Tx);
+  const snapshots = new SnapshotStore(notifications, plans, deps.handlers, (client) => drizzle({ client, schema }) as unknown as Tx, deps.tracing);
   const marketplace = new MarketplaceClient({ timeoutMs: config.fetch.timeoutMs, connections: config.fetch.concurrency });
   return {
     admit: deps.admit,
@@ -320,6 +345,7 @@ function fetchJobDeps(deps: {
     requeue: deps.requeue,
     now: () => new Date(),
     metrics: deps.metrics,
+    finished: deps.finished,
     log: deps.log,
   };
 }

@@ -22,6 +22,7 @@ import type pg from 'pg';
 import type { CachedPlans, Statement } from './cached-plans.js';
 import { inTransaction } from './client.js';
 import type { FetchAttemptOutcome, NotificationStatus } from './schema/index.js';
+import type { SpanRef } from '../lib/tracing.js';
 
 export const NOTIFICATIONS_CHANNEL = 'skyhook_notifications';
 export const EVENTS_CHANNEL = 'skyhook_events';
@@ -277,6 +278,8 @@ export interface FetchedSnapshot {
   resource: unknown;
   /** RFC 6902 from the claimed previous snapshot to this one; null for the first. */
   changes: unknown[] | null;
+  /** The fetch's snapshot span, when traces are exported: the type's handler is a span under it. */
+  trace?: SpanRef;
 }
 
 export interface Stored {

@@ -13,6 +13,7 @@ import type { NotificationsRepository } from '../db/notifications.repository.js'
 import { type RedisClient } from '../lib/redis/connection.js';
 import { redisScript } from '../lib/redis/scripts.js';
 import { withTimeout } from '../lib/timeout.js';
+import type { SpanRef, Tracing } from '../lib/tracing.js';
 import { fetchJobOptions, fetchKey, type FetchJob, type ResourceKey } from './fetch.queue.js';
 
 /**
@@ -53,7 +54,12 @@ function addWouldBeNoOp(redis: RedisClient, queue: Queue<FetchJob>): AddWouldBeN
 export interface CommittedRow extends ResourceKey {
   id: number;
   status: 'received' | 'queued';
+  /** The request's wait for the commit, when traces are exported: the job's trace continues from it. */
+  trace?: SpanRef;
 }
+
+/** A resource to queue; a traced one's job carries its trace (the relay's and requeues' rows carry none). */
+type Queued = ResourceKey & { trace?: SpanRef };
 
 const idsIn = (rows: CommittedRow[], status: CommittedRow['status']) => rows.filter((r) => r.status === status).map((r) => r.id);
 
@@ -68,6 +74,8 @@ export class FetchEnqueuer {
     private readonly notifications: Pick<NotificationsRepository, 'moveStatus'>,
     private readonly opts: { attempts: number; timeoutMs: number },
     private readonly log: Logger,
+    /** Set when traces are exported: each job added is a span, and carries its traceparent. */
+    private readonly tracing?: Pick<Tracing, 'enqueue'>,
   ) {
     this.addWouldBeNoOp = addWouldBeNoOp(redis, queue);
   }
@@ -89,32 +97,52 @@ export class FetchEnqueuer {
         () => this.notifications.moveStatus(idsIn(rows, 'received'), 'received', 'queued'),
         (err: unknown) => {
           // Logged once per outage, not once per request.
-          if (!this.redisDown) this.log.warn({ err: String(err) }, 'queueing after commit failed; the relay will queue these notifications');
+          if (!this.redisDown) this.log.warn({ err: String(err), companyIds: companiesOf(rows) }, 'queueing after commit failed; the relay will queue these notifications');
           this.redisDown = true;
           return this.notifications.moveStatus(idsIn(rows, 'queued'), 'queued', 'received');
         },
       )
       .catch((err: unknown) => {
         // Left `queued` without a job: the relay's scan of long-queued rows adds it (relay.ts).
-        this.log.warn({ err: String(err) }, 'setting notifications back to received failed; the relay will queue them again');
+        this.log.warn({ err: String(err), companyIds: companiesOf(rows) }, 'setting notifications back to received failed; the relay will queue them again');
       });
   }
 
   /** Adds one job per distinct resource (deduplicated by BullMQ). Bounded in time; throws on failure. */
-  async enqueue(rows: ResourceKey[]): Promise<void> {
-    const byKey = new Map<string, FetchJob>();
-    for (const r of rows) byKey.set(fetchKey(r), { companyId: r.companyId, href: r.href });
+  async enqueue(rows: Queued[]): Promise<void> {
+    const byKey = new Map<string, Queued>();
+    // The first row of a key is the one whose trace the job continues.
+    for (const r of rows) {
+      const key = fetchKey(r);
+      if (!byKey.has(key)) byKey.set(key, r);
+    }
     await withTimeout(this.addUnlessNoOp([...byKey]), this.opts.timeoutMs, 'enqueue');
     this.redisDown = false;
   }
 
-  private async addUnlessNoOp(keyed: [string, FetchJob][]): Promise<void> {
+  private async addUnlessNoOp(keyed: [string, Queued][]): Promise<void> {
     if (keyed.length === 0) return;
     const noOp = await this.addWouldBeNoOp(keyed.map(([key]) => key));
     const adds = keyed.filter((_, i) => noOp[i] !== 1);
     if (adds.length === 0) return;
     // One add per job, not addBulk: addBulk sends its adds through an ioredis pipeline, onto which ioredis
     // copies every script defined on the connection (BullMQ's 64), dearer than a batch's one or two adds.
-    await Promise.all(adds.map(([key, data]) => this.queue.add('fetch', data, fetchJobOptions(key, this.opts.attempts))));
+    await Promise.all(adds.map(([key, row]) => this.add(key, row)));
+  }
+
+  private add(key: string, row: Queued): Promise<unknown> {
+    const data: FetchJob = { companyId: row.companyId, href: row.href };
+    if (!this.tracing || !row.trace) return this.queue.add('fetch', data, fetchJobOptions(key, this.opts.attempts));
+    const send = this.tracing.enqueue(row.trace, { companyId: row.companyId, fetchKey: key });
+    data.traceparent = send.traceparent;
+    return this.queue.add('fetch', data, fetchJobOptions(key, this.opts.attempts)).then(
+      (job) => send.added(job.id),
+      (err: unknown) => {
+        send.failed(err);
+        throw err;
+      },
+    );
   }
 }
+
+const companiesOf = (rows: CommittedRow[]): string[] => [...new Set(rows.map((r) => r.companyId))];

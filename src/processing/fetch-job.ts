@@ -6,7 +6,9 @@
  */
 import type { Logger } from 'pino';
 import { CLAIM_LIMIT } from '../db/notifications.repository.js';
+import type { BatchSummary } from '../lib/batch-summary.js';
 import type { Metrics } from '../lib/metrics.js';
+import type { FetchSpan } from '../lib/tracing.js';
 import type { CompanyConnection } from './company-connections.js';
 import type { FetchStart } from './fetch-start.js';
 import { applyOutcome, type OutcomeDeps } from './fetch-outcomes.js';
@@ -24,6 +26,8 @@ export interface FetchJobDeps extends OutcomeDeps {
   begin(resource: FetchJob): Promise<FetchStart>;
   get(href: string, apiToken: string): Promise<FetchResult>;
   metrics: Pick<Metrics, 'fetchOutcomes' | 'processingLatency'>;
+  /** Counts the notifications each fetch finished, by company and outcome, for the per-batch log line. */
+  finished: Pick<BatchSummary, 'add'>;
   log: Logger;
 }
 
@@ -35,8 +39,11 @@ export type JobEnd =
   /** Spend an attempt and try again with backoff. */
   | { next: 'retry'; error: Error };
 
-export async function runFetchJob(deps: FetchJobDeps, job: { resource: FetchJob; attemptsMade: number; attempts: number; id?: string }): Promise<JobEnd> {
-  const { resource } = job;
+export async function runFetchJob(
+  deps: FetchJobDeps,
+  job: { resource: FetchJob; attemptsMade: number; attempts: number; id?: string; /** This run's span, when traces are exported. */ trace?: FetchSpan },
+): Promise<JobEnd> {
+  const { resource, trace } = job;
   // Before the claim: rows that arrive while the job is held are claimed with the rest.
   await deps.admit?.();
 
@@ -50,14 +57,24 @@ export async function runFetchJob(deps: FetchJobDeps, job: { resource: FetchJob;
   if (start.kind === 'wait') return { next: 'delay', ms: start.waitMs };
   if (start.kind === 'empty') return { next: 'done', summary: 'nothing pending' };
   const { claimed } = start;
+  trace?.claimed(claimed.ids);
 
   const startedAt = deps.now();
-  const result = await deps.get(resource.href, company.apiToken);
+  const get = trace?.get(resource.href, job.attemptsMade);
+  let result: FetchResult;
+  try {
+    result = await deps.get(resource.href, company.apiToken);
+  } catch (err) {
+    get?.end(undefined, err);
+    throw err;
+  }
+  get?.end(result);
   deps.metrics.fetchOutcomes.inc({ outcome: result.kind });
-  const applied = await applyOutcome(result, { resource, company, claimed, startedAt, attemptsMade: job.attemptsMade, lastAttempt: job.attemptsMade + 1 >= job.attempts }, deps);
+  const applied = await applyOutcome(result, { resource, company, claimed, startedAt, attemptsMade: job.attemptsMade, lastAttempt: job.attemptsMade + 1 >= job.attempts, trace }, deps);
   if (applied.final) {
     const now = Date.now();
     for (const at of claimed.receivedAt) deps.metrics.processingLatency.observe({ status: applied.final }, (now - at) / 1000);
+    deps.finished.add(resource.companyId, result.kind === 'gone' && applied.final === 'processed' ? 'gone' : applied.final, claimed.ids.length);
   }
   if (result.kind === 'unauthorized' && applied.final === 'failed') {
     deps.log.warn({ companyId: resource.companyId, jobId: job.id }, 'marketplace refused the company token; its fetches are paused until the token is replaced');

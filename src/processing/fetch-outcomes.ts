@@ -9,6 +9,7 @@
  * Every attempt is recorded with the notifications it covered (db/notifications.repository.ts).
  */
 import type { Claimed, FetchAttempt, FetchedSnapshot, NotificationsRepository, Stored } from '../db/notifications.repository.js';
+import type { FetchSpan } from '../lib/tracing.js';
 import type { CompanyConnection } from './company-connections.js';
 import type { FetchResult } from './fetch-resource.js';
 import { RetryableFetchError, type ResourceKey } from './fetch.queue.js';
@@ -24,6 +25,8 @@ export interface FetchContext {
   attemptsMade: number;
   /** Whether this is the job's last attempt. */
   lastAttempt: boolean;
+  /** The run's span, when traces are exported: storing the snapshot is a span under it. */
+  trace?: FetchSpan;
 }
 
 export interface OutcomeDeps {
@@ -63,6 +66,7 @@ const attemptOf = (ctx: FetchContext, result: FetchResult, finishedAt: Date, out
 const gaveUp = (ctx: FetchContext, why: string) => `gave up after ${ctx.attemptsMade + 1} attempts: ${why}`;
 
 async function stored(result: Extract<FetchResult, { kind: 'ok' }>, ctx: FetchContext, deps: OutcomeDeps): Promise<Applied> {
+  const span = ctx.trace?.snapshot();
   try {
     await deps.store({
       companyId: ctx.resource.companyId,
@@ -73,9 +77,12 @@ async function stored(result: Extract<FetchResult, { kind: 'ok' }>, ctx: FetchCo
       httpStatus: result.status,
       resource: result.resource,
       changes: changesBetween(ctx.claimed.previous, result.resource),
+      trace: span,
     });
+    span?.end();
     return { final: 'processed', next: 'done' };
   } catch (err) {
+    span?.end(err);
     // A handler (or the store) failed: its transaction rolled back, nothing is half-written.
     const why = `storing the snapshot failed: ${err instanceof Error ? err.message : String(err)}`;
     const attempt = attemptOf(ctx, result, deps.now(), ctx.lastAttempt ? 'failed' : 'retry', why);

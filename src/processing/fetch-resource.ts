@@ -10,7 +10,8 @@ export type FetchResult =
   | { kind: 'soft_error'; status: number; message: string }
   | { kind: 'gone'; status: number }
   | { kind: 'unauthorized'; status: number }
-  | { kind: 'retry'; status: number | null; message: string; retryAfterMs?: number }
+  /** `noAnswer` says why no answer came (status null). */
+  | { kind: 'retry'; status: number | null; message: string; retryAfterMs?: number; noAnswer?: 'timeout' | 'network' }
   | { kind: 'failed'; status: number; message: string };
 
 export async function fetchResource(client: MarketplaceClient, href: string, apiToken: string): Promise<FetchResult> {
@@ -20,7 +21,10 @@ export async function fetchResource(client: MarketplaceClient, href: string, api
   } catch (err) {
     // The notification keeps its href: its error says what went wrong, not where (failures group by reason).
     const request = `GET ${href}`;
-    if (err instanceof MarketplaceError) return { kind: 'retry', status: null, message: err.message.startsWith(request) ? `the GET ${err.message.slice(request.length).trim()}` : err.message };
+    if (err instanceof MarketplaceError) {
+      const message = err.message.startsWith(request) ? `the GET ${err.message.slice(request.length).trim()}` : err.message;
+      return { kind: 'retry', status: null, message, noAnswer: err.kind === 'timeout' ? 'timeout' : 'network' };
+    }
     throw err;
   }
   const { status, text } = answer;

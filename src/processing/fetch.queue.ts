@@ -21,8 +21,16 @@ const FETCH_BACKOFF = 'fetch-backoff';
 export const resourceKeySchema = z.object({ companyId: z.uuid(), href: z.url() });
 export type ResourceKey = z.infer<typeof resourceKeySchema>;
 
-/** A fetch job's payload: its resource. A job that does not match is refused, never retried. */
-export const fetchJobSchema = resourceKeySchema;
+/** W3C Trace Context: version 00, trace id, parent span id, flags. */
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/**
+ * A fetch job's payload: its resource, and (when traces are exported) the W3C traceparent of the
+ * notification whose commit added it, so the fetch continues that trace (docs/decisions.md, "Traces").
+ * A job whose resource does not match is refused, never retried; a malformed traceparent is only dropped
+ * (the fetch then starts a trace of its own).
+ */
+export const fetchJobSchema = resourceKeySchema.extend({ traceparent: z.string().regex(TRACEPARENT).optional().catch(undefined) });
 export type FetchJob = z.infer<typeof fetchJobSchema>;
 
 /** The coalescing key of a resource; the href hashed, so a long href makes no long Redis key. */

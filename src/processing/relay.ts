@@ -48,8 +48,9 @@ export class Relay {
   /** Queues what is waiting; returns how many notifications it queued. Throws when Redis is down. */
   async runOnce(): Promise<number> {
     let total = 0;
+    const byCompany: Record<string, { queued: number }> = {};
     for (;;) {
-      const n = await this.queueUnqueued();
+      const n = await this.queueUnqueued(byCompany);
       total += n;
       if (n < BATCH) break;
     }
@@ -69,20 +70,23 @@ export class Relay {
     }
     // Only once its requeue has succeeded: a failure (Redis still loading, say) is retried next pass.
     this.redisRunId = runId ?? this.redisRunId;
-    if (total > 0) this.log.info({ count: total }, 'relay queued notifications that were committed but not queued');
+    if (total > 0) this.log.info({ count: total, byCompany }, 'relay queued notifications that were committed but not queued');
     return total;
   }
 
   /** In one transaction: the rows are locked, their jobs added, and they become `queued`; a failed add leaves them `received`. */
-  private queueUnqueued(): Promise<number> {
-    return this.notifications.transaction(async (tx) => {
+  private async queueUnqueued(byCompany: Record<string, { queued: number }>): Promise<number> {
+    const rows = await this.notifications.transaction(async (tx) => {
       const rows = await tx.lockUnqueued(this.opts.graceMs, BATCH);
       if (rows.length > 0) {
         await this.enqueuer.enqueue(rows);
         await tx.moveStatus(rows.map((r) => r.id), 'received', 'queued');
       }
-      return rows.length;
+      return rows;
     });
+    // Counted once committed: the log line names the companies whose notifications it queued.
+    for (const r of rows) (byCompany[r.companyId] ??= { queued: 0 }).queued++;
+    return rows.length;
   }
 
   /**

@@ -10,6 +10,7 @@ import type { CachedPlans } from '../db/cached-plans.js';
 import { isDatabaseUnavailable, type Tx } from '../db/client.js';
 import { STORE_STATEMENT, type FetchedSnapshot, type NotificationsRepository, type Stored } from '../db/notifications.repository.js';
 import { Batcher, splitOnFailure } from '../lib/batcher.js';
+import type { Tracing } from '../lib/tracing.js';
 import type { HandlerRegistry } from './handlers/index.js';
 
 export type { Operation };
@@ -50,6 +51,8 @@ export class SnapshotStore {
     private readonly handlers: HandlerRegistry,
     /** Builds the drizzle transaction handle handlers write through, on the transaction's connection. */
     private readonly handlerTx: (client: pg.PoolClient) => Tx,
+    /** Set when traces are exported: each handler run is a span under its fetch's snapshot span. */
+    private readonly tracing?: Pick<Tracing, 'handler'>,
   ) {
     // A batch holds at most the worker's running jobs; the cap bounds the statement's size (each
     // resource may be up to 5 MB).
@@ -70,20 +73,27 @@ export class SnapshotStore {
       const results = await tx.storeFetched(undefined, items);
       const handlerTx = this.handlerTx(client);
       for (const [i, handler] of handlers.entries()) {
-        const { companyId, href, claimed, resource, changes } = items[i]!;
+        const { companyId, href, claimed, resource, changes, trace } = items[i]!;
         const { version, stored } = results[i]!;
         if (handler && stored !== null) {
-          await handler.handle({
-            tx: handlerTx,
-            companyId,
-            href,
-            type: claimed.type,
-            resourceId: claimed.resourceId,
-            snapshot: { version, body: resource },
-            previous: claimed.previous,
-            changes: changes as Operation[] | null,
-            notificationIds: claimed.ids,
-          });
+          const span = this.tracing?.handler(trace, { type: claimed.type, companyId });
+          try {
+            await handler.handle({
+              tx: handlerTx,
+              companyId,
+              href,
+              type: claimed.type,
+              resourceId: claimed.resourceId,
+              snapshot: { version, body: resource },
+              previous: claimed.previous,
+              changes: changes as Operation[] | null,
+              notificationIds: claimed.ids,
+            });
+          } catch (err) {
+            span?.end(err);
+            throw err;
+          }
+          span?.end();
         }
       }
       return results;

@@ -14,15 +14,20 @@
 import { isDatabaseUnavailable } from '../db/client.js';
 import type { NewNotification as NotificationRow, NotificationsRepository } from '../db/notifications.repository.js';
 import { Batcher, splitOnFailure } from '../lib/batcher.js';
+import type { SpanRef, Tracing } from '../lib/tracing.js';
 
 export interface NewNotification extends NotificationRow {
   /** `accepted` is stored `queued` or `received` (see above). */
   disposition: 'accepted' | 'discarded';
+  /** The request's wait for the commit, when traces are exported: the batch's span links to it. */
+  trace?: SpanRef;
 }
 
 export interface StoredNotification extends NotificationRow {
   id: number;
   status: 'received' | 'queued' | 'discarded';
+  /** As given: the fetch job added for the row continues its trace (processing/enqueue.ts). */
+  trace?: SpanRef;
 }
 
 type Accepted = StoredNotification & { status: 'received' | 'queued' };
@@ -43,6 +48,8 @@ export class NotificationWriter {
     private readonly followUp: CommitFollowUp,
     /** A follow-up that threw (a bug): reported, never turned into the batch's failure. */
     private readonly onFollowUpError: (err: unknown) => void,
+    /** Set when traces are exported: each commit is a span (lib/tracing.ts). */
+    private readonly tracing?: Pick<Tracing, 'commitBatch'>,
     // One flush at a time: everything that arrives meanwhile goes in the next one (fewer, larger commits).
     opts = { maxBatch: 1000, maxConcurrent: 1 },
   ) {
@@ -57,7 +64,15 @@ export class NotificationWriter {
   private async write(rows: NewNotification[]): Promise<StoredNotification[]> {
     const accepted: Accepted['status'] = this.followUp.queueing ? 'queued' : 'received';
     const statuses: StoredNotification['status'][] = rows.map((r) => (r.disposition === 'accepted' ? accepted : 'discarded'));
-    const ids = await this.notifications.insert(rows, statuses);
+    const batch = this.tracing?.commitBatch(rows.map((r) => r.trace));
+    let ids: number[];
+    try {
+      ids = await this.notifications.insert(rows, statuses);
+    } catch (err) {
+      batch?.end(err);
+      throw err;
+    }
+    batch?.end();
     // Field by field: V8 copies an object rest (`{ disposition, ...row }`) through a slow generic path.
     const stored = rows.map(
       (r, i): StoredNotification => ({
@@ -70,6 +85,7 @@ export class NotificationWriter {
         authenticatedBy: r.authenticatedBy,
         id: ids[i]!,
         status: statuses[i]!,
+        trace: r.trace,
       }),
     );
     try {

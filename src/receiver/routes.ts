@@ -9,6 +9,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RequestPayload } fr
 import { constantTimeEqual, sha256 } from '../lib/crypto.js';
 import type { Metrics } from '../lib/metrics.js';
 import { Problem, serviceUnavailable } from '../lib/problem.js';
+import type { RequestSpan, SpanRef, Tracing } from '../lib/tracing.js';
+import { fetchKey } from '../processing/fetch.queue.js';
 import { previousSecretValid, type WebhookCredentials, type WebhookDirectory } from './attribution.js';
 import type { NotificationWriter } from './ingest.js';
 import type { NonceStore } from './nonces.js';
@@ -30,6 +32,10 @@ export interface ReceiverDeps {
   metrics: Pick<Metrics, 'received'>;
   /** Told how long each accepted notification's answer took (role `all`: the workers yield to a busy receiver, processing/ingest-first.ts). */
   answered?: (ms: number) => void;
+  /** Counts each answer by company and outcome, for the per-batch log line (lib/batch-summary.ts). */
+  summary: { add(companyId: string, outcome: string): void };
+  /** Set when traces are exported (lib/tracing.ts): each notification's POST is a span. */
+  tracing?: Pick<Tracing, 'request'>;
 }
 
 interface Authenticated {
@@ -41,6 +47,8 @@ interface Authenticated {
 declare module 'fastify' {
   interface FastifyRequest {
     notificationAuth?: Authenticated;
+    /** The request's span, when traces are exported. */
+    notificationSpan?: RequestSpan;
   }
 }
 
@@ -107,10 +115,13 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
 
     const { body, text, href } = parseNotification(raw);
     const { webhook } = auth;
+    const span = req.notificationSpan;
+    span?.attributed(webhook, auth.by);
     checkHrefScope(href, webhook.apiBaseUrl, deps.requireHttpsHrefs);
 
     // Durability first: the answer waits for the commit; a database error becomes a 503 upstream.
-    const stored = await deps.writer.insert({
+    const commitWait = span?.commitWait();
+    const inserting = deps.writer.insert({
       companyId: webhook.companyId,
       webhookId: webhook.webhookId,
       resourceId: body.id,
@@ -120,10 +131,14 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
       authenticatedBy: auth.by,
       // A webhook Skyhook deactivated is still acknowledged, so the marketplace stops retrying.
       disposition: webhook.active ? 'accepted' : 'discarded',
+      trace: commitWait,
     });
+    const stored = await (commitWait ? endsWith(commitWait, inserting) : inserting);
+    span?.stored({ id: stored.id, type: body.type, status: stored.status, fetchKey: fetchKey({ companyId: webhook.companyId, href: body.href }) });
     req.log.debug({ companyId: webhook.companyId, notificationId: stored.id, type: body.type, status: stored.status }, 'notification stored');
     const discarded = stored.status === 'discarded';
     deps.metrics.received.inc({ outcome: discarded ? 'discarded' : 'stored', company: webhook.companyId });
+    deps.summary.add(webhook.companyId, discarded ? 'discarded' : 'stored');
     // The answer says received (stored and committed) or discarded, whichever status the row was given.
     return reply.code(200).send({ status: discarded ? 'discarded' : 'received', id: String(stored.id) });
   };
@@ -131,11 +146,37 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
   app.addHook('onResponse', (req, reply, done) => {
     // Only accepted notifications: refused requests (a stranger's 401s, say) must not hold processing back.
     if (reply.statusCode < 300) deps.answered?.(reply.elapsedTime);
-    if (reply.statusCode >= 400) deps.metrics.received.inc({ outcome: String(reply.statusCode), company: req.notificationAuth?.webhook.companyId ?? 'unknown' });
+    const companyId = req.notificationAuth?.webhook.companyId ?? 'unknown';
+    if (reply.statusCode >= 400) {
+      deps.metrics.received.inc({ outcome: String(reply.statusCode), company: companyId });
+      deps.summary.add(companyId, String(reply.statusCode));
+    }
+    req.notificationSpan?.answered(reply.statusCode);
     done();
   });
 
-  const routeOptions = { onRequest: authenticate, preParsing: refuseUnreadBody, bodyLimit: MAX_NOTIFICATION_BYTES };
+  const tracing = deps.tracing;
+  // Only when traces are exported: otherwise the route runs exactly as without them.
+  const startSpan = (req: FastifyRequest, _reply: FastifyReply, done: () => void): void => {
+    req.notificationSpan = tracing!.request({
+      method: req.method,
+      route: req.routeOptions.url ?? '/hooks',
+      scheme: req.protocol,
+      host: req.headers.host,
+      clientAddress: req.ip,
+      userAgent: req.headers['user-agent'],
+      httpVersion: req.raw.httpVersion,
+    });
+    done();
+  };
+  if (tracing) {
+    app.addHook('onRequestAbort', (req, done) => {
+      req.notificationSpan?.aborted();
+      done();
+    });
+  }
+
+  const routeOptions = { onRequest: tracing ? [startSpan, authenticate] : authenticate, preParsing: refuseUnreadBody, bodyLimit: MAX_NOTIFICATION_BYTES };
   // Documentation only: no response schema, whose serialisation would cost every notification.
   const answers =
     'Answers 200 `{status, id}` once the notification is committed (`discarded` for a deactivated webhook), else a problem: 401 (credentials), 415 (not JSON), 413 (over 256 KiB), 400 (not `{id, type, href}`), 422 (href outside the company API), 503 with Retry-After (nothing could be stored).';
@@ -162,6 +203,20 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
       },
     },
     receive,
+  );
+}
+
+/** Ends `span` when `work` settles, failed if it rejects. */
+function endsWith<T>(span: SpanRef, work: Promise<T>): Promise<T> {
+  return work.then(
+    (value) => {
+      span.end();
+      return value;
+    },
+    (err: unknown) => {
+      span.end(err);
+      throw err;
+    },
   );
 }
 

@@ -24,6 +24,7 @@ function world(answer: FetchResult | Error, opts: { start?: FetchStart; company?
   const paused: { attempt: FetchAttempt; why: string }[] = [];
   const requeued: unknown[] = [];
   const forgotten: string[] = [];
+  const finished: { companyId: string; outcome: string; count: number }[] = [];
   const deps: FetchJobDeps = {
     company: async () => (opts.company === undefined ? company : opts.company),
     begin: async () => opts.start ?? { kind: 'claimed', claimed },
@@ -46,9 +47,10 @@ function world(answer: FetchResult | Error, opts: { start?: FetchStart; company?
     requeue: async (r) => void requeued.push(r),
     now: () => new Date('2026-11-24T10:00:00Z'),
     metrics: createMetrics(),
+    finished: { add: (companyId, outcome, count = 1) => void finished.push({ companyId, outcome, count }) },
     log: pino({ level: 'silent' }),
   };
-  return { deps, recorded, stored, gone, paused, requeued, forgotten };
+  return { deps, recorded, stored, gone, paused, requeued, forgotten, finished };
 }
 
 const job = (attemptsMade = 0, attempts = 3) => ({ resource, attemptsMade, attempts });
@@ -118,6 +120,21 @@ describe('a fetch job', () => {
     expect(await runFetchJob(world({ kind: 'gone', status: 404 }, { company: { ...company, paused: true } }).deps, job())).toEqual({ next: 'delay', ms: PAUSED_RECHECK_MS });
     expect(await runFetchJob(world({ kind: 'gone', status: 404 }, { company: null }).deps, job())).toEqual({ next: 'done', summary: 'company deleted' });
     expect(await runFetchJob(world({ kind: 'gone', status: 404 }, { start: { kind: 'empty' } }).deps, job())).toEqual({ next: 'done', summary: 'nothing pending' });
+  });
+
+  it('counts the notifications each fetch finished, by company and outcome, for the log line per batch (SPEC §15)', async () => {
+    const outcomes = async (answer: FetchResult, attemptsMade = 0) => {
+      const w = world(answer);
+      await runFetchJob(w.deps, job(attemptsMade, 3));
+      return w.finished;
+    };
+    const each = (outcome: string) => [{ companyId: resource.companyId, outcome, count: 2 }];
+    expect(await outcomes({ kind: 'ok', status: 200, resource: {} })).toEqual(each('processed'));
+    expect(await outcomes({ kind: 'gone', status: 404 })).toEqual(each('gone'));
+    expect(await outcomes({ kind: 'soft_error', status: 200, message: 'no' })).toEqual(each('failed'));
+    // A retry finishes nothing; its last attempt fails them.
+    expect(await outcomes({ kind: 'retry', status: 503, message: 'marketplace answered 503' })).toEqual([]);
+    expect(await outcomes({ kind: 'retry', status: 503, message: 'marketplace answered 503' }, 2)).toEqual(each('failed'));
   });
 
   it('a claim as large as CLAIM_LIMIT asks for a follow-up job for the rest', async () => {

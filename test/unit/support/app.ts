@@ -12,6 +12,7 @@ import type { AdminDeps } from '../../../src/admin/routes.js';
 import type { ConsoleDeps } from '../../../src/console/plugin.js';
 import type { InsertedStatus, NewNotification } from '../../../src/db/notifications.repository.js';
 import { sha256 } from '../../../src/lib/crypto.js';
+import { BatchSummary } from '../../../src/lib/batch-summary.js';
 import { ErrorReporter } from '../../../src/lib/error-reporter.js';
 import { createMetrics, type Metrics } from '../../../src/lib/metrics.js';
 import type { RedisClient } from '../../../src/lib/redis/connection.js';
@@ -145,7 +146,7 @@ export async function unitApp(opts: { webhooks?: FakeWebhook[]; services?: FakeS
     // The probes' and gauges' own connections: no unit test asks /readyz or /metrics' gauges.
     pool: { query: () => Promise.reject(unreachable('PostgreSQL')) } as unknown as pg.Pool,
     redis: { ping: () => Promise.reject(unreachable('Redis')) } as unknown as RedisClient,
-    receiver: { directory, writer, nonces, publicBaseUrl: PUBLIC_BASE_URL, requireHttpsHrefs: opts.requireHttpsHrefs ?? true, oauthTimestampSkewS: 300, metrics },
+    receiver: { directory, writer, nonces, publicBaseUrl: PUBLIC_BASE_URL, requireHttpsHrefs: opts.requireHttpsHrefs ?? true, oauthTimestampSkewS: 300, metrics, summary: new BatchSummary(logger, (n) => `received ${n} notifications`) },
     admin,
     // The console is tested against the real services (test/integration, test/browser): here it only
     // has to exist, with no session ever found.
