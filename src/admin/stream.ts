@@ -5,13 +5,17 @@
  * MAX_BUFFERED_BYTES its events are dropped, and it is told how many with a `resync`.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { serviceUnavailable } from '../lib/problem.js';
+import { withTimeout } from '../lib/timeout.js';
 import type { NotificationStream } from '../services/notification-stream.js';
 
 const HEARTBEAT_MS = 15_000;
 const MAX_BUFFERED_BYTES = 1024 * 1024;
+/** How long a new client waits for the process's LISTEN connection before a 503. */
+const LISTENING_TIMEOUT_MS = 5_000;
 
 /** `companyId` narrows the stream to one company's notifications; `notificationId` (the console's notification page) to one. */
-export function streamToClient(stream: NotificationStream, req: FastifyRequest, reply: FastifyReply, filter: { companyId?: string; notificationId?: string }): FastifyReply {
+export async function streamToClient(stream: NotificationStream, req: FastifyRequest, reply: FastifyReply, filter: { companyId?: string; notificationId?: string }): Promise<FastifyReply> {
   const res = reply.raw;
   let dropped = 0;
   const write = (text: string): boolean => {
@@ -31,6 +35,13 @@ export function streamToClient(stream: NotificationStream, req: FastifyRequest, 
     resync: (reason) => send('resync', { reason }),
     end: () => res.end(),
   });
+  // Answered once the process listens, so the client sees every change after its 200.
+  try {
+    await withTimeout(stream.listening(), LISTENING_TIMEOUT_MS, 'the live stream');
+  } catch {
+    unsubscribe();
+    throw serviceUnavailable('The live stream cannot reach PostgreSQL; retry later.', 'database_unavailable');
+  }
   reply.hijack();
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',

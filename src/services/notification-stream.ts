@@ -46,6 +46,8 @@ export class NotificationStream {
   /** Announcements are handled one after another, so events keep their order. */
   private pending: Promise<void> = Promise.resolve();
   private connectedOnce = false;
+  /** Waiting in listening() for the first connection. */
+  private awaitingConnection: (() => void)[] = [];
 
   constructor(private readonly deps: StreamDeps) {}
 
@@ -64,10 +66,20 @@ export class NotificationStream {
       onConnected: () => {
         if (this.connectedOnce) for (const s of this.subscribers.keys()) s.resync('the connection to PostgreSQL was lost and is back: changes may have been missed');
         this.connectedOnce = true;
+        for (const go of this.awaitingConnection.splice(0)) go();
       },
       onError: this.deps.onError,
     });
     return () => this.subscribers.delete(subscriber);
+  }
+
+  /**
+   * Resolves once the LISTEN connection has been up: changes from then on reach the subscribers. A client
+   * answered before that would miss the first changes after it subscribed.
+   */
+  listening(): Promise<void> {
+    if (this.connectedOnce) return Promise.resolve();
+    return new Promise((resolve) => this.awaitingConnection.push(resolve));
   }
 
   async close(): Promise<void> {

@@ -53,6 +53,19 @@ describe('the live stream', () => {
     expect([connection.opened, connection.channels]).toEqual([1, [NOTIFICATIONS_CHANNEL]]);
   });
 
+  it('says it listens only once its LISTEN connection is up, and at once after that', async () => {
+    const { stream, connection } = fakeStream();
+    stream.subscribe({}, recorder().subscriber);
+    let listening = false;
+    void stream.listening().then(() => (listening = true));
+    await settle();
+    expect(listening).toBe(false);
+    connection.listener!.onConnected!();
+    await settle();
+    expect(listening).toBe(true);
+    await expect(stream.listening()).resolves.toBeUndefined();
+  });
+
   it("hands each subscriber the events of its company, in id order, one per notification", async () => {
     const { stream, announce } = fakeStream();
     const all = recorder();

@@ -136,7 +136,7 @@ export async function unitApp(opts: { webhooks?: FakeWebhook[]; services?: FakeS
     },
   };
 
-  const stream = { close: async () => {}, subscribe: () => () => {} } as unknown as AdminDeps['stream'];
+  const stream = { close: async () => {}, subscribe: () => () => {}, listening: async () => {} } as unknown as AdminDeps['stream'];
   const admin = { adminToken: ADMIN_TOKEN, ...services(opts.services ?? {}), stream };
   const app = await buildApp({
     logger,
