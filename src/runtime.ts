@@ -29,6 +29,7 @@ import { CLAIM_STATEMENT, STORE_STATEMENT, type NotificationsRepository } from '
 import * as schema from './db/schema/index.js';
 import type { Metrics } from './lib/metrics.js';
 import { MarketplaceClient } from './marketplace/client.js';
+import { AccessTokens } from './marketplace/oauth2.js';
 import { CompanyConnections, pauseCompany } from './processing/company-connections.js';
 import { FetchEnqueuer } from './processing/enqueue.js';
 import type { FetchJobDeps } from './processing/fetch-job.js';
@@ -83,6 +84,8 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
   const runsApi = config.role !== 'worker';
   const runsWorker = config.role !== 'api';
   const metrics = createMetrics();
+  // One OAuth token cache per process, shared by the admin calls and the fetches (marketplace/oauth2.ts).
+  const tokens = new AccessTokens();
   const reporter = new ErrorReporter(log, metrics.errors);
   const outages = outageReports(config, reporter);
   /**
@@ -127,7 +130,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
       listener = listenForWebhookChanges(config.databaseUrl, directory, report('webhook_listener', 'the webhook change listener met an error; it reconnects', 'postgres'));
     });
     const writer = new NotificationWriter(notifications, enqueuer, report('enqueue', 'queueing committed notifications failed; the relay queues them'));
-    const services = createServices({ db: api.db, notifications, enqueuer, config, metrics, onWebhookChange: () => directory.invalidate() });
+    const services = createServices({ db: api.db, notifications, enqueuer, config, metrics, tokens, onWebhookChange: () => directory.invalidate() });
     const stream = new NotificationStream({
       listen: (channels, listener) => listen(config.databaseUrl, channels, listener),
       notifications,
@@ -182,6 +185,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
         handlers: opts.handlers ?? builtInHandlers(),
         log,
         metrics,
+        tokens,
         requeue: (resource) => enqueuer.enqueue([resource]),
         admit: ingestFirst && (() => ingestFirst.admit()),
         onError: report('fetch_slots', 'a fetch slot could not be settled in Redis; it lapses by itself', 'redis'),
@@ -288,6 +292,7 @@ function fetchJobDeps(deps: {
   handlers: HandlerRegistry;
   log: Logger;
   metrics: Metrics;
+  tokens: AccessTokens;
   requeue: (resource: ResourceKey) => Promise<void>;
   admit?: () => Promise<void>;
   onError: (err: unknown) => void;
@@ -299,12 +304,20 @@ function fetchJobDeps(deps: {
   // Handlers write through drizzle, on the connection of the transaction that stores their snapshot. A
   // stored batch's jobs all complete in one turn, each with a BullMQ script: sent in one write.
   const snapshots = new SnapshotStore(notifications, plans, deps.handlers, (client) => drizzle({ client, schema }) as unknown as Tx, () => gatherWrites(deps.connection));
-  const marketplace = new MarketplaceClient({ timeoutMs: config.fetch.timeoutMs, connections: config.fetch.concurrency });
+  const marketplace = new MarketplaceClient({
+    timeoutMs: config.fetch.timeoutMs,
+    connections: config.fetch.concurrency,
+    tokens: deps.tokens,
+    onCall: (operation, outcome) => {
+      // The fetches themselves are counted as fetch outcomes; only their token requests here.
+      if (operation === 'oauth.token') deps.metrics.marketplaceCalls.inc({ operation, outcome });
+    },
+  });
   return {
     admit: deps.admit,
     company: (companyId) => connections.get(companyId),
     begin: (resource) => starts.begin(resource),
-    get: (href, apiToken) => fetchResource(marketplace, href, apiToken),
+    get: (href, connection) => fetchResource(marketplace, href, connection),
     store: (snapshot) => snapshots.store(snapshot),
     recordAttempt: notifications.recordAttempt,
     markGone: (attempt) =>
@@ -312,9 +325,9 @@ function fetchJobDeps(deps: {
         await markResourceGone(client, { companyId: attempt.companyId, href: attempt.href, fetchStartedAt: attempt.startedAt });
         await tx.recordAttempt(attempt, { status: 'processed', outcome: 'gone' });
       }),
-    pause: (attempt, sealedToken, why) =>
+    pause: (attempt, revision, why) =>
       notifications.transaction(async (tx, client) => {
-        const paused = await pauseCompany(client, attempt.companyId, sealedToken, `GET ${attempt.href}: ${why}`);
+        const paused = await pauseCompany(client, attempt.companyId, revision, `GET ${attempt.href}: ${why}`);
         await tx.recordAttempt(attempt, paused ? { status: 'failed', error: why } : { status: 'pending' });
         return paused;
       }),

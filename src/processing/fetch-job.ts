@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import { CLAIM_LIMIT } from '../db/notifications.repository.js';
 import type { Metrics } from '../lib/metrics.js';
+import type { ApiConnection } from '../marketplace/connection.js';
 import type { CompanyConnection } from './company-connections.js';
 import type { FetchStart } from './fetch-start.js';
 import { applyOutcome, type OutcomeDeps } from './fetch-outcomes.js';
@@ -22,7 +23,7 @@ export interface FetchJobDeps extends OutcomeDeps {
   company(companyId: string): Promise<CompanyConnection | null>;
   /** The C5 slot and the C4 claim (fetch-start.ts). */
   begin(resource: FetchJob): Promise<FetchStart>;
-  get(href: string, apiToken: string): Promise<FetchResult>;
+  get(href: string, connection: ApiConnection): Promise<FetchResult>;
   metrics: Pick<Metrics, 'fetchOutcomes' | 'processingLatency'>;
   log: Logger;
 }
@@ -42,7 +43,7 @@ export async function runFetchJob(deps: FetchJobDeps, job: { resource: FetchJob;
 
   const company = await deps.company(resource.companyId);
   if (!company) return { next: 'done', summary: 'company deleted' };
-  // 401/403 paused this company: wait, without touching its rows, until its token is replaced.
+  // 401/403 paused this company: wait, without touching its rows, until its credentials are replaced.
   if (company.paused) return { next: 'delay', ms: PAUSED_RECHECK_MS };
 
   // C5 slot and C4 claim, batched with the other running jobs.
@@ -52,7 +53,7 @@ export async function runFetchJob(deps: FetchJobDeps, job: { resource: FetchJob;
   const { claimed } = start;
 
   const startedAt = deps.now();
-  const result = await deps.get(resource.href, company.apiToken);
+  const result = await deps.get(resource.href, company.connection);
   deps.metrics.fetchOutcomes.inc({ outcome: result.kind });
   const applied = await applyOutcome(result, { resource, company, claimed, startedAt, attemptsMade: job.attemptsMade, lastAttempt: job.attemptsMade + 1 >= job.attempts }, deps);
   if (applied.final) {
@@ -60,7 +61,7 @@ export async function runFetchJob(deps: FetchJobDeps, job: { resource: FetchJob;
     for (const at of claimed.receivedAt) deps.metrics.processingLatency.observe({ status: applied.final }, (now - at) / 1000);
   }
   if (result.kind === 'unauthorized' && applied.final === 'failed') {
-    deps.log.warn({ companyId: resource.companyId, jobId: job.id }, 'marketplace refused the company token; its fetches are paused until the token is replaced');
+    deps.log.warn({ companyId: resource.companyId, jobId: job.id }, 'marketplace refused the company credentials; its fetches are paused until they are replaced');
   }
   if (applied.next === 'retry') return { next: 'retry', error: applied.error };
   // One claim takes at most CLAIM_LIMIT rows: the rest of a large backlog gets a job of its own.

@@ -4,17 +4,48 @@
  * from the database schema's.
  */
 import { z } from 'zod';
-import { authenticatedBy, authType, connectionStatus, fetchAttemptOutcome, fetchOutcome, notificationStatus as notificationStatusEnum, outboundStatus } from '../db/schema/index.js';
+import {
+  authenticatedBy,
+  authType,
+  connectionProfile,
+  connectionStatus,
+  credentialsStatus,
+  fetchAttemptOutcome,
+  fetchOutcome,
+  notificationStatus as notificationStatusEnum,
+  outboundStatus,
+} from '../db/schema/index.js';
 
 /** received -> queued -> processed | failed | discarded, as the database's enum has them. */
 export const notificationStatus = z.enum(notificationStatusEnum.enumValues);
+
+/** A company's connection without its secrets: which are stored is said, never what they are. */
+export const connectionViewSchema = z.object({
+  profile: z.enum(connectionProfile.enumValues),
+  product: z.string().nullable().describe('avinode: X-Avinode-Product (null: the default, "Skyhook <version>")'),
+  apiVersion: z.string().nullable().describe('avinode: X-Avinode-ApiVersion (null: not sent)'),
+  tokenUrl: z.string().nullable().describe('OAuth 2.0 client credentials: the token endpoint (null: a fixed token)'),
+  clientId: z.string().nullable(),
+  storedSecrets: z.array(z.enum(['apiToken', 'authToken', 'clientSecret'])).describe('which secrets are stored (encrypted); their values are never returned'),
+});
+
+/** What the harmless call made when the credentials were set or replaced found (SPEC §14). */
+export const credentialsViewSchema = z.object({
+  status: z
+    .enum(credentialsStatus.enumValues)
+    .describe('accepted: the marketplace answered the settings list; refused: it (or the token endpoint) said no; unreachable: no answer, a 5xx or 429; unchecked: never checked'),
+  checkedAt: z.string().nullable(),
+  error: z.string().nullable().describe("the marketplace's reason, with its codes, when refused or unreachable"),
+});
 
 export const companyViewSchema = z.object({
   id: z.string(),
   name: z.string(),
   apiBaseUrl: z.string(),
-  connectionStatus: z.enum(connectionStatus.enumValues),
+  connectionStatus: z.enum(connectionStatus.enumValues).describe("unauthorized: a fetch's 401/403 paused the company until its credentials are replaced"),
   connectionError: z.string().nullable(),
+  connection: connectionViewSchema,
+  credentials: credentialsViewSchema,
   createdAt: z.string(),
   updatedAt: z.string(),
 });
@@ -37,6 +68,7 @@ export const webhookViewSchema = z.object({
 });
 
 export type WebhookView = z.infer<typeof webhookViewSchema>;
+
 
 /** One entry of a notification's history (SPEC §7.1), oldest first. */
 export const timelineEntrySchema = z.discriminatedUnion('kind', [

@@ -16,6 +16,8 @@ const company: CompanyView = {
   apiBaseUrl: 'https://api.marketplace.example/v1',
   connectionStatus: 'ok',
   connectionError: null,
+  connection: { profile: 'bearer', product: null, apiVersion: null, tokenUrl: null, clientId: null, storedSecrets: ['apiToken'] },
+  credentials: { status: 'accepted', checkedAt: '2026-11-24T10:00:00.000Z', error: null },
   createdAt: '2026-11-24T10:00:00.000Z',
   updatedAt: '2026-11-24T10:00:00.000Z',
 };
