@@ -136,6 +136,23 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
     },
     async (req, reply) => reply.code(201).send(await deps.webhooks.create(req.params.companyId, { ...req.body, eventTypes: req.body.eventTypes as EventType[] })),
   );
+  app.post(
+    '/companies/:companyId/webhooks/reconcile',
+    {
+      schema: {
+        ...doc(
+          'webhooks',
+          "Reconcile a company's webhooks with the marketplace",
+          "Lists the company's settings on the marketplace (`GET /webhooks/settings`) and reports the drift from its local webhooks: `missing_remotely` (the marketplace lost it, as a sandbox reset does), `remote_id_changed`, `differs` (event types, target, active, ...), `unknown_remotely` (a setting no local webhook knows; never touched). With `apply: true` (in the body, or `?apply=true`), the lost settings are re-created under the same targetURI and clientIdentifier (a BASIC webhook gets a new secret; the old one stays accepted for the rotation grace period) and moved ids are taken over; each drift entry says what was done. 502 when the marketplace does not answer the list.",
+        ),
+        params: s.companyIdParams,
+        querystring: s.reconcileQuery,
+        body: s.reconcileBody,
+        response: { 200: s.reconciliationSchema, ...errors, 502: s.problemSchema },
+      },
+    },
+    async (req) => deps.webhooks.reconcile(req.params.companyId, { apply: req.body?.apply ?? req.query.apply ?? false }),
+  );
   app.get(
     '/companies/:companyId/webhooks',
     { schema: { ...doc('webhooks', "List a company's webhooks", 'All of them, as one page.'), params: s.companyIdParams, response: { 200: s.page(s.webhookSchema), ...errors } } },

@@ -11,6 +11,7 @@ export { clientLeadSchema as createLeadBody } from '../marketplace/leads.js';
 // The answers' shapes, written once beside the services that build them.
 export {
   companyViewSchema as companySchema,
+  reconciliationViewSchema as reconciliationSchema,
   leadViewSchema as leadSchema,
   notificationStatus,
   notificationViewSchema as notificationSchema,
@@ -93,6 +94,11 @@ export const patchCompanyBody = z
   .strictObject({ name: name.optional(), apiToken: apiToken.optional(), connection: connectionBody.optional() })
   .refine((b) => b.name !== undefined || b.apiToken !== undefined || b.connection !== undefined, { message: 'give name, apiToken or connection' });
 
+/** The body is optional: a POST without one only reports. */
+export const reconcileBody = z
+  .strictObject({ apply: z.boolean().optional().describe('re-create the settings the marketplace lost (default false: only report)') })
+  .nullish();
+export const reconcileQuery = z.object({ apply: z.stringbool().optional().describe('the same as the body\'s `apply`') });
 
 const eventTypes = z.array(z.enum(EVENT_TYPES)).min(1).max(EVENT_TYPES.length).refine((a) => new Set(a).size === a.length, { message: 'must not repeat an event type' });
 

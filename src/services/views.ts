@@ -69,6 +69,33 @@ export const webhookViewSchema = z.object({
 
 export type WebhookView = z.infer<typeof webhookViewSchema>;
 
+/** One difference between a local webhook row and the marketplace's settings (SPEC §14 reconciliation). */
+export const driftSchema = z.object({
+  kind: z
+    .enum(['missing_remotely', 'remote_id_changed', 'differs', 'unknown_remotely'])
+    .describe(
+      'missing_remotely: the marketplace has no setting for a local webhook (a sandbox reset); remote_id_changed: it has the webhook\'s clientIdentifier under another id; differs: event types, target or another field differ; unknown_remotely: a setting no local webhook knows (left alone)',
+    ),
+  webhookId: z.string().nullable(),
+  remoteId: z.string().nullable().describe('the id the marketplace knows the setting by (for missing_remotely, the lost one)'),
+  clientIdentifier: z.string().nullable(),
+  differences: z.array(z.object({ field: z.string(), local: z.unknown(), remote: z.unknown() })).describe('for differs (and remote_id_changed)'),
+  action: z
+    .enum(['none', 'recreated', 'remote_id_updated', 'failed'])
+    .describe('what apply did: recreated (new remoteId), remote_id_updated, failed (see error); none without apply, for differences and unknown settings'),
+  newRemoteId: z.string().nullable(),
+  error: z.string().nullable(),
+});
+
+export const reconciliationViewSchema = z.object({
+  companyId: z.string(),
+  applied: z.boolean().describe('whether apply was asked'),
+  inSync: z.number().describe('local webhooks that match their setting on the marketplace'),
+  remoteSettings: z.number().describe('settings the marketplace listed'),
+  drift: z.array(driftSchema),
+});
+export type ReconciliationView = z.infer<typeof reconciliationViewSchema>;
+export type Drift = z.infer<typeof driftSchema>;
 
 /** One entry of a notification's history (SPEC §7.1), oldest first. */
 export const timelineEntrySchema = z.discriminatedUnion('kind', [
