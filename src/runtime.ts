@@ -30,6 +30,7 @@ import { CLAIM_STATEMENT, STORE_STATEMENT, type NotificationsRepository } from '
 import * as schema from './db/schema/index.js';
 import type { Metrics } from './lib/metrics.js';
 import { MarketplaceClient } from './marketplace/client.js';
+import { AccessTokens } from './marketplace/oauth2.js';
 import { CompanyConnections, pauseCompany } from './processing/company-connections.js';
 import { FetchEnqueuer } from './processing/enqueue.js';
 import type { FetchJobDeps } from './processing/fetch-job.js';
@@ -84,6 +85,8 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
   const runsApi = config.role !== 'worker';
   const runsWorker = config.role !== 'api';
   const metrics = createMetrics();
+  // One OAuth token cache per process, shared by the admin calls and the fetches (marketplace/oauth2.ts).
+  const tokens = new AccessTokens();
   const reporter = new ErrorReporter(log, metrics.errors);
   const outages = outageReports(config, reporter);
   /**
@@ -135,7 +138,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
       listener = listenForWebhookChanges(config.databaseUrl, directory, report('webhook_listener', 'the webhook change listener met an error; it reconnects', 'postgres'));
     });
     const writer = new NotificationWriter(notifications, enqueuer, report('enqueue', 'queueing committed notifications failed; the relay queues them'), tracing);
-    const services = createServices({ db: api.db, notifications, enqueuer, config, metrics, onWebhookChange: () => directory.invalidate() });
+    const services = createServices({ db: api.db, notifications, enqueuer, config, metrics, tokens, onWebhookChange: () => directory.invalidate() });
     const stream = new NotificationStream({
       listen: (channels, listener) => listen(config.databaseUrl, channels, listener),
       notifications,
@@ -192,6 +195,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
         handlers: opts.handlers ?? builtInHandlers(),
         log,
         metrics,
+        tokens,
         requeue: (resource) => enqueuer.enqueue([resource]),
         admit: ingestFirst && (() => ingestFirst.admit()),
         onError: report('fetch_slots', 'a fetch slot could not be settled in Redis; it lapses by itself', 'redis'),
@@ -309,6 +313,7 @@ function fetchJobDeps(deps: {
   handlers: HandlerRegistry;
   log: Logger;
   metrics: Metrics;
+  tokens: AccessTokens;
   requeue: (resource: ResourceKey) => Promise<void>;
   admit?: () => Promise<void>;
   onError: (err: unknown) => void;
@@ -322,12 +327,20 @@ function fetchJobDeps(deps: {
   // Handlers write through drizzle, on the connection of the transaction that stores their snapshot. A
   // stored batch's jobs all complete in one turn, each with a BullMQ script: sent in one write.
   const snapshots = new SnapshotStore(notifications, plans, deps.handlers, (client) => drizzle({ client, schema }) as unknown as Tx, deps.tracing);
-  const marketplace = new MarketplaceClient({ timeoutMs: config.fetch.timeoutMs, connections: config.fetch.concurrency });
+  const marketplace = new MarketplaceClient({
+    timeoutMs: config.fetch.timeoutMs,
+    connections: config.fetch.concurrency,
+    tokens: deps.tokens,
+    onCall: (operation, outcome) => {
+      // The fetches themselves are counted as fetch outcomes; only their token requests here.
+      if (operation === 'oauth.token') deps.metrics.marketplaceCalls.inc({ operation, outcome });
+    },
+  });
   return {
     admit: deps.admit,
     company: (companyId) => connections.get(companyId),
     begin: (resource) => starts.begin(resource),
-    get: (href, apiToken) => fetchResource(marketplace, href, apiToken),
+    get: (href, connection) => fetchResource(marketplace, href, connection),
     store: (snapshot) => snapshots.store(snapshot),
     recordAttempt: notifications.recordAttempt,
     markGone: (attempt) =>
@@ -335,9 +348,9 @@ function fetchJobDeps(deps: {
         await markResourceGone(client, { companyId: attempt.companyId, href: attempt.href, fetchStartedAt: attempt.startedAt });
         await tx.recordAttempt(attempt, { status: 'processed', outcome: 'gone' });
       }),
-    pause: (attempt, sealedToken, why) =>
+    pause: (attempt, revision, why) =>
       notifications.transaction(async (tx, client) => {
-        const paused = await pauseCompany(client, attempt.companyId, sealedToken, `GET ${attempt.href}: ${why}`);
+        const paused = await pauseCompany(client, attempt.companyId, revision, `GET ${attempt.href}: ${why}`);
         await tx.recordAttempt(attempt, paused ? { status: 'failed', error: why } : { status: 'pending' });
         return paused;
       }),

@@ -56,7 +56,11 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
     '/companies',
     {
       schema: {
-        ...doc('companies', 'Add a company', 'Adds a company (a tenant) with its marketplace API base URL and API token. The token is stored encrypted and never returned.'),
+        ...doc(
+          'companies',
+          'Add a company',
+          'Adds a company (a tenant) with its marketplace API base URL, its API token and, optionally, its `connection`: the `bearer` profile (the default, `Authorization: Bearer <apiToken>`) or `avinode` (the real marketplace\'s headers), with a fixed auth token or OAuth 2.0 client credentials. Secrets are stored encrypted and never returned. The credentials are then checked with one harmless call (the webhook settings list): `credentials.status` says whether the marketplace accepted them (`accepted`, `refused`, `unreachable`); the company is created either way.',
+        ),
         body: s.createCompanyBody,
         response: { 201: s.companySchema, ...errors },
       },
@@ -70,14 +74,24 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
   );
   app.get(
     '/companies/:companyId',
-    { schema: { ...doc('companies', 'Show a company', 'One company, with its connection status (`unauthorized` once the marketplace refused its token).'), params: s.companyIdParams, response: { 200: s.companySchema, ...errors } } },
+    {
+      schema: {
+        ...doc('companies', 'Show a company', 'One company: its connection (without secrets), the last credentials check, and its connection status (`unauthorized` once a fetch was refused).'),
+        params: s.companyIdParams,
+        response: { 200: s.companySchema, ...errors },
+      },
+    },
     async (req) => deps.companies.get(req.params.companyId),
   );
   app.patch(
     '/companies/:companyId',
     {
       schema: {
-        ...doc('companies', 'Rename a company or replace its token', 'A new API token also lifts an `unauthorized` pause: the paused fetches resume by themselves.'),
+        ...doc(
+          'companies',
+          'Rename a company or replace its credentials',
+          'A new API token or `connection` (which replaces the whole connection: give every secret it needs; an API token not given is kept) lifts an `unauthorized` pause, so the paused fetches resume by themselves, and is checked like a new company\'s: `credentials.status` says whether the marketplace accepted it.',
+        ),
         params: s.companyIdParams,
         body: s.patchCompanyBody,
         response: { 200: s.companySchema, ...errors },
@@ -121,6 +135,23 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
       },
     },
     async (req, reply) => reply.code(201).send(await deps.webhooks.create(req.params.companyId, { ...req.body, eventTypes: req.body.eventTypes as EventType[] })),
+  );
+  app.post(
+    '/companies/:companyId/webhooks/reconcile',
+    {
+      schema: {
+        ...doc(
+          'webhooks',
+          "Reconcile a company's webhooks with the marketplace",
+          "Lists the company's settings on the marketplace (`GET /webhooks/settings`) and reports the drift from its local webhooks: `missing_remotely` (the marketplace lost it, as a sandbox reset does), `remote_id_changed`, `differs` (event types, target, active, ...), `unknown_remotely` (a setting no local webhook knows; never touched). A POST without a body only reports. With `apply: true` (in the body, or `?apply=true`), the lost settings are re-created under the same targetURI and clientIdentifier (a BASIC webhook gets a new secret; the old one stays accepted for the rotation grace period) and moved ids are taken over; each drift entry says what was done. 502 when the marketplace does not answer the list.",
+        ),
+        params: s.companyIdParams,
+        querystring: s.reconcileQuery,
+        body: s.reconcileBody,
+        response: { 200: s.reconciliationSchema, ...errors, 502: s.problemSchema },
+      },
+    },
+    async (req) => deps.webhooks.reconcile(req.params.companyId, { apply: req.body?.apply ?? req.query.apply ?? false }),
   );
   app.get(
     '/companies/:companyId/webhooks',

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { outboundStatus } from '../db/schema/index.js';
 import { notificationStatus } from '../services/views.js';
 import { storableText } from '../lib/json-body.js';
+import { CONNECTION_PROFILES } from '../marketplace/connection.js';
 import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES, marketplaceId } from '../marketplace/contract.js';
 import { quoteSubmissionSchema } from '../marketplace/quotes.js';
 
@@ -10,6 +11,7 @@ export { clientLeadSchema as createLeadBody } from '../marketplace/leads.js';
 // The answers' shapes, written once beside the services that build them.
 export {
   companyViewSchema as companySchema,
+  reconciliationViewSchema as reconciliationSchema,
   leadViewSchema as leadSchema,
   notificationStatus,
   notificationViewSchema as notificationSchema,
@@ -40,12 +42,63 @@ export const notificationParams = z.object({ id: z.coerce.number().int().positiv
 const text = (max: number) => z.string().max(max).refine(storableText, 'must not contain a NUL character or a lone surrogate');
 
 const name = text(200).trim().min(1);
-const apiToken = text(4096).min(1);
+/** A value sent in an HTTP header (a token, a product name): printable ASCII, as a header can carry it. */
+const headerText = (max: number) => z.string().min(1).max(max).regex(/^[\x20-\x7E]+$/, 'must be printable ASCII (it is sent in an HTTP header)');
+const apiToken = headerText(4096);
 
-export const createCompanyBody = z.strictObject({ name, apiBaseUrl: text(2048).min(1), apiToken });
+/** Where the bearer token and the avinode headers come from (SPEC §14; marketplace/connection.ts sends them). */
+export const connectionBody = z
+  .strictObject({
+    profile: z.enum(CONNECTION_PROFILES).describe("`bearer` (the default: `Authorization: Bearer <apiToken>`) or `avinode` (the real marketplace's headers)"),
+    authToken: headerText(4096).optional().describe('avinode: the fixed `Authorization: Bearer` token; or give OAuth client credentials instead. Stored encrypted, never returned'),
+    product: headerText(200).optional().describe('avinode: `X-Avinode-Product`, your product name and version (default: "Skyhook <version>")'),
+    apiVersion: headerText(50).optional().describe('avinode: `X-Avinode-ApiVersion`, sent when set'),
+    tokenUrl: text(2048).min(1).optional().describe('OAuth 2.0: the token endpoint of the client-credentials grant, e.g. https://sandbox.avinode.com/api/oauth/token'),
+    clientId: headerText(500).optional().describe('OAuth 2.0: the client id'),
+    clientSecret: headerText(4096).optional().describe('OAuth 2.0: the client secret. Stored encrypted, never returned'),
+  })
+  .superRefine((c, ctx) => {
+    const oauth = (['tokenUrl', 'clientId', 'clientSecret'] as const).filter((k) => c[k] !== undefined);
+    if (oauth.length > 0 && oauth.length < 3) {
+      for (const k of (['tokenUrl', 'clientId', 'clientSecret'] as const).filter((k) => c[k] === undefined)) {
+        ctx.addIssue({ code: 'custom', path: [k], message: 'is required with the other OAuth client credentials (tokenUrl, clientId, clientSecret)' });
+      }
+    }
+    if (c.profile === 'bearer') {
+      for (const k of (['authToken', 'product', 'apiVersion'] as const).filter((k) => c[k] !== undefined)) {
+        ctx.addIssue({ code: 'custom', path: [k], message: 'is only sent by the avinode profile' });
+      }
+    } else if (c.authToken !== undefined && oauth.length > 0) {
+      ctx.addIssue({ code: 'custom', path: ['authToken'], message: 'give authToken or OAuth client credentials, not both' });
+    } else if (c.authToken === undefined && oauth.length === 0) {
+      ctx.addIssue({ code: 'custom', path: ['authToken'], message: 'is required by the avinode profile (or give OAuth client credentials: tokenUrl, clientId, clientSecret)' });
+    }
+  })
+  .describe("How Skyhook authenticates to the marketplace. Replaces the whole connection: give every secret it needs. The API token stays `apiToken`");
+
+/** Whether a connection takes the bearer profile's token from OAuth: then no API token is sent at all. */
+export const apiTokenUnused = (connection: { profile: string; tokenUrl?: string } | undefined): boolean => connection?.profile === 'bearer' && connection.tokenUrl !== undefined;
+
+export const createCompanyBody = z
+  .strictObject({
+    name,
+    apiBaseUrl: text(2048).min(1),
+    apiToken: apiToken.optional().describe('the company API token; required unless a bearer connection takes its token from OAuth client credentials. Stored encrypted, never returned'),
+    connection: connectionBody.optional(),
+  })
+  .superRefine((b, ctx) => {
+    if (b.apiToken === undefined && !apiTokenUnused(b.connection)) ctx.addIssue({ code: 'invalid_type', expected: 'string', input: undefined, path: ['apiToken'], message: 'is required (unless a bearer connection has OAuth client credentials)' });
+    if (b.apiToken !== undefined && apiTokenUnused(b.connection)) ctx.addIssue({ code: 'custom', path: ['apiToken'], message: 'is not sent by a bearer connection with OAuth client credentials: leave it out' });
+  });
 export const patchCompanyBody = z
-  .strictObject({ name: name.optional(), apiToken: apiToken.optional() })
-  .refine((b) => b.name !== undefined || b.apiToken !== undefined, { message: 'give name or apiToken' });
+  .strictObject({ name: name.optional(), apiToken: apiToken.optional(), connection: connectionBody.optional() })
+  .refine((b) => b.name !== undefined || b.apiToken !== undefined || b.connection !== undefined, { message: 'give name, apiToken or connection' });
+
+/** The body is optional: a POST without one only reports. */
+export const reconcileBody = z
+  .strictObject({ apply: z.boolean().optional().describe('re-create the settings the marketplace lost (default false: only report)') })
+  .nullish();
+export const reconcileQuery = z.object({ apply: z.stringbool().optional().describe('the same as the body\'s `apply`') });
 
 const eventTypes = z.array(z.enum(EVENT_TYPES)).min(1).max(EVENT_TYPES.length).refine((a) => new Set(a).size === a.length, { message: 'must not repeat an event type' });
 
@@ -113,7 +166,7 @@ export const deletedSchema = z.object({
 
 export const createQuoteBody = z.strictObject({
   requestId: marketplaceId.describe('a lift id (reply to that requested lift) or an RFQ id (an additional quote)'),
-  actAsAccount: text(200).trim().min(1).optional().describe('user login sent as X-Service-ActAsAccount'),
+  actAsAccount: text(200).trim().min(1).optional().describe("user login sent in the act-as header of the company's profile (bearer: X-Service-ActAsAccount, avinode: X-Avinode-ActAsAccount)"),
   allowPriceMismatch: z.boolean().optional(),
   resendUnknown: z
     .boolean()

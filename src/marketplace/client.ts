@@ -1,9 +1,9 @@
 /**
- * The one marketplace client, used by every path (admin API, CLI, workers): the company's token, JSON,
- * a timeout, a bounded answer, and typed errors. `exchange` is the single HTTP transport; `call` adds
- * the envelope and retries (only calls that are safe to repeat, GET and PUT, and only on network
- * errors, timeouts, 408, 429 and 5xx); the worker classifies `exchange`'s answers into its own outcomes
- * (processing/fetch-resource.ts).
+ * The one marketplace client, used by every path (admin API, CLI, workers): the company's connection (its
+ * headers come from connection.ts, its OAuth token from oauth2.ts), JSON, a timeout, a bounded answer, and
+ * typed errors. `exchange` is the single HTTP transport; `call` adds the envelope and retries (only calls
+ * that are safe to repeat, GET and PUT, and only on network errors, timeouts, 408, 429 and 5xx); the worker
+ * classifies `exchange`'s answers into its own outcomes (processing/fetch-resource.ts).
  *
  * The transport is undici's request API rather than fetch(): the same HTTP client without the WHATWG
  * Request, Response and stream objects around every call, which cost the worker about a tenth of its CPU
@@ -11,18 +11,16 @@
  * token is never carried to another address.
  */
 import { Agent, request, type Dispatcher } from 'undici';
-import { authorizationHeader, readEnvelopeMessage, type EnvelopeEntry } from './contract.js';
+import { DEFAULT_ACCESS_TOKEN_LIFETIME_S, readEnvelopeMessage, type EnvelopeEntry } from './contract.js';
+import { actAsAccountHeader, callHeaders, fixedBearerToken, tokenRequestHeaders, type ApiConnection } from './connection.js';
 import { MarketplaceError } from './errors.js';
+import { AccessTokens, type AccessToken, type OAuthConnection } from './oauth2.js';
 
 export { MarketplaceError, type MarketplaceErrorKind } from './errors.js';
+export type { ApiConnection } from './connection.js';
 
 /** The largest answer read; a larger one is refused while it is read, not after. */
 export const MAX_ANSWER_BYTES = 5 * 1024 * 1024;
-
-export interface ApiConnection {
-  baseUrl: string;
-  token: string;
-}
 
 /** An HTTP answer as received; `text` is null when it was larger than MAX_ANSWER_BYTES (not read further). */
 export interface Answer {
@@ -67,15 +65,26 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** A stable name for metrics, e.g. `leads.create` (default: the method). */
   operation?: string;
+  /** The user login the call acts as, in the header of the company's profile. */
+  actAsAccount?: string;
+  /** false: one attempt only, whatever the method (a check whose caller is waiting). Default true. */
+  retry?: boolean;
 }
 
 const RETRYABLE_METHODS = new Set(['GET', 'PUT']);
 const MAX_RETRIES = 2;
 /** A Retry-After longer than this is not waited for by a caller who is waiting for the answer. */
 const MAX_RETRY_WAIT_MS = 2000;
+/** The largest token endpoint answer read. */
+const MAX_TOKEN_ANSWER_BYTES = 64 * 1024;
+
+/** No answer worth acting on came: worth asking again later (the call was never sent to the marketplace). */
+const isTransientKind = (e: MarketplaceError): boolean =>
+  e.kind === 'network' || e.kind === 'timeout' || e.kind === 'token_unavailable' || (e.kind === 'http' && isTransientStatus(e.status ?? 0));
 
 export class MarketplaceClient {
   private readonly dispatcher: Agent;
+  private readonly tokens: AccessTokens;
 
   constructor(
     private readonly opts: {
@@ -85,19 +94,71 @@ export class MarketplaceClient {
       /** Connections kept per marketplace origin (the worker sizes it to its concurrency). */
       connections?: number;
       onCall?: (operation: string, outcome: string) => void;
+      /** The process's OAuth token cache, shared by its clients (default: one of this client's own). */
+      tokens?: AccessTokens;
     },
   ) {
     this.dispatcher = new Agent({ keepAliveTimeout: 10_000, connections: opts.connections ?? 16 });
+    this.tokens = opts.tokens ?? new AccessTokens();
   }
 
-  /** One HTTP exchange with the company's token; throws MarketplaceError (network, timeout) when there is no answer. */
-  async exchange(url: string, token: string, init: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal } = {}): Promise<Answer> {
+  /**
+   * One HTTP exchange with the company's connection; throws MarketplaceError (network, timeout, token_*) when
+   * there is no answer. A 401 to an OAuth token gets one new token and one retry before it stands: the token
+   * may have expired early or been revoked.
+   */
+  async exchange(url: string, conn: ApiConnection, init: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal } = {}): Promise<Answer> {
+    const bearer = await this.bearerToken(conn);
+    const answer = await this.send(url, conn, bearer, init);
+    if (answer.status !== 401 || !conn.oauth) return answer;
+    this.tokens.invalidate(conn as OAuthConnection, bearer);
+    return this.send(url, conn, await this.bearerToken(conn), init);
+  }
+
+  /** The connection's bearer token: fixed, or its OAuth access token (cached, single-flight). */
+  private async bearerToken(conn: ApiConnection): Promise<string> {
+    const fixed = fixedBearerToken(conn);
+    if (fixed !== undefined) return fixed;
+    if (!conn.oauth) throw new MarketplaceError('invalid_request', 'the connection has no token to send; nothing was sent');
+    const oauth = conn as OAuthConnection;
+    return this.tokens.get(oauth, () => this.requestAccessToken(oauth));
+  }
+
+  /** RFC 6749 §4.4: a client-credentials grant at the connection's token URL (contract.ts says how). */
+  private async requestAccessToken(conn: OAuthConnection): Promise<AccessToken> {
+    const what = `the token request to ${conn.oauth.tokenUrl}`;
+    let status: number;
+    let text: string | null;
+    try {
+      const res = await request(conn.oauth.tokenUrl, {
+        method: 'POST',
+        headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded', ...tokenRequestHeaders(conn) },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: conn.oauth.clientId, client_secret: conn.oauth.clientSecret }).toString(),
+        dispatcher: this.dispatcher,
+        headersTimeout: this.opts.timeoutMs,
+        bodyTimeout: this.opts.timeoutMs,
+        signal: AbortSignal.timeout(this.opts.timeoutMs),
+      });
+      status = res.statusCode;
+      text = await readAtMost(res.body, MAX_TOKEN_ANSWER_BYTES);
+    } catch (err) {
+      const e = noAnswer(err, what, this.opts.timeoutMs);
+      this.opts.onCall?.('oauth.token', e.kind);
+      throw new MarketplaceError('token_unavailable', e.message, { code: e.code });
+    }
+    const token = readTokenAnswer(status, text, what);
+    this.opts.onCall?.('oauth.token', token instanceof MarketplaceError ? (token.kind === 'token_refused' ? `refused_${status}` : `http_${status}`) : 'ok');
+    if (token instanceof MarketplaceError) throw token;
+    return token;
+  }
+
+  private async send(url: string, conn: ApiConnection, bearer: string, init: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal }): Promise<Answer> {
     const method = init.method ?? 'GET';
     let res: Dispatcher.ResponseData;
     try {
       res = await request(url, {
         method: method as Dispatcher.HttpMethod,
-        headers: { authorization: authorizationHeader(token), accept: 'application/json', ...init.headers },
+        headers: { accept: 'application/json', ...init.headers, ...callHeaders(conn, bearer) },
         body: init.body,
         dispatcher: this.dispatcher,
         headersTimeout: this.opts.timeoutMs,
@@ -125,7 +186,7 @@ export class MarketplaceClient {
 
   /** Sends one call and returns the envelope's `data`; throws MarketplaceError. */
   async call<T>(conn: ApiConnection, method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    const retries = RETRYABLE_METHODS.has(method) ? MAX_RETRIES : 0;
+    const retries = RETRYABLE_METHODS.has(method) && options.retry !== false ? MAX_RETRIES : 0;
     for (let attempt = 0; ; attempt++) {
       try {
         const data = await this.once<T>(conn, method, path, options);
@@ -134,7 +195,7 @@ export class MarketplaceClient {
       } catch (err) {
         const e = err as MarketplaceError;
         this.opts.onCall?.(options.operation ?? method, e.kind === 'http' ? `http_${e.status}` : (e.kind ?? 'error'));
-        const transient = e.kind === 'network' || e.kind === 'timeout' || (e.kind === 'http' && isTransientStatus(e.status ?? 0));
+        const transient = e instanceof MarketplaceError && isTransientKind(e);
         const waitMs = Math.max(e.retryAfterMs ?? 0, (this.opts.retryDelayMs ?? 250) * 2 ** attempt);
         if (!transient || attempt >= retries || waitMs > MAX_RETRY_WAIT_MS) throw err;
         await new Promise((r) => setTimeout(r, waitMs));
@@ -144,9 +205,13 @@ export class MarketplaceClient {
 
   private async once<T>(conn: ApiConnection, method: string, path: string, options: RequestOptions): Promise<T> {
     const url = `${conn.baseUrl.replace(/\/+$/, '')}${path}`;
-    const answer = await this.exchange(url, conn.token, {
+    const answer = await this.exchange(url, conn, {
       method,
-      headers: { ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}), ...options.headers },
+      headers: {
+        ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(options.actAsAccount !== undefined ? { [actAsAccountHeader(conn.profile)]: options.actAsAccount } : {}),
+        ...options.headers,
+      },
       body: options.body !== undefined ? JSON.stringify(options.body) : undefined,
       // One deadline for the whole call, answer included: an answer that trickles in must not outlast it
       // (sendOnce takes a call older than twice the timeout for a crashed one and sends it again).
@@ -198,6 +263,34 @@ async function readAtMost(body: Dispatcher.ResponseData['body'], limit: number):
     chunks.push(chunk);
   }
   return Buffer.concat(chunks, size).toString('utf8');
+}
+
+/**
+ * A token endpoint's answer (RFC 6749 §5.1, §5.2): the token, or why there is none. A 4xx is a refusal of the
+ * client credentials (its `error` and `error_description` kept, never the request); a 5xx, 408 or 429 is
+ * worth asking again; a 2xx without a bearer `access_token` is a refusal too (the URL is not a token endpoint).
+ */
+export function readTokenAnswer(status: number, text: string | null, what: string): AccessToken | MarketplaceError {
+  let body: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = text ? JSON.parse(text) : undefined;
+    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
+  } catch {
+    // Not JSON: the status alone decides below.
+    body = {};
+  }
+  if (isTransientStatus(status)) return new MarketplaceError('token_unavailable', `${what} answered ${status}`, { status });
+  const code = typeof body.error === 'string' ? body.error : undefined;
+  if (status < 200 || status >= 300 || code !== undefined) {
+    const entry = readEnvelopeMessage({ title: typeof body.error_description === 'string' ? body.error_description : (code ?? `status ${status}`), code: code ?? `http_${status}`, path: 'connection' });
+    return new MarketplaceError('token_refused', `${what} was refused (${status}): ${entry.message}${code !== undefined && entry.message !== code ? ` (${code})` : ''}`, { status, errors: [entry] });
+  }
+  const tokenType = typeof body.token_type === 'string' ? body.token_type.toLowerCase() : 'bearer';
+  if (typeof body.access_token !== 'string' || body.access_token === '' || tokenType !== 'bearer') {
+    return new MarketplaceError('token_refused', `${what} answered ${status} without a bearer access_token`, { status, errors: [{ message: 'no bearer access_token in the answer', field: 'connection.tokenUrl', code: 'no_access_token' }] });
+  }
+  const expiresIn = typeof body.expires_in === 'number' ? body.expires_in : typeof body.expires_in === 'string' ? Number(body.expires_in) : Number.NaN;
+  return { value: body.access_token, lifetimeS: Number.isFinite(expiresIn) && expiresIn > 0 ? expiresIn : DEFAULT_ACCESS_TOKEN_LIFETIME_S };
 }
 
 /** Retry-After as delay-seconds or an HTTP date (RFC 9110 §10.2.3); undefined when absent or bad. */

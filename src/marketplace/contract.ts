@@ -6,8 +6,16 @@
 import { z } from 'zod';
 import { MarketplaceError } from './errors.js';
 
-/** (assumed) How a company's API token is sent on every call. */
-export const authorizationHeader = (apiToken: string): string => `Bearer ${apiToken}`;
+/** How each call is authenticated lives in connection.ts (SPEC §14); the seed's reading is its `bearer` profile. */
+export { authorizationHeader } from './connection.js';
+
+/**
+ * OAuth 2.0 client credentials (SPEC §14): the token request is a form POST of `grant_type=client_credentials`
+ * with `client_id` and `client_secret` in the body (`client_secret_post`, as the real marketplace's example
+ * sends them). (assumed) A token answer without `expires_in` is taken to live this long; a 401 before then
+ * gets a new one anyway.
+ */
+export const DEFAULT_ACCESS_TOKEN_LIFETIME_S = 300;
 
 /** (assumed, the real marketplace's names) Event types a webhook can subscribe to. */
 export const EVENT_TYPES = [

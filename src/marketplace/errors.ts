@@ -4,8 +4,12 @@
  */
 import type { EnvelopeEntry } from './contract.js';
 
-/** `invalid_request`: the call was not sent, as a value it needs cannot be put in it (contract.ts pathSegment). */
-export type MarketplaceErrorKind = 'network' | 'timeout' | 'http' | 'soft' | 'invalid_response' | 'invalid_request';
+/**
+ * `invalid_request`: the call was not sent, as a value it needs cannot be put in it (contract.ts pathSegment).
+ * `token_refused`: the OAuth token endpoint refused the client credentials (or answered no token), so the call
+ * was not sent; `token_unavailable`: the token endpoint did not answer, or answered 5xx/429 (worth asking again).
+ */
+export type MarketplaceErrorKind = 'network' | 'timeout' | 'http' | 'soft' | 'invalid_response' | 'invalid_request' | 'token_refused' | 'token_unavailable';
 
 /** Network errors raised while connecting: the request was never sent. */
 const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
@@ -47,6 +51,8 @@ export class MarketplaceError extends Error {
         return (this.status ?? 0) >= 500 && this.status !== 503;
       case 'soft':
       case 'invalid_request':
+      case 'token_refused':
+      case 'token_unavailable':
         return false;
     }
   }

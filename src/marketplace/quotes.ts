@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { pathSegment } from './contract.js';
+import { HEADERS } from './connection.js';
 
 const nonNegativeInt = z.number().int('must be a whole number').min(0, 'must be zero or more');
 const numericText = z.string().regex(/^\d+(\.\d+)?$/, 'must be numeric text, such as "4" or "1250.50"');
@@ -112,7 +113,8 @@ export function priceMismatch(quote: QuoteSubmission['quote']): { total: number;
 
 /** (assumed path, the real marketplace's) */
 export const submitQuotePath = (requestId: string): string => `/tripmsgs/${pathSegment(requestId, 'requestId')}/submitQuote`;
-export const ACT_AS_ACCOUNT_HEADER = 'X-Service-ActAsAccount';
+/** The bearer profile's act-as header; the client picks the header of the company's profile (connection.ts). */
+export const ACT_AS_ACCOUNT_HEADER = HEADERS.serviceActAsAccount;
 
 /** (assumed shape) What the marketplace answers for a submitted quote. */
 export interface QuoteSubmitted {

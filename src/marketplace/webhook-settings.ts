@@ -13,12 +13,25 @@ const pathFor = (form: SettingsPathForm, id: string) =>
   `${form === 'plural' ? WEBHOOK_SETTINGS_PATH : WEBHOOK_SETTINGS_SINGULAR_PATH}/${pathSegment(id, 'the webhook setting id')}`;
 
 export interface WebhookSettingsApi {
+  /**
+   * The company's settings on the marketplace (SPEC §14: reconciliation, and the harmless call that checks
+   * credentials). `retry: false` asks once (a caller waiting for a check).
+   */
+  list(conn: ApiConnection, opts?: { retry?: boolean }): Promise<WebhookSetting[]>;
   create(conn: ApiConnection, body: WebhookSettingBody): Promise<WebhookSetting>;
   update(conn: ApiConnection, id: string, body: WebhookSettingBody, form: SettingsPathForm): Promise<{ setting: WebhookSetting; pathForm: SettingsPathForm }>;
 }
 
 export function webhookSettingsApi(client: MarketplaceClient): WebhookSettingsApi {
   return {
+    async list(conn, opts = {}) {
+      const settings = await client.call<unknown>(conn, 'GET', WEBHOOK_SETTINGS_PATH, { operation: 'webhook_settings.list', retry: opts.retry });
+      if (!Array.isArray(settings)) throw new MarketplaceError('invalid_response', 'GET /webhooks/settings answered without a list in data');
+      const bad = settings.findIndex((s) => typeof s !== 'object' || s === null || typeof (s as { id?: unknown }).id !== 'string');
+      if (bad !== -1) throw new MarketplaceError('invalid_response', `GET /webhooks/settings answered a setting without an id (item ${bad})`);
+      return settings as WebhookSetting[];
+    },
+
     async create(conn, body) {
       const setting = await client.call<WebhookSetting>(conn, 'POST', WEBHOOK_SETTINGS_PATH, { body, operation: 'webhook_settings.create' });
       if (!setting || typeof setting.id !== 'string') throw new MarketplaceError('invalid_response', 'POST /webhooks/settings answered without data.id');

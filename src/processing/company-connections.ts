@@ -1,21 +1,22 @@
 /**
- * The worker's view of company API connections: status and decrypted token, cached for a moment so a
- * busy worker does not query and decrypt per job. A replaced token or a lifted pause is seen within
+ * The worker's view of company API connections: status and decrypted connection, cached for a moment so a
+ * busy worker does not query and decrypt per job. Replaced credentials or a lifted pause are seen within
  * TTL_MS; the worker's own 401 handling forgets the entry at once.
  */
 import { eq } from 'drizzle-orm';
 import type pg from 'pg';
 import type { Database } from '../db/client.js';
+import { connectionFromRow } from '../db/company-connection.js';
 import { companies } from '../db/schema/index.js';
-import { decryptSecret } from '../lib/crypto.js';
+import type { ApiConnection } from '../marketplace/connection.js';
 
 const TTL_MS = 2000;
 
 export interface CompanyConnection {
   paused: boolean;
-  apiToken: string;
-  /** The token as stored, to tell later whether it was replaced. */
-  sealedToken: string;
+  connection: ApiConnection;
+  /** The credentials revision the connection is of, to tell later whether they were replaced. */
+  revision: number;
 }
 
 export class CompanyConnections {
@@ -30,12 +31,8 @@ export class CompanyConnections {
     const now = Date.now();
     const hit = this.cache.get(companyId);
     if (hit && hit.expiresAt > now) return hit.value;
-    const [row] = await this.db
-      .select({ status: companies.connectionStatus, token: companies.apiTokenEncrypted })
-      .from(companies)
-      .where(eq(companies.id, companyId))
-      .limit(1);
-    const value = row ? { paused: row.status === 'unauthorized', apiToken: decryptSecret(this.secretKey, row.token), sealedToken: row.token } : null;
+    const [row] = await this.db.select().from(companies).where(eq(companies.id, companyId)).limit(1);
+    const value = row ? { paused: row.connectionStatus === 'unauthorized', connection: connectionFromRow(row, this.secretKey), revision: row.credentialsRevision } : null;
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(companyId, { value, expiresAt: now + TTL_MS });
     return value;
@@ -47,14 +44,14 @@ export class CompanyConnections {
 }
 
 /**
- * Pauses a company whose token the marketplace refused (SPEC §5), only if `sealedToken` is still its token:
- * a token replaced meanwhile is not the one refused. Answers whether it paused it. `reason` is what the
- * admin sees (connection_error).
+ * Pauses a company whose credentials the marketplace refused (SPEC §5), only if `revision` is still its
+ * credentials revision: credentials replaced meanwhile are not the ones refused. Answers whether it paused
+ * it. `reason` is what the admin sees (connection_error).
  */
-export async function pauseCompany(client: Pick<pg.PoolClient, 'query'>, companyId: string, sealedToken: string, reason: string): Promise<boolean> {
+export async function pauseCompany(client: Pick<pg.PoolClient, 'query'>, companyId: string, revision: number, reason: string): Promise<boolean> {
   const { rowCount } = await client.query(
-    `UPDATE companies SET connection_status = 'unauthorized', connection_error = $2, updated_at = now() WHERE id = $1 AND api_token_encrypted = $3`,
-    [companyId, reason, sealedToken],
+    `UPDATE companies SET connection_status = 'unauthorized', connection_error = $2, updated_at = now() WHERE id = $1 AND credentials_revision = $3`,
+    [companyId, reason, revision],
   );
   return (rowCount ?? 0) > 0;
 }

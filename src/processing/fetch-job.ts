@@ -9,6 +9,7 @@ import { CLAIM_LIMIT } from '../db/notifications.repository.js';
 import type { BatchSummary } from '../lib/batch-summary.js';
 import type { Metrics } from '../lib/metrics.js';
 import type { FetchSpan } from '../lib/tracing.js';
+import type { ApiConnection } from '../marketplace/connection.js';
 import type { CompanyConnection } from './company-connections.js';
 import type { FetchStart } from './fetch-start.js';
 import { applyOutcome, type OutcomeDeps } from './fetch-outcomes.js';
@@ -24,7 +25,7 @@ export interface FetchJobDeps extends OutcomeDeps {
   company(companyId: string): Promise<CompanyConnection | null>;
   /** The C5 slot and the C4 claim (fetch-start.ts). */
   begin(resource: FetchJob): Promise<FetchStart>;
-  get(href: string, apiToken: string): Promise<FetchResult>;
+  get(href: string, connection: ApiConnection): Promise<FetchResult>;
   metrics: Pick<Metrics, 'fetchOutcomes' | 'processingLatency'>;
   /** Counts the notifications each fetch finished, by company and outcome, for the per-batch log line. */
   finished: Pick<BatchSummary, 'add'>;
@@ -49,7 +50,7 @@ export async function runFetchJob(
 
   const company = await deps.company(resource.companyId);
   if (!company) return { next: 'done', summary: 'company deleted' };
-  // 401/403 paused this company: wait, without touching its rows, until its token is replaced.
+  // 401/403 paused this company: wait, without touching its rows, until its credentials are replaced.
   if (company.paused) return { next: 'delay', ms: PAUSED_RECHECK_MS };
 
   // C5 slot and C4 claim, batched with the other running jobs.
@@ -63,7 +64,7 @@ export async function runFetchJob(
   const get = trace?.get(resource.href, job.attemptsMade);
   let result: FetchResult;
   try {
-    result = await deps.get(resource.href, company.apiToken);
+    result = await deps.get(resource.href, company.connection);
   } catch (err) {
     get?.end(undefined, err);
     throw err;
@@ -77,7 +78,7 @@ export async function runFetchJob(
     deps.finished.add(resource.companyId, result.kind === 'gone' && applied.final === 'processed' ? 'gone' : applied.final, claimed.ids.length);
   }
   if (result.kind === 'unauthorized' && applied.final === 'failed') {
-    deps.log.warn({ companyId: resource.companyId, jobId: job.id }, 'marketplace refused the company token; its fetches are paused until the token is replaced');
+    deps.log.warn({ companyId: resource.companyId, jobId: job.id }, 'marketplace refused the company credentials; its fetches are paused until they are replaced');
   }
   if (applied.next === 'retry') return { next: 'retry', error: applied.error };
   // One claim takes at most CLAIM_LIMIT rows: the rest of a large backlog gets a job of its own.

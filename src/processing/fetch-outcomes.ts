@@ -4,7 +4,8 @@
  *  - 2xx: the snapshot is stored, with what changed; the notifications are processed;
  *  - 404/410: processed, outcome `gone`; the stored snapshot is kept and flagged;
  *  - a soft error, another 4xx: failed;
- *  - 401/403: failed, and the company paused until its token is replaced (unless it was replaced meanwhile);
+ *  - 401/403, or client credentials the token endpoint refused: failed, and the company paused until its
+ *    credentials are replaced (unless they were replaced meanwhile);
  *  - a network error, a timeout, 408, 429, 5xx: retried with backoff, failed after the last attempt.
  * Every attempt is recorded with the notifications it covered (db/notifications.repository.ts).
  */
@@ -36,10 +37,10 @@ export interface OutcomeDeps {
   /** 404/410: the snapshot flagged gone and the attempt recorded, together. */
   markGone(attempt: FetchAttempt): Promise<void>;
   /**
-   * 401/403: pauses the company if `sealedToken` is still its token, failing the notifications with the
-   * attempt, together; answers whether it did (false: the token was replaced meanwhile).
+   * 401/403: pauses the company if `revision` is still its credentials revision, failing the notifications
+   * with the attempt, together; answers whether it did (false: the credentials were replaced meanwhile).
    */
-  pause(attempt: FetchAttempt, sealedToken: string, why: string): Promise<boolean>;
+  pause(attempt: FetchAttempt, revision: number, why: string): Promise<boolean>;
   /** Forgets the cached connection of a company whose token was refused. */
   forgetCompany(companyId: string): void;
   requeue(resource: ResourceKey): Promise<void>;
@@ -107,9 +108,9 @@ async function refused(result: Extract<FetchResult, { kind: 'soft_error' | 'fail
 }
 
 async function unauthorized(result: Extract<FetchResult, { kind: 'unauthorized' }>, ctx: FetchContext, deps: OutcomeDeps): Promise<Applied> {
-  const why = `marketplace answered ${result.status}: the API token was refused`;
+  const why = result.message;
   deps.forgetCompany(ctx.resource.companyId);
-  const paused = await deps.pause(attemptOf(ctx, result, deps.now(), 'unauthorized', why), ctx.company.sealedToken, why);
+  const paused = await deps.pause(attemptOf(ctx, result, deps.now(), 'unauthorized', why), ctx.company.revision, why);
   if (paused) return { final: 'failed', next: 'done' };
   // Not this job's failure: the token was replaced meanwhile; fetch again with it (no attempt spent).
   await deps.requeue(ctx.resource);

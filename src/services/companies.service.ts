@@ -1,14 +1,33 @@
-/** Companies and their API connections. The token is encrypted at rest and never leaves this module in clear except to the marketplace client. */
-import { asc, eq, gt, inArray } from 'drizzle-orm';
+/**
+ * Companies and their marketplace connections (SPEC §7, §14). Secrets (the API token, an avinode auth token,
+ * an OAuth client secret) are encrypted at rest and never leave this module in clear except to the
+ * marketplace client. Setting or replacing credentials checks them with one harmless call (the settings
+ * list) and records what the marketplace said.
+ */
+import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
+import { connectionFromRow } from '../db/company-connection.js';
 import { companies, type CompanyRow } from '../db/schema/index.js';
-import { decryptSecret, encryptSecret } from '../lib/crypto.js';
+import { encryptSecret } from '../lib/crypto.js';
 import { decodeCursor, encodeCursor, isUuid } from '../db/pagination.js';
-import { badRequest, notFound } from '../lib/problem.js';
-import type { ApiConnection } from '../marketplace/client.js';
+import { badRequest, notFound, type FieldError } from '../lib/problem.js';
+import { isTransientStatus, MarketplaceError, type ApiConnection } from '../marketplace/client.js';
+import type { ConnectionProfile } from '../marketplace/connection.js';
+import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
 import type { CompanyView } from './views.js';
 
 export type { CompanyView };
+
+/** The `connection` object of POST and PATCH /admin/companies (admin/schemas.ts connectionBody). */
+export interface ConnectionInput {
+  profile: ConnectionProfile;
+  authToken?: string;
+  product?: string;
+  apiVersion?: string;
+  tokenUrl?: string;
+  clientId?: string;
+  clientSecret?: string;
+}
 
 export const companyView = (c: CompanyRow): CompanyView => ({
   id: c.id,
@@ -16,6 +35,19 @@ export const companyView = (c: CompanyRow): CompanyView => ({
   apiBaseUrl: c.apiBaseUrl,
   connectionStatus: c.connectionStatus,
   connectionError: c.connectionError,
+  connection: {
+    profile: c.connectionProfile,
+    product: c.product,
+    apiVersion: c.apiVersion,
+    tokenUrl: c.oauthTokenUrl,
+    clientId: c.oauthClientId,
+    storedSecrets: [
+      ...(c.apiTokenEncrypted !== null ? (['apiToken'] as const) : []),
+      ...(c.authTokenEncrypted !== null ? (['authToken'] as const) : []),
+      ...(c.oauthClientSecretEncrypted !== null ? (['clientSecret'] as const) : []),
+    ],
+  },
+  credentials: { status: c.credentialsStatus, checkedAt: c.credentialsCheckedAt?.toISOString() ?? null, error: c.credentialsError },
   createdAt: c.createdAt.toISOString(),
   updatedAt: c.updatedAt.toISOString(),
 });
@@ -24,17 +56,78 @@ export interface CompaniesDeps {
   db: Database;
   secretKey: Buffer;
   requireHttps: boolean;
+  /** The harmless call that checks credentials. */
+  settings: Pick<WebhookSettingsApi, 'list'>;
+}
+
+/** The connection columns, all of them, so that replacing a connection leaves nothing of the previous one. */
+type ConnectionColumns = Pick<
+  typeof companies.$inferInsert,
+  'apiTokenEncrypted' | 'connectionProfile' | 'authTokenEncrypted' | 'oauthTokenUrl' | 'oauthClientId' | 'oauthClientSecretEncrypted' | 'product' | 'apiVersion'
+>;
+
+/** What a credentials check found, from the one call's error (none: accepted). */
+export function credentialsVerdict(err: MarketplaceError | null): Pick<CompanyRow, 'credentialsStatus' | 'credentialsError'> {
+  if (err === null) return { credentialsStatus: 'accepted', credentialsError: null };
+  const passing = err.kind === 'network' || err.kind === 'timeout' || err.kind === 'token_unavailable' || (err.kind === 'http' && isTransientStatus(err.status ?? 0));
+  return { credentialsStatus: passing ? 'unreachable' : 'refused', credentialsError: err.message };
 }
 
 export function createCompaniesService(deps: CompaniesDeps) {
   const { db, secretKey } = deps;
 
-  function normaliseBaseUrl(raw: string): string {
+  /** Why `raw` is not an absolute http(s) URL without credentials or a fragment (https in production), or null. */
+  function urlProblem(raw: string, opts: { query: boolean }): string | null {
     const url = URL.canParse(raw) ? new URL(raw) : null;
-    if (!url || !['http:', 'https:'].includes(url.protocol)) throw badRequest('apiBaseUrl must be an absolute http(s) URL.', [{ field: 'apiBaseUrl', message: 'must be an absolute http(s) URL' }]);
-    if (deps.requireHttps && url.protocol !== 'https:') throw badRequest('apiBaseUrl must use https.', [{ field: 'apiBaseUrl', message: 'must use https' }]);
-    if (url.username || url.password || url.search || url.hash) throw badRequest('apiBaseUrl must not carry credentials, a query or a fragment.', [{ field: 'apiBaseUrl', message: 'must not carry credentials, a query or a fragment' }]);
-    return url.toString().replace(/\/+$/, '');
+    if (!url || !['http:', 'https:'].includes(url.protocol)) return 'must be an absolute http(s) URL';
+    if (deps.requireHttps && url.protocol !== 'https:') return 'must use https';
+    if (url.username || url.password || url.hash || (!opts.query && url.search)) return `must not carry ${opts.query ? 'credentials or a fragment' : 'credentials, a query or a fragment'}`;
+    return null;
+  }
+
+  const refuse = (problems: FieldError[]) => badRequest(problems.map((p) => `${p.field} ${p.message}.`).join(' '), problems);
+
+  function normaliseBaseUrl(raw: string): string {
+    const problem = urlProblem(raw, { query: false });
+    if (problem) throw refuse([{ field: 'apiBaseUrl', message: problem }]);
+    return new URL(raw).toString().replace(/\/+$/, '');
+  }
+
+  const seal = (value: string | undefined) => (value === undefined ? null : encryptSecret(secretKey, value));
+
+  /**
+   * The columns of a new connection, every one of them (nothing of the previous connection is left), checked
+   * with the API token that goes with it (given now, or kept from before): every problem named by its field.
+   */
+  function connectionColumns(connection: ConnectionInput, apiToken: { given?: string; stored: string | null }): ConnectionColumns {
+    const problems: FieldError[] = [];
+    const oauth = connection.tokenUrl !== undefined;
+    const hasApiToken = apiToken.given !== undefined || apiToken.stored !== null;
+    if (connection.profile === 'avinode' && !hasApiToken) problems.push({ field: 'apiToken', message: 'is required by the avinode profile (it is sent as X-Avinode-ApiToken)' });
+    if (connection.profile === 'bearer' && !oauth && !hasApiToken) problems.push({ field: 'apiToken', message: 'is required by the bearer profile without OAuth client credentials' });
+    if (connection.profile === 'bearer' && oauth && apiToken.given !== undefined) problems.push({ field: 'apiToken', message: 'is not sent by a bearer connection with OAuth client credentials: leave it out' });
+    const tokenUrlProblem = connection.tokenUrl === undefined ? null : urlProblem(connection.tokenUrl, { query: true });
+    if (tokenUrlProblem) problems.push({ field: 'connection.tokenUrl', message: tokenUrlProblem });
+    if (problems.length > 0) throw refuse(problems);
+    return {
+      // A bearer connection with OAuth sends no API token: one kept from before is dropped, not left unused.
+      apiTokenEncrypted: connection.profile === 'bearer' && oauth ? null : apiToken.given !== undefined ? seal(apiToken.given) : apiToken.stored,
+      connectionProfile: connection.profile,
+      authTokenEncrypted: seal(connection.authToken),
+      oauthTokenUrl: connection.tokenUrl === undefined ? null : new URL(connection.tokenUrl).toString(),
+      oauthClientId: connection.clientId ?? null,
+      oauthClientSecretEncrypted: seal(connection.clientSecret),
+      product: connection.product ?? null,
+      apiVersion: connection.apiVersion ?? null,
+    };
+  }
+
+  /** An API token replacing the stored one, the rest of the connection kept. */
+  function apiTokenColumns(current: CompanyRow, apiToken: string): Pick<ConnectionColumns, 'apiTokenEncrypted'> {
+    if (current.connectionProfile === 'bearer' && current.oauthTokenUrl !== null) {
+      throw refuse([{ field: 'apiToken', message: 'is not sent by this bearer connection, whose token comes from OAuth client credentials: replace the connection instead' }]);
+    }
+    return { apiTokenEncrypted: seal(apiToken) };
   }
 
   async function getRow(companyId: string): Promise<CompanyRow> {
@@ -43,13 +136,37 @@ export function createCompaniesService(deps: CompaniesDeps) {
     return row;
   }
 
+  /**
+   * One harmless call with the credentials of `row` (the settings list, asked once), its verdict recorded
+   * only if they are still the company's credentials: a check that lost a race with a newer replacement
+   * says nothing about the newer credentials.
+   */
+  async function checkCredentials(row: CompanyRow): Promise<CompanyRow> {
+    let failure: MarketplaceError | null = null;
+    try {
+      await deps.settings.list(connectionFromRow(row, secretKey), { retry: false });
+    } catch (err) {
+      if (!(err instanceof MarketplaceError)) throw err;
+      failure = err;
+    }
+    const [checked] = await db
+      .update(companies)
+      .set({ ...credentialsVerdict(failure), credentialsCheckedAt: new Date() })
+      .where(and(eq(companies.id, row.id), eq(companies.credentialsRevision, row.credentialsRevision)))
+      .returning();
+    return checked ?? getRow(row.id);
+  }
+
   return {
-    async create(input: { name: string; apiBaseUrl: string; apiToken: string }): Promise<CompanyView> {
+    /** Stored, then checked: the answer's `credentials` says whether the marketplace accepted them. */
+    async create(input: { name: string; apiBaseUrl: string; apiToken?: string; connection?: ConnectionInput }): Promise<CompanyView> {
+      const apiBaseUrl = normaliseBaseUrl(input.apiBaseUrl);
+      const columns = connectionColumns(input.connection ?? { profile: 'bearer' }, { given: input.apiToken, stored: null });
       const [row] = await db
         .insert(companies)
-        .values({ name: input.name, apiBaseUrl: normaliseBaseUrl(input.apiBaseUrl), apiTokenEncrypted: encryptSecret(secretKey, input.apiToken) })
+        .values({ name: input.name, apiBaseUrl, ...columns })
         .returning();
-      return companyView(row!);
+      return companyView(await checkCredentials(row!));
     },
 
     async list(opts: { limit: number; cursor?: string }): Promise<{ items: CompanyView[]; nextCursor: string | null }> {
@@ -76,30 +193,53 @@ export function createCompaniesService(deps: CompaniesDeps) {
       return new Map(rows.map((r) => [r.id, r.name]));
     },
 
-    /** Replacing the token also lifts an `unauthorized` pause: the paused fetches resume by themselves. */
-    async update(companyId: string, patch: { name?: string; apiToken?: string }): Promise<CompanyView> {
-      await getRow(companyId);
+    /**
+     * New credentials (an API token, a connection, or both) raise the credentials revision, lift an
+     * `unauthorized` pause (the paused fetches resume by themselves) and are checked like a new company's.
+     * A connection replaces the whole previous one; an API token not given is kept.
+     */
+    async update(companyId: string, patch: { name?: string; apiToken?: string; connection?: ConnectionInput }): Promise<CompanyView> {
+      const current = await getRow(companyId);
+      const credentials =
+        patch.connection !== undefined
+          ? connectionColumns(patch.connection, { given: patch.apiToken, stored: current.apiTokenEncrypted })
+          : patch.apiToken !== undefined
+            ? apiTokenColumns(current, patch.apiToken)
+            : undefined;
       const [row] = await db
         .update(companies)
         .set({
           ...(patch.name !== undefined ? { name: patch.name } : {}),
-          ...(patch.apiToken !== undefined ? { apiTokenEncrypted: encryptSecret(secretKey, patch.apiToken), connectionStatus: 'ok' as const, connectionError: null } : {}),
+          ...(credentials !== undefined
+            ? {
+                ...credentials,
+                credentialsRevision: sql`${companies.credentialsRevision} + 1`,
+                credentialsStatus: 'unchecked' as const,
+                credentialsCheckedAt: null,
+                credentialsError: null,
+                connectionStatus: 'ok' as const,
+                connectionError: null,
+              }
+            : {}),
           updatedAt: new Date(),
         })
         .where(eq(companies.id, companyId))
         .returning();
-      return companyView(row!);
+      if (!row) throw notFound(`Company ${companyId}`);
+      return companyView(credentials !== undefined ? await checkCredentials(row) : row);
     },
 
+    /** The company's row and its connection, decrypted for the marketplace client. */
     async connection(companyId: string): Promise<{ row: CompanyRow; conn: ApiConnection }> {
       const row = await getRow(companyId);
-      return { row, conn: { baseUrl: row.apiBaseUrl, token: decryptSecret(secretKey, row.apiTokenEncrypted) } };
+      return { row, conn: connectionFromRow(row, secretKey) };
     },
 
     async rememberSettingsPath(companyId: string, form: 'plural' | 'singular'): Promise<void> {
       await db.update(companies).set({ settingsPathForm: form }).where(eq(companies.id, companyId));
     },
   };
+
 }
 
 export type CompaniesService = ReturnType<typeof createCompaniesService>;

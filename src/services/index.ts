@@ -4,6 +4,7 @@ import type { Database } from '../db/client.js';
 import type { NotificationsRepository } from '../db/notifications.repository.js';
 import type { Metrics } from '../lib/metrics.js';
 import { MarketplaceClient } from '../marketplace/client.js';
+import type { AccessTokens } from '../marketplace/oauth2.js';
 import { webhookSettingsApi } from '../marketplace/webhook-settings.js';
 import type { FetchEnqueuer } from '../processing/enqueue.js';
 import { createCompaniesService } from './companies.service.js';
@@ -22,20 +23,24 @@ export function createServices(deps: {
   /** Called after a webhook changes (the receiver drops cached credentials). */
   onWebhookChange?: () => void;
   metrics?: Pick<Metrics, 'marketplaceCalls'>;
+  /** The process's OAuth token cache, shared with its fetches (default: the services' own). */
+  tokens?: AccessTokens;
 }) {
   const { db, config } = deps;
   const marketplace = new MarketplaceClient({
     timeoutMs: config.marketplaceTimeoutMs,
+    tokens: deps.tokens,
     onCall: (operation, outcome) => deps.metrics?.marketplaceCalls.inc({ operation, outcome }),
   });
-  const companies = createCompaniesService({ db, secretKey: config.secretKey, requireHttps: config.env === 'production' });
+  const settings = webhookSettingsApi(marketplace);
+  const companies = createCompaniesService({ db, secretKey: config.secretKey, requireHttps: config.env === 'production', settings });
   const webhooks = createWebhooksService({
     db,
     secretKey: config.secretKey,
     publicBaseUrl: config.publicBaseUrl,
     rotationGraceMs: config.rotationGraceMs,
     companies,
-    settings: webhookSettingsApi(marketplace),
+    settings,
     onChange: deps.onWebhookChange ?? (() => {}),
   });
   return {

@@ -8,7 +8,7 @@ import { quotes, type QuoteRow } from '../db/schema/index.js';
 import { newestFirst } from '../db/pagination.js';
 import { Problem, badRequest, notFound } from '../lib/problem.js';
 import type { MarketplaceClient } from '../marketplace/client.js';
-import { ACT_AS_ACCOUNT_HEADER, priceMismatch, submitQuotePath, type QuoteSubmission, type QuoteSubmitted } from '../marketplace/quotes.js';
+import { priceMismatch, submitQuotePath, type QuoteSubmission, type QuoteSubmitted } from '../marketplace/quotes.js';
 import type { CompaniesService } from './companies.service.js';
 import { marketplaceCall } from './marketplace-call.js';
 import { sendOnce } from './send-once.js';
@@ -68,8 +68,9 @@ export function createQuotesService(deps: { db: Database; companies: CompaniesSe
           resendUnknown: input.resendUnknown,
           name: `quote ${quote.sellerUniqueQuoteIdentifier}`,
           send: async (r) => {
-            const headers = r.actAsAccount ? { [ACT_AS_ACCOUNT_HEADER]: r.actAsAccount } : undefined;
-            const answer = await deps.marketplace.call<QuoteSubmitted>(conn, 'POST', submitQuotePath(r.requestId), { body: r.submission, headers, operation: 'quotes.submit' });
+            // The act-as header is the company profile's (marketplace/connection.ts).
+            const actAsAccount = r.actAsAccount ?? undefined;
+            const answer = await deps.marketplace.call<QuoteSubmitted>(conn, 'POST', submitQuotePath(r.requestId), { body: r.submission, actAsAccount, operation: 'quotes.submit' });
             const ids = { tripMessageId: idOf(answer?.tripmsgs), sellerQuoteId: idOf(answer?.sellerQuote), liftId: idOf(answer?.lift) };
             if (!ids.tripMessageId || !ids.sellerQuoteId || !ids.liftId) {
               // Submitted, but the ids the seed requires us to keep are missing: keep the row, say so.

@@ -4,17 +4,48 @@
  * from the database schema's.
  */
 import { z } from 'zod';
-import { authenticatedBy, authType, connectionStatus, fetchAttemptOutcome, fetchOutcome, notificationStatus as notificationStatusEnum, outboundStatus } from '../db/schema/index.js';
+import {
+  authenticatedBy,
+  authType,
+  connectionProfile,
+  connectionStatus,
+  credentialsStatus,
+  fetchAttemptOutcome,
+  fetchOutcome,
+  notificationStatus as notificationStatusEnum,
+  outboundStatus,
+} from '../db/schema/index.js';
 
 /** received -> queued -> processed | failed | discarded, as the database's enum has them. */
 export const notificationStatus = z.enum(notificationStatusEnum.enumValues);
+
+/** A company's connection without its secrets: which are stored is said, never what they are. */
+export const connectionViewSchema = z.object({
+  profile: z.enum(connectionProfile.enumValues),
+  product: z.string().nullable().describe('avinode: X-Avinode-Product (null: the default, "Skyhook <version>")'),
+  apiVersion: z.string().nullable().describe('avinode: X-Avinode-ApiVersion (null: not sent)'),
+  tokenUrl: z.string().nullable().describe('OAuth 2.0 client credentials: the token endpoint (null: a fixed token)'),
+  clientId: z.string().nullable(),
+  storedSecrets: z.array(z.enum(['apiToken', 'authToken', 'clientSecret'])).describe('which secrets are stored (encrypted); their values are never returned'),
+});
+
+/** What the harmless call made when the credentials were set or replaced found (SPEC §14). */
+export const credentialsViewSchema = z.object({
+  status: z
+    .enum(credentialsStatus.enumValues)
+    .describe('accepted: the marketplace answered the settings list; refused: it (or the token endpoint) said no; unreachable: no answer, a 5xx or 429; unchecked: never checked'),
+  checkedAt: z.string().nullable(),
+  error: z.string().nullable().describe("the marketplace's reason, with its codes, when refused or unreachable"),
+});
 
 export const companyViewSchema = z.object({
   id: z.string(),
   name: z.string(),
   apiBaseUrl: z.string(),
-  connectionStatus: z.enum(connectionStatus.enumValues),
+  connectionStatus: z.enum(connectionStatus.enumValues).describe("unauthorized: a fetch's 401/403 paused the company until its credentials are replaced"),
   connectionError: z.string().nullable(),
+  connection: connectionViewSchema,
+  credentials: credentialsViewSchema,
   createdAt: z.string(),
   updatedAt: z.string(),
 });
@@ -37,6 +68,34 @@ export const webhookViewSchema = z.object({
 });
 
 export type WebhookView = z.infer<typeof webhookViewSchema>;
+
+/** One difference between a local webhook row and the marketplace's settings (SPEC §14 reconciliation). */
+export const driftSchema = z.object({
+  kind: z
+    .enum(['missing_remotely', 'remote_id_changed', 'differs', 'unknown_remotely'])
+    .describe(
+      'missing_remotely: the marketplace has no setting for a local webhook (a sandbox reset); remote_id_changed: it has the webhook\'s clientIdentifier under another id; differs: event types, target or another field differ; unknown_remotely: a setting no local webhook knows (left alone)',
+    ),
+  webhookId: z.string().nullable(),
+  remoteId: z.string().nullable().describe('the id the marketplace knows the setting by (for missing_remotely, the lost one)'),
+  clientIdentifier: z.string().nullable(),
+  differences: z.array(z.object({ field: z.string(), local: z.unknown(), remote: z.unknown() })).describe('for differs (and remote_id_changed)'),
+  action: z
+    .enum(['none', 'recreated', 'remote_id_updated', 'failed'])
+    .describe('what apply did: recreated (new remoteId), remote_id_updated, failed (see error); none without apply, for differences and unknown settings'),
+  newRemoteId: z.string().nullable(),
+  error: z.string().nullable(),
+});
+
+export const reconciliationViewSchema = z.object({
+  companyId: z.string(),
+  applied: z.boolean().describe('whether apply was asked'),
+  inSync: z.number().describe('local webhooks that match their setting on the marketplace'),
+  remoteSettings: z.number().describe('settings the marketplace listed'),
+  drift: z.array(driftSchema),
+});
+export type ReconciliationView = z.infer<typeof reconciliationViewSchema>;
+export type Drift = z.infer<typeof driftSchema>;
 
 /** One entry of a notification's history (SPEC §7.1), oldest first. */
 export const timelineEntrySchema = z.discriminatedUnion('kind', [

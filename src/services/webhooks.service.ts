@@ -5,18 +5,20 @@
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { webhooks, type WebhookRow } from '../db/schema/index.js';
-import { encryptSecret, randomToken, sha256 } from '../lib/crypto.js';
+import { decryptSecret, encryptSecret, randomToken, sha256 } from '../lib/crypto.js';
 import { isDatabaseUnavailable } from '../db/client.js';
 import { describeError } from '../lib/error-reporter.js';
 import { Problem, notFound, serviceUnavailable } from '../lib/problem.js';
-import type { ClientAuthenticationType, EventType, WebhookSettingBody } from '../marketplace/contract.js';
+import type { ApiConnection } from '../marketplace/connection.js';
+import { MarketplaceError } from '../marketplace/errors.js';
+import type { ClientAuthenticationType, EventType, WebhookSetting, WebhookSettingBody } from '../marketplace/contract.js';
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
 import { WEBHOOK_CHANGES_CHANNEL } from '../receiver/attribution.js';
 import type { CompaniesService } from './companies.service.js';
 import { marketplaceCall } from './marketplace-call.js';
-import type { WebhookView } from './views.js';
+import type { Drift, ReconciliationView, WebhookView } from './views.js';
 
-export type { WebhookView };
+export type { ReconciliationView, WebhookView };
 
 export interface WebhooksDeps {
   db: Database;
@@ -120,6 +122,68 @@ export function createWebhooksService(deps: WebhooksDeps) {
       }
     },
 
+    /**
+     * Reconciliation (SPEC §14): the company's settings on the marketplace against its local webhooks. Drift
+     * is reported; with `apply`, what the marketplace lost (a sandbox reset) is re-created, under the same
+     * targetURI and clientIdentifier (so attribution does not change), and a row whose setting the
+     * marketplace holds under another id takes that id. Differing settings and unknown ones are only
+     * reported: they may be someone's deliberate change.
+     */
+    async reconcile(companyId: string, opts: { apply: boolean }): Promise<ReconciliationView> {
+      const { row: company, conn } = await deps.companies.connection(companyId);
+      const rows = await db.select().from(webhooks).where(eq(webhooks.companyId, companyId)).orderBy(asc(webhooks.createdAt));
+      const remote = await marketplaceCall(() => deps.settings.list(conn));
+      const byId = new Map(remote.map((r) => [r.id, r]));
+      const byClientIdentifier = new Map(remote.map((r) => [r.clientIdentifier, r]));
+      const matched = new Set<string>();
+      const drift: Drift[] = [];
+      let inSync = 0;
+      let changedRows = false;
+      const entry = (kind: Drift['kind'], row: WebhookRow | null, setting: WebhookSetting | null, more: Partial<Drift> = {}): Drift => ({
+        kind,
+        webhookId: row?.id ?? null,
+        remoteId: setting?.id ?? row?.remoteId ?? null,
+        clientIdentifier: row?.clientIdentifier ?? (typeof setting?.clientIdentifier === 'string' ? setting.clientIdentifier : null),
+        differences: [],
+        action: 'none',
+        newRemoteId: null,
+        error: null,
+        ...more,
+      });
+
+      for (const row of rows) {
+        const sameId = byId.get(row.remoteId);
+        const sameClient = sameId ? undefined : byClientIdentifier.get(row.clientIdentifier);
+        const setting = sameId ?? (sameClient && !matched.has(sameClient.id) ? sameClient : undefined);
+        if (!setting) {
+          const lost = entry('missing_remotely', row, null);
+          if (opts.apply) {
+            Object.assign(lost, await recreate(row, company.settingsPathForm, conn));
+            changedRows ||= lost.action === 'recreated';
+          }
+          drift.push(lost);
+          continue;
+        }
+        matched.add(setting.id);
+        const differences = settingDifferences(row, setting);
+        if (setting.id !== row.remoteId) {
+          const moved = entry('remote_id_changed', row, setting, { differences, remoteId: row.remoteId, newRemoteId: setting.id });
+          if (opts.apply) {
+            await db.update(webhooks).set({ remoteId: setting.id, remoteVersion: typeof setting.version === 'number' ? setting.version : null, updatedAt: new Date() }).where(eq(webhooks.id, row.id));
+            moved.action = 'remote_id_updated';
+          }
+          drift.push(moved);
+        } else if (differences.length > 0) {
+          drift.push(entry('differs', row, setting, { differences }));
+        } else {
+          inSync++;
+        }
+      }
+      for (const setting of remote) if (!matched.has(setting.id)) drift.push(entry('unknown_remotely', null, setting));
+      if (changedRows) await changed();
+      return { companyId, applied: opts.apply, inSync, remoteSettings: remote.length, drift };
+    },
+
     /** All of them, as one page (a company has a handful). */
     async list(companyId: string): Promise<{ items: WebhookView[]; nextCursor: null }> {
       await deps.companies.get(companyId);
@@ -176,6 +240,71 @@ export function createWebhooksService(deps: WebhooksDeps) {
       return view(row!);
     },
   };
+
+  /**
+   * Re-creates a setting the marketplace lost, from the local row: the same targetURI and clientIdentifier;
+   * an OAUTH webhook's own secret (it is kept encrypted), a new one for BASIC (only its hash is kept; the old
+   * one stays accepted for the rotation grace period). A row that is inactive is deactivated again at once
+   * (a new setting is always active). The row then holds the new remote id.
+   */
+  async function recreate(row: WebhookRow, pathForm: 'plural' | 'singular', conn: ApiConnection): Promise<Partial<Drift>> {
+    const secret = row.authType === 'OAUTH' && row.secretEncrypted !== null ? decryptSecret(deps.secretKey, row.secretEncrypted) : randomToken(32);
+    const body: WebhookSettingBody = {
+      targetURI: row.targetUri,
+      displayName: row.displayName,
+      active: true,
+      clientIdentifier: row.clientIdentifier,
+      clientSecret: secret,
+      clientAuthenticationType: row.authType,
+      eventTypes: row.eventTypes as EventType[],
+    };
+    let setting: WebhookSetting;
+    try {
+      setting = await deps.settings.create(conn, body);
+    } catch (err) {
+      if (!(err instanceof MarketplaceError)) throw err;
+      return { action: 'failed', error: err.message };
+    }
+    const newSecret = row.authType === 'BASIC' ? secret : null;
+    await db
+      .update(webhooks)
+      .set({
+        remoteId: setting.id,
+        remoteVersion: setting.version ?? null,
+        ...(newSecret !== null
+          ? { secretSha256: sha256(newSecret), previousSecretSha256: row.secretSha256, previousSecretEncrypted: null, previousSecretExpiresAt: new Date(Date.now() + deps.rotationGraceMs) }
+          : {}),
+        updatedAt: new Date(),
+      })
+      .where(eq(webhooks.id, row.id));
+    let error: string | null = null;
+    if (!row.active) {
+      const { clientSecret: _omit, ...rest } = body;
+      try {
+        await deps.settings.update(conn, setting.id, { ...rest, active: false }, pathForm);
+      } catch (err) {
+        if (!(err instanceof MarketplaceError)) throw err;
+        error = `re-created, but deactivating it again failed (${err.message}): it stays active on the marketplace; its notifications are acknowledged and discarded`;
+      }
+    }
+    return { action: 'recreated', newRemoteId: setting.id, error };
+  }
+}
+
+/** Where a local row and the marketplace's setting disagree (event types compared as sets). */
+function settingDifferences(row: WebhookRow, setting: WebhookSetting): Drift['differences'] {
+  const differences: Drift['differences'] = [];
+  const differ = (field: string, local: unknown, remote: unknown) => {
+    if (JSON.stringify(local) !== JSON.stringify(remote)) differences.push({ field, local, remote: remote ?? null });
+  };
+  const sorted = (types: unknown) => (Array.isArray(types) ? [...types].map(String).sort() : types);
+  differ('eventTypes', sorted(row.eventTypes), sorted(setting.eventTypes));
+  differ('targetURI', row.targetUri, setting.targetURI);
+  differ('active', row.active, setting.active);
+  differ('clientAuthenticationType', row.authType, setting.clientAuthenticationType);
+  differ('clientIdentifier', row.clientIdentifier, setting.clientIdentifier);
+  differ('displayName', row.displayName, setting.displayName);
+  return differences;
 }
 
 export type WebhooksService = ReturnType<typeof createWebhooksService>;

@@ -1,9 +1,14 @@
-/** The marketplace API (under /api): every call needs a company's token; every answer is an envelope. */
+/**
+ * The marketplace API (under /api): every call needs a company's credentials, checked as its profile
+ * requires (auth.ts); every answer is an envelope. The OAuth token endpoint sits beside it, outside that check.
+ */
 import type { FastifyError, FastifyPluginAsync } from 'fastify';
+import { actAsAccountHeader, HEADERS } from '../marketplace/connection.js';
 import { envelope } from '../marketplace/contract.js';
 import { inErrorShape, notFound } from './answers.js';
 import { authenticate } from './auth.js';
 import { leadRoutes } from './lead-routes.js';
+import { oauthRoutes } from './oauth-routes.js';
 import { quoteRoutes } from './quote-routes.js';
 import { resourceRoutes } from './resource-routes.js';
 import type { Simulation } from './simulation.js';
@@ -12,7 +17,6 @@ import { webhookSettingsRoutes } from './webhook-routes.js';
 export const apiRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (api, { simulation }) => {
   // First, so the routes below and the 401, 404 and error answers pass through it; only when asked, as it costs every answer a hook.
   if (simulation.errorShape !== 'seed') api.addHook('preSerialization', async (_request, _reply, payload) => inErrorShape(simulation.errorShape, payload));
-  api.addHook('onRequest', authenticate(simulation.state));
   api.setNotFoundHandler((_request, reply) => reply.code(404).send(notFound('route')));
   // Fastify's own refusals (malformed JSON, wrong content type, body too large) in the envelope too.
   api.setErrorHandler((error: FastifyError, _request, reply) => {
@@ -20,8 +24,30 @@ export const apiRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (
     const message = status < 500 ? error.message : 'internal error';
     return reply.code(status).send(envelope(null, [{ code: error.code ?? 'internal', message }]));
   });
-  await api.register(webhookSettingsRoutes, { simulation });
-  await api.register(leadRoutes, { simulation });
-  await api.register(quoteRoutes, { simulation });
-  await api.register(resourceRoutes, { simulation });
+  await api.register(oauthRoutes, { simulation });
+  await api.register(async (authenticated) => {
+    authenticated.addHook('onRequest', authenticate(simulation.state));
+    // After the answer, so refused calls are recorded with the status really sent, and the profile headers they carried.
+    authenticated.addHook('onResponse', async (request, reply) => {
+      const company = simulation.state.companyByAuthorization(request.headers.authorization);
+      const header = (name: string) => {
+        const value = request.headers[name.toLowerCase()];
+        return typeof value === 'string' ? value : null;
+      };
+      simulation.ledger.apiCalled({
+        method: request.method,
+        path: request.url,
+        companyId: company?.id ?? null,
+        status: reply.statusCode,
+        product: header(HEADERS.avinodeProduct),
+        apiVersion: header(HEADERS.avinodeApiVersion),
+        actAsAccount: header(actAsAccountHeader(company?.profile ?? 'bearer')),
+        at: new Date().toISOString(),
+      });
+    });
+    await authenticated.register(webhookSettingsRoutes, { simulation });
+    await authenticated.register(leadRoutes, { simulation });
+    await authenticated.register(quoteRoutes, { simulation });
+    await authenticated.register(resourceRoutes, { simulation });
+  });
 };

@@ -22,6 +22,7 @@ interface FaultFlags {
   resource5xxRate?: number;
   resource429Rate?: number;
   pluralPutMissing?: boolean;
+  tokenEndpointDown?: boolean;
 }
 
 interface StartFlags extends FaultFlags {
@@ -30,6 +31,9 @@ interface StartFlags extends FaultFlags {
   publicUrl?: string;
   config?: CompanyAccount[];
   company: CompanyAccount[];
+  avinode: { id: string; authToken?: string }[];
+  oauthClient: { id: string; clientId: string; clientSecret: string }[];
+  tokenLifetime?: number;
   timeScale?: number;
   replyTimeout?: number;
   concurrency?: number;
@@ -67,7 +71,15 @@ export function registerSimulatorCommands(program: Command): void {
       parseHttpUrl,
     )
     .option('--config <file>', 'JSON file {"companies": [{"id", "name", "token"}]}', parseConfigFile)
-    .option('--company <id:token>', 'a company and its API token (repeatable)', collectCompany, [])
+    .option('--company <id:token>', 'a company and its API token (repeatable); the bearer profile unless --avinode names it', collectCompany, [])
+    .option(
+      '--avinode <id[:authToken]>',
+      "set a company given by --company to the avinode profile: its token becomes the X-Avinode-ApiToken, authToken the Authorization token (leave it out to use OAuth client credentials only) (repeatable)",
+      collectAvinode,
+      [],
+    )
+    .option('--oauth-client <id:clientId:clientSecret>', 'OAuth 2.0 client credentials of a company, for the token endpoint <API base URL>/oauth/token; alone, it makes a bearer company (repeatable)', collectOAuthClient, [])
+    .option('--token-lifetime <s>', 'seconds an access token from the token endpoint lives (default 60)', parsePositiveInteger)
     .option('--time-scale <n>', 'compress time: 0.001 makes the 48 h give-up 172.8 s (default 1)', parsePositiveNumber)
     .option('--reply-timeout <ms>', 'a slower delivery reply counts as undelivered (default 10000)', parsePositiveInteger)
     .option('--concurrency <n>', 'parallel deliveries (default 64)', parsePositiveInteger)
@@ -85,6 +97,13 @@ export function registerSimulatorCommands(program: Command): void {
       .description("show a running simulator's fault knobs, or change those given (the others keep their values)")
       .option('--url <url>', 'the simulator URL', parseHttpUrl, DEFAULT_URL),
   ).action(setFaults);
+
+  simulator
+    .command('reset')
+    .description("forget a company's webhook settings on a running simulator, as the marketplace's weekly sandbox wipe does")
+    .option('--url <url>', 'the simulator URL', parseHttpUrl, DEFAULT_URL)
+    .requiredOption('--company <id>', 'the company whose settings are forgotten')
+    .action(resetCompany);
 
   simulator
     .command('fire')
@@ -113,11 +132,42 @@ function withFaultOptions(command: Command): Command {
     .option('--submit-latency <ms>', 'fault: wait after handling a lead or quote, before its answer', parseNonNegativeInteger)
     .option('--resource-5xx-rate <share>', 'fault: share of resource GETs answering 503', parseShare)
     .option('--resource-429-rate <share>', 'fault: share of resource GETs answering 429', parseShare)
-    .option('--plural-put-missing [on]', 'fault: PUT /webhooks/settings/{id} answers 404, the singular path works (true or false)', parseSwitch);
+    .option('--plural-put-missing [on]', 'fault: PUT /webhooks/settings/{id} answers 404, the singular path works (true or false)', parseSwitch)
+    .option('--token-endpoint-down [on]', 'fault: the OAuth token endpoint answers 503 (true or false)', parseSwitch);
+}
+
+/**
+ * The companies of the start flags: --config's and --company's, then --avinode and --oauth-client applied to
+ * them by id (--oauth-client alone makes a bearer company). Each checked as the control surface checks it;
+ * a bad one is a usage error naming the flag.
+ */
+function companiesOf(flags: StartFlags): CompanyAccount[] | string {
+  const byId = new Map<string, CompanyAccount & { from: string }>();
+  for (const company of [...(flags.config ?? []), ...flags.company]) byId.set(company.id, { ...company, from: '--company' });
+  for (const { id, authToken } of flags.avinode) {
+    const company = byId.get(id);
+    if (!company) return `--avinode ${id}: no --company ${id}:<token> gives its API token`;
+    byId.set(id, { ...company, profile: 'avinode', ...(authToken !== undefined ? { authToken } : {}), from: '--avinode' });
+  }
+  for (const { id, clientId, clientSecret } of flags.oauthClient) {
+    byId.set(id, { ...(byId.get(id) ?? { id, from: '--oauth-client' }), clientId, clientSecret });
+  }
+  const companies: CompanyAccount[] = [];
+  for (const { from, ...company } of byId.values()) {
+    const checked = companyAccount.safeParse(company);
+    if (!checked.success) return `${from} ${company.id}: ${describeIssues(checked.error.issues)}`;
+    companies.push(checked.data);
+  }
+  return companies;
 }
 
 async function runSimulator(flags: StartFlags): Promise<void> {
-  const companies = [...(flags.config ?? []), ...flags.company];
+  const companies = companiesOf(flags);
+  if (typeof companies === 'string') {
+    console.error(`simulator: ${companies}`);
+    process.exitCode = USAGE_EXIT_CODE;
+    return;
+  }
   let simulator: Simulator;
   try {
     simulator = await startSimulator({
@@ -131,6 +181,7 @@ async function runSimulator(flags: StartFlags): Promise<void> {
       faults: faultsFromFlags(flags),
       errorShape: flags.errorShape,
       logger: flags.verbose ?? false,
+      tokenLifetimeS: flags.tokenLifetime,
     });
   } catch (error) {
     console.error(`simulator: cannot start: ${error instanceof Error ? error.message : String(error)}`);
@@ -141,9 +192,10 @@ async function runSimulator(flags: StartFlags): Promise<void> {
   console.log(`API base URL: ${simulator.apiBaseUrl}`);
   console.log(
     companies.length > 0
-      ? `companies: ${companies.map((company) => company.id).join(', ')}`
+      ? `companies: ${companies.map((company) => `${company.id} (${company.profile ?? 'bearer'}${company.clientId !== undefined ? ', OAuth' : ''})`).join(', ')}`
       : 'no companies yet: add them with --company <id:token>, --config <file> or POST /_sim/companies',
   );
+  if (companies.some((company) => company.clientId !== undefined)) console.log(`OAuth token URL: ${simulator.apiBaseUrl}/oauth/token`);
   stopOnSignals(simulator);
 }
 
@@ -181,6 +233,7 @@ function faultsFromFlags(flags: FaultFlags): Partial<Faults> {
     resource5xxRate: flags.resource5xxRate,
     resource429Rate: flags.resource429Rate,
     pluralPutMissing: flags.pluralPutMissing,
+    tokenEndpointDown: flags.tokenEndpointDown,
   };
 }
 
@@ -193,6 +246,24 @@ function stopOnSignals(simulator: Simulator): void {
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+}
+
+async function resetCompany(flags: { url: string; company: string }): Promise<void> {
+  let response: Response;
+  try {
+    response = await fetch(`${flags.url}/_sim/companies/${encodeURIComponent(flags.company)}/reset`, { method: 'POST', signal: AbortSignal.timeout(FIRE_TIMEOUT_MS) });
+  } catch (error) {
+    console.error(`simulator reset: cannot reach the simulator at ${flags.url}: ${fetchFailureReason(error)}`);
+    process.exitCode = 1;
+    return;
+  }
+  const answer = (await response.json().catch(() => ({}))) as { forgotten?: number; error?: string };
+  if (!response.ok || answer.forgotten === undefined) {
+    console.error(`simulator reset: the simulator refused: ${answer.error ?? `HTTP ${response.status}`}`);
+    process.exitCode = response.status < 500 ? USAGE_EXIT_CODE : 1;
+    return;
+  }
+  console.log(`forgot ${answer.forgotten} webhook setting(s) of company ${flags.company}`);
 }
 
 async function fireEvents(flags: FireFlags): Promise<void> {
@@ -292,6 +363,23 @@ function collectCompany(value: string, previous: CompanyAccount[]): CompanyAccou
   const token = value.slice(separator + 1);
   if (separator < 1 || token === '') throw new InvalidArgumentError('must be <id>:<token>');
   return [...previous, { id, token }];
+}
+
+/** `<id>` or `<id>:<authToken>`. */
+function collectAvinode(value: string, previous: { id: string; authToken?: string }[]): { id: string; authToken?: string }[] {
+  const separator = value.indexOf(':');
+  const id = separator === -1 ? value : value.slice(0, separator);
+  const authToken = separator === -1 ? undefined : value.slice(separator + 1);
+  if (id === '' || authToken === '') throw new InvalidArgumentError('must be <id> or <id>:<authToken>');
+  return [...previous, { id, ...(authToken !== undefined ? { authToken } : {}) }];
+}
+
+/** `<id>:<clientId>:<clientSecret>` (the secret may hold colons). */
+function collectOAuthClient(value: string, previous: { id: string; clientId: string; clientSecret: string }[]): { id: string; clientId: string; clientSecret: string }[] {
+  const [id = '', clientId = '', ...rest] = value.split(':');
+  const clientSecret = rest.join(':');
+  if (id === '' || clientId === '' || clientSecret === '') throw new InvalidArgumentError('must be <id>:<clientId>:<clientSecret>');
+  return [...previous, { id, clientId, clientSecret }];
 }
 
 const configFile = z.object({ companies: z.array(companyAccount) });

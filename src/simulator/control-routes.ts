@@ -1,6 +1,7 @@
 /**
  * The simulator's control surface (under /_sim), a local tool without authentication: fire events, add
- * companies, set faults, script resource answers, read the report.
+ * companies, wipe a company's settings or revoke its access tokens, set faults, script resource answers,
+ * read the report.
  */
 import type { FastifyError, FastifyPluginAsync } from 'fastify';
 import { SimulatorInputError } from './errors.js';
@@ -20,6 +21,10 @@ export const controlRoutes: FastifyPluginAsync<{ simulation: Simulation }> = asy
     const { id, name } = simulation.addCompany(request.body);
     return reply.code(201).send({ id, name });
   });
+
+  control.post<{ Params: { id: string } }>('/companies/:id/reset', async (request) => simulation.resetCompany(request.params.id));
+
+  control.post<{ Params: { id: string } }>('/companies/:id/revoke-tokens', async (request) => simulation.revokeTokens(request.params.id));
 
   control.put('/faults', async (request) => simulation.setFaults(request.body));
 

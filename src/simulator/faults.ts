@@ -12,6 +12,7 @@ export const NO_FAULTS: Faults = {
   resource5xxRate: 0,
   resource429Rate: 0,
   pluralPutMissing: false,
+  tokenEndpointDown: false,
 };
 
 const share = z.number().min(0).max(1);
@@ -27,6 +28,7 @@ export const faultsPatch = z.strictObject({
   resource5xxRate: share.optional(),
   resource429Rate: share.optional(),
   pluralPutMissing: z.boolean().optional(),
+  tokenEndpointDown: z.boolean().optional(),
 });
 
 /** Applies a partial update; a knob given as undefined (an absent CLI flag, say) keeps its value. */

@@ -2,6 +2,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BoundedLog } from './collections.js';
 import type {
+  ApiCallRecord,
   DeliveryStatus,
   FetchRecord,
   LeadRecord,
@@ -9,6 +10,7 @@ import type {
   QuoteRecord,
   ResourceRecord,
   SimulatorReport,
+  TokenRecord,
 } from './types.js';
 
 type FinalStatus = Exclude<DeliveryStatus, 'pending'>;
@@ -27,16 +29,20 @@ export const countCall =
 export class Ledger {
   /** Event counts that have no final status of their own. */
   readonly counts = { retried: 0, duplicatesSent: 0, lostAcks: 0 };
-  /** POSTs received on the lead and quote routes, whatever they were answered. */
-  readonly calls = { leads: 0, quotes: 0 };
+  /** POSTs received on the lead and quote routes, token requests and settings lists, whatever they were answered. */
+  readonly calls = { leads: 0, quotes: 0, tokens: 0, settingsLists: 0 };
   private readonly settled: Record<FinalStatus, number> = { delivered: 0, gave_up: 0, dropped: 0 };
   private readonly perCompany = new Map<string, { fired: number; delivered: number }>();
   private readonly notifications: BoundedLog<NotificationRecord>;
   private readonly fetches: BoundedLog<FetchRecord>;
   private readonly leads: BoundedLog<LeadRecord>;
   private readonly quotes: BoundedLog<QuoteRecord>;
+  private readonly tokens: BoundedLog<TokenRecord>;
+  private readonly apiCalls: BoundedLog<ApiCallRecord>;
 
   constructor(historyLimit: number) {
+    this.tokens = new BoundedLog(historyLimit);
+    this.apiCalls = new BoundedLog(historyLimit);
     this.notifications = new BoundedLog(historyLimit);
     this.fetches = new BoundedLog(historyLimit);
     this.leads = new BoundedLog(historyLimit);
@@ -70,6 +76,14 @@ export class Ledger {
     this.quotes.push(quote);
   }
 
+  tokenRequested(token: TokenRecord): void {
+    this.tokens.push(token);
+  }
+
+  apiCalled(call: ApiCallRecord): void {
+    this.apiCalls.push(call);
+  }
+
   report(pending: number, companyIds: string[], resources: ResourceRecord[]): SimulatorReport {
     for (const companyId of companyIds) this.companyTally(companyId);
     return {
@@ -88,6 +102,8 @@ export class Ledger {
       leads: this.leads.toArray(),
       quotes: this.quotes.toArray(),
       calls: { ...this.calls },
+      tokens: this.tokens.toArray(),
+      apiCalls: this.apiCalls.toArray(),
     };
   }
 

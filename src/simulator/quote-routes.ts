@@ -6,8 +6,8 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { envelope, marketplaceId } from '../marketplace/contract.js';
+import { actAsAccountHeader } from '../marketplace/connection.js';
 import {
-  ACT_AS_ACCOUNT_HEADER,
   quoteSubmissionSchema,
   submitQuotePath,
   type QuoteSubmitted,
@@ -17,16 +17,16 @@ import { lateAnswer } from './faults.js';
 import { countCall } from './ledger.js';
 import { callerOf } from './auth.js';
 import type { Simulation } from './simulation.js';
-import { newId } from './state.js';
+import { newId, type Company } from './state.js';
 
 /** The route form of `submitQuotePath`, which percent-encodes the id it is given. */
 const SUBMIT_QUOTE_ROUTE = submitQuotePath('REQUEST_ID').replace('REQUEST_ID', ':requestId');
 /** The id Skyhook validates before sending it, checked again here as the marketplace would (a decoded `a%2Fb` is refused). */
 const submitQuoteParams = z.object({ requestId: marketplaceId });
 
-/** The user login a quote is sent as; a blank header counts as not sent, as no login is blank. */
-function actAsAccountOf(request: FastifyRequest): string | null {
-  const value = request.headers[ACT_AS_ACCOUNT_HEADER.toLowerCase()];
+/** The user login a quote is sent as, in the header of the company's profile; a blank header counts as not sent, as no login is blank. */
+function actAsAccountOf(request: FastifyRequest, company: Company): string | null {
+  const value = request.headers[actAsAccountHeader(company.profile).toLowerCase()];
   return typeof value === 'string' && value.trim() !== '' ? value.trim() : null;
 }
 
@@ -57,7 +57,7 @@ export const quoteRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async
     };
     state.quotes.set(company.id, sellerUniqueQuoteIdentifier, submitted);
     const { requestId } = params.data;
-    const actAsAccount = actAsAccountOf(request);
+    const actAsAccount = actAsAccountOf(request, company);
     // Seed §4.2: the broker sees the acting user when the header is sent, else the company name.
     const shownAs = actAsAccount ?? company.name;
     const { sellerQuote, lift } = submitted;

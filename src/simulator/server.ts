@@ -31,6 +31,7 @@ const simulationSettings = z.object({
   historyLimit: z.number().int().positive().default(100_000),
   faults: faultsPatch.default({}).transform((faults) => applyFaults(NO_FAULTS, faults)),
   errorShape: z.enum(ERROR_SHAPES).default('seed'),
+  tokenLifetimeS: z.number().int().positive().max(86_400).default(60),
 });
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
@@ -55,6 +56,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     setFaults: (faults) => void simulation.setFaults(faults),
     programResource: (href, responses) => simulation.programResource({ href, responses }),
     report: () => simulation.report(),
+    resetCompany: (companyId) => simulation.resetCompany(companyId),
+    revokeTokens: (companyId) => simulation.revokeTokens(companyId),
     idle: () => simulation.deliveries.idle(),
     stop: async () => {
       simulation.deliveries.stop();

@@ -50,6 +50,7 @@ const resourceProgram = z.object({
 
 export interface SimulationSettings {
   faults: Faults;
+  tokenLifetimeS: number;
   errorShape: ErrorShape;
   timeScale: number;
   replyTimeoutMs: number;
@@ -69,7 +70,7 @@ export class Simulation {
   constructor(settings: SimulationSettings) {
     this.historyLimit = settings.historyLimit;
     this.errorShape = settings.errorShape;
-    this.state = new MarketplaceState(settings.faults);
+    this.state = new MarketplaceState(settings.faults, settings.tokenLifetimeS * 1000);
     this.ledger = new Ledger(settings.historyLimit);
     this.deliveries = new DeliveryQueue({
       state: this.state,
@@ -91,6 +92,20 @@ export class Simulation {
 
   addCompany(input: unknown): Company {
     return this.state.addCompany(parseInput(companyAccount, input));
+  }
+
+  /** Forgets the company's webhook settings, as the marketplace's sandbox wipe does; its pending deliveries are dropped. */
+  resetCompany(companyId: string): { forgotten: number } {
+    if (!this.state.hasCompany(companyId)) throw new SimulatorInputError(`companyId: unknown company "${companyId}"`);
+    const forgotten = this.state.forgetWebhooks(companyId);
+    for (const id of forgotten) this.deliveries.dropWebhook(id);
+    return { forgotten: forgotten.length };
+  }
+
+  /** The company's access tokens stop working before they expire (a 401 makes Skyhook fetch a new one). */
+  revokeTokens(companyId: string): { revoked: number } {
+    if (!this.state.hasCompany(companyId)) throw new SimulatorInputError(`companyId: unknown company "${companyId}"`);
+    return { revoked: this.state.revokeAccessTokens(companyId) };
   }
 
   /** Fires `count` events of one type for one company; each changes a resource and notifies its webhooks. */

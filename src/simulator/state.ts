@@ -4,11 +4,8 @@
  */
 import { z } from 'zod';
 import { randomToken } from '../lib/crypto.js';
-import {
-  authorizationHeader,
-  type EventType,
-  type WebhookSetting,
-} from '../marketplace/contract.js';
+import { CONNECTION_PROFILES, HEADERS, SENT_TIMESTAMP_SKEW_MS, type ConnectionProfile } from '../marketplace/connection.js';
+import type { EventType, SeedEnvelopeMessage, WebhookSetting } from '../marketplace/contract.js';
 import type { LeadCreated } from '../marketplace/leads.js';
 import type { QuoteSubmitted } from '../marketplace/quotes.js';
 import { PerCompany } from './collections.js';
@@ -18,17 +15,58 @@ import type { CompanyAccount, Faults, ScriptedResponse } from './types.js';
 /** Where the marketplace API lives on the simulator; the rest of the origin is the simulator's URL. */
 export const API_PREFIX = '/api';
 
-export const companyAccount = z.object({
-  id: z.string().min(1).max(200),
-  name: z.string().min(1).max(200).optional(),
-  token: z.string().min(1).max(500),
-});
+const secret = z.string().min(1).max(500);
+
+/** A company account as the control surface and the CLI accept it (types.ts CompanyAccount says what each field is). */
+export const companyAccount = z
+  .object({
+    id: z.string().min(1).max(200),
+    name: z.string().min(1).max(200).optional(),
+    token: secret.optional(),
+    profile: z.enum(CONNECTION_PROFILES).default('bearer'),
+    authToken: secret.optional(),
+    clientId: secret.optional(),
+    clientSecret: secret.optional(),
+  })
+  .superRefine((a, ctx) => {
+    const oauth = a.clientId !== undefined && a.clientSecret !== undefined;
+    if ((a.clientId === undefined) !== (a.clientSecret === undefined)) {
+      ctx.addIssue({ code: 'custom', path: [a.clientId === undefined ? 'clientId' : 'clientSecret'], message: 'clientId and clientSecret go together' });
+    }
+    if (a.profile === 'bearer') {
+      if (a.authToken !== undefined) ctx.addIssue({ code: 'custom', path: ['authToken'], message: 'is only used by the avinode profile' });
+      if (a.token === undefined && !oauth) ctx.addIssue({ code: 'custom', path: ['token'], message: 'is required (or OAuth client credentials: clientId and clientSecret)' });
+    } else {
+      if (a.token === undefined) ctx.addIssue({ code: 'custom', path: ['token'], message: 'is required by the avinode profile (the X-Avinode-ApiToken)' });
+      if (a.authToken === undefined && !oauth) ctx.addIssue({ code: 'custom', path: ['authToken'], message: 'is required by the avinode profile (or OAuth client credentials: clientId and clientSecret)' });
+    }
+  });
 
 export interface Company {
   id: string;
   name: string;
-  token: string;
+  profile: ConnectionProfile;
+  /** bearer: the Authorization token; avinode: the X-Avinode-ApiToken. */
+  token?: string;
+  authToken?: string;
+  clientId?: string;
+  clientSecret?: string;
 }
+
+/** Who a request's credentials name, or why they are refused (status and envelope entry). */
+export type Identification = { company: Company; refused?: undefined } | Refusal;
+export interface Refusal {
+  refused: number;
+  error: SeedEnvelopeMessage;
+  /** The company the credentials named, when they named one. */
+  company?: Company;
+}
+
+const refused = (status: number, code: string, message: string, company?: Company, field?: string): Refusal => ({
+  refused: status,
+  error: { code, message, ...(field !== undefined ? { field } : {}) },
+  company,
+});
 
 /** A webhook setting as the marketplace keeps it: what it answers, plus its owner and its secret. */
 export interface StoredWebhookSetting extends WebhookSetting {
@@ -47,6 +85,32 @@ export interface Resource {
   fields: Record<string, unknown>;
 }
 
+/** The fixed bearer token that names a company: bearer's `token`, avinode's `authToken`. */
+const fixedBearer = (company: Company): string | undefined => (company.profile === 'avinode' ? company.authToken : company.token);
+
+const headerOf = (headers: Record<string, string | string[] | undefined>, name: string): string | undefined => {
+  const value = headers[name.toLowerCase()];
+  return Array.isArray(value) ? value[0] : value;
+};
+
+/** The token of an `Authorization: Bearer <token>` header. */
+function bearerOf(header: string | undefined): string | undefined {
+  const match = header === undefined ? null : /^Bearer (\S+)$/.exec(header);
+  return match?.[1];
+}
+
+/** What an avinode request's own headers lack, as the real marketplace answers it: 401 for the API token, 400 for the rest. */
+function avinodeHeaderProblem(company: Company, header: (name: string) => string | undefined, now: number): Refusal | undefined {
+  if (header(HEADERS.avinodeApiToken) !== company.token) return refused(401, 'invalid_api_token', `missing or wrong ${HEADERS.avinodeApiToken}`, company, HEADERS.avinodeApiToken);
+  const sent = header(HEADERS.avinodeSentTimestamp);
+  if (sent === undefined) return refused(400, 'missing_sent_timestamp', `${HEADERS.avinodeSentTimestamp} is required`, company, HEADERS.avinodeSentTimestamp);
+  const at = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?Z$/.test(sent) ? Date.parse(sent) : Number.NaN;
+  if (Number.isNaN(at)) return refused(400, 'invalid_sent_timestamp', `${HEADERS.avinodeSentTimestamp} must be an ISO 8601 UTC time`, company, HEADERS.avinodeSentTimestamp);
+  if (Math.abs(now - at) > SENT_TIMESTAMP_SKEW_MS) return refused(400, 'invalid_sent_timestamp', `${HEADERS.avinodeSentTimestamp} is too far from the marketplace's clock`, company, HEADERS.avinodeSentTimestamp);
+  if (!header(HEADERS.avinodeProduct)) return refused(400, 'missing_product', `${HEADERS.avinodeProduct} is required`, company, HEADERS.avinodeProduct);
+  return undefined;
+}
+
 /** A new marketplace id such as `lead_…`: a kind prefix and 96 random bits. */
 export const newId = (prefix: string): string => `${prefix}_${randomToken(12)}`;
 
@@ -55,8 +119,11 @@ export const resourcePath = (type: string, id: string): string =>
 
 export class MarketplaceState {
   private readonly companies = new Map<string, Company>();
-  /** Keyed by the whole Authorization header value, so the token scheme stays the contract's decision. */
-  private readonly companiesByAuthorization = new Map<string, Company>();
+  /** Companies by their fixed bearer token: bearer's `token`, avinode's `authToken`. */
+  private readonly companiesByBearer = new Map<string, Company>();
+  private readonly companiesByClientId = new Map<string, Company>();
+  /** Access tokens the token endpoint issued, with their company and expiry (ms). */
+  private readonly accessTokens = new Map<string, { companyId: string; expiresAt: number }>();
   private readonly webhooks = new Map<string, StoredWebhookSetting>();
   /** The same settings by owner, so finding a company's subscribers does not walk every company's. */
   private readonly webhooksByCompany = new Map<string, Map<string, StoredWebhookSetting>>();
@@ -73,20 +140,31 @@ export class MarketplaceState {
   readonly leads = new PerCompany<LeadCreated>();
   readonly quotes = new PerCompany<QuoteSubmitted>();
 
-  constructor(public faults: Faults) {}
+  constructor(
+    public faults: Faults,
+    /** How long an issued access token lives. */
+    private readonly tokenLifetimeMs: number = 60_000,
+  ) {}
 
-  /** Adds a company, or replaces the name and token of a known one. */
-  addCompany(account: CompanyAccount): Company {
-    const authorization = authorizationHeader(account.token);
-    const holder = this.companiesByAuthorization.get(authorization);
-    if (holder && holder.id !== account.id) {
-      throw new SimulatorInputError(`token: already the token of company "${holder.id}"`);
+  /** Adds a company, or replaces the name and credentials of a known one (its issued access tokens stay valid until they expire). */
+  addCompany(account: z.output<typeof companyAccount> | (CompanyAccount & { profile: ConnectionProfile })): Company {
+    const company: Company = { ...account, name: account.name ?? account.id };
+    const bearer = fixedBearer(company);
+    const holder = bearer === undefined ? undefined : this.companiesByBearer.get(bearer);
+    if (holder && holder.id !== company.id) {
+      throw new SimulatorInputError(`${company.profile === 'avinode' ? 'authToken' : 'token'}: already the token of company "${holder.id}"`);
     }
-    const previous = this.companies.get(account.id);
-    if (previous) this.companiesByAuthorization.delete(authorizationHeader(previous.token));
-    const company = { id: account.id, name: account.name ?? account.id, token: account.token };
+    const client = company.clientId === undefined ? undefined : this.companiesByClientId.get(company.clientId);
+    if (client && client.id !== company.id) throw new SimulatorInputError(`clientId: already the client of company "${client.id}"`);
+    const previous = this.companies.get(company.id);
+    if (previous) {
+      const previousBearer = fixedBearer(previous);
+      if (previousBearer !== undefined) this.companiesByBearer.delete(previousBearer);
+      if (previous.clientId !== undefined) this.companiesByClientId.delete(previous.clientId);
+    }
     this.companies.set(company.id, company);
-    this.companiesByAuthorization.set(authorization, company);
+    if (bearer !== undefined) this.companiesByBearer.set(bearer, company);
+    if (company.clientId !== undefined) this.companiesByClientId.set(company.clientId, company);
     return company;
   }
 
@@ -94,12 +172,78 @@ export class MarketplaceState {
     return this.companies.has(companyId);
   }
 
+  company(companyId: string): Company | undefined {
+    return this.companies.get(companyId);
+  }
+
   companyIds(): string[] {
     return [...this.companies.keys()];
   }
 
+  /** The company an `Authorization: Bearer` value names (a fixed token, or an access token even if expired), without checking anything else. */
   companyByAuthorization(header: string | undefined): Company | undefined {
-    return header === undefined ? undefined : this.companiesByAuthorization.get(header);
+    const bearer = bearerOf(header);
+    if (bearer === undefined) return undefined;
+    const issued = this.accessTokens.get(bearer);
+    return this.companiesByBearer.get(bearer) ?? (issued ? this.companies.get(issued.companyId) : undefined);
+  }
+
+  /**
+   * The company a request's credentials name, checked as its profile requires: the bearer token (fixed, or an
+   * access token not expired nor revoked), and for avinode the API token, the sent timestamp and the product.
+   */
+  identify(headers: Record<string, string | string[] | undefined>, now = Date.now()): Identification {
+    const bearer = bearerOf(headerOf(headers, HEADERS.authorization));
+    if (bearer === undefined) return refused(401, 'unauthorized', 'missing or unknown API token');
+    let company = this.companiesByBearer.get(bearer);
+    if (!company) {
+      const issued = this.accessTokens.get(bearer);
+      if (!issued) return refused(401, 'unauthorized', 'missing or unknown API token');
+      company = this.companies.get(issued.companyId);
+      if (!company) return refused(401, 'unauthorized', 'missing or unknown API token');
+      if (issued.expiresAt <= now) return refused(401, 'token_expired', 'the access token has expired', company);
+    }
+    return this.profileHeadersProblem(company, headers, now) ?? { company };
+  }
+
+  /** What the company's profile requires of a request's headers besides Authorization (the avinode ones), or undefined. */
+  profileHeadersProblem(company: Company, headers: Record<string, string | string[] | undefined>, now = Date.now()): Refusal | undefined {
+    return company.profile === 'avinode' ? avinodeHeaderProblem(company, (name) => headerOf(headers, name), now) : undefined;
+  }
+
+  /** Client credentials as the token endpoint receives them: the company they belong to, if the secret matches. */
+  companyByClientCredentials(clientId: string, clientSecret: string): Company | undefined {
+    const company = this.companiesByClientId.get(clientId);
+    return company?.clientSecret === clientSecret ? company : undefined;
+  }
+
+  issueAccessToken(companyId: string, now = Date.now()): { value: string; lifetimeS: number } {
+    // Expired tokens are dropped as new ones are issued, so the map stays the size of the live ones.
+    for (const [value, issued] of this.accessTokens) if (issued.expiresAt <= now) this.accessTokens.delete(value);
+    const value = `at_${randomToken(24)}`;
+    this.accessTokens.set(value, { companyId, expiresAt: now + this.tokenLifetimeMs });
+    return { value, lifetimeS: Math.round(this.tokenLifetimeMs / 1000) };
+  }
+
+  /** The company's access tokens stop working now (as a revocation on the marketplace would). */
+  revokeAccessTokens(companyId: string): number {
+    let revoked = 0;
+    for (const [value, issued] of this.accessTokens) {
+      if (issued.companyId === companyId) {
+        this.accessTokens.delete(value);
+        revoked++;
+      }
+    }
+    return revoked;
+  }
+
+  /** Forgets every webhook setting of the company, as the marketplace's weekly sandbox wipe does; answers their ids. */
+  forgetWebhooks(companyId: string): string[] {
+    const own = this.webhooksByCompany.get(companyId);
+    if (!own) return [];
+    this.webhooksByCompany.delete(companyId);
+    for (const id of own.keys()) this.webhooks.delete(id);
+    return [...own.keys()];
   }
 
   webhook(webhookId: string): StoredWebhookSetting | undefined {

@@ -1,11 +1,27 @@
 /** The public shapes of the marketplace simulator: its options, its control inputs and its report. */
+import type { ConnectionProfile } from '../marketplace/connection.js';
 import type { EventType, NotificationBody } from '../marketplace/contract.js';
 
-/** A marketplace company account and the API token its connection uses. */
+/**
+ * A marketplace company account and how its API connection authenticates (SPEC §14). The `bearer` profile
+ * (the default) knows the company by `Authorization: Bearer <token>`; the `avinode` profile by
+ * `Authorization: Bearer <authToken>` and checks `X-Avinode-ApiToken: <token>`, `X-Avinode-SentTimestamp`
+ * and `X-Avinode-Product` on every call. With `clientId` and `clientSecret`, the token endpoint issues
+ * short-lived access tokens that stand in for the fixed bearer token (`token` for bearer, `authToken` for
+ * avinode), which may then be left out.
+ */
 export interface CompanyAccount {
   id: string;
   name?: string;
-  token: string;
+  /** bearer: the Authorization token (optional with OAuth client credentials); avinode: the X-Avinode-ApiToken (required). */
+  token?: string;
+  /** Default `bearer`. */
+  profile?: ConnectionProfile;
+  /** avinode: the fixed Authorization token (optional with OAuth client credentials). */
+  authToken?: string;
+  /** OAuth 2.0 client credentials the token endpoint accepts for this company. */
+  clientId?: string;
+  clientSecret?: string;
 }
 
 /** Fault knobs, so tests can see how Skyhook copes with an imperfect marketplace. Rates are shares in [0, 1]. */
@@ -26,6 +42,8 @@ export interface Faults {
   resource429Rate: number;
   /** The plural PUT /webhooks/settings/{id} answers 404 (to test Skyhook's singular fallback). */
   pluralPutMissing: boolean;
+  /** The OAuth token endpoint answers 503. */
+  tokenEndpointDown: boolean;
 }
 
 export interface SimulatorOptions {
@@ -58,6 +76,8 @@ export interface SimulatorOptions {
   errorShape?: ErrorShape;
   /** Log every request (pino). Default false. */
   logger?: boolean;
+  /** Seconds an access token from the token endpoint lives. Default 60 (short-lived, so refreshes happen). */
+  tokenLifetimeS?: number;
 }
 
 export const ERROR_SHAPES = ['seed', 'titled'] as const;
@@ -145,9 +165,32 @@ export interface QuoteRecord {
   tripMessageId: string;
   sellerQuoteId: string;
   liftId: string;
-  /** The X-Service-ActAsAccount header; null when it was not sent. */
+  /** The act-as header of the company's profile (X-Service-ActAsAccount or X-Avinode-ActAsAccount); null when it was not sent. */
   actAsAccount: string | null;
   sellerUniqueQuoteIdentifier: string;
+}
+
+/** One request to the OAuth token endpoint. */
+export interface TokenRecord {
+  /** The company whose client credentials were presented; null for an unknown client. */
+  companyId: string | null;
+  status: number;
+  at: string;
+}
+
+/** One call to the marketplace API (resource GETs included), with the profile headers it carried. */
+export interface ApiCallRecord {
+  method: string;
+  path: string;
+  /** The company its credentials named; null when they named none. */
+  companyId: string | null;
+  status: number;
+  /** X-Avinode-Product and X-Avinode-ApiVersion as sent; null when absent. */
+  product: string | null;
+  apiVersion: string | null;
+  /** The act-as header of the company's profile, as sent; null when absent. */
+  actAsAccount: string | null;
+  at: string;
 }
 
 export interface SimulatorReport {
@@ -164,8 +207,10 @@ export interface SimulatorReport {
   resources: ResourceRecord[];
   leads: LeadRecord[];
   quotes: QuoteRecord[];
-  /** Every POST received on the lead and quote routes: repeats, soft errors and refused tokens included. */
-  calls: { leads: number; quotes: number };
+  /** Every POST received on the lead and quote routes (repeats, soft errors and refused tokens included), token requests and settings lists. */
+  calls: { leads: number; quotes: number; tokens: number; settingsLists: number };
+  tokens: TokenRecord[];
+  apiCalls: ApiCallRecord[];
 }
 
 export interface Simulator {
@@ -181,6 +226,10 @@ export interface Simulator {
   programResource(href: string, responses: ScriptedResponse[]): void;
   /** Same as GET /_sim/report. */
   report(): SimulatorReport;
+  /** Same as POST /_sim/companies/{id}/reset: the company's webhook settings are forgotten (a sandbox wipe). */
+  resetCompany(companyId: string): { forgotten: number };
+  /** Same as POST /_sim/companies/{id}/revoke-tokens: its access tokens stop working before they expire. */
+  revokeTokens(companyId: string): { revoked: number };
   /** Resolves when no delivery is pending or in flight. */
   idle(): Promise<void>;
   /** Stops timers and the server; pending deliveries are abandoned. */

@@ -59,9 +59,11 @@ function creationProblems(state: MarketplaceState, body: WebhookSettingBody): En
 export const webhookSettingsRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (api, { simulation }) => {
   const { state } = simulation;
 
-  api.get(WEBHOOK_SETTINGS_PATH, async (request) =>
-    envelope(state.webhooksOf(callerOf(request).id).map(publicView)),
-  );
+  // The settings list: reconciliation reads it, and Skyhook checks new credentials with it (SPEC §14).
+  api.get(WEBHOOK_SETTINGS_PATH, async (request) => {
+    simulation.ledger.calls.settingsLists++;
+    return envelope(state.webhooksOf(callerOf(request).id).map(publicView));
+  });
 
   api.post(WEBHOOK_SETTINGS_PATH, async (request) => {
     const parsed = creationBody.safeParse(request.body);

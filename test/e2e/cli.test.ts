@@ -16,6 +16,8 @@ import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } fro
 
 const BIN = new URL('../../bin/skyhook.js', import.meta.url).pathname;
 const TOKEN = `tok-cli-${randomUUID()}`;
+/** An avinode company's API token and auth token (SPEC §14). */
+const ZETA = { api: `zeta-api-${randomUUID()}`, auth: `zeta-auth-${randomUUID()}` };
 
 let db: TestDatabase;
 let sim: Simulator;
@@ -70,6 +72,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   sim = await startSimulator({ timeScale: 0.001 });
   sim.addCompany({ id: 'acme', name: 'Acme Jets', token: TOKEN });
+  sim.addCompany({ id: 'zeta', name: 'Zeta Air', profile: 'avinode', token: ZETA.api, authToken: ZETA.auth });
   dir = await mkdtemp(join(tmpdir(), 'skyhook-cli-'));
   env = {
     ...process.env,
@@ -134,14 +137,15 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
   it('creates, lists, shows and updates a company, never printing its token', async () => {
     const created = await json(['companies', 'create', '--name', 'Acme Jets', '--api-base-url', sim.apiBaseUrl, '--api-token', TOKEN]);
     expect(created).toMatchObject({ name: 'Acme Jets', apiBaseUrl: sim.apiBaseUrl, connectionStatus: 'ok' });
-    expect(Object.keys(created).sort()).toEqual(['apiBaseUrl', 'connectionError', 'connectionStatus', 'createdAt', 'id', 'name', 'updatedAt']);
+    expect(Object.keys(created).sort()).toEqual(['apiBaseUrl', 'connection', 'connectionError', 'connectionStatus', 'createdAt', 'credentials', 'id', 'name', 'updatedAt']);
+    expect(created).toMatchObject({ connection: { profile: 'bearer', storedSecrets: ['apiToken'] }, credentials: { status: 'accepted', error: null } });
     companyId = created.id;
 
     const [listed, shown] = await Promise.all([skyhook(['companies', 'list']), skyhook(['companies', 'get', companyId])]);
     // The token on stdin: the same one, so the simulator keeps accepting it.
     const updated = await skyhook(['companies', 'update', companyId, '--name', 'Acme Jets Ltd', '--api-token', '-', '--json'], `${TOKEN}\n`);
     expect(listed.code).toBe(0);
-    expect(listed.stdout).toMatch(/^ID\s+NAME\s+API BASE URL\s+CONNECTION\s+CREATED\n/);
+    expect(listed.stdout).toMatch(/^ID\s+NAME\s+API BASE URL\s+PROFILE\s+CREDENTIALS\s+CONNECTION\s+CREATED\n/);
     expect(listed.stdout).toContain(companyId);
     expect(shown.code).toBe(0);
     expect(shown.stdout).toMatch(new RegExp(`^id:\\s+${companyId}$`, 'm'));
@@ -409,6 +413,30 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     const missing = await skyhook(['companies', 'get', companyId]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/was not found \(404 Not Found\)$/m);
+  });
+
+  it('connects a company with the avinode profile (its auth token from stdin) and reconciles its webhooks after a sandbox wipe', async () => {
+    const args = ['companies', 'create', '--name', 'Zeta Air', '--api-base-url', sim.apiBaseUrl, '--api-token', ZETA.api, '--profile', 'avinode', '--product', 'Zeta Ops 1.0'];
+    const created = await json([...args, '--auth-token', '-'], `${ZETA.auth}\n`);
+    expect(created).toMatchObject({ connection: { profile: 'avinode', product: 'Zeta Ops 1.0', storedSecrets: ['apiToken', 'authToken'] }, credentials: { status: 'accepted' } });
+    await json(['webhooks', 'create', created.id, '--event-types', 'TripRequest', '--auth-type', 'BASIC']);
+
+    const reset = await skyhook(['simulator', 'reset', '--url', sim.url, '--company', 'zeta']);
+    expect(reset).toMatchObject({ code: 0, stderr: '' });
+    expect(reset.stdout.trim()).toBe('forgot 1 webhook setting(s) of company zeta');
+    const report = await skyhook(['webhooks', 'reconcile', created.id]);
+    expect(report).toMatchObject({ code: 0, stderr: '' });
+    expect(report.stdout).toMatch(/^0 in sync, 1 drifted, 0 settings on the marketplace \(report only/);
+    expect(report.stdout).toMatch(/^missing_remotely\s/m);
+    const applied = await json(['webhooks', 'reconcile', created.id, '--apply']);
+    expect(applied.drift).toEqual([expect.objectContaining({ kind: 'missing_remotely', action: 'recreated', newRemoteId: expect.stringMatching(/^wh_/) })]);
+
+    const [noAuth, twoFromStdin] = await Promise.all([skyhook(args), skyhook([...args.slice(0, 7), '-', ...args.slice(8), '--auth-token', '-'], 'x\n')]);
+    expect(noAuth).toMatchObject({ code: 2, stdout: '' });
+    expect(noAuth.stderr).toMatch(/^skyhook: --auth-token is required by the avinode profile/m);
+    expect(twoFromStdin).toMatchObject({ code: 2, stdout: '' });
+    expect(twoFromStdin.stderr).toContain('only one secret flag can read stdin ("-"); got --api-token and --auth-token');
+    for (const run of [reset, report, noAuth, twoFromStdin]) expect(run.stdout + run.stderr).not.toContain(ZETA.auth);
   });
 
   it('runs a command that only reads without migrating (or creating) the database', async () => {

@@ -70,6 +70,42 @@ describe('simulator CLI', () => {
     expect(refused.stderr).toContain('--lost-ack-rate');
   });
 
+  it('serves each company in the profile its flags give: bearer, avinode, OAuth client credentials; a flag that cannot work exits 2 naming it', async () => {
+    const child = spawn(
+      process.execPath,
+      [MAIN, 'simulator', '--port', '0', '--company', 'acme:acme-token', '--company', 'zeta:zeta-api', '--avinode', 'zeta:zeta-auth', '--oauth-client', 'orbit:orbit-client:orbit:secret', '--token-lifetime', '5'],
+      { cwd },
+    );
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    try {
+      while (!stdout.includes('OAuth token URL')) await once(child.stdout, 'data');
+      expect(stdout).toContain('companies: acme (bearer), zeta (avinode), orbit (bearer, OAuth)');
+      const apiBaseUrl = /API base URL: (\S+)/.exec(stdout)?.[1] ?? '';
+      const list = (headers: Record<string, string>) => fetch(`${apiBaseUrl}/webhooks/settings`, { headers }).then((r) => r.status);
+      expect(await list({ authorization: 'Bearer acme-token' })).toBe(200);
+      expect(await list({ authorization: 'Bearer zeta-auth' })).toBe(401); // no X-Avinode-ApiToken
+      const avinode = { 'x-avinode-apitoken': 'zeta-api', 'x-avinode-senttimestamp': new Date().toISOString(), 'x-avinode-product': 'Test 1.0' };
+      expect(await list({ authorization: 'Bearer zeta-auth', ...avinode })).toBe(200);
+      const token = await fetch(`${apiBaseUrl}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'orbit-client', client_secret: 'orbit:secret' }).toString(),
+      }).then((r) => r.json() as Promise<{ access_token: string; expires_in: number }>);
+      expect(token.expires_in).toBe(5);
+      expect(await list({ authorization: `Bearer ${token.access_token}` })).toBe(200);
+    } finally {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    }
+    const orphan = await cli('simulator', '--port', '0', '--avinode', 'nobody:x');
+    expect(orphan).toMatchObject({ code: 2, stdout: '' });
+    expect(orphan.stderr.trim()).toBe('simulator: --avinode nobody: no --company nobody:<token> gives its API token');
+    const halfOAuth = await cli('simulator', '--port', '0', '--oauth-client', 'orbit:only-an-id');
+    expect(halfOAuth.code).toBe(2);
+    expect(halfOAuth.stderr).toContain('--oauth-client');
+  });
+
   it('starts on the given port, prints its URLs and stops cleanly on SIGTERM', async () => {
     const child = spawn(process.execPath, [MAIN, 'simulator', '--port', '0', '--company', 'acme:acme-token'], { cwd });
     let stdout = '';

@@ -30,7 +30,9 @@ const getStarts = new Map<string, number[]>();
 const onRequest = (message: unknown) => {
   const { request } = message as { request: { method: string; origin: string | URL; path: string } };
   const href = new URL(request.path, request.origin).href;
-  if (request.method === 'GET' && s && href.startsWith(`${s.sim.apiBaseUrl}/`)) getStarts.set(href, [...(getStarts.get(href) ?? []), Date.now()]);
+  // Resource GETs only: not the settings list with which a new company's credentials are checked.
+  const resource = s && href.startsWith(`${s.sim.apiBaseUrl}/`) && !href.startsWith(`${s.sim.apiBaseUrl}/webhooks/`);
+  if (request.method === 'GET' && resource) getStarts.set(href, [...(getStarts.get(href) ?? []), Date.now()]);
 };
 
 let s: Scenario;

@@ -257,6 +257,20 @@ describe('console headers, files and errors', () => {
   });
 });
 
+describe('a company page', () => {
+  it('shows what the last credentials check found (SPEC §14), its reason as text', async () => {
+    const { cookie } = await signIn();
+    const page = async () => (await (await get(`/companies/${webhook.companyId}`, cookie)).text()).replace(/\s+/g, ' ');
+    expect(await page()).toContain('<dt>Credentials</dt><dd><span class="badge s-queued">unchecked</span> bearer profile');
+    await fixtures.pool.query(
+      "UPDATE companies SET credentials_status = 'refused', credentials_error = $2, credentials_checked_at = now() WHERE id = $1",
+      [webhook.companyId, 'GET /webhooks/settings answered 401: <b>no</b> (unauthorized)'],
+    );
+    const refused = await page();
+    expect(refused).toContain('<span class="badge s-failed">refused</span> bearer profile<br>GET /webhooks/settings answered 401: &lt;b&gt;no&lt;/b&gt; (unauthorized)');
+  });
+});
+
 describe('the list with a time window (the order its index can serve)', () => {
   it('pages a window newest first by the time received, every row once, with its own cursor', async () => {
     // Five notifications received inside the window (two at the same microsecond), two outside it; ids

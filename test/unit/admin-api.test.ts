@@ -16,6 +16,8 @@ const company: CompanyView = {
   apiBaseUrl: 'https://api.marketplace.example/v1',
   connectionStatus: 'ok',
   connectionError: null,
+  connection: { profile: 'bearer', product: null, apiVersion: null, tokenUrl: null, clientId: null, storedSecrets: ['apiToken'] },
+  credentials: { status: 'accepted', checkedAt: '2026-11-24T10:00:00.000Z', error: null },
   createdAt: '2026-11-24T10:00:00.000Z',
   updatedAt: '2026-11-24T10:00:00.000Z',
 };
@@ -91,6 +93,22 @@ describe('answers', () => {
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ matched: 12, replayed: 0 });
     expect(asked).toEqual([{ companyId: COMPANY_ID, status: 'failed', limit: 1000, dryRun: true }]);
+  });
+
+  it('a reconciliation only reports unless apply is asked, in the body or the query; a bad apply is a 400 naming it', async () => {
+    const asked: boolean[] = [];
+    const call = await admin({
+      webhooks: { reconcile: async (companyId, opts) => (asked.push(opts.apply), { companyId, applied: opts.apply, inSync: 1, remoteSettings: 1, drift: [] }) },
+    });
+    const path = `/admin/companies/${COMPANY_ID}/webhooks/reconcile`;
+    expect((await call('POST', path)).json()).toEqual({ companyId: COMPANY_ID, applied: false, inSync: 1, remoteSettings: 1, drift: [] });
+    await call('POST', `${path}?apply=true`);
+    await call('POST', path, { apply: true });
+    await call('POST', path, { apply: false });
+    expect(asked).toEqual([false, true, true, false]);
+    expect(problem(await call('POST', `${path}?apply=maybe`), 400).errors?.map((e) => e.field)).toEqual(['querystring.apply']);
+    expect(problem(await call('POST', path, { apply: 'yes', force: true }), 400).errors?.map((e) => e.field)).toEqual(expect.arrayContaining(['body.apply']));
+    expect(asked).toHaveLength(4);
   });
 
   it('a delete answers 204, 200 listing the settings left active when forced, and the 502 when the marketplace refused', async () => {

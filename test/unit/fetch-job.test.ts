@@ -13,7 +13,7 @@ import type { FetchStart } from '../../src/processing/fetch-start.js';
 import { RetryableFetchError } from '../../src/processing/fetch.queue.js';
 
 const resource = { companyId: '00000000-0000-4000-8000-000000000001', href: 'https://api.example.com/api/rfqs/r1' };
-const company: CompanyConnection = { paused: false, apiToken: 'token', sealedToken: 'sealed' };
+const company: CompanyConnection = { paused: false, connection: { baseUrl: 'https://api.example.com/api', profile: 'bearer', apiToken: 'token' }, revision: 1 };
 const claimed = { ids: [11, 12], receivedAt: [0, 0], type: 'rfqs', resourceId: 'r1', previous: { version: 1, body: { state: 'Open' } } };
 
 /** A world of fakes: one GET answer, a company, a claim; every write recorded. */
@@ -102,7 +102,7 @@ describe('a fetch job', () => {
   });
 
   it('401/403: pauses the company, fails the notifications, forgets the cached token', async () => {
-    const w = world({ kind: 'unauthorized', status: 401 });
+    const w = world({ kind: 'unauthorized', status: 401, message: 'marketplace answered 401: the API token was refused' });
     expect(await runFetchJob(w.deps, job())).toEqual({ next: 'done', summary: 'unauthorized' });
     expect(w.paused).toEqual([{ attempt: expect.objectContaining({ outcome: 'unauthorized' }), why: 'marketplace answered 401: the API token was refused' }]);
     expect(w.forgotten).toEqual([resource.companyId]);
@@ -110,7 +110,7 @@ describe('a fetch job', () => {
   });
 
   it('401/403 with a token replaced meanwhile: no pause, fetched again with the new token', async () => {
-    const w = world({ kind: 'unauthorized', status: 403 }, { pauses: false });
+    const w = world({ kind: 'unauthorized', status: 403, message: 'marketplace answered 403: the API token was refused' }, { pauses: false });
     await runFetchJob(w.deps, job());
     expect(w.requeued).toEqual([resource]);
   });

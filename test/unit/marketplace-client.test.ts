@@ -41,7 +41,7 @@ it('gives up on an answer that keeps trickling in past the timeout, as a timeout
   });
   const client = new MarketplaceClient({ timeoutMs: 400 });
   const started = Date.now();
-  const err = (await client.call({ baseUrl, token: 't' }, 'POST', '/leads', { body: {} }).catch((e: unknown) => e)) as MarketplaceError;
+  const err = (await client.call({ baseUrl, profile: 'bearer', apiToken: 't' }, 'POST', '/leads', { body: {} }).catch((e: unknown) => e)) as MarketplaceError;
   expect(err.kind).toBe('timeout');
   expect(Date.now() - started).toBeLessThan(2000);
 });
@@ -60,7 +60,7 @@ it('retries a 503 whose body is larger than the bound (the status decides, not t
     res.end(JSON.stringify({ meta: { errors: [] }, data: { ok: true } }));
   });
   const client = new MarketplaceClient({ timeoutMs: 2000, retryDelayMs: 10 });
-  await expect(client.call({ baseUrl, token: 't' }, 'GET', '/thing')).resolves.toEqual({ ok: true });
+  await expect(client.call({ baseUrl, profile: 'bearer', apiToken: 't' }, 'GET', '/thing')).resolves.toEqual({ ok: true });
   expect(requests).toBe(3);
 });
 
@@ -68,7 +68,7 @@ it('tells a call the marketplace may have acted on from one it refused or never 
   let answer: (res: ServerResponse) => void = () => {};
   const baseUrl = await peer((_req, res) => answer(res));
   const client = new MarketplaceClient({ timeoutMs: 300 });
-  const post = async (url = baseUrl) => (await client.call({ baseUrl: url, token: 't' }, 'POST', '/quotes', { body: {} }).catch((e: unknown) => e)) as MarketplaceError;
+  const post = async (url = baseUrl) => (await client.call({ baseUrl: url, profile: 'bearer', apiToken: 't' }, 'POST', '/quotes', { body: {} }).catch((e: unknown) => e)) as MarketplaceError;
   const json = (status: number, body: unknown) => (res: ServerResponse) => {
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
@@ -142,7 +142,7 @@ describe('error entries of any shape', () => {
       for (const s of [200, 400]) {
         body = { meta: { errors }, data: null };
         status = s;
-        const problem = (await marketplaceCall(() => client.call({ baseUrl, token: 't' }, 'POST', LEADS_PATH, { body: {} })).catch((e: unknown) => e)) as Problem;
+        const problem = (await marketplaceCall(() => client.call({ baseUrl, profile: 'bearer', apiToken: 't' }, 'POST', LEADS_PATH, { body: {} })).catch((e: unknown) => e)) as Problem;
         expect(problem, JSON.stringify(errors)).toBeInstanceOf(Problem);
         expect(problem.status).toBe(502);
         const sent = problemSchema.safeParse(problem.body('/admin/x'));
@@ -156,7 +156,7 @@ describe('error entries of any shape', () => {
     const sim = await startSimulator({ companies: [{ id: 'acme', token: 'acme-token-0123456789' }], errorShape: 'titled' });
     try {
       const bad = { ...clientSearchLead('titled-lead'), leadCurrency: 'eur', leadLocale: 'eng' };
-      const call = () => new MarketplaceClient({ timeoutMs: 2000 }).call({ baseUrl: sim.apiBaseUrl, token: 'acme-token-0123456789' }, 'POST', LEADS_PATH, { body: bad });
+      const call = () => new MarketplaceClient({ timeoutMs: 2000 }).call({ baseUrl: sim.apiBaseUrl, profile: 'bearer', apiToken: 'acme-token-0123456789' }, 'POST', LEADS_PATH, { body: bad });
       const err = (await call().catch((e: unknown) => e)) as MarketplaceError;
       expect(err).toBeInstanceOf(MarketplaceError);
       expect(err.kind).toBe('soft');
@@ -210,7 +210,7 @@ describe('path segments built from input or from a marketplace answer', () => {
     const token = 'acme-token-0123456789';
     const sim = await startSimulator({ companies: [{ id: 'acme', token }] });
     try {
-      const conn = { baseUrl: sim.apiBaseUrl, token };
+      const conn = { baseUrl: sim.apiBaseUrl, profile: 'bearer' as const, apiToken: token };
       const api = webhookSettingsApi(new MarketplaceClient({ timeoutMs: 2000 }));
       const body: WebhookSettingBody = {
         targetURI: 'http://127.0.0.1:9/hooks/x',

@@ -326,6 +326,6 @@ it('counts every POST on the lead and quote routes: repeats, soft errors and unk
   await post(ACME.token, submitQuotePath('lift-42'), submission);
   await post(undefined, submitQuotePath('lift-42'), submission);
   const report = sim.report();
-  expect(report.calls).toEqual({ leads: 4, quotes: 3 });
+  expect(report.calls).toEqual({ leads: 4, quotes: 3, tokens: 0, settingsLists: 0 });
   expect([report.leads.length, report.quotes.length]).toEqual([1, 1]);
 });

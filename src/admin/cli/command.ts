@@ -65,7 +65,7 @@ export async function execute(cmd: Command, work: () => Promise<void>): Promise<
       console.error(`skyhook: ${error.detail ?? error.title} (${error.status} ${error.title})`);
       // A field the command takes as a flag is named as the flag (apiBaseUrl -> --api-base-url).
       const flags = flagNames(cmd);
-      for (const e of error.extra.errors ?? []) console.error(`  ${flags.get(e.field) ?? e.field}: ${e.message}`);
+      for (const e of error.extra.errors ?? []) console.error(`  ${flagOf(flags, e.field.split('.')) ?? e.field}: ${e.message}`);
       process.exitCode = FAILURE_EXIT_CODE;
     } else {
       console.error(`skyhook: ${describeError(error)}`);
@@ -139,6 +139,10 @@ export const numberText = (value: string | undefined): number | string | undefin
 /** The command's options by the field they fill: apiBaseUrl -> --api-base-url. */
 const flagNames = (cmd: Command): Map<string, string> => new Map(cmd.options.map((o) => [o.attributeName(), o.long ?? o.flags]));
 
+/** The flag that fills a field: its first key's (`apiToken`), or its last's for a nested one (`connection.authToken` -> --auth-token). */
+const flagOf = (flags: Map<string, string>, path: PropertyKey[]): string | undefined =>
+  flags.get(String(path[0] ?? '')) ?? (path.length > 1 ? flags.get(String(path.at(-1))) : undefined);
+
 /** Runs two validations and reports the bad fields of both at once. */
 export function together<A, B>(first: () => A, second: () => B): [A, B] {
   const lines: string[] = [];
@@ -163,7 +167,7 @@ export function validate<S extends z.ZodType>(cmd: Command, schema: S, input: Re
   const args = new Set(cmd.registeredArguments.map((a) => a.name()));
   const name = (path: PropertyKey[]): string => {
     const head = String(path[0] ?? '');
-    return args.has(head) ? `<${head}>` : (flags.get(head) ?? head);
+    return args.has(head) ? `<${head}>` : (flagOf(flags, path) ?? path.map(String).join('.'));
   };
   return parseOrThrow(schema, input, name);
 }

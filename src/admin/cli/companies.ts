@@ -9,27 +9,70 @@ export const FORCE_HELP = 'delete here even if the marketplace refuses to deacti
 export const remaining = (deleted: { remainingRemoteSettings: { remoteId: string; error: string }[] }) =>
   deleted.remainingRemoteSettings.map((r) => `\nstill active on the marketplace: setting ${r.remoteId} (${r.error}); deactivate it there`).join('');
 
-/** The token flag: `-` reads it from stdin, keeping it out of the shell history. */
-const token = async (value: string | undefined) => (value === '-' ? (await readStdin()).trim() : value);
+/** The secret flags: `-` reads one from stdin, keeping it out of the shell history. */
+const SECRET_FLAGS = ['apiToken', 'authToken', 'clientSecret'] as const;
+type SecretFlags = Partial<Record<(typeof SECRET_FLAGS)[number], string>>;
+
+/** The connection flags, the same for create and update. */
+interface ConnectionFlags extends SecretFlags {
+  profile?: string;
+  product?: string;
+  apiVersion?: string;
+  tokenUrl?: string;
+  clientId?: string;
+}
+
+/** The secret flags' values, the one given as `-` read from stdin (only one can be). */
+async function secrets(flags: SecretFlags): Promise<SecretFlags> {
+  const fromStdin = SECRET_FLAGS.filter((k) => flags[k] === '-');
+  if (fromStdin.length > 1) throw new UsageError([`only one secret flag can read stdin ("-"); got ${fromStdin.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(' and ')}`]);
+  const read = fromStdin.length === 1 ? (await readStdin()).trim() : undefined;
+  return Object.fromEntries(SECRET_FLAGS.map((k) => [k, flags[k] === '-' ? read : flags[k]]));
+}
+
+/** The `connection` object when any connection flag is given (the schema then names what is missing). */
+function connectionOf(flags: ConnectionFlags, secret: SecretFlags): Record<string, unknown> | undefined {
+  const connection = { profile: flags.profile, authToken: secret.authToken, product: flags.product, apiVersion: flags.apiVersion, tokenUrl: flags.tokenUrl, clientId: flags.clientId, clientSecret: secret.clientSecret };
+  return Object.values(connection).some((v) => v !== undefined) ? connection : undefined;
+}
+
+function withConnectionOptions(cmd: Command): Command {
+  return cmd
+    .option('--profile <profile>', 'how calls are authenticated: bearer (the default: Authorization: Bearer <API token>) or avinode (the real marketplace\'s headers); replaces the whole connection')
+    .option('--auth-token <token>', 'avinode: the fixed Authorization token (or give OAuth client credentials); "-" reads it from stdin')
+    .option('--product <name>', 'avinode: X-Avinode-Product, your product name and version (default "Skyhook <version>")')
+    .option('--api-version <version>', 'avinode: X-Avinode-ApiVersion, sent when set')
+    .option('--token-url <url>', 'OAuth 2.0 client credentials: the token endpoint')
+    .option('--client-id <id>', 'OAuth 2.0 client credentials: the client id')
+    .option('--client-secret <secret>', 'OAuth 2.0 client credentials: the client secret; "-" reads it from stdin');
+}
+
+/** What the credentials check said, for a person. */
+const checked = (company: { credentials: { status: string; error: string | null } }) =>
+  `credentials ${company.credentials.status}${company.credentials.error ? `: ${company.credentials.error}` : ''}`;
 
 export function registerCompanies(program: Command): void {
   const companies = group(program, 'companies', 'companies (tenants) and their marketplace API connection');
 
-  companies
-    .command('create')
-    .description('add a company with its marketplace API base URL and API token (the token is stored encrypted, never shown)')
-    .option('--name <name>', 'the company name (required)')
-    .option('--api-base-url <url>', 'the marketplace API base URL, e.g. https://sandbox.example.com/api (required)')
-    .option('--api-token <token>', 'the company API token (required); "-" reads it from stdin, keeping it out of the shell history')
+  withConnectionOptions(
+    companies
+      .command('create')
+      .description('add a company with its marketplace API base URL and credentials (stored encrypted, never shown), then check them with one harmless call')
+      .option('--name <name>', 'the company name (required)')
+      .option('--api-base-url <url>', 'the marketplace API base URL, e.g. https://sandbox.example.com/api (required)')
+      .option('--api-token <token>', 'the company API token (required unless a bearer connection has OAuth client credentials); "-" reads it from stdin, keeping it out of the shell history'),
+  )
     .option('--json', JSON_HELP)
     .action(
       dataAction({
         access: 'write',
-        input: async (cmd, flags: JsonFlag & { name?: string; apiBaseUrl?: string; apiToken?: string }) =>
-          validate(cmd, s.createCompanyBody, { name: flags.name, apiBaseUrl: flags.apiBaseUrl, apiToken: await token(flags.apiToken) }),
+        input: async (cmd, flags: JsonFlag & ConnectionFlags & { name?: string; apiBaseUrl?: string }) => {
+          const secret = await secrets(flags);
+          return validate(cmd, s.createCompanyBody, { name: flags.name, apiBaseUrl: flags.apiBaseUrl, apiToken: secret.apiToken, connection: connectionOf(flags, secret) });
+        },
         run: (svc, body) => svc.companies.create(body),
         output: s.companySchema,
-        human: (company) => `created company ${company.id}\n${keyValues(company)}`,
+        human: (company) => `created company ${company.id}; ${checked(company)}\n${keyValues(company)}`,
       }),
     );
 
@@ -41,7 +84,16 @@ export function registerCompanies(program: Command): void {
         input: (cmd, flags: PageFlags) => validate(cmd, s.listQuery, { limit: flags.limit, cursor: flags.cursor }),
         run: (svc, query) => svc.companies.list(query),
         output: s.page(s.companySchema),
-        human: (page) => listing(page, 'companies', ['ID', 'NAME', 'API BASE URL', 'CONNECTION', 'CREATED'], (c) => [c.id, c.name, c.apiBaseUrl, c.connectionStatus, shortTime(c.createdAt)]),
+        human: (page) =>
+          listing(page, 'companies', ['ID', 'NAME', 'API BASE URL', 'PROFILE', 'CREDENTIALS', 'CONNECTION', 'CREATED'], (c) => [
+            c.id,
+            c.name,
+            c.apiBaseUrl,
+            c.connection.profile,
+            c.credentials.status,
+            c.connectionStatus,
+            shortTime(c.createdAt),
+          ]),
       }),
     );
 
@@ -60,27 +112,30 @@ export function registerCompanies(program: Command): void {
       }),
     );
 
-  companies
-    .command('update')
-    .description('rename a company or replace its API token (a new token also lifts an "unauthorized" pause)')
-    .argument('<companyId>', 'the company id (a UUID)')
-    .option('--name <name>', 'the new name')
-    .option('--api-token <token>', 'the new API token; "-" reads it from stdin')
+  withConnectionOptions(
+    companies
+      .command('update')
+      .description('rename a company or replace its credentials: new ones lift an "unauthorized" pause and are checked with one harmless call')
+      .argument('<companyId>', 'the company id (a UUID)')
+      .option('--name <name>', 'the new name')
+      .option('--api-token <token>', 'the new API token; "-" reads it from stdin'),
+  )
     .option('--json', JSON_HELP)
     .action(
       dataAction({
         access: 'write',
-        input: async (cmd, flags: JsonFlag & { name?: string; apiToken?: string }, [companyId]) => {
-          if (flags.name === undefined && flags.apiToken === undefined) throw new UsageError(['give --name or --api-token (or both)']);
-          const apiToken = await token(flags.apiToken);
+        input: async (cmd, flags: JsonFlag & ConnectionFlags & { name?: string }, [companyId]) => {
+          const secret = await secrets(flags);
+          const connection = connectionOf(flags, secret);
+          if (flags.name === undefined && secret.apiToken === undefined && connection === undefined) throw new UsageError(['give --name, --api-token or a connection (--profile and its flags)']);
           return together(
             () => validate(cmd, s.companyIdParams, { companyId }),
-            () => validate(cmd, s.patchCompanyBody, { name: flags.name, apiToken }),
+            () => validate(cmd, s.patchCompanyBody, { name: flags.name, apiToken: secret.apiToken, connection }),
           );
         },
         run: (svc, [params, patch]) => svc.companies.update(params.companyId, patch),
         output: s.companySchema,
-        human: (company) => `updated company ${company.id}\n${keyValues(company)}`,
+        human: (company, [, patch]) => `updated company ${company.id}${patch.apiToken !== undefined || patch.connection !== undefined ? `; ${checked(company)}` : ''}\n${keyValues(company)}`,
       }),
     );
 

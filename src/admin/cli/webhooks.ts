@@ -4,7 +4,7 @@ import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES, type EventType } from '../../
 import * as s from '../schemas.js';
 import { booleanText, dataAction, group, JSON_HELP, list, together, UsageError, validate, type JsonFlag } from './command.js';
 import { FORCE_HELP, remaining } from './companies.js';
-import { keyValues, listing, yesNo } from './output.js';
+import { keyValues, listing, table, yesNo } from './output.js';
 
 export function registerWebhooks(program: Command): void {
   const webhooks = group(program, 'webhooks', "a company's webhook settings on the marketplace (Skyhook generates the credentials)");
@@ -90,6 +90,34 @@ export function registerWebhooks(program: Command): void {
         human: (webhook, [, patch]) => {
           const rotated = patch.rotateSecret ? `\nsecret rotated; the previous one is accepted until ${webhook.previousSecretExpiresAt}` : '';
           return `updated webhook ${webhook.id}${rotated}\n${keyValues(webhook)}`;
+        },
+      }),
+    );
+
+  webhooks
+    .command('reconcile')
+    .description("compare a company's webhooks with its settings on the marketplace and report the drift; --apply re-creates what the marketplace lost (a sandbox reset)")
+    .argument('<companyId>', 'the company id (a UUID)')
+    .option('--apply', 're-create the settings the marketplace lost and take over moved ids (differences and unknown settings are only reported)')
+    .option('--json', JSON_HELP)
+    .action(
+      dataAction({
+        access: 'write',
+        input: (cmd, flags: JsonFlag & { apply?: boolean }, [companyId]) => ({ ...validate(cmd, s.companyIdParams, { companyId }), apply: flags.apply ?? false }),
+        run: (svc, input) => svc.webhooks.reconcile(input.companyId, { apply: input.apply }),
+        output: s.reconciliationSchema,
+        human: (result) => {
+          const summary = `${result.inSync} in sync, ${result.drift.length} drifted, ${result.remoteSettings} settings on the marketplace${result.applied ? '' : ' (report only: --apply re-creates what is missing)'}`;
+          if (result.drift.length === 0) return summary;
+          const rows = result.drift.map((d) => [
+            d.kind,
+            d.webhookId ?? '-',
+            d.remoteId ?? '-',
+            d.differences.map((x) => x.field).join(',') || '-',
+            d.action === 'none' ? '-' : `${d.action}${d.newRemoteId ? ` ${d.newRemoteId}` : ''}`,
+            d.error ?? '',
+          ]);
+          return `${summary}\n${table(['DRIFT', 'WEBHOOK', 'REMOTE ID', 'FIELDS', 'DONE', 'ERROR'], rows)}`;
         },
       }),
     );

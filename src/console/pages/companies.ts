@@ -77,6 +77,10 @@ ${
 </div>`;
   };
 
+  /** What the credentials check found (SPEC §14): accepted, refused, unreachable, or never checked. */
+  const credentialsBadge = (status: string) =>
+    html`<span class="badge ${status === 'accepted' ? 's-processed' : status === 'refused' ? 's-failed' : 's-queued'}">${status}</span>`;
+
   const companyPage = async (req: FastifyRequest, reply: FastifyReply, companyId: string, problem?: Problem, extra?: Html) => {
     const ctx = kit.ctx(req);
     const [company, hooks] = await Promise.all([companies.get(companyId), webhooks.list(companyId)]);
@@ -87,6 +91,9 @@ ${problem ? problemBox(problem) : ''}${extra ?? ''}
 <dl class="facts">
   <div><dt>API base URL</dt><dd class="wrap"><code>${company.apiBaseUrl}</code></dd></div>
   <div><dt>Connection</dt><dd>${paused ? html`<span class="badge s-failed">paused</span> ${company.connectionError ?? ''}` : html`<span class="badge s-processed">ok</span>`}</dd></div>
+  <div><dt>Credentials</dt><dd>${credentialsBadge(company.credentials.status)} ${company.connection.profile} profile${company.connection.tokenUrl ? ', OAuth client credentials' : ''}${
+    company.credentials.error ? html`<br>${company.credentials.error}` : ''
+  }</dd></div>
   <div><dt>Added</dt><dd>${time(company.createdAt)}</dd></div>
   <div><dt>See</dt><dd><a href="${ctx.base}/notifications${query({ companyId })}">Notifications</a> · <a href="${ctx.base}/outbound${query({ companyId })}">Leads &amp; quotes</a></dd></div>
 </dl>

@@ -1,16 +1,42 @@
-import { pgEnum, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { integer, pgEnum, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 
 /** `unauthorized` pauses the company's fetches until its token is replaced (SPEC §5). */
 export const connectionStatus = pgEnum('connection_status', ['ok', 'unauthorized']);
 /** Which spelling of the webhook-settings PUT the company's marketplace answered (SPEC §6). */
 export const settingsPathForm = pgEnum('settings_path_form', ['plural', 'singular']);
+/** How calls to the marketplace are authenticated (SPEC §14; marketplace/connection.ts builds the headers). */
+export const connectionProfile = pgEnum('connection_profile', ['bearer', 'avinode']);
+/**
+ * What the one harmless call made when the credentials were set or replaced found (SPEC §14):
+ * `unchecked` (never checked: a company from before the check existed), `accepted`, `refused` (the
+ * marketplace or its token endpoint said no), `unreachable` (no answer, or a 5xx/429: try again later).
+ */
+export const credentialsStatus = pgEnum('credentials_status', ['unchecked', 'accepted', 'refused', 'unreachable']);
 
 export const companies = pgTable('companies', {
   id: uuid('id').primaryKey().defaultRandom(),
   name: text('name').notNull(),
   apiBaseUrl: text('api_base_url').notNull(),
-  /** AES-256-GCM with SECRET_KEY; never returned, never logged. */
-  apiTokenEncrypted: text('api_token_encrypted').notNull(),
+  /** AES-256-GCM with SECRET_KEY; never returned, never logged. Null for a bearer connection with OAuth client credentials. */
+  apiTokenEncrypted: text('api_token_encrypted'),
+  connectionProfile: connectionProfile('connection_profile').notNull().default('bearer'),
+  /** avinode: the fixed `Authorization: Bearer` token, AES-256-GCM; null when OAuth client credentials give it. */
+  authTokenEncrypted: text('auth_token_encrypted'),
+  /** OAuth 2.0 client credentials: all three set, or none. */
+  oauthTokenUrl: text('oauth_token_url'),
+  oauthClientId: text('oauth_client_id'),
+  oauthClientSecretEncrypted: text('oauth_client_secret_encrypted'),
+  /** avinode: `X-Avinode-Product` and `X-Avinode-ApiVersion`. */
+  product: text('product'),
+  apiVersion: text('api_version'),
+  /**
+   * Raised whenever the API token or the connection is replaced: a 401 earned by older credentials neither
+   * pauses the company nor lands on the newer credentials' check.
+   */
+  credentialsRevision: integer('credentials_revision').notNull().default(1),
+  credentialsStatus: credentialsStatus('credentials_status').notNull().default('unchecked'),
+  credentialsCheckedAt: timestamp('credentials_checked_at', { withTimezone: true }),
+  credentialsError: text('credentials_error'),
   connectionStatus: connectionStatus('connection_status').notNull().default('ok'),
   connectionError: text('connection_error'),
   settingsPathForm: settingsPathForm('settings_path_form').notNull().default('plural'),
