@@ -116,6 +116,6 @@ describe('the log of a live process (SPEC §15)', () => {
       .filter((l) => l.companyId === undefined && l.companyIds === undefined && l.byCompany === undefined);
     expect(unnamed).toEqual([]);
     // The refused token is said once, with its company.
-    expect(all.filter((l) => /refused the company token/.test(l.msg)).map((l) => l.companyId)).toEqual([revoked.companyId]);
+    expect(all.filter((l) => /refused the company credentials/.test(l.msg)).map((l) => l.companyId)).toEqual([revoked.companyId]);
   });
 });
