@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { notificationsQuery, replayableStatus, resourceHistoryQuery } from '../../admin/schemas.js';
 import { streamToClient } from '../../admin/stream.js';
 import { notificationStatus } from '../../db/schema/index.js';
-import { badRequest, type Problem } from '../../lib/problem.js';
+import { badRequest, Problem } from '../../lib/problem.js';
 import type { NotificationFilter, NotificationView, TimelineEntry } from '../../services/notifications.service.js';
 import { html, type Html } from '../html.js';
 import { problemBox, jsonBlock, notice, page, query, statusBadge, time, csrfField, type PageContext } from '../layout.js';
@@ -221,7 +221,12 @@ ${filterForm(ctx, q, all.items)}
     const ctx = kit.ctx(req);
     const { id } = parseForm(idParams, req.params);
     const n = await notifications.get(id);
-    const [company, webhook] = await Promise.all([companies.get(n.companyId), webhooks.get(n.companyId, n.webhookId).catch(() => undefined)]);
+    // A webhook deleted since the page's first read is shown by its id; any other error is the page's.
+    const webhookOrGone = webhooks.get(n.companyId, n.webhookId).catch((err: unknown) => {
+      if (err instanceof Problem && err.status === 404) return undefined;
+      throw err;
+    });
+    const [company, webhook] = await Promise.all([companies.get(n.companyId), webhookOrGone]);
     const flags = req.query as { replayed?: string };
     const paused = company.connectionStatus === 'unauthorized';
     const auth =
