@@ -44,6 +44,7 @@ import {
   type SeededWebhook,
 } from '../helpers/fixtures.js';
 import { ADMIN_TOKEN, startSkyhook, type TestSkyhook } from '../helpers/skyhook.js';
+import { prng } from '../helpers/prng.js';
 
 const BASIC = 'Basic realm="skyhook"';
 const OAUTH = 'OAuth realm="skyhook"';
@@ -526,17 +527,6 @@ describe('a corpus of bad requests', () => {
 
 // ---- fuzzing ----------------------------------------------------------------------------------
 
-/** mulberry32: a small seeded PRNG, so every run (and every failure) replays exactly. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const SEED = Number(process.env.FUZZ_SEED ?? 0x5eed);
 const ITERATIONS = Number(process.env.FUZZ_ITERATIONS ?? 3000);
 

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeJson } from '../../src/lib/json-body.js';
 import { Problem } from '../../src/lib/problem.js';
 import { SERVER_URL } from '../helpers/database.js';
+import { prng } from '../helpers/prng.js';
 
 let client: pg.Client;
 let serverVersion: number;
@@ -53,17 +54,6 @@ function skyhookVerdict(body: string): { stored: true } | { stored: false; detai
   }
 }
 
-/** mulberry32: seeded, so a failure replays exactly (JSON_FUZZ_SEED overrides the seed). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const SEED = Number(process.env.JSON_FUZZ_SEED ?? 0x6e756d);
 const CASES = Number(process.env.JSON_FUZZ_CASES ?? 1000);
 
