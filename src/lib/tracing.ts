@@ -15,6 +15,21 @@ export interface SpanRef {
   end(error?: unknown): void;
 }
 
+/** `work`, ending `span` when it settles (failed if it rejects); without a span, `work` itself. */
+export function endsWith<T>(span: SpanRef | undefined, work: Promise<T>): Promise<T> {
+  if (!span) return work;
+  return work.then(
+    (value) => {
+      span.end();
+      return value;
+    },
+    (err: unknown) => {
+      span.end(err);
+      throw err;
+    },
+  );
+}
+
 /** The request that carries a notification (a SERVER span), from its arrival to its answer. */
 export interface RequestSpan {
   /** The webhook the credentials named (SPEC §4 attribution). */

@@ -10,7 +10,7 @@
  * Every attempt is recorded with the notifications it covered (db/notifications.repository.ts).
  */
 import type { Claimed, FetchAttempt, FetchedSnapshot, NotificationsRepository, Stored } from '../db/notifications.repository.js';
-import type { FetchSpan } from '../lib/tracing.js';
+import { endsWith, type FetchSpan } from '../lib/tracing.js';
 import type { CompanyConnection } from './company-connections.js';
 import type { FetchResult } from './fetch-resource.js';
 import { RetryableFetchError, type ResourceKey } from './fetch.queue.js';
@@ -69,21 +69,22 @@ const gaveUp = (ctx: FetchContext, why: string) => `gave up after ${ctx.attempts
 async function stored(result: Extract<FetchResult, { kind: 'ok' }>, ctx: FetchContext, deps: OutcomeDeps): Promise<Applied> {
   const span = ctx.trace?.snapshot();
   try {
-    await deps.store({
-      companyId: ctx.resource.companyId,
-      href: ctx.resource.href,
-      claimed: ctx.claimed,
-      fetchStartedAt: ctx.startedAt,
-      fetchFinishedAt: deps.now(),
-      httpStatus: result.status,
-      resource: result.resource,
-      changes: changesBetween(ctx.claimed.previous, result.resource),
-      trace: span,
-    });
-    span?.end();
+    await endsWith(
+      span,
+      deps.store({
+        companyId: ctx.resource.companyId,
+        href: ctx.resource.href,
+        claimed: ctx.claimed,
+        fetchStartedAt: ctx.startedAt,
+        fetchFinishedAt: deps.now(),
+        httpStatus: result.status,
+        resource: result.resource,
+        changes: changesBetween(ctx.claimed.previous, result.resource),
+        trace: span,
+      }),
+    );
     return { final: 'processed', next: 'done' };
   } catch (err) {
-    span?.end(err);
     // A handler (or the store) failed: its transaction rolled back, nothing is half-written.
     const why = `storing the snapshot failed: ${err instanceof Error ? err.message : String(err)}`;
     const attempt = attemptOf(ctx, result, deps.now(), ctx.lastAttempt ? 'failed' : 'retry', why);

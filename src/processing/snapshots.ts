@@ -10,7 +10,7 @@ import type { CachedPlans } from '../db/cached-plans.js';
 import { isDatabaseUnavailable, type Tx } from '../db/client.js';
 import { STORE_STATEMENT, type FetchedSnapshot, type NotificationsRepository, type Stored } from '../db/notifications.repository.js';
 import { Batcher, splitOnFailure } from '../lib/batcher.js';
-import type { Tracing } from '../lib/tracing.js';
+import { endsWith, type Tracing } from '../lib/tracing.js';
 import type { HandlerRegistry } from './handlers/index.js';
 
 export type { Operation };
@@ -77,8 +77,9 @@ export class SnapshotStore {
         const { version, stored } = results[i]!;
         if (handler && stored !== null) {
           const span = this.tracing?.handler(trace, { type: claimed.type, companyId });
-          try {
-            await handler.handle({
+          await endsWith(
+            span,
+            handler.handle({
               tx: handlerTx,
               companyId,
               href,
@@ -88,12 +89,8 @@ export class SnapshotStore {
               previous: claimed.previous,
               changes: changes as Operation[] | null,
               notificationIds: claimed.ids,
-            });
-          } catch (err) {
-            span?.end(err);
-            throw err;
-          }
-          span?.end();
+            }),
+          );
         }
       }
       return results;

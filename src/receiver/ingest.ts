@@ -14,7 +14,7 @@
 import { isDatabaseUnavailable } from '../db/client.js';
 import type { NewNotification as NotificationRow, NotificationsRepository } from '../db/notifications.repository.js';
 import { Batcher, splitOnFailure } from '../lib/batcher.js';
-import type { SpanRef, Tracing } from '../lib/tracing.js';
+import { endsWith, type SpanRef, type Tracing } from '../lib/tracing.js';
 
 export interface NewNotification extends NotificationRow {
   /** `accepted` is stored `queued` or `received` (see above). */
@@ -65,14 +65,7 @@ export class NotificationWriter {
     const accepted: Accepted['status'] = this.followUp.queueing ? 'queued' : 'received';
     const statuses: StoredNotification['status'][] = rows.map((r) => (r.disposition === 'accepted' ? accepted : 'discarded'));
     const batch = this.tracing?.commitBatch(rows.map((r) => r.trace));
-    let ids: number[];
-    try {
-      ids = await this.notifications.insert(rows, statuses);
-    } catch (err) {
-      batch?.end(err);
-      throw err;
-    }
-    batch?.end();
+    const ids = await endsWith(batch, this.notifications.insert(rows, statuses));
     // Field by field: V8 copies an object rest (`{ disposition, ...row }`) through a slow generic path.
     const stored = rows.map(
       (r, i): StoredNotification => ({

@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RequestPayload } fr
 import { constantTimeEqual, sha256 } from '../lib/crypto.js';
 import type { Metrics } from '../lib/metrics.js';
 import { Problem, serviceUnavailable } from '../lib/problem.js';
-import type { RequestSpan, SpanRef, Tracing } from '../lib/tracing.js';
+import { endsWith, type RequestSpan, type Tracing } from '../lib/tracing.js';
 import { fetchKey } from '../processing/fetch.queue.js';
 import { previousSecretValid, type WebhookCredentials, type WebhookDirectory } from './attribution.js';
 import type { NotificationWriter } from './ingest.js';
@@ -133,7 +133,7 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
       disposition: webhook.active ? 'accepted' : 'discarded',
       trace: commitWait,
     });
-    const stored = await (commitWait ? endsWith(commitWait, inserting) : inserting);
+    const stored = await endsWith(commitWait, inserting);
     span?.stored({ id: stored.id, type: body.type, status: stored.status, fetchKey: fetchKey({ companyId: webhook.companyId, href: body.href }) });
     req.log.debug({ companyId: webhook.companyId, notificationId: stored.id, type: body.type, status: stored.status }, 'notification stored');
     const discarded = stored.status === 'discarded';
@@ -203,20 +203,6 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
       },
     },
     receive,
-  );
-}
-
-/** Ends `span` when `work` settles, failed if it rejects. */
-function endsWith<T>(span: SpanRef, work: Promise<T>): Promise<T> {
-  return work.then(
-    (value) => {
-      span.end();
-      return value;
-    },
-    (err: unknown) => {
-      span.end(err);
-      throw err;
-    },
   );
 }
 
