@@ -201,26 +201,43 @@ async function runSimulator(flags: StartFlags): Promise<void> {
 
 async function setFaults(flags: FaultFlags & { url: string }): Promise<void> {
   const patch = Object.fromEntries(Object.entries(faultsFromFlags(flags)).filter(([, v]) => v !== undefined));
+  const answer = await callSimulator<Partial<Faults>>('faults', flags.url, '/_sim/faults', 'PUT', patch, () => true);
+  if (answer) for (const [knob, value] of Object.entries(answer)) console.log(`${knob.padEnd(20)} ${String(value)}`);
+}
+
+/**
+ * One call to the simulator's control API for a CLI command: its answer, or undefined once the failure is
+ * printed and the exit code set (1 unreachable or failing, 2 for a refusal naming a bad value, like a bad flag).
+ */
+async function callSimulator<T extends object>(
+  command: string,
+  url: string,
+  path: string,
+  method: 'POST' | 'PUT',
+  body: unknown,
+  complete: (answer: Partial<T>) => boolean,
+): Promise<T | undefined> {
   let response: Response;
   try {
-    response = await fetch(`${flags.url}/_sim/faults`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(patch),
+    response = await fetch(`${url}${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(FIRE_TIMEOUT_MS),
     });
   } catch (error) {
-    console.error(`simulator faults: cannot reach the simulator at ${flags.url}: ${fetchFailureReason(error)}`);
+    console.error(`simulator ${command}: cannot reach the simulator at ${url}: ${fetchFailureReason(error)}`);
     process.exitCode = 1;
-    return;
+    return undefined;
   }
-  const answer = (await response.json().catch(() => ({}))) as Partial<Faults> & { error?: string };
-  if (!response.ok) {
-    console.error(`simulator faults: the simulator refused: ${answer.error ?? `HTTP ${response.status}`}`);
+  // Anything but the simulator's JSON (another server at that URL, say) reads as an empty answer.
+  const answer = (await response.json().catch(() => ({}))) as Partial<T> & { error?: string };
+  if (!response.ok || !complete(answer)) {
+    console.error(`simulator ${command}: the simulator refused: ${answer.error ?? `HTTP ${response.status}`}`);
     process.exitCode = response.status < 500 ? USAGE_EXIT_CODE : 1;
-    return;
+    return undefined;
   }
-  for (const [knob, value] of Object.entries(answer)) console.log(`${knob.padEnd(20)} ${String(value)}`);
+  return answer as T;
 }
 
 function faultsFromFlags(flags: FaultFlags): Partial<Faults> {
@@ -249,21 +266,9 @@ function stopOnSignals(simulator: Simulator): void {
 }
 
 async function resetCompany(flags: { url: string; company: string }): Promise<void> {
-  let response: Response;
-  try {
-    response = await fetch(`${flags.url}/_sim/companies/${encodeURIComponent(flags.company)}/reset`, { method: 'POST', signal: AbortSignal.timeout(FIRE_TIMEOUT_MS) });
-  } catch (error) {
-    console.error(`simulator reset: cannot reach the simulator at ${flags.url}: ${fetchFailureReason(error)}`);
-    process.exitCode = 1;
-    return;
-  }
-  const answer = (await response.json().catch(() => ({}))) as { forgotten?: number; error?: string };
-  if (!response.ok || answer.forgotten === undefined) {
-    console.error(`simulator reset: the simulator refused: ${answer.error ?? `HTTP ${response.status}`}`);
-    process.exitCode = response.status < 500 ? USAGE_EXIT_CODE : 1;
-    return;
-  }
-  console.log(`forgot ${answer.forgotten} webhook setting(s) of company ${flags.company}`);
+  const path = `/_sim/companies/${encodeURIComponent(flags.company)}/reset`;
+  const answer = await callSimulator<{ forgotten: number }>('reset', flags.url, path, 'POST', undefined, (a) => a.forgotten !== undefined);
+  if (answer) console.log(`forgot ${answer.forgotten} webhook setting(s) of company ${flags.company}`);
 }
 
 async function fireEvents(flags: FireFlags): Promise<void> {
@@ -274,28 +279,8 @@ async function fireEvents(flags: FireFlags): Promise<void> {
     resources: flags.resources,
     resourceId: flags.resourceId,
   };
-  let response: Response;
-  try {
-    response = await fetch(`${flags.url}/_sim/events`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(request),
-      signal: AbortSignal.timeout(FIRE_TIMEOUT_MS),
-    });
-  } catch (error) {
-    console.error(`simulator fire: cannot reach the simulator at ${flags.url}: ${fetchFailureReason(error)}`);
-    process.exitCode = 1;
-    return;
-  }
-  // Anything but the simulator's JSON (another server at that URL, say) reads as an empty answer.
-  const answer = (await response.json().catch(() => ({}))) as { notifications?: EmittedNotification[]; error?: string };
-  if (!response.ok || !answer.notifications) {
-    console.error(`simulator fire: the simulator refused: ${answer.error ?? `HTTP ${response.status}`}`);
-    // A refusal names a bad value (an unknown company, say): a usage error like a bad flag.
-    process.exitCode = response.status < 500 ? USAGE_EXIT_CODE : 1;
-    return;
-  }
-  console.log(flags.json ? JSON.stringify(answer.notifications, null, 2) : fireSummary(flags, answer.notifications));
+  const answer = await callSimulator<{ notifications: EmittedNotification[] }>('fire', flags.url, '/_sim/events', 'POST', request, (a) => a.notifications !== undefined);
+  if (answer) console.log(flags.json ? JSON.stringify(answer.notifications, null, 2) : fireSummary(flags, answer.notifications));
 }
 
 function fireSummary(flags: FireFlags, notifications: EmittedNotification[]): string {
