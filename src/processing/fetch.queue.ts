@@ -51,13 +51,12 @@ export const fetchJobOptions = (key: string, attempts: number): JobsOptions => (
 
 /**
  * A running fetch job's lock, renewed by its worker every half of it whatever the fetch takes, and how
- * often workers look for jobs whose lock lapsed: a dead worker's jobs (SIGKILL, a lost machine) go back
- * to the queue within FETCH_LOCK_MS + STALLED_CHECK_MS of its death, 11 s (SPEC §5: within 15 s); a live
- * one, however slow its fetch (FETCH_TIMEOUT_MS), keeps renewing and is never taken for stalled. BullMQ's
- * defaults (30 s each) took 35-95 s.
+ * often workers look for jobs whose lock lapsed: a dead worker's jobs (SIGKILL, a lost machine) go back to
+ * the queue about FETCH_LOCK_MS + STALLED_CHECK_MS after its death (SPEC §5: within 15 s; decisions.md);
+ * a live one, however slow its fetch (FETCH_TIMEOUT_MS), keeps renewing and is never taken for stalled.
  */
 const FETCH_LOCK_MS = 6000;
-const STALLED_CHECK_MS = 5000;
+const STALLED_CHECK_MS = 3000;
 /** A job found stalled more often than this fails (BullMQ's safeguard against a job that kills its worker). */
 const MAX_STALLED_COUNT = 2;
 
