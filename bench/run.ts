@@ -5,7 +5,9 @@
  * for both. `-- --json` ends the output with one JSON line; `-- --quick` is the short CI smoke run, which
  * exits non-zero when a figure is missing or not finite or an ingest request was not answered 2xx.
  * Throughput counts 2xx answers only. `-- --console` measures the operator console on 5 million stored
- * notifications instead (bench/console.ts).
+ * notifications instead (bench/console.ts). `-- --tenants` measures SPEC §5.1's many-companies rows
+ * instead (F1 fair share, F3 back-pressure, F4 a paused company, the overview with 1,000 companies:
+ * bench/tenants.ts), about 5 minutes.
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
@@ -16,6 +18,7 @@ import pg from 'pg';
 import { Pool } from 'undici';
 import { encryptSecret, randomToken, sha256 } from '../src/lib/crypto.js';
 import { runConsoleBench } from './console.js';
+import { runTenantsBench } from './tenants.js';
 import { deleteKeysWithPrefix } from '../src/lib/redis/keys.js';
 
 const args = new Set(process.argv.slice(2));
@@ -29,6 +32,8 @@ const SERVER = process.env.BENCH_DATABASE_SERVER ?? 'postgres://postgres@127.0.0
 const DB_NAME = 'skyhook_bench';
 const DATABASE_URL = `${SERVER}/${DB_NAME}`;
 const SECRET_KEY = randomBytes(32).toString('base64');
+/** Skyhook's admin token for this run (`--tenants` replaces a token through the admin API, and signs in to the console). */
+const ADMIN_TOKEN = randomToken(24);
 const PORTS = { ceiling: 3901, skyhook: 3902, resources: 3903, otlpSink: 3904 };
 const SKYHOOK_URL = `http://127.0.0.1:${PORTS.skyhook}`;
 const API_BASE = `http://127.0.0.1:${PORTS.resources}/api`;
@@ -66,7 +71,7 @@ async function startSkyhook(): Promise<ChildProcess> {
       PORT: String(PORTS.skyhook),
       PUBLIC_BASE_URL: SKYHOOK_URL,
       SECRET_KEY,
-      ADMIN_TOKEN: randomToken(24),
+      ADMIN_TOKEN,
       ROLE,
       QUEUE_PREFIX: '{skyhook-bench}',
       LOG_LEVEL: 'warn',
@@ -551,7 +556,22 @@ function printTable(
 
 try {
   if (args.has('--console')) await runConsoleBench({ build, log, json: JSON_OUT, quick: QUICK, args: process.argv.slice(2) });
-  else await main();
+  else if (args.has('--tenants')) {
+    await runTenantsBench({
+      log,
+      json: JSON_OUT,
+      build,
+      resetState,
+      startResourceServer: () => startTs('./resource-server.ts', PORTS.resources),
+      startSkyhook,
+      databaseUrl: DATABASE_URL,
+      skyhookUrl: SKYHOOK_URL,
+      apiBase: API_BASE,
+      resourceServerUrl: `http://127.0.0.1:${PORTS.resources}`,
+      secretKey: SECRET_KEY,
+      adminToken: ADMIN_TOKEN,
+    });
+  } else await main();
 } finally {
   for (const c of children) c.kill('SIGTERM');
 }

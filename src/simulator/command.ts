@@ -7,7 +7,7 @@ import { EVENT_TYPES } from '../marketplace/contract.js';
 import { describeIssues, fetchFailureReason } from './errors.js';
 import { DEFAULT_HOST, startSimulator } from './server.js';
 import { companyAccount } from './state.js';
-import { ERROR_SHAPES, type CompanyAccount, type EmittedNotification, type ErrorShape, type Faults, type Simulator } from './types.js';
+import { ERROR_SHAPES, type CompanyAccount, type CompanyFaults, type EmittedNotification, type ErrorShape, type Faults, type ResourceRateLimit, type Simulator } from './types.js';
 
 const DEFAULT_PORT = 4010;
 const DEFAULT_URL = `http://127.0.0.1:${DEFAULT_PORT}`;
@@ -97,6 +97,19 @@ export function registerSimulatorCommands(program: Command): void {
       .description("show a running simulator's fault knobs, or change those given (the others keep their values)")
       .option('--url <url>', 'the simulator URL', parseHttpUrl, DEFAULT_URL),
   ).action(setFaults);
+
+  simulator
+    .command('company-faults')
+    .description("show one company's fault knobs on a running simulator, or change those given (the others keep their values)")
+    .option('--url <url>', 'the simulator URL', parseHttpUrl, DEFAULT_URL)
+    .requiredOption('--company <id>', 'the company whose resource GETs the knobs apply to')
+    .option('--resource-latency <ms>', "fault: wait before each of the company's resource answers (0: none)", parseNonNegativeInteger)
+    .option(
+      '--resource-rate-limit <perSecond:retryAfterS>',
+      'fault: at most perSecond of its resource GETs answered in any sliding second, the others 429 with Retry-After: retryAfterS (off: no limit)',
+      parseRateLimit,
+    )
+    .action(setCompanyFaults);
 
   simulator
     .command('reset')
@@ -203,6 +216,19 @@ async function setFaults(flags: FaultFlags & { url: string }): Promise<void> {
   const patch = Object.fromEntries(Object.entries(faultsFromFlags(flags)).filter(([, v]) => v !== undefined));
   const answer = await callSimulator<Partial<Faults>>('faults', flags.url, '/_sim/faults', 'PUT', patch, () => true);
   if (answer) for (const [knob, value] of Object.entries(answer)) console.log(`${knob.padEnd(20)} ${String(value)}`);
+}
+
+async function setCompanyFaults(flags: { url: string; company: string; resourceLatency?: number; resourceRateLimit?: ResourceRateLimit | 'off' }): Promise<void> {
+  const patch = {
+    ...(flags.resourceLatency !== undefined ? { resourceLatencyMs: flags.resourceLatency } : {}),
+    ...(flags.resourceRateLimit !== undefined ? { resourceRateLimit: flags.resourceRateLimit === 'off' ? null : flags.resourceRateLimit } : {}),
+  };
+  const path = `/_sim/companies/${encodeURIComponent(flags.company)}/faults`;
+  const answer = await callSimulator<CompanyFaults>('company-faults', flags.url, path, 'PUT', patch, (a) => a.resourceLatencyMs !== undefined);
+  if (!answer) return;
+  const limit = answer.resourceRateLimit;
+  console.log(`${'resourceLatencyMs'.padEnd(20)} ${answer.resourceLatencyMs}`);
+  console.log(`${'resourceRateLimit'.padEnd(20)} ${limit ? `${limit.perSecond} per second, then 429 with Retry-After: ${limit.retryAfterS}` : 'off'}`);
 }
 
 /**
@@ -328,6 +354,16 @@ function parseSwitch(value: string): boolean {
   if (value === 'true') return true;
   if (value === 'false') return false;
   throw new InvalidArgumentError('must be true or false (or nothing, for true)');
+}
+
+/** `<perSecond>:<retryAfterS>`, e.g. `10:2`, or `off`. */
+function parseRateLimit(value: string): ResourceRateLimit | 'off' {
+  if (value === 'off') return 'off';
+  const match = /^(\d+):(\d+)$/.exec(value.trim());
+  const perSecond = Number(match?.[1]);
+  const retryAfterS = Number(match?.[2]);
+  if (!match || perSecond < 1) throw new InvalidArgumentError('must be <perSecond>:<retryAfterS> (e.g. 10:2, perSecond at least 1) or off');
+  return { perSecond, retryAfterS };
 }
 
 function parseShare(value: string): number {

@@ -1,7 +1,7 @@
 /**
  * The simulator's control surface (under /_sim), a local tool without authentication: fire events, add
- * companies, wipe a company's settings or revoke its access tokens, set faults, script resource answers,
- * read the report.
+ * companies, wipe a company's settings or revoke its access tokens, set faults (global, or one company's),
+ * script resource answers, read the report.
  */
 import type { FastifyError, FastifyPluginAsync } from 'fastify';
 import { SimulatorInputError } from './errors.js';
@@ -27,6 +27,8 @@ export const controlRoutes: FastifyPluginAsync<{ simulation: Simulation }> = asy
   control.post<{ Params: { id: string } }>('/companies/:id/revoke-tokens', async (request) => simulation.revokeTokens(request.params.id));
 
   control.put('/faults', async (request) => simulation.setFaults(request.body));
+
+  control.put<{ Params: { id: string } }>('/companies/:id/faults', async (request) => simulation.setCompanyFaults(request.params.id, request.body));
 
   control.post('/resources/program', async (request, reply) => {
     simulation.programResource(request.body);

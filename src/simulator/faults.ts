@@ -1,7 +1,7 @@
 /** The fault knobs: their defaults, their validation and the dice that decide each fault. */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import type { Faults } from './types.js';
+import type { CompanyFaults, CompanyFaultsPatch, Faults } from './types.js';
 
 export const NO_FAULTS: Faults = {
   duplicateRate: 0,
@@ -30,6 +30,30 @@ export const faultsPatch = z.strictObject({
   pluralPutMissing: z.boolean().optional(),
   tokenEndpointDown: z.boolean().optional(),
 });
+
+export const NO_COMPANY_FAULTS: CompanyFaults = { resourceLatencyMs: 0, resourceRateLimit: null };
+
+/** The largest per-company rate limit: the window keeps one time per admitted GET. */
+export const MAX_RATE_PER_SECOND = 100_000;
+
+/** A partial update of one company's faults (types.ts CompanyFaults): an absent knob keeps its value, null clears it. */
+export const companyFaultsPatch = z.strictObject({
+  resourceLatencyMs: latencyMs.nullable().optional(),
+  resourceRateLimit: z
+    .strictObject({
+      perSecond: z.number().int().min(1).max(MAX_RATE_PER_SECOND),
+      retryAfterS: z.number().int().min(0).max(86_400),
+    })
+    .nullable()
+    .optional(),
+});
+
+export function applyCompanyFaults(current: CompanyFaults, patch: CompanyFaultsPatch): CompanyFaults {
+  return {
+    resourceLatencyMs: patch.resourceLatencyMs === undefined ? current.resourceLatencyMs : (patch.resourceLatencyMs ?? 0),
+    resourceRateLimit: patch.resourceRateLimit === undefined ? current.resourceRateLimit : patch.resourceRateLimit,
+  };
+}
 
 /** Applies a partial update; a knob given as undefined (an absent CLI flag, say) keeps its value. */
 export function applyFaults(current: Faults, patch: Partial<Faults>): Faults {

@@ -4,6 +4,8 @@ export { registerSimulatorCommands } from './command.js';
 export { SimulatorInputError } from './errors.js';
 export type {
   CompanyAccount,
+  CompanyFaults,
+  CompanyFaultsPatch,
   DeliveryStatus,
   EmittedNotification,
   ErrorShape,
@@ -13,6 +15,7 @@ export type {
   LeadRecord,
   NotificationRecord,
   QuoteRecord,
+  ResourceRateLimit,
   ResourceRecord,
   ScriptedResponse,
   Simulator,

@@ -33,6 +33,8 @@ export class Ledger {
   readonly calls = { leads: 0, quotes: 0, tokens: 0, settingsLists: 0 };
   private readonly settled: Record<FinalStatus, number> = { delivered: 0, gave_up: 0, dropped: 0 };
   private readonly perCompany = new Map<string, { fired: number; delivered: number }>();
+  /** Resource GETs by the company whose token they carried. */
+  private readonly resourceGets = new Map<string, { answered: number; refused429: number }>();
   private readonly notifications: BoundedLog<NotificationRecord>;
   private readonly fetches: BoundedLog<FetchRecord>;
   private readonly leads: BoundedLog<LeadRecord>;
@@ -66,6 +68,11 @@ export class Ledger {
 
   fetchServed(fetch: FetchRecord): void {
     this.fetches.push(fetch);
+    if (fetch.tokenCompanyId !== null) {
+      const tally = this.resourceGetTally(fetch.tokenCompanyId);
+      if (fetch.status === 429) tally.refused429++;
+      else tally.answered++;
+    }
   }
 
   leadCreated(lead: LeadRecord): void {
@@ -85,7 +92,10 @@ export class Ledger {
   }
 
   report(pending: number, companyIds: string[], resources: ResourceRecord[]): SimulatorReport {
-    for (const companyId of companyIds) this.companyTally(companyId);
+    for (const companyId of companyIds) {
+      this.companyTally(companyId);
+      this.resourceGetTally(companyId);
+    }
     return {
       delivered: this.settled.delivered,
       retried: this.counts.retried,
@@ -95,6 +105,7 @@ export class Ledger {
       dropped: this.settled.dropped,
       pending,
       perCompany: Object.fromEntries([...this.perCompany].map(([id, tally]) => [id, { ...tally }])),
+      resourceGets: Object.fromEntries([...this.resourceGets].map(([id, tally]) => [id, { ...tally }])),
       // Copies, so a caller holding the report does not see later attempts change it.
       notifications: this.notifications.toArray().map((record) => ({ ...record })),
       fetches: this.fetches.toArray(),
@@ -105,6 +116,15 @@ export class Ledger {
       tokens: this.tokens.toArray(),
       apiCalls: this.apiCalls.toArray(),
     };
+  }
+
+  private resourceGetTally(companyId: string): { answered: number; refused429: number } {
+    let tally = this.resourceGets.get(companyId);
+    if (!tally) {
+      tally = { answered: 0, refused429: 0 };
+      this.resourceGets.set(companyId, tally);
+    }
+    return tally;
   }
 
   private companyTally(companyId: string): { fired: number; delivered: number } {

@@ -1,6 +1,7 @@
 /**
  * Resources at the hrefs the simulator sends (seed §6.5). Only the owning company's token sees one; any
- * other company gets the same 404 as for a missing resource. Faults and scripted answers come first.
+ * other company gets the same 404 as for a missing resource. Faults (the global ones, then the calling
+ * company's rate limit and latency) and scripted answers come first.
  */
 import { STATUS_CODES } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -66,6 +67,16 @@ export const resourceRoutes: FastifyPluginAsync<{ simulation: Simulation }> = as
     const caller = callerOf(request);
     const { faults } = state;
     if (faults.resourceLatencyMs > 0) await sleep(faults.resourceLatencyMs);
+    // The company's own knobs: its rate limit first (a refusal is answered at once), then its latency.
+    const admission = state.admitResourceGet(caller.id);
+    if (!admission.admitted) {
+      return reply
+        .code(429)
+        .header('retry-after', String(admission.retryAfterS))
+        .send(envelope(null, [{ code: 'rate_limited', message: 'too many requests for this company' }]));
+    }
+    const own = state.faultsOf(caller.id);
+    if (own.resourceLatencyMs > 0) await sleep(own.resourceLatencyMs);
     const scripted = state.nextScriptedResponse(path);
     if (scripted) return sendScripted(reply, scripted, ownedBy(path, caller));
     if (happens(faults.resource5xxRate)) {

@@ -54,6 +54,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     addCompany: (company) => void simulation.addCompany(company),
     fire: async (request) => simulation.fire(request),
     setFaults: (faults) => void simulation.setFaults(faults),
+    setCompanyFaults: (companyId, faults) => simulation.setCompanyFaults(companyId, faults),
     programResource: (href, responses) => simulation.programResource({ href, responses }),
     report: () => simulation.report(),
     resetCompany: (companyId) => simulation.resetCompany(companyId),

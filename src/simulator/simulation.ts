@@ -13,10 +13,10 @@ import {
 } from '../marketplace/contract.js';
 import { DeliveryQueue } from './delivery.js';
 import { parseInput, SimulatorInputError } from './errors.js';
-import { applyFaults, faultsPatch } from './faults.js';
+import { applyCompanyFaults, applyFaults, companyFaultsPatch, faultsPatch } from './faults.js';
 import { Ledger } from './ledger.js';
 import { API_PREFIX, companyAccount, MarketplaceState, type Company } from './state.js';
-import type { EmittedNotification, ErrorShape, Faults, SimulatorReport } from './types.js';
+import type { CompanyFaults, EmittedNotification, ErrorShape, Faults, SimulatorReport } from './types.js';
 
 /** Bounds one fire call (and the size of its answer); a longer burst is several calls. */
 const MAX_EVENTS_PER_FIRE = 100_000;
@@ -142,6 +142,14 @@ export class Simulation {
   setFaults(input: unknown): Faults {
     this.state.faults = applyFaults(this.state.faults, parseInput(faultsPatch, input));
     return this.state.faults;
+  }
+
+  /** Changes some of one company's fault knobs (null clears one) and answers all of them. */
+  setCompanyFaults(companyId: string, input: unknown): CompanyFaults {
+    if (!this.state.hasCompany(companyId)) throw new SimulatorInputError(`companyId: unknown company "${companyId}"`);
+    const faults = applyCompanyFaults(this.state.faultsOf(companyId), parseInput(companyFaultsPatch, input));
+    this.state.setFaultsOf(companyId, faults);
+    return faults;
   }
 
   /** Queues scripted answers `{href, responses}` for the next GETs of that href. */

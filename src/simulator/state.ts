@@ -10,7 +10,9 @@ import type { LeadCreated } from '../marketplace/leads.js';
 import type { QuoteSubmitted } from '../marketplace/quotes.js';
 import { PerCompany } from './collections.js';
 import { SimulatorInputError } from './errors.js';
-import type { CompanyAccount, Faults, ScriptedResponse } from './types.js';
+import { NO_COMPANY_FAULTS } from './faults.js';
+import { SlidingWindow } from './rate-window.js';
+import type { CompanyAccount, CompanyFaults, Faults, ScriptedResponse } from './types.js';
 
 /** Where the marketplace API lives on the simulator; the rest of the origin is the simulator's URL. */
 export const API_PREFIX = '/api';
@@ -133,6 +135,8 @@ export class MarketplaceState {
    */
   private readonly resources = new Map<string, Resource>();
   private readonly scripts = new Map<string, ScriptedResponse[]>();
+  /** Companies with fault knobs of their own, and the window of their rate limit when they have one. */
+  private readonly companyFaults = new Map<string, { faults: CompanyFaults; window: SlidingWindow | null }>();
   /**
    * What a repeat answers: leads by clientIdentifier, quotes by sellerUniqueQuoteIdentifier. Kept whole:
    * forgetting an entry would let a repeat create a second lead or quote.
@@ -310,6 +314,28 @@ export class MarketplaceState {
     const resource = { companyId, type, id, path, version: 1, updatedAt: new Date(), fields };
     this.resources.set(path, resource);
     return resource;
+  }
+
+  faultsOf(companyId: string): CompanyFaults {
+    return this.companyFaults.get(companyId)?.faults ?? NO_COMPANY_FAULTS;
+  }
+
+  /** Sets a company's fault knobs; its rate limit's window starts afresh when the limit per second changes. */
+  setFaultsOf(companyId: string, faults: CompanyFaults): void {
+    const previous = this.companyFaults.get(companyId);
+    const perSecond = faults.resourceRateLimit?.perSecond;
+    const window = perSecond === undefined ? null : previous?.window?.perSecond === perSecond ? previous.window : new SlidingWindow(perSecond);
+    this.companyFaults.set(companyId, { faults, window });
+  }
+
+  /**
+   * Whether the company's rate limit admits a resource GET arriving now (taking its place in the window),
+   * or the Retry-After seconds of its refusal.
+   */
+  admitResourceGet(companyId: string, now?: number): { admitted: true } | { admitted: false; retryAfterS: number } {
+    const limited = this.companyFaults.get(companyId);
+    if (!limited?.window || limited.window.tryTake(now)) return { admitted: true };
+    return { admitted: false, retryAfterS: limited.faults.resourceRateLimit?.retryAfterS ?? 1 };
   }
 
   /** Queues scripted answers for the next GETs of a path, after any already queued. */

@@ -46,6 +46,32 @@ export interface Faults {
   tokenEndpointDown: boolean;
 }
 
+/** A company's rate limit on resource GETs: above `perSecond` in any sliding second, `429` with `Retry-After: <retryAfterS>`. */
+export interface ResourceRateLimit {
+  perSecond: number;
+  retryAfterS: number;
+}
+
+/**
+ * Fault knobs of one company's resource GETs (those carrying its credentials), on top of the global ones:
+ * one company slow or rate-limited while the others are not (SPEC §5.1).
+ */
+export interface CompanyFaults {
+  /** Added before each of its resource GET answers (after the global resourceLatencyMs); a 429 of its rate limit is not delayed. */
+  resourceLatencyMs: number;
+  /**
+   * Decided when the GET arrives, before its latency and any scripted answer; a refused GET takes no place
+   * in the window. null: no limit.
+   */
+  resourceRateLimit: ResourceRateLimit | null;
+}
+
+/** A partial update of a company's faults: an absent knob keeps its value, `null` clears it. */
+export interface CompanyFaultsPatch {
+  resourceLatencyMs?: number | null;
+  resourceRateLimit?: ResourceRateLimit | null;
+}
+
 export interface SimulatorOptions {
   /** 0 = a random free port. Default 0. */
   port?: number;
@@ -202,6 +228,11 @@ export interface SimulatorReport {
   dropped: number;
   pending: number;
   perCompany: Record<string, { fired: number; delivered: number }>;
+  /**
+   * Resource GETs by the company whose token they carried: `answered` with anything but 429, `refused429`
+   * with 429 (its rate limit, the global resource429Rate or a scripted answer). GETs made = the sum.
+   */
+  resourceGets: Record<string, { answered: number; refused429: number }>;
   notifications: NotificationRecord[];
   fetches: FetchRecord[];
   resources: ResourceRecord[];
@@ -222,6 +253,8 @@ export interface Simulator {
   /** Same as POST /_sim/events. */
   fire(request: FireRequest): Promise<EmittedNotification[]>;
   setFaults(faults: Partial<Faults>): void;
+  /** Same as PUT /_sim/companies/{id}/faults: changes some of the company's fault knobs and answers all of them. */
+  setCompanyFaults(companyId: string, faults: CompanyFaultsPatch): CompanyFaults;
   /** Same as POST /_sim/resources/program. */
   programResource(href: string, responses: ScriptedResponse[]): void;
   /** Same as GET /_sim/report. */

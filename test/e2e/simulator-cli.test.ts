@@ -70,6 +70,30 @@ describe('simulator CLI', () => {
     expect(refused.stderr).toContain('--lost-ack-rate');
   });
 
+  it("company-faults shows and changes one company's knobs, and refuses a bad value naming it", async () => {
+    const shown = await cli('simulator', 'company-faults', '--url', sim.url, '--company', 'acme');
+    expect(shown).toMatchObject({ code: 0, stderr: '' });
+    expect(shown.stdout).toMatch(/^resourceRateLimit\s+off$/m);
+
+    const limited = await cli('simulator', 'company-faults', '--url', sim.url, '--company', 'acme', '--resource-rate-limit', '10:2', '--resource-latency', '5');
+    expect(limited.code).toBe(0);
+    expect(limited.stdout).toMatch(/^resourceLatencyMs\s+5$/m);
+    expect(limited.stdout).toMatch(/^resourceRateLimit\s+10 per second, then 429 with Retry-After: 2$/m);
+    expect(sim.setCompanyFaults('acme', {})).toEqual({ resourceLatencyMs: 5, resourceRateLimit: { perSecond: 10, retryAfterS: 2 } });
+
+    const cleared = await cli('simulator', 'company-faults', '--url', sim.url, '--company', 'acme', '--resource-rate-limit', 'off');
+    expect(cleared.stdout).toMatch(/^resourceRateLimit\s+off$/m);
+    expect(cleared.stdout).toMatch(/^resourceLatencyMs\s+5$/m);
+    sim.setCompanyFaults('acme', { resourceLatencyMs: null });
+
+    const refused = await cli('simulator', 'company-faults', '--url', sim.url, '--company', 'acme', '--resource-rate-limit', '10');
+    expect(refused).toMatchObject({ code: 2, stdout: '' });
+    expect(refused.stderr).toContain('--resource-rate-limit');
+    const unknown = await cli('simulator', 'company-faults', '--url', sim.url, '--company', 'initech', '--resource-latency', '5');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('unknown company "initech"');
+  });
+
   it('serves each company in the profile its flags give: bearer, avinode, OAuth client credentials; a flag that cannot work exits 2 naming it', async () => {
     const child = spawn(
       process.execPath,
