@@ -36,6 +36,8 @@ export interface AppDeps {
   console: ConsoleDeps;
   /** Shown on the dashboard. */
   queues: Queue[];
+  /** Every company's one state (SPEC §5.1 F5), for the skyhook_company_state gauge. */
+  companyStates: () => Promise<{ id: string; state: { status: string } }[]>;
   authFailures: { limit: number; windowMs: number };
   metrics: Metrics;
   reporter: ErrorReporter;
@@ -194,7 +196,7 @@ const httpTimeouts = (requestTimeoutMs: number) => ({
 });
 
 
-export type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues' | 'started' | 'reporter'>;
+export type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues' | 'started' | 'reporter' | 'companyStates'>;
 
 /** A worker's own ops server (OPS_PORT): the probes and metrics alone, as quiet as the main app's. */
 export async function buildOpsApp(logger: Logger, deps: OpsDeps): Promise<FastifyInstance> {
@@ -244,7 +246,7 @@ async function readiness(deps: OpsDeps): Promise<{ started: boolean; database: b
   return { started, database, redis, ready };
 }
 
-/** How long the gauges that need a query (queue depth, oldest pending age, paused companies) are reused: scrapes must not each cost a query. */
+/** How long the gauges that need a query (queue depth, oldest pending age, company states) are reused: scrapes must not each cost a query. */
 const GAUGES_MAX_AGE_MS = 5000;
 
 /** Gauges that need a look at Redis or PostgreSQL, read when scraped (bounded in time), at most every GAUGES_MAX_AGE_MS. */
@@ -252,18 +254,18 @@ function cachedGauges(deps: OpsDeps): () => Promise<void> {
   let readAt = -Infinity;
   let reading: Promise<void> | undefined;
   const read = async () => {
-    const [counts, backlog, paused] = await Promise.all([
+    const [counts, backlog, states] = await Promise.all([
       withTimeout(Promise.all(deps.queues.map((q) => q.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'failed'))), 1000, 'queue depth'),
       withTimeout(deps.pool.query<{ company_id: string; oldest_pending_age_s: number }>('SELECT company_id, oldest_pending_age_s FROM backlog'), 1000, 'backlog'),
-      withTimeout(deps.pool.query<{ id: string }>("SELECT id FROM companies WHERE connection_status = 'unauthorized'"), 1000, 'paused companies'),
+      withTimeout(deps.companyStates(), 1000, 'company states'),
     ]);
     deps.metrics.queueDepth.reset();
     for (const c of counts) for (const [state, n] of Object.entries(c)) deps.metrics.queueDepth.inc({ state }, n);
     deps.metrics.oldestPendingAge.reset();
     for (const r of backlog.rows) deps.metrics.oldestPendingAge.set({ company: r.company_id }, r.oldest_pending_age_s);
-    // Only paused companies have a series (1): a company whose token is replaced disappears at the next reading.
-    deps.metrics.companyPaused.reset();
-    for (const r of paused.rows) deps.metrics.companyPaused.set({ company: r.id }, 1);
+    // One series per company, its current state's (1): a company that changes state changes series at the next reading.
+    deps.metrics.companyState.reset();
+    for (const c of states) deps.metrics.companyState.set({ company: c.id, state: c.state.status }, 1);
   };
   return () => {
     if (!deps.started() || performance.now() - readAt < GAUGES_MAX_AGE_MS) return Promise.resolve();
@@ -271,7 +273,7 @@ function cachedGauges(deps: OpsDeps): () => Promise<void> {
     reading ??= read()
       .then(
         () => void (readAt = performance.now()),
-        (err: unknown) => deps.reporter.report('metrics_gauges', err, 'the queue depth, backlog and paused-company gauges could not be read; they keep their last values'),
+        (err: unknown) => deps.reporter.report('metrics_gauges', err, 'the queue depth, backlog and company-state gauges could not be read; they keep their last values'),
       )
       .finally(() => (reading = undefined));
     return reading;

@@ -71,6 +71,10 @@ const envSchema = z
     FETCH_BACKOFF_BASE_MS: int(10, 600_000).default(2000),
     FETCH_BACKOFF_MAX_MS: int(100, 86_400_000).default(15 * 60_000),
     WORKER_CONCURRENCY: int(1, 1000).default(128),
+    /** A company's fetches at once across every worker (SPEC §5.1 F2), unless the company sets its own. */
+    COMPANY_FETCH_CONCURRENCY: int(1, 10_000).default(64),
+    /** How often a paused company's refused credentials are tried again with one harmless call (SPEC §5.1 F4). */
+    PAUSED_PROBE_INTERVAL_MS: int(10_000, 86_400_000).default(300_000),
     MARKETPLACE_TIMEOUT_MS: int(100, 120_000).default(15_000),
     ROTATION_GRACE_HOURS: z.coerce.number().min(0).max(24 * 30).default(24),
     OAUTH_TIMESTAMP_SKEW_S: int(1, 3600).default(300),
@@ -147,6 +151,9 @@ export interface Config {
     backoffBaseMs: number;
     backoffMaxMs: number;
     concurrency: number;
+    /** The default per-company limit (SPEC §5.1 F2). */
+    companyConcurrency: number;
+    pausedProbeIntervalMs: number;
   };
   marketplaceTimeoutMs: number;
   rotationGraceMs: number;
@@ -222,6 +229,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
       backoffBaseMs: env.FETCH_BACKOFF_BASE_MS,
       backoffMaxMs: env.FETCH_BACKOFF_MAX_MS,
       concurrency: env.WORKER_CONCURRENCY,
+      companyConcurrency: env.COMPANY_FETCH_CONCURRENCY,
+      pausedProbeIntervalMs: env.PAUSED_PROBE_INTERVAL_MS,
     },
     marketplaceTimeoutMs: env.MARKETPLACE_TIMEOUT_MS,
     rotationGraceMs: env.ROTATION_GRACE_HOURS * 3_600_000,

@@ -32,12 +32,18 @@ import type { Metrics } from './lib/metrics.js';
 import { MarketplaceClient } from './marketplace/client.js';
 import { AccessTokens } from './marketplace/oauth2.js';
 import { CompanyConnections, pauseCompany } from './processing/company-connections.js';
+import { CompanyGate, GateFinishes, gateOptions } from './processing/company-gate.js';
+import { companyControls, PausedCompanies, settingsProbe } from './processing/paused-companies.js';
+import { allCompanyStates } from './services/company-state.js';
+import { webhookSettingsApi } from './marketplace/webhook-settings.js';
+import { companies as companiesTable } from './db/schema/index.js';
+import { eq } from 'drizzle-orm';
 import { FetchEnqueuer } from './processing/enqueue.js';
 import type { FetchJobDeps } from './processing/fetch-job.js';
 import { fetchResource } from './processing/fetch-resource.js';
 import { FetchStarts } from './processing/fetch-start.js';
 import { createFetchWorker } from './processing/fetch-worker.js';
-import { createFetchQueue, type ResourceKey } from './processing/fetch.queue.js';
+import { createFetchQueue, fetchKey, type ResourceKey } from './processing/fetch.queue.js';
 import { markResourceGone, SnapshotStore } from './processing/snapshots.js';
 import { IngestFirst } from './processing/ingest-first.js';
 import { builtInHandlers, type HandlerRegistry } from './processing/handlers/index.js';
@@ -120,9 +126,13 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
 
   const queue = createFetchQueue(producer, config.queuePrefix);
   queue.on('error', report('fetch_queue', 'the fetch queue met an error', 'redis'));
-  const enqueuer = new FetchEnqueuer(queue, producer, notifications, { attempts: config.fetch.attempts, timeoutMs: ENQUEUE_TIMEOUT_MS }, log, tracing);
+  const gate = new CompanyGate(producer, config.queuePrefix, gateOptions(config.fetch));
+  const enqueuer = new FetchEnqueuer(queue, producer, notifications, gate, { attempts: config.fetch.attempts, timeoutMs: ENQUEUE_TIMEOUT_MS }, log, tracing);
+  const gateError = report('company_gate', 'the company gate could not be read or told in Redis; states show what PostgreSQL knows', 'redis');
+  const controls = companyControls(gate, { pendingResources: notifications.pendingResources, enqueue: (r) => enqueuer.enqueue(r) }, { timeoutMs: ENQUEUE_TIMEOUT_MS });
   const relay = new Relay(notifications, enqueuer, { intervalMs: config.relayIntervalMs, graceMs: config.relayGraceMs }, log, producer, report('relay', 'the relay could not queue committed notifications; it tries again shortly'));
 
+  const companyStates = () => allCompanyStates(api.db, controls, gateError);
   let started = false;
   const startSteps: (() => void)[] = [() => relay.start()];
   const closers: [string, () => Promise<unknown>][] = [];
@@ -138,7 +148,17 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
       listener = listenForWebhookChanges(config.databaseUrl, directory, report('webhook_listener', 'the webhook change listener met an error; it reconnects', 'postgres'));
     });
     const writer = new NotificationWriter(notifications, enqueuer, report('enqueue', 'queueing committed notifications failed; the relay queues them'), tracing);
-    const services = createServices({ db: api.db, notifications, enqueuer, config, metrics, tokens, onWebhookChange: () => directory.invalidate() });
+    const services = createServices({
+      db: api.db,
+      notifications,
+      enqueuer,
+      config,
+      metrics,
+      tokens,
+      controls,
+      onGateError: gateError,
+      onWebhookChange: () => directory.invalidate(),
+    });
     const stream = new NotificationStream({
       listen: (channels, listener) => listen(config.databaseUrl, channels, listener),
       notifications,
@@ -168,6 +188,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
       admin: { adminToken: config.adminToken, ...services, stream },
       console: { adminToken: config.adminToken, services, stream, sessions: createSessionStore(api.db), publicBaseUrl: config.publicBaseUrl },
       queues: [queue],
+      companyStates,
       authFailures: { limit: config.authFailureLimit, windowMs: 60_000 },
       metrics,
       reporter,
@@ -186,17 +207,19 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
     const connection = connectRedis(config, 'worker', 'skyhook-worker', outages.redisDown);
     connection.on('ready', outages.redisBack);
     const workerNotifications = createNotificationsRepository(workerDb.pool);
+    const workerGate = new CompanyGate(connection, config.queuePrefix, gateOptions(config.fetch));
     const fetchWorker = createFetchWorker({
       job: fetchJobDeps({
         db: workerDb,
         notifications: workerNotifications,
         connection,
+        gate: workerGate,
         config,
         handlers: opts.handlers ?? builtInHandlers(),
         log,
         metrics,
         tokens,
-        requeue: (resource) => enqueuer.enqueue([resource]),
+        enqueue: (resources) => enqueuer.enqueue(resources),
         admit: ingestFirst && (() => ingestFirst.admit()),
         onError: report('fetch_slots', 'a fetch slot could not be settled in Redis; it lapses by itself', 'redis'),
         finished,
@@ -213,6 +236,18 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
     // Listened to from the start: BullMQ prints an unheard 'error' to stderr, a stack trace per retry.
     fetchWorker.on('error', workerError);
     fetchWorker.on('failed', (job, err) => log.debug({ jobId: job?.id, companyId: job?.data.companyId, err: err.message }, 'fetch attempt failed'));
+    const pausedCompanies = new PausedCompanies({
+      pool: workerDb.pool,
+      redis: connection,
+      prefix: config.queuePrefix,
+      gate: workerGate,
+      company: async (companyId) => (await workerDb.db.select().from(companiesTable).where(eq(companiesTable.id, companyId)).limit(1))[0],
+      resume: controls.resume,
+      probe: settingsProbe(webhookSettingsApi(new MarketplaceClient({ timeoutMs: config.marketplaceTimeoutMs, tokens })), config.secretKey),
+      probeIntervalMs: config.fetch.pausedProbeIntervalMs,
+      log,
+      onError: report('paused_companies', 'the paused-company loop met an error; it runs again shortly'),
+    });
     const retention = createRetention({
       connection,
       prefix: config.queuePrefix,
@@ -225,6 +260,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
       void fetchWorker.run().catch(workerError);
       ingestFirst?.start();
       retention.start();
+      pausedCompanies.start();
     });
     closers.push(['ingest-first', async () => ingestFirst?.stop()]);
     // Running jobs finish (bounded); a job still running at the deadline is left to stalled-job recovery:
@@ -241,6 +277,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
           }),
       ],
       ['retention', () => retention.close(redisGone())],
+      ['paused companies', () => pausedCompanies.stop()],
       [
         'worker connections',
         async () => {
@@ -252,7 +289,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
   }
 
   if (!runsApi && config.opsPort !== undefined) {
-    app = await buildOpsApp(log, { pool: api.pool, redis: producer, metrics, queues: [queue], started: () => started, reporter });
+    app = await buildOpsApp(log, { pool: api.pool, redis: producer, metrics, queues: [queue], started: () => started, reporter, companyStates });
     closers.unshift(['ops http', () => app!.close()]);
   }
 
@@ -309,12 +346,13 @@ function fetchJobDeps(deps: {
   db: DbHandle;
   notifications: NotificationsRepository;
   connection: RedisClient;
+  gate: CompanyGate;
   config: Config;
   handlers: HandlerRegistry;
   log: Logger;
   metrics: Metrics;
   tokens: AccessTokens;
-  requeue: (resource: ResourceKey) => Promise<void>;
+  enqueue: (resources: ResourceKey[]) => Promise<void>;
   admit?: () => Promise<void>;
   onError: (err: unknown) => void;
   finished: BatchSummary;
@@ -322,8 +360,10 @@ function fetchJobDeps(deps: {
 }): FetchJobDeps {
   const { notifications, config } = deps;
   const plans = new CachedPlans(deps.db.pool, [CLAIM_STATEMENT, STORE_STATEMENT], deps.log);
-  const connections = new CompanyConnections(deps.db.db, config.secretKey);
-  const starts = new FetchStarts(notifications, plans, deps.connection, config.queuePrefix, config.fetch.minIntervalMs, deps.onError);
+  const connections = new CompanyConnections(deps.db.db, config.secretKey, config.fetch.companyConcurrency);
+  const starts = new FetchStarts(notifications, plans, deps.gate, deps.connection, config.queuePrefix, config.fetch.minIntervalMs, deps.onError);
+  // The parked resources a finished fetch frees are queued like any others.
+  const finishes = new GateFinishes(deps.gate, deps.enqueue);
   // Handlers write through drizzle, on the connection of the transaction that stores their snapshot. A
   // stored batch's jobs all complete in one turn, each with a BullMQ script: sent in one write.
   const snapshots = new SnapshotStore(notifications, plans, deps.handlers, (client) => drizzle({ client, schema }) as unknown as Tx, deps.tracing);
@@ -339,7 +379,8 @@ function fetchJobDeps(deps: {
   return {
     admit: deps.admit,
     company: (companyId) => connections.get(companyId),
-    begin: (resource) => starts.begin(resource),
+    begin: (request) => starts.begin(request),
+    finish: (resource, max, answer) => void finishes.finish({ ...resource, fetchKey: fetchKey(resource), max, answer }).catch(deps.onError),
     get: (href, connection) => fetchResource(marketplace, href, connection),
     store: (snapshot) => snapshots.store(snapshot),
     recordAttempt: notifications.recordAttempt,
@@ -348,14 +389,18 @@ function fetchJobDeps(deps: {
         await markResourceGone(client, { companyId: attempt.companyId, href: attempt.href, fetchStartedAt: attempt.startedAt });
         await tx.recordAttempt(attempt, { status: 'processed', outcome: 'gone' });
       }),
-    pause: (attempt, revision, why) =>
-      notifications.transaction(async (tx, client) => {
-        const paused = await pauseCompany(client, attempt.companyId, revision, `GET ${attempt.href}: ${why}`);
-        await tx.recordAttempt(attempt, paused ? { status: 'failed', error: why } : { status: 'pending' });
-        return paused;
-      }),
+    pause: async (attempt, revision, why) => {
+      // The notifications stay pending: nothing fails because credentials were refused (SPEC §5.1 F4).
+      const paused = await notifications.transaction(async (tx, client) => {
+        await tx.recordAttempt(attempt, { status: 'pending' });
+        return pauseCompany(client, attempt.companyId, revision, `GET ${attempt.href}: ${why}`);
+      });
+      // If Redis cannot be told, the paused-company loop tells it from PostgreSQL within seconds.
+      if (paused) await deps.gate.pause(attempt.companyId, [attempt.href]).catch(deps.onError);
+      return paused;
+    },
     forgetCompany: (companyId) => connections.forget(companyId),
-    requeue: deps.requeue,
+    requeue: (resource) => deps.enqueue([resource]),
     now: () => new Date(),
     metrics: deps.metrics,
     finished: deps.finished,

@@ -91,8 +91,22 @@ export const createCompanyBody = z
     if (b.apiToken !== undefined && apiTokenUnused(b.connection)) ctx.addIssue({ code: 'custom', path: ['apiToken'], message: 'is not sent by a bearer connection with OAuth client credentials: leave it out' });
   });
 export const patchCompanyBody = z
-  .strictObject({ name: name.optional(), apiToken: apiToken.optional(), connection: connectionBody.optional() })
-  .refine((b) => b.name !== undefined || b.apiToken !== undefined || b.connection !== undefined, { message: 'give name, apiToken or connection' });
+  .strictObject({
+    name: name.optional(),
+    apiToken: apiToken.optional(),
+    connection: connectionBody.optional(),
+    fetchConcurrency: z
+      .number()
+      .int()
+      .min(1)
+      .max(10_000)
+      .nullable()
+      .optional()
+      .describe("at most this many of the company's fetches at once, across every worker (SPEC §5.1 F2); null: the default (COMPANY_FETCH_CONCURRENCY)"),
+  })
+  .refine((b) => b.name !== undefined || b.apiToken !== undefined || b.connection !== undefined || b.fetchConcurrency !== undefined, {
+    message: 'give name, apiToken, connection or fetchConcurrency',
+  });
 
 /** The body is optional: a POST without one only reports. */
 export const reconcileBody = z

@@ -132,17 +132,25 @@ async function lockUnqueued(client: Sql, graceMs: number, limit: number): Promis
 
 /**
  * The relay: the next page of keys (company, href) with rows left `queued` longer than `olderThanMs` (their
- * job may be lost), after `after`, in key order.
+ * job may be lost), after `after`, in key order. A paused company's rows wait parked by design: they are
+ * queued again when it resumes (processing/paused-companies.ts), not here.
  */
 async function staleQueuedKeys(sql: Sql, olderThanMs: number, after: { companyId: string; href: string } | undefined, limit: number): Promise<{ companyId: string; href: string }[]> {
   const { rows } = await sql.query<{ company_id: string; href: string }>(
     `SELECT DISTINCT company_id, href FROM notifications
      WHERE status = 'queued' AND received_at < now() - make_interval(secs => $1::double precision / 1000)
        AND ($2::uuid IS NULL OR (company_id, href) > ($2::uuid, $3::text))
+       AND company_id NOT IN (SELECT id FROM companies WHERE connection_status = 'unauthorized')
      ORDER BY company_id, href LIMIT $4`,
     [olderThanMs, after?.companyId ?? null, after?.href ?? null, limit],
   );
   return rows.map((r) => ({ companyId: r.company_id, href: r.href }));
+}
+
+/** A company's resources with notifications still pending: what resuming it queues again. */
+async function pendingResources(sql: Sql, companyId: string): Promise<{ companyId: string; href: string }[]> {
+  const { rows } = await sql.query<{ href: string }>(`SELECT DISTINCT href FROM notifications WHERE company_id = $1 AND status IN ('received', 'queued')`, [companyId]);
+  return rows.map((r) => ({ companyId, href: r.href }));
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -492,6 +500,7 @@ function bind(sql: Sql) {
     moveStatus: (ids: number[], from: 'received' | 'queued', to: 'received' | 'queued') => moveStatus(sql, ids, from, to),
     lockUnqueued: (graceMs: number, limit: number) => lockUnqueued(sql, graceMs, limit),
     staleQueuedKeys: (olderThanMs: number, after: { companyId: string; href: string } | undefined, limit: number) => staleQueuedKeys(sql, olderThanMs, after, limit),
+    pendingResources: (companyId: string) => pendingResources(sql, companyId),
     claimPending: (plans: CachedPlans, keys: { companyId: string; href: string }[]) => claimPending(sql, plans, keys),
     recordAttempt: (attempt: FetchAttempt, verdict: Verdict) => recordAttempt(sql, attempt, verdict),
     storeFetched: (statementName: string | undefined, items: FetchedSnapshot[]) => storeFetched(sql, statementName, items),

@@ -1,6 +1,6 @@
 /**
  * Prometheus metrics (SPEC §7): one registry per process (and per test runtime). Counters are updated
- * where things happen; gauges that need a query (queue depth, oldest pending age, paused companies,
+ * where things happen; gauges that need a query (queue depth, oldest pending age, company states,
  * readiness) are collected when /metrics is scraped, so an idle process does no work for them.
  * deploy/prometheus/alerts.yml and deploy/grafana/skyhook-dashboard.json use these names, and
  * test/e2e/observability.test.ts checks that every name they use is served here.
@@ -55,10 +55,10 @@ export function createMetrics() {
       labelNames: ['company'] as const,
       registers: [registry],
     }),
-    companyPaused: new Gauge({
-      name: 'skyhook_company_paused',
-      help: '1 for each company whose API token the marketplace refused (401/403): its fetches wait until the token is replaced',
-      labelNames: ['company'] as const,
+    companyState: new Gauge({
+      name: 'skyhook_company_state',
+      help: "1 for each company's one state (SPEC §5.1 F5): ok, paused (credentials refused: its notifications wait for new ones), throttled, unreachable or unchecked",
+      labelNames: ['company', 'state'] as const,
       registers: [registry],
     }),
     ready: new Gauge({

@@ -14,6 +14,8 @@ const TTL_MS = 2000;
 
 export interface CompanyConnection {
   paused: boolean;
+  /** Its fetches at once, across every worker (SPEC §5.1 F2): its own limit, or the default. */
+  maxFetches: number;
   connection: ApiConnection;
   /** The credentials revision the connection is of, to tell later whether they were replaced. */
   revision: number;
@@ -25,6 +27,8 @@ export class CompanyConnections {
   constructor(
     private readonly db: Database,
     private readonly secretKey: Buffer,
+    /** COMPANY_FETCH_CONCURRENCY: the limit of a company without its own. */
+    private readonly defaultMaxFetches: number,
   ) {}
 
   async get(companyId: string): Promise<CompanyConnection | null> {
@@ -32,7 +36,14 @@ export class CompanyConnections {
     const hit = this.cache.get(companyId);
     if (hit && hit.expiresAt > now) return hit.value;
     const [row] = await this.db.select().from(companies).where(eq(companies.id, companyId)).limit(1);
-    const value = row ? { paused: row.connectionStatus === 'unauthorized', connection: connectionFromRow(row, this.secretKey), revision: row.credentialsRevision } : null;
+    const value = row
+      ? {
+          paused: row.connectionStatus === 'unauthorized',
+          maxFetches: row.fetchConcurrency ?? this.defaultMaxFetches,
+          connection: connectionFromRow(row, this.secretKey),
+          revision: row.credentialsRevision,
+        }
+      : null;
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(companyId, { value, expiresAt: now + TTL_MS });
     return value;
@@ -44,13 +55,15 @@ export class CompanyConnections {
 }
 
 /**
- * Pauses a company whose credentials the marketplace refused (SPEC §5), only if `revision` is still its
+ * Pauses a company whose credentials the marketplace refused (SPEC §5.1 F4), only if `revision` is still its
  * credentials revision: credentials replaced meanwhile are not the ones refused. Answers whether it paused
- * it. `reason` is what the admin sees (connection_error).
+ * it. `reason` is what the admin sees (connection_error); `paused_at` keeps the first refusal's time.
  */
 export async function pauseCompany(client: Pick<pg.PoolClient, 'query'>, companyId: string, revision: number, reason: string): Promise<boolean> {
   const { rowCount } = await client.query(
-    `UPDATE companies SET connection_status = 'unauthorized', connection_error = $2, updated_at = now() WHERE id = $1 AND credentials_revision = $3`,
+    `UPDATE companies SET connection_status = 'unauthorized', connection_error = $2, updated_at = now(),
+       paused_at = CASE WHEN connection_status = 'unauthorized' THEN coalesce(paused_at, now()) ELSE now() END
+     WHERE id = $1 AND credentials_revision = $3`,
     [companyId, reason, revision],
   );
   return (rowCount ?? 0) > 0;

@@ -1,6 +1,7 @@
 /**
  * Adding fetch jobs (the queue's contract is fetch.queue.ts): after each commit, one job per distinct
- * resource of the batch, deduplicated by BullMQ (C1-C3).
+ * resource of the batch, deduplicated by BullMQ (C1-C3), while its company has a free slot; else its href
+ * is parked at the company's gate until one frees (company-gate.ts, SPEC §5.1).
  *
  * Under a flood most adds find their key's job still waiting, and BullMQ's add script then does nothing
  * useful at a high price. So each batch first asks, in one small script, which adds BullMQ would ignore,
@@ -14,6 +15,7 @@ import { type RedisClient } from '../lib/redis/connection.js';
 import { redisScript } from '../lib/redis/scripts.js';
 import { withTimeout } from '../lib/timeout.js';
 import type { SpanRef, Tracing } from '../lib/tracing.js';
+import type { CompanyGate } from './company-gate.js';
 import { fetchJobOptions, fetchKey, type FetchJob, type ResourceKey } from './fetch.queue.js';
 
 /**
@@ -72,6 +74,7 @@ export class FetchEnqueuer {
     /** The connection the queue was created on. */
     private readonly redis: RedisClient,
     private readonly notifications: Pick<NotificationsRepository, 'moveStatus'>,
+    private readonly gate: Pick<CompanyGate, 'admit'>,
     private readonly opts: { attempts: number; timeoutMs: number },
     private readonly log: Logger,
     /** Set when traces are exported: each job added is a span, and carries its traceparent. */
@@ -123,7 +126,10 @@ export class FetchEnqueuer {
   private async addUnlessNoOp(keyed: [string, Queued][]): Promise<void> {
     if (keyed.length === 0) return;
     const noOp = await this.addWouldBeNoOp(keyed.map(([key]) => key));
-    const adds = keyed.filter((_, i) => noOp[i] !== 1);
+    const candidates = keyed.filter((_, i) => noOp[i] !== 1);
+    if (candidates.length === 0) return;
+    const admitted = await this.gate.admit(candidates.map(([key, row]) => ({ companyId: row.companyId, href: row.href, fetchKey: key })));
+    const adds = candidates.filter((_, i) => admitted[i] === 'add');
     if (adds.length === 0) return;
     // One add per job, not addBulk: addBulk sends its adds through an ioredis pipeline, onto which ioredis
     // copies every script defined on the connection (BullMQ's 64), dearer than a batch's one or two adds.

@@ -4,8 +4,8 @@
  *  - 2xx: the snapshot is stored, with what changed; the notifications are processed;
  *  - 404/410: processed, outcome `gone`; the stored snapshot is kept and flagged;
  *  - a soft error, another 4xx: failed;
- *  - 401/403, or client credentials the token endpoint refused: failed, and the company paused until its
- *    credentials are replaced (unless they were replaced meanwhile);
+ *  - 401/403, or client credentials the token endpoint refused: the company paused until its credentials are
+ *    replaced (unless they were replaced meanwhile), the notifications left waiting for them (SPEC §5.1 F4);
  *  - a network error, a timeout, 408, 429, 5xx: retried with backoff, failed after the last attempt.
  * Every attempt is recorded with the notifications it covered (db/notifications.repository.ts).
  */
@@ -37,8 +37,9 @@ export interface OutcomeDeps {
   /** 404/410: the snapshot flagged gone and the attempt recorded, together. */
   markGone(attempt: FetchAttempt): Promise<void>;
   /**
-   * 401/403: pauses the company if `revision` is still its credentials revision, failing the notifications
-   * with the attempt, together; answers whether it did (false: the credentials were replaced meanwhile).
+   * 401/403: pauses the company if `revision` is still its credentials revision, recording the attempt (the
+   * notifications stay pending), together, and parks the href; answers whether it did (false: the
+   * credentials were replaced meanwhile).
    */
   pause(attempt: FetchAttempt, revision: number, why: string): Promise<boolean>;
   /** Forgets the cached connection of a company whose token was refused. */
@@ -50,6 +51,8 @@ export interface OutcomeDeps {
 /** What became of the covered notifications, and what the job does next. */
 export type Applied =
   | { final: 'processed' | 'failed' | null; next: 'done' }
+  /** The company was paused: the notifications wait, parked, for its new credentials. */
+  | { final: null; next: 'parked' }
   /** Spend an attempt and try again with backoff (BullMQ's retry). */
   | { final: null; next: 'retry'; error: Error };
 
@@ -112,7 +115,7 @@ async function unauthorized(result: Extract<FetchResult, { kind: 'unauthorized' 
   const why = result.message;
   deps.forgetCompany(ctx.resource.companyId);
   const paused = await deps.pause(attemptOf(ctx, result, deps.now(), 'unauthorized', why), ctx.company.revision, why);
-  if (paused) return { final: 'failed', next: 'done' };
+  if (paused) return { final: null, next: 'parked' };
   // Not this job's failure: the token was replaced meanwhile; fetch again with it (no attempt spent).
   await deps.requeue(ctx.resource);
   return { final: null, next: 'done' };

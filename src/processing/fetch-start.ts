@@ -1,29 +1,45 @@
 /**
- * The start of a fetch, batched across the worker's concurrent jobs: for every key in a batch, one
- * Redis script reserves the C5 fetch slot and one SELECT claims the pending notifications, the two
- * in parallel. A job whose slot is taken waits (it is delayed); a job with nothing pending gives its
- * slot back, so the next notification for that key is fetched at once.
+ * The start of a fetch, batched across the worker's concurrent jobs: for every job in a batch, one Redis
+ * script passes its company's gate (company-gate.ts: paused, held, paced, at its limit) and reserves the C5
+ * fetch slot, while one SELECT claims the pending notifications, the two in parallel (the claim only reads:
+ * a job that does not go ignores it). A job whose slot is taken or whose company is held waits (it is
+ * delayed); a parked one ends; a job with nothing pending gives its slot back, so the next notification
+ * for that key is fetched at once.
  */
 import type { CachedPlans } from '../db/cached-plans.js';
 import type { Claimed, NotificationsRepository } from '../db/notifications.repository.js';
 import { Batcher } from '../lib/batcher.js';
 import { type RedisClient } from '../lib/redis/connection.js';
-import { redisScript, reserveKeys, type ReserveKeys } from '../lib/redis/scripts.js';
+import { redisScript } from '../lib/redis/scripts.js';
+import type { CompanyGate } from './company-gate.js';
 import { fetchKey, type ResourceKey } from './fetch.queue.js';
 
 export type FetchStart =
-  /** The key's previous fetch started less than FETCH_MIN_INTERVAL_MS ago: try again in `waitMs`. */
+  /** The key's previous fetch started less than FETCH_MIN_INTERVAL_MS ago, or its company is held or paced: try again in `waitMs`. */
   | { kind: 'wait'; waitMs: number }
+  /** The company is paused or at its limit: the href is parked until it has a slot (company-gate.ts). */
+  | { kind: 'park' }
   /** Nothing is pending for the key (an earlier fetch covered it). */
   | { kind: 'empty' }
   /** The slot is reserved and these rows, committed before now, are what this fetch covers (C4). */
   | { kind: 'claimed'; claimed: Claimed };
 
+/** What a starting job tells the gate about itself. */
+export interface StartRequest {
+  resource: ResourceKey;
+  /** Its company's limit (SPEC §5.1 F2). */
+  max: number;
+  /** PostgreSQL says its company is paused. */
+  paused: boolean;
+  /** The job ran before (a retry keeps its attempts: it waits rather than parks). */
+  retried: boolean;
+}
+
 const GIVE_BACK = 'd';
 const RESERVE_AGAIN = 'r';
 /**
  * For each key, ARGV[i + 1] says: give the slot back (DEL), or reserve it again for ARGV[1] ms from now.
- * Its keys share the queue prefix's hash tag, as reserveKeys' do (one slot on a Redis Cluster).
+ * Its keys share the queue prefix's hash tag (one slot on a Redis Cluster).
  */
 const SETTLE_SLOTS = `
 for i, key in ipairs(KEYS) do
@@ -32,51 +48,53 @@ end
 return #KEYS`;
 
 export class FetchStarts {
-  private readonly batcher: Batcher<ResourceKey, FetchStart>;
-  /** 0 when this fetch may start now (the slot is now its own), else how long the slot stays taken. */
-  private readonly reserveSlots: ReserveKeys;
+  private readonly batcher: Batcher<StartRequest, FetchStart>;
   private readonly settleScript: (keys: string[], args: (string | number)[]) => Promise<number>;
 
   constructor(
     private readonly notifications: Pick<NotificationsRepository, 'claimPending'>,
     private readonly plans: CachedPlans,
+    private readonly gate: Pick<CompanyGate, 'start'>,
     redis: RedisClient,
     private readonly prefix: string,
     private readonly minIntervalMs: number,
     /** A slot that could not be settled lapses by itself after minIntervalMs: reported, not fatal. */
     private readonly onError: (err: unknown) => void,
   ) {
-    this.reserveSlots = reserveKeys(redis);
     this.settleScript = redisScript<number>(redis, 'skyhookSettleSlots', SETTLE_SLOTS);
     // Not split on failure (as writes are): nothing here fails for one key alone, and a rerun key by key
     // would find its own slot taken. A failed batch fails its jobs, which BullMQ retries.
     this.batcher = new Batcher(async (keys) => (await this.startMany(keys)).map((value) => ({ ok: true, value })), { maxBatch: 500, maxConcurrent: 1 });
   }
 
-  begin(resource: ResourceKey): Promise<FetchStart> {
-    return this.batcher.add(resource);
+  begin(request: StartRequest): Promise<FetchStart> {
+    return this.batcher.add(request);
   }
 
   private slotKey(key: ResourceKey): string {
     return `${this.prefix}:fetch-slot:${fetchKey(key)}`;
   }
 
-  private async startMany(keys: ResourceKey[]): Promise<FetchStart[]> {
+  private async startMany(requests: StartRequest[]): Promise<FetchStart[]> {
+    const keys = requests.map((r) => r.resource);
     const slotKeys = keys.map((k) => this.slotKey(k));
-    const [reserved, claimed] = await Promise.allSettled([
-      this.minIntervalMs > 0 ? this.reserveSlots(slotKeys, this.minIntervalMs) : keys.map(() => 0),
+    const [gated, claimed] = await Promise.allSettled([
+      this.gate.start(
+        requests.map((r, i) => ({ ...r.resource, fetchKey: fetchKey(r.resource), max: r.max, paused: r.paused, retried: r.retried, slotKey: slotKeys[i]! })),
+        this.minIntervalMs,
+      ),
       this.notifications.claimPending(this.plans, keys),
     ]);
-    if (reserved.status === 'rejected' || claimed.status === 'rejected') {
+    if (gated.status === 'rejected' || claimed.status === 'rejected') {
       // Slots this batch took for fetches that will not happen now are given back.
-      const taken = reserved.status === 'fulfilled' ? slotKeys.filter((_, i) => reserved.value[i] === 0) : [];
+      const taken = gated.status === 'fulfilled' ? slotKeys.filter((_, i) => gated.value[i]!.kind === 'go') : [];
       if (taken.length > 0 && this.minIntervalMs > 0) await this.settle(taken, taken.map(() => GIVE_BACK)).catch(this.onError);
-      throw reserved.status === 'rejected' ? reserved.reason : (claimed as PromiseRejectedResult).reason;
+      throw gated.status === 'rejected' ? gated.reason : (claimed as PromiseRejectedResult).reason;
     }
-    const waits = reserved.value;
     const claims = claimed.value;
-    const starts: FetchStart[] = keys.map((_, i) => {
-      if (waits[i]! > 0) return { kind: 'wait', waitMs: waits[i]! };
+    const starts: FetchStart[] = gated.value.map((gate, i) => {
+      if (gate.kind === 'wait') return { kind: 'wait', waitMs: gate.ms };
+      if (gate.kind === 'park') return { kind: 'park' };
       const claimed = claims[i];
       return claimed ? { kind: 'claimed', claimed } : { kind: 'empty' };
     });
@@ -100,7 +118,7 @@ export class FetchStarts {
     const actions: string[] = [];
     slotKeys.forEach((key, i) => {
       const kind = starts[i]!.kind;
-      if (kind === 'wait') return;
+      if (kind === 'wait' || kind === 'park') return;
       keys.push(key);
       actions.push(kind === 'empty' ? GIVE_BACK : RESERVE_AGAIN);
     });

@@ -14,6 +14,9 @@ import { badRequest, notFound, type FieldError } from '../lib/problem.js';
 import { isTransientStatus, MarketplaceError, type ApiConnection } from '../marketplace/client.js';
 import type { ConnectionProfile } from '../marketplace/connection.js';
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
+import type { GateView } from '../processing/company-gate.js';
+import { companyState, type CompanyControls } from './company-state.js';
+import { companyThrottled, marketplaceCall } from './marketplace-call.js';
 import type { CompanyView } from './views.js';
 
 export type { CompanyView };
@@ -29,10 +32,18 @@ export interface ConnectionInput {
   clientSecret?: string;
 }
 
-export const companyView = (c: CompanyRow): CompanyView => ({
+export const companyView = (c: CompanyRow, gate: GateView | undefined, defaultMaxFetches: number): CompanyView => ({
   id: c.id,
   name: c.name,
   apiBaseUrl: c.apiBaseUrl,
+  state: companyState(c, gate),
+  fetches: {
+    limit: c.fetchConcurrency ?? defaultMaxFetches,
+    ownLimit: c.fetchConcurrency,
+    limitNow: gate?.limitNow ?? null,
+    running: gate?.running ?? 0,
+    parked: gate?.parked ?? 0,
+  },
   connectionStatus: c.connectionStatus,
   connectionError: c.connectionError,
   connection: {
@@ -58,6 +69,12 @@ export interface CompaniesDeps {
   requireHttps: boolean;
   /** The harmless call that checks credentials. */
   settings: Pick<WebhookSettingsApi, 'list'>;
+  /** The companies' gates and pauses (SPEC §5.1). */
+  controls: CompanyControls;
+  /** COMPANY_FETCH_CONCURRENCY. */
+  defaultMaxFetches: number;
+  /** Errors of the gate that do not stop the call (Redis down: a view without the gate's part). */
+  onGateError: (err: unknown) => void;
 }
 
 /** The connection columns, all of them, so that replacing a connection leaves nothing of the previous one. */
@@ -149,13 +166,29 @@ export function createCompaniesService(deps: CompaniesDeps) {
       if (!(err instanceof MarketplaceError)) throw err;
       failure = err;
     }
+    const verdict = credentialsVerdict(failure);
+    // Refused credentials pause the company at once (SPEC §5.1 F5): no fetch starts with them.
+    const pause = verdict.credentialsStatus === 'refused' ? { connectionStatus: 'unauthorized' as const, connectionError: `credentials check: ${verdict.credentialsError}`, pausedAt: new Date() } : {};
     const [checked] = await db
       .update(companies)
-      .set({ ...credentialsVerdict(failure), credentialsCheckedAt: new Date() })
+      .set({ ...verdict, credentialsCheckedAt: new Date(), ...pause })
       .where(and(eq(companies.id, row.id), eq(companies.credentialsRevision, row.credentialsRevision)))
       .returning();
+    // The gate learns of it now; if Redis cannot be told, the paused-company loop mends it within seconds.
+    if (checked && checked.connectionStatus === 'unauthorized') await deps.controls.pause(row.id).catch(deps.onGateError);
     return checked ?? getRow(row.id);
   }
+
+  /** The views of these rows, with what their gates know (none if Redis cannot be read). */
+  async function views(rows: CompanyRow[]): Promise<CompanyView[]> {
+    const gates = await deps.controls.views(rows.map((r) => r.id)).catch((err: unknown) => {
+      deps.onGateError(err);
+      return [];
+    });
+    return rows.map((r, i) => companyView(r, gates[i], deps.defaultMaxFetches));
+  }
+
+  const view = async (row: CompanyRow) => (await views([row]))[0]!;
 
   return {
     /** Stored, then checked: the answer's `credentials` says whether the marketplace accepted them. */
@@ -166,7 +199,7 @@ export function createCompaniesService(deps: CompaniesDeps) {
         .insert(companies)
         .values({ name: input.name, apiBaseUrl, ...columns })
         .returning();
-      return companyView(await checkCredentials(row!));
+      return view(await checkCredentials(row!));
     },
 
     async list(opts: { limit: number; cursor?: string }): Promise<{ items: CompanyView[]; nextCursor: string | null }> {
@@ -177,12 +210,12 @@ export function createCompaniesService(deps: CompaniesDeps) {
         .where(after ? gt(companies.id, after) : undefined)
         .orderBy(asc(companies.id))
         .limit(opts.limit + 1);
-      const items = rows.slice(0, opts.limit).map(companyView);
+      const items = await views(rows.slice(0, opts.limit));
       return { items, nextCursor: rows.length > opts.limit ? encodeCursor(items.at(-1)!.id) : null };
     },
 
     async get(companyId: string): Promise<CompanyView> {
-      return companyView(await getRow(companyId));
+      return view(await getRow(companyId));
     },
 
     /** The names of these companies, by id (tables show them beside ids). */
@@ -194,11 +227,12 @@ export function createCompaniesService(deps: CompaniesDeps) {
     },
 
     /**
-     * New credentials (an API token, a connection, or both) raise the credentials revision, lift an
-     * `unauthorized` pause (the paused fetches resume by themselves) and are checked like a new company's.
-     * A connection replaces the whole previous one; an API token not given is kept.
+     * New credentials (an API token, a connection, or both) raise the credentials revision, lift a pause (the
+     * company's waiting notifications are queued again at once) and are checked like a new company's. A
+     * connection replaces the whole previous one; an API token not given is kept. A new fetch limit applies
+     * at once.
      */
-    async update(companyId: string, patch: { name?: string; apiToken?: string; connection?: ConnectionInput }): Promise<CompanyView> {
+    async update(companyId: string, patch: { name?: string; apiToken?: string; connection?: ConnectionInput; fetchConcurrency?: number | null }): Promise<CompanyView> {
       const current = await getRow(companyId);
       const credentials =
         patch.connection !== undefined
@@ -210,6 +244,7 @@ export function createCompaniesService(deps: CompaniesDeps) {
         .update(companies)
         .set({
           ...(patch.name !== undefined ? { name: patch.name } : {}),
+          ...(patch.fetchConcurrency !== undefined ? { fetchConcurrency: patch.fetchConcurrency } : {}),
           ...(credentials !== undefined
             ? {
                 ...credentials,
@@ -219,6 +254,7 @@ export function createCompaniesService(deps: CompaniesDeps) {
                 credentialsError: null,
                 connectionStatus: 'ok' as const,
                 connectionError: null,
+                pausedAt: null,
               }
             : {}),
           updatedAt: new Date(),
@@ -226,13 +262,28 @@ export function createCompaniesService(deps: CompaniesDeps) {
         .where(eq(companies.id, companyId))
         .returning();
       if (!row) throw notFound(`Company ${companyId}`);
-      return companyView(credentials !== undefined ? await checkCredentials(row) : row);
+      // If Redis cannot be told now, the worker's next company read and the paused-company loop apply it.
+      if (patch.fetchConcurrency !== undefined) await deps.controls.setMax(companyId, row.fetchConcurrency ?? deps.defaultMaxFetches).catch(deps.onGateError);
+      if (credentials === undefined) return view(row);
+      const checked = await checkCredentials(row);
+      if (current.connectionStatus === 'unauthorized' && checked.connectionStatus !== 'unauthorized') await deps.controls.resume(companyId).catch(deps.onGateError);
+      return view(checked);
     },
 
-    /** The company's row and its connection, decrypted for the marketplace client. */
-    async connection(companyId: string): Promise<{ row: CompanyRow; conn: ApiConnection }> {
+    /**
+     * The company's row and its connection, decrypted for the marketplace client, and `call` to make a call
+     * with it. A company the marketplace asked to wait is answered 503 with Retry-After, and a call that
+     * meets a 429 holds the company (SPEC §5.1 F3: calls queue nothing, see docs/decisions.md).
+     */
+    async connection(companyId: string): Promise<{ row: CompanyRow; conn: ApiConnection; call: <T>(send: () => Promise<T>) => Promise<T> }> {
       const row = await getRow(companyId);
-      return { row, conn: connectionFromRow(row, secretKey) };
+      const heldUntil = await deps.controls.heldUntil(companyId).catch((err: unknown) => {
+        deps.onGateError(err);
+        return null;
+      });
+      if (heldUntil !== null) throw companyThrottled(companyId, heldUntil);
+      const throttled = (retryAfterMs: number | undefined, why: string) => deps.controls.hold(companyId, retryAfterMs, why).catch(deps.onGateError);
+      return { row, conn: connectionFromRow(row, secretKey), call: (send) => marketplaceCall(send, throttled) };
     },
 
     async rememberSettingsPath(companyId: string, form: 'plural' | 'singular'): Promise<void> {

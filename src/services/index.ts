@@ -8,6 +8,7 @@ import type { AccessTokens } from '../marketplace/oauth2.js';
 import { webhookSettingsApi } from '../marketplace/webhook-settings.js';
 import type { FetchEnqueuer } from '../processing/enqueue.js';
 import { createCompaniesService } from './companies.service.js';
+import type { CompanyControls } from './company-state.js';
 import { createDeletionsService } from './deletions.service.js';
 import { createLeadsService } from './leads.service.js';
 import { createNotificationsService } from './notifications.service.js';
@@ -19,12 +20,16 @@ export function createServices(deps: {
   db: Database;
   notifications: Pick<NotificationsRepository, 'replay' | 'moveStatus'>;
   enqueuer: Pick<FetchEnqueuer, 'enqueue'>;
-  config: Pick<Config, 'secretKey' | 'env' | 'publicBaseUrl' | 'rotationGraceMs' | 'marketplaceTimeoutMs'>;
+  config: Pick<Config, 'secretKey' | 'env' | 'publicBaseUrl' | 'rotationGraceMs' | 'marketplaceTimeoutMs' | 'fetch'>;
   /** Called after a webhook changes (the receiver drops cached credentials). */
   onWebhookChange?: () => void;
   metrics?: Pick<Metrics, 'marketplaceCalls'>;
   /** The process's OAuth token cache, shared with its fetches (default: the services' own). */
   tokens?: AccessTokens;
+  /** The companies' gates and pauses (SPEC §5.1). */
+  controls: CompanyControls;
+  /** A gate that could not be read or told (Redis out of reach): the call carries on. */
+  onGateError: (err: unknown) => void;
 }) {
   const { db, config } = deps;
   const marketplace = new MarketplaceClient({
@@ -33,7 +38,15 @@ export function createServices(deps: {
     onCall: (operation, outcome) => deps.metrics?.marketplaceCalls.inc({ operation, outcome }),
   });
   const settings = webhookSettingsApi(marketplace);
-  const companies = createCompaniesService({ db, secretKey: config.secretKey, requireHttps: config.env === 'production', settings });
+  const companies = createCompaniesService({
+    db,
+    secretKey: config.secretKey,
+    requireHttps: config.env === 'production',
+    settings,
+    controls: deps.controls,
+    defaultMaxFetches: config.fetch.companyConcurrency,
+    onGateError: deps.onGateError,
+  });
   const webhooks = createWebhooksService({
     db,
     secretKey: config.secretKey,

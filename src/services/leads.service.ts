@@ -6,7 +6,6 @@ import { newestFirst } from '../db/pagination.js';
 import type { MarketplaceClient } from '../marketplace/client.js';
 import { LEADS_PATH, leadKind, type ClientLead, type LeadCreated } from '../marketplace/leads.js';
 import type { CompaniesService } from './companies.service.js';
-import { marketplaceCall } from './marketplace-call.js';
 import { sendOnce } from './send-once.js';
 import type { LeadView } from './views.js';
 
@@ -33,9 +32,9 @@ export function createLeadsService(deps: { db: Database; companies: CompaniesSer
   return {
     /** 201 semantics when `created`, else the stored lead unchanged (nothing is sent twice). */
     async create(companyId: string, lead: ClientLead): Promise<{ lead: LeadView; created: boolean }> {
-      const { conn } = await deps.companies.connection(companyId);
+      const { conn, call } = await deps.companies.connection(companyId);
       // Outside sendOnce, which tells a refused call from one that may have been acted on by its MarketplaceError.
-      const { row, created } = await marketplaceCall(() =>
+      const { row, created } = await call(() =>
         sendOnce(db, {
           table: leads,
           key: ['companyId', 'clientIdentifier'],

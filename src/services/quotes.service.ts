@@ -10,7 +10,6 @@ import { Problem, badRequest, notFound } from '../lib/problem.js';
 import type { MarketplaceClient } from '../marketplace/client.js';
 import { priceMismatch, submitQuotePath, type QuoteSubmission, type QuoteSubmitted } from '../marketplace/quotes.js';
 import type { CompaniesService } from './companies.service.js';
-import { marketplaceCall } from './marketplace-call.js';
 import { sendOnce } from './send-once.js';
 import type { QuoteView } from './views.js';
 
@@ -55,9 +54,9 @@ export function createQuotesService(deps: { db: Database; companies: CompaniesSe
           { field: 'submission.quote.totalPrice', message: `must equal the sum of lineItems[].price (${mismatch.sum})` },
         ]);
       }
-      const { conn } = await deps.companies.connection(companyId);
+      const { conn, call } = await deps.companies.connection(companyId);
       // Outside sendOnce, which tells a refused call from one that may have been acted on by its MarketplaceError.
-      const { row, created } = await marketplaceCall(() =>
+      const { row, created } = await call(() =>
         sendOnce(db, {
           table: quotes,
           key: ['companyId', 'sellerUniqueQuoteIdentifier'],

@@ -4,6 +4,7 @@
  * from the database schema's.
  */
 import { z } from 'zod';
+import { COMPANY_STATES } from './company-state.js';
 import {
   authenticatedBy,
   authType,
@@ -38,12 +39,37 @@ export const credentialsViewSchema = z.object({
   error: z.string().nullable().describe("the marketplace's reason, with its codes, when refused or unreachable"),
 });
 
+/** A company's one state (SPEC §5.1 F5; services/company-state.ts works it out). */
+export const companyStateSchema = z.object({
+  status: z
+    .enum(COMPANY_STATES)
+    .describe(
+      'paused: the marketplace refused its credentials (a fetch, a check or a probe), its notifications wait for new ones; throttled: the marketplace asked it to slow down (429), its calls wait until `until`; unreachable: its last check or fetches found no answer; unchecked: its credentials were never checked; ok',
+    ),
+  since: z.string().nullable().describe('paused or unreachable: since when'),
+  until: z.string().nullable().describe('throttled: until when'),
+  reason: z.string().nullable().describe("the marketplace's words (paused, throttled), or what found no answer (unreachable)"),
+});
+
+/** A company's fetches at once (SPEC §5.1 F2), and what waits. */
+export const companyFetchesSchema = z.object({
+  limit: z.number().int().describe('at most this many fetches at once across every worker: its own limit, or COMPANY_FETCH_CONCURRENCY'),
+  ownLimit: z.number().int().nullable().describe('the limit set for this company (null: the default)'),
+  limitNow: z.number().int().nullable().describe('what it runs at now: lower for a while after the marketplace asked it to slow down (null: not known, no fetch yet)'),
+  running: z.number().int().describe('its fetches queued or running now'),
+  parked: z.number().int().describe('its resources waiting for a free place, or (paused) for new credentials'),
+});
+
 export const companyViewSchema = z.object({
   id: z.string(),
   name: z.string(),
   apiBaseUrl: z.string(),
-  connectionStatus: z.enum(connectionStatus.enumValues).describe("unauthorized: a fetch's 401/403 paused the company until its credentials are replaced"),
-  connectionError: z.string().nullable(),
+  state: companyStateSchema,
+  fetches: companyFetchesSchema,
+  connectionStatus: z
+    .enum(connectionStatus.enumValues)
+    .describe('Deprecated: read `state` (unauthorized is state paused). Kept until version 0.3 for existing scripts.'),
+  connectionError: z.string().nullable().describe('Deprecated: read `state.reason`.'),
   connection: connectionViewSchema,
   credentials: credentialsViewSchema,
   createdAt: z.string(),

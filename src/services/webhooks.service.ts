@@ -15,7 +15,6 @@ import type { ClientAuthenticationType, EventType, WebhookSetting, WebhookSettin
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
 import { WEBHOOK_CHANGES_CHANNEL } from '../receiver/attribution.js';
 import type { CompaniesService } from './companies.service.js';
-import { marketplaceCall } from './marketplace-call.js';
 import type { Drift, ReconciliationView, WebhookView } from './views.js';
 
 export type { ReconciliationView, WebhookView };
@@ -73,7 +72,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
     changed,
 
     async create(companyId: string, input: { eventTypes: EventType[]; authType: ClientAuthenticationType; displayName?: string; sharedTarget?: boolean }): Promise<WebhookView> {
-      const { row: company, conn } = await deps.companies.connection(companyId);
+      const { row: company, conn, call } = await deps.companies.connection(companyId);
       const endpointKey = randomToken(24);
       const clientIdentifier = `skh_${randomToken(18)}`;
       const clientSecret = randomToken(32);
@@ -87,7 +86,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
         clientAuthenticationType: input.authType,
         eventTypes: input.eventTypes,
       };
-      const setting = await marketplaceCall(() => deps.settings.create(conn, body));
+      const setting = await call(() => deps.settings.create(conn, body));
       try {
         const [row] = await db
           .insert(webhooks)
@@ -130,9 +129,9 @@ export function createWebhooksService(deps: WebhooksDeps) {
      * reported: they may be someone's deliberate change.
      */
     async reconcile(companyId: string, opts: { apply: boolean }): Promise<ReconciliationView> {
-      const { row: company, conn } = await deps.companies.connection(companyId);
+      const { row: company, conn, call } = await deps.companies.connection(companyId);
       const rows = await db.select().from(webhooks).where(eq(webhooks.companyId, companyId)).orderBy(asc(webhooks.createdAt));
-      const remote = await marketplaceCall(() => deps.settings.list(conn));
+      const remote = await call(() => deps.settings.list(conn));
       const byId = new Map(remote.map((r) => [r.id, r]));
       const byClientIdentifier = new Map(remote.map((r) => [r.clientIdentifier, r]));
       const matched = new Set<string>();
@@ -201,7 +200,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       patch: { active?: boolean; eventTypes?: EventType[]; displayName?: string; rotateSecret?: boolean },
     ): Promise<WebhookView> {
       const current = await getRow(companyId, webhookId);
-      const { row: company, conn } = await deps.companies.connection(companyId);
+      const { row: company, conn, call } = await deps.companies.connection(companyId);
       const newSecret = patch.rotateSecret ? randomToken(32) : undefined;
       const body: WebhookSettingBody = {
         targetURI: current.targetUri,
@@ -212,7 +211,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
         clientAuthenticationType: current.authType,
         eventTypes: (patch.eventTypes ?? current.eventTypes) as EventType[],
       };
-      const result = await marketplaceCall(() => deps.settings.update(conn, current.remoteId, body, company.settingsPathForm));
+      const result = await call(() => deps.settings.update(conn, current.remoteId, body, company.settingsPathForm));
       if (result.pathForm !== company.settingsPathForm) await deps.companies.rememberSettingsPath(companyId, result.pathForm);
 
       const rotation = newSecret

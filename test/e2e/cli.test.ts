@@ -137,7 +137,7 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
   it('creates, lists, shows and updates a company, never printing its token', async () => {
     const created = await json(['companies', 'create', '--name', 'Acme Jets', '--api-base-url', sim.apiBaseUrl, '--api-token', TOKEN]);
     expect(created).toMatchObject({ name: 'Acme Jets', apiBaseUrl: sim.apiBaseUrl, connectionStatus: 'ok' });
-    expect(Object.keys(created).sort()).toEqual(['apiBaseUrl', 'connection', 'connectionError', 'connectionStatus', 'createdAt', 'credentials', 'id', 'name', 'updatedAt']);
+    expect(Object.keys(created).sort()).toEqual(['apiBaseUrl', 'connection', 'connectionError', 'connectionStatus', 'createdAt', 'credentials', 'fetches', 'id', 'name', 'state', 'updatedAt']);
     expect(created).toMatchObject({ connection: { profile: 'bearer', storedSecrets: ['apiToken'] }, credentials: { status: 'accepted', error: null } });
     companyId = created.id;
 
@@ -145,7 +145,8 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     // The token on stdin: the same one, so the simulator keeps accepting it.
     const updated = await skyhook(['companies', 'update', companyId, '--name', 'Acme Jets Ltd', '--api-token', '-', '--json'], `${TOKEN}\n`);
     expect(listed.code).toBe(0);
-    expect(listed.stdout).toMatch(/^ID\s+NAME\s+API BASE URL\s+PROFILE\s+CREDENTIALS\s+CONNECTION\s+CREATED\n/);
+    expect(listed.stdout).toMatch(/^ID\s+NAME\s+STATE\s+FETCHES\s+PARKED\s+API BASE URL\s+PROFILE\s+CREATED\n/);
+    expect(listed.stdout).toMatch(/ ok \s+0\/64 \s+0 /);
     expect(listed.stdout).toContain(companyId);
     expect(shown.code).toBe(0);
     expect(shown.stdout).toMatch(new RegExp(`^id:\\s+${companyId}$`, 'm'));

@@ -183,10 +183,11 @@ async function session(url: string, tag: string): Promise<{ companyIds: string[]
   } finally {
     await fx.pool.end();
   }
+  // Its company was paused when its credentials were refused (SPEC §5.1 F5): the notification waits, parked.
   await eventually(async () => {
-    const { rows } = await sql.query(`SELECT 1 FROM notifications WHERE webhook_id = $1 AND status = 'failed'`, [direct.id]);
+    const { rows } = await sql.query(`SELECT 1 FROM notifications WHERE webhook_id = $1 AND status = 'queued'`, [direct.id]);
     return rows.length > 0;
-  }, 'the refused fetch failed', 15_000);
+  }, 'the notification of the paused company waiting', 15_000);
   return { companyIds: [a.id, b.id], direct };
 }
 

@@ -60,9 +60,11 @@ describe('a worker process killed with SIGKILL in the middle of fetches', () => 
       acme: await createCompany(api.admin, sim, 'acme', { authType: 'BASIC' }),
       zeta: await createCompany(api.admin, sim, 'zeta', { authType: 'OAUTH', sharedTarget: true }),
     };
-    await sim.fire({ companyId: 'acme', eventType: 'TripRequest', count: 10, resources: 5 });
+    // Both companies have been answered often enough to run 20 fetches at once (their gates start lower: SPEC §5.1 F3).
+    await sim.fire({ companyId: 'acme', eventType: 'TripRequest', count: 24, resources: 24 });
+    await sim.fire({ companyId: 'zeta', eventType: 'ClientLeads', count: 24, resources: 24 });
     await sim.idle();
-    await settled(sql, 10, 20_000);
+    await settled(sql, 48, 20_000);
 
     // Slow GETs: worker A is in the middle of 40 fetches when it dies.
     sim.setFaults({ resourceLatencyMs: 5000 });
@@ -82,7 +84,7 @@ describe('a worker process killed with SIGKILL in the middle of fetches', () => 
     expect(await workerA.exited).toEqual({ code: null, signal: 'SIGKILL' });
     const killedAt = Date.now();
     expect((await queue.getJobCounts('active')).active, 'the dead worker’s jobs are still "active"').toBe(40);
-    expect(await statusCounts(sql)).toEqual({ processed: 10, queued: 40 });
+    expect(await statusCounts(sql)).toEqual({ processed: 48, queued: 40 });
 
     // The resources change again while their jobs lie with the dead worker (C2 follow-ups).
     for (const n of fired.slice(0, 10)) {
@@ -98,7 +100,7 @@ describe('a worker process killed with SIGKILL in the middle of fetches', () => 
     console.log(`worker-kill: every fetch of the killed worker done again ${takenOverMs} ms after SIGKILL`);
     expect(takenOverMs, 'taken over within 15 s (SPEC §5)').toBeLessThan(15_000);
 
-    await settled(sql, 10 + 40 + 20, 30_000);
+    await settled(sql, 48 + 40 + 20, 30_000);
     expect(workerB.exitInfo()).toBeUndefined();
     const report = sim.report();
     expect(report.gaveUp).toBe(0);

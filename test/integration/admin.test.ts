@@ -29,9 +29,10 @@ describe('admin authentication', () => {
 
 describe('companies', () => {
   it('creates a company without ever returning its token, and stores the token encrypted', async () => {
+    s.sim.addCompany({ id: 'acme-jets', token: 'super-secret-token' });
     const res = await s.skyhook.admin('POST', '/companies', { name: 'Acme Jets', apiBaseUrl: `${s.sim.apiBaseUrl}/`, apiToken: 'super-secret-token' });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ name: 'Acme Jets', apiBaseUrl: s.sim.apiBaseUrl, connectionStatus: 'ok' });
+    expect(res.body).toMatchObject({ name: 'Acme Jets', apiBaseUrl: s.sim.apiBaseUrl, state: { status: 'ok' }, connectionStatus: 'ok' });
     expect(JSON.stringify(res.body)).not.toContain('super-secret-token');
     const raw = await s.sql.query('SELECT api_token_encrypted FROM companies WHERE id = $1', [res.body.id]);
     expect(raw.rows[0].api_token_encrypted).not.toContain('super-secret-token');

@@ -8,6 +8,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fetchKey } from '../../src/processing/fetch.queue.js';
 import { CLAIM_STATEMENT, createNotificationsRepository } from '../../src/db/notifications.repository.js';
+import { CompanyGate } from '../../src/processing/company-gate.js';
 import { FetchStarts } from '../../src/processing/fetch-start.js';
 import { CachedPlans } from '../../src/db/cached-plans.js';
 import { REDIS_URL } from '../helpers/database.js';
@@ -135,11 +136,11 @@ describe('coalescing of fetches per (company, href)', () => {
     try {
       await lock.query('BEGIN');
       await lock.query('LOCK TABLE notifications IN ACCESS EXCLUSIVE MODE');
-      const first = starts.begin({ companyId, href }); // the slot is reserved at once, the claim waits
+      const first = starts.begin(request(companyId, href)); // the slot is reserved at once, the claim waits
       await new Promise((r) => setTimeout(r, 400));
       await lock.query('COMMIT');
       expect((await first).kind).toBe('claimed');
-      const second = await starts.begin({ companyId, href });
+      const second = await starts.begin(request(companyId, href));
       // About 600 ms if the interval ran from the reservation.
       expect(second.kind === 'wait' && second.waitMs).toBeGreaterThan(900);
     } finally {
@@ -154,9 +155,9 @@ describe('coalescing of fetches per (company, href)', () => {
     const { starts, close } = fetchStarts(scenario, 1000);
     try {
       const href = 'http://marketplace.test/api/rfqs/nothing-pending'; // nothing was ever received for it
-      expect((await starts.begin({ companyId, href })).kind).toBe('empty');
+      expect((await starts.begin(request(companyId, href))).kind).toBe('empty');
       // Had the slot been kept, this start would wait about 1,000 ms.
-      expect((await starts.begin({ companyId, href })).kind).toBe('empty');
+      expect((await starts.begin(request(companyId, href))).kind).toBe('empty');
     } finally {
       await close();
     }
@@ -170,9 +171,9 @@ describe('coalescing of fetches per (company, href)', () => {
     try {
       const href = 'http://marketplace.test/api/rfqs/claim-fails';
       await broken.pool.end(); // its slot is reserved in Redis, its claim in PostgreSQL fails
-      await expect(broken.starts.begin({ companyId, href })).rejects.toThrow();
+      await expect(broken.starts.begin(request(companyId, href))).rejects.toThrow();
       // Had the slot been kept, this start would wait about 1,000 ms.
-      expect((await working.starts.begin({ companyId, href })).kind).toBe('empty');
+      expect((await working.starts.begin(request(companyId, href))).kind).toBe('empty');
     } finally {
       await broken.close();
       await working.close();
@@ -180,11 +181,15 @@ describe('coalescing of fetches per (company, href)', () => {
   });
 });
 
+/** A first start of a resource of a company that is not paused, under a limit it does not reach. */
+const request = (companyId: string, href: string) => ({ resource: { companyId, href }, max: 64, paused: false, retried: false });
+
 /** The worker's fetch starts outside a worker, on their own connections, for tests that drive them by hand. */
 function fetchStarts(s: Scenario, minIntervalMs: number): { starts: FetchStarts; pool: pg.Pool; close: () => Promise<void> } {
   const pool = new pg.Pool({ connectionString: s.db.url, max: 1 });
   const redis = new Redis(REDIS_URL);
-  const starts = new FetchStarts(createNotificationsRepository(pool), new CachedPlans(pool, [CLAIM_STATEMENT], pino({ level: 'silent' })), redis, s.prefix, minIntervalMs, (err) =>
+  const gate = new CompanyGate(redis, s.prefix, { defaultMax: 64, leaseMs: 60_000, probeIntervalMs: 300_000 });
+  const starts = new FetchStarts(createNotificationsRepository(pool), new CachedPlans(pool, [CLAIM_STATEMENT], pino({ level: 'silent' })), gate, redis, s.prefix, minIntervalMs, (err: unknown) =>
     console.warn('a fetch slot was not settled', err),
   );
   return {

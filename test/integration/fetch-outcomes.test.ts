@@ -88,12 +88,16 @@ describe('fetch outcomes', () => {
     expect(s.fetchesOf(href)).toHaveLength(1);
   });
 
-  it('401/403: failed, the company paused with the reason shown, resumed by a new token', async () => {
-    const { row } = await notifyWith('rfq-401', [{ status: 401 }]);
-    expect(row.status).toBe('failed');
-    const company = await s.skyhook.admin('GET', `/companies/${companyId}`);
-    expect(company.body.connectionStatus).toBe('unauthorized');
-    expect(company.body.connectionError).toContain('401');
+  it('401/403 (F4): the company paused with the reason shown, its notifications waiting, resumed by a new token', async () => {
+    s.sim.programResource(`${apiBase()}/rfqs/rfq-401`, [{ status: 401 }]);
+    const [first] = await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-401' });
+    const company = await eventually(async () => {
+      const c = await s.skyhook.admin('GET', `/companies/${companyId}`);
+      return c.body.state.status === 'paused' ? c : undefined;
+    }, 'company paused');
+    expect(company.body).toMatchObject({ connectionStatus: 'unauthorized', state: { reason: expect.stringContaining('401'), since: expect.any(String) } });
+    const refused = (await s.sql.query('SELECT status, attempts FROM notifications WHERE href = $1', [first!.notification.href])).rows[0];
+    expect(refused).toEqual({ status: 'queued', attempts: 1 }); // waiting, not failed
 
     // While paused, a new notification is stored but not fetched.
     const [n] = await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-after-401' });
@@ -105,8 +109,11 @@ describe('fetch outcomes', () => {
     // Replacing the token (here: the same, now valid again) lifts the pause by itself.
     const patched = await s.skyhook.admin('PATCH', `/companies/${companyId}`, { apiToken: currentToken });
     expect(patched.status).toBe(200);
-    expect(patched.body.connectionStatus).toBe('ok');
-    await eventually(async () => (await s.sql.query('SELECT status FROM notifications WHERE href = $1', [href])).rows[0]?.status === 'processed', 'resumed', 15_000);
+    expect(patched.body.state.status).toBe('ok');
+    // Both: the one whose fetch met the refusal, and the one that waited.
+    for (const h of [href, first!.notification.href]) {
+      await eventually(async () => (await s.sql.query('SELECT status FROM notifications WHERE href = $1', [h])).rows[0]?.status === 'processed', 'resumed', 15_000);
+    }
   });
 
   it('a snapshot is never replaced by an older fetch', async () => {

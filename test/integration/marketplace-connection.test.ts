@@ -69,11 +69,6 @@ async function webhook(companyId: string, body: Record<string, unknown> = {}) {
 }
 
 /** Replays a notification and waits until it is processed. */
-async function replayed(companyId: string, id: string) {
-  expect((await s.skyhook.admin('POST', `/notifications/${id}/replay`)).status).toBe(200);
-  await eventually(async () => ((await finished(companyId, 1)).find((r) => r.id === id)?.status === 'processed' ? true : undefined), `notification ${id} processed after its replay`);
-}
-
 /** Waits until the company's notifications number `n` and none is pending; answers their rows. */
 async function finished(companyId: string, n: number, timeoutMs = 20_000) {
   return eventually(async () => {
@@ -233,16 +228,20 @@ describe('OAuth 2.0 client credentials', () => {
     const href = `${s.sim.apiBaseUrl}/rfqs/rfq-${acme.simId}`;
     s.sim.programResource(href, [{ status: 401 }, { status: 401 }]);
     await s.sim.fire({ companyId: acme.simId, eventType: 'TripRequest', resourceId: `rfq-${acme.simId}` });
-    const [failed] = await finished(acme.companyId, 1);
-    expect(failed!.status).toBe('failed');
+    const paused = await eventually(async () => {
+      const c = await company(acme.companyId);
+      return c.state.status === 'paused' ? c : undefined;
+    }, 'company paused');
+    expect(paused.state.reason).toContain('the OAuth access token was refused, a newly fetched one too');
     expect(s.fetchesOf(href).map((f) => f.status)).toEqual([401, 401]);
     expect(tokenRequestsOf(acme.simId)).toHaveLength(2); // the check's, and the one refresh
-    const paused = await company(acme.companyId);
-    expect(paused).toMatchObject({ connectionStatus: 'unauthorized', connectionError: expect.stringContaining('the OAuth access token was refused, a newly fetched one too') });
+    // F4: the notification waits for new credentials; it is not failed.
+    expect((await s.sql.query('SELECT status FROM notifications WHERE company_id = $1', [acme.companyId])).rows).toEqual([{ status: 'queued' }]);
 
     const resumed = await s.skyhook.admin('PATCH', `/companies/${acme.companyId}`, { connection: acme.connection });
-    expect(resumed.body).toMatchObject({ connectionStatus: 'ok', credentials: { status: 'accepted' } });
-    await replayed(acme.companyId, failed!.id);
+    expect(resumed.body).toMatchObject({ state: { status: 'ok' }, credentials: { status: 'accepted' } });
+    const [done] = await finished(acme.companyId, 1);
+    expect(done!.status).toBe('processed');
   });
 
   it('client credentials the token endpoint refuses pause the company, naming invalid_client; the right ones resume it', async () => {
@@ -253,14 +252,19 @@ describe('OAuth 2.0 client credentials', () => {
     s.sim.addCompany({ ...acme.account, clientSecret: rotated });
     s.sim.revokeTokens(acme.simId);
     await s.sim.fire({ companyId: acme.simId, eventType: 'TripRequest' });
-    const [failed] = await finished(acme.companyId, 1);
-    expect(failed).toMatchObject({ status: 'failed', last_error: expect.stringContaining('invalid_client') });
-    expect(await company(acme.companyId)).toMatchObject({ connectionStatus: 'unauthorized', connectionError: expect.stringContaining('invalid_client') });
+    const paused = await eventually(async () => {
+      const c = await company(acme.companyId);
+      return c.state.status === 'paused' ? c : undefined;
+    }, 'company paused');
+    expect(paused).toMatchObject({ state: { reason: expect.stringContaining('invalid_client') }, connectionStatus: 'unauthorized' });
     expect(s.sim.report().calls.tokens).toBeGreaterThan(0);
+    const [waiting] = (await s.sql.query('SELECT status, last_error FROM notifications WHERE company_id = $1', [acme.companyId])).rows;
+    expect(waiting).toMatchObject({ status: 'queued', last_error: expect.stringContaining('invalid_client') });
 
     const replaced = await s.skyhook.admin('PATCH', `/companies/${acme.companyId}`, { connection: { ...acme.connection, clientSecret: rotated } });
-    expect(replaced.body).toMatchObject({ connectionStatus: 'ok', credentials: { status: 'accepted', error: null } });
-    await replayed(acme.companyId, failed!.id);
+    expect(replaced.body).toMatchObject({ state: { status: 'ok' }, credentials: { status: 'accepted', error: null } });
+    const [done] = await finished(acme.companyId, 1);
+    expect(done!.status).toBe('processed');
   });
 
   it('a token endpoint that is down: the check says unreachable, fetches wait and retry, nothing is paused', async () => {

@@ -14,6 +14,8 @@ const company: CompanyView = {
   id: COMPANY_ID,
   name: 'Acme Charter',
   apiBaseUrl: 'https://api.marketplace.example/v1',
+  state: { status: 'ok', since: null, until: null, reason: null },
+  fetches: { limit: 64, ownLimit: null, limitNow: 64, running: 0, parked: 0 },
   connectionStatus: 'ok',
   connectionError: null,
   connection: { profile: 'bearer', product: null, apiVersion: null, tokenUrl: null, clientId: null, storedSecrets: ['apiToken'] },

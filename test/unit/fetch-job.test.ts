@@ -7,13 +7,14 @@ import { describe, expect, it } from 'vitest';
 import type { FetchAttempt, FetchedSnapshot, Verdict } from '../../src/db/notifications.repository.js';
 import { createMetrics } from '../../src/lib/metrics.js';
 import type { CompanyConnection } from '../../src/processing/company-connections.js';
-import { PAUSED_RECHECK_MS, runFetchJob, type FetchJobDeps } from '../../src/processing/fetch-job.js';
+import { runFetchJob, type FetchJobDeps } from '../../src/processing/fetch-job.js';
+import type { GateAnswer } from '../../src/processing/company-gate.js';
 import type { FetchResult } from '../../src/processing/fetch-resource.js';
 import type { FetchStart } from '../../src/processing/fetch-start.js';
 import { RetryableFetchError } from '../../src/processing/fetch.queue.js';
 
 const resource = { companyId: '00000000-0000-4000-8000-000000000001', href: 'https://api.example.com/api/rfqs/r1' };
-const company: CompanyConnection = { paused: false, connection: { baseUrl: 'https://api.example.com/api', profile: 'bearer', apiToken: 'token' }, revision: 1 };
+const company: CompanyConnection = { paused: false, maxFetches: 8, connection: { baseUrl: 'https://api.example.com/api', profile: 'bearer', apiToken: 'token' }, revision: 1 };
 const claimed = { ids: [11, 12], receivedAt: [0, 0], type: 'rfqs', resourceId: 'r1', previous: { version: 1, body: { state: 'Open' } } };
 
 /** A world of fakes: one GET answer, a company, a claim; every write recorded. */
@@ -25,9 +26,15 @@ function world(answer: FetchResult | Error, opts: { start?: FetchStart; company?
   const requeued: unknown[] = [];
   const forgotten: string[] = [];
   const finished: { companyId: string; outcome: string; count: number }[] = [];
+  const gate: GateAnswer[] = [];
+  const begun: unknown[] = [];
   const deps: FetchJobDeps = {
     company: async () => (opts.company === undefined ? company : opts.company),
-    begin: async () => opts.start ?? { kind: 'claimed', claimed },
+    begin: async (request) => {
+      begun.push(request);
+      return opts.start ?? { kind: 'claimed', claimed };
+    },
+    finish: (_resource, _max, answer) => void gate.push(answer),
     get: async () => {
       if (answer instanceof Error) throw answer;
       return answer;
@@ -50,7 +57,7 @@ function world(answer: FetchResult | Error, opts: { start?: FetchStart; company?
     finished: { add: (companyId, outcome, count = 1) => void finished.push({ companyId, outcome, count }) },
     log: pino({ level: 'silent' }),
   };
-  return { deps, recorded, stored, gone, paused, requeued, forgotten, finished };
+  return { deps, recorded, stored, gone, paused, requeued, forgotten, finished, gate, begun };
 }
 
 const job = (attemptsMade = 0, attempts = 3) => ({ resource, attemptsMade, attempts });
@@ -101,9 +108,10 @@ describe('a fetch job', () => {
     expect(w.recorded[0]!.attempt).toMatchObject({ httpStatus: null, error: 'the GET failed: ECONNREFUSED' });
   });
 
-  it('401/403: pauses the company, fails the notifications, forgets the cached token', async () => {
+  it('F4 401/403: pauses the company and parks the fetch, failing nothing; forgets the cached token', async () => {
     const w = world({ kind: 'unauthorized', status: 401, message: 'marketplace answered 401: the API token was refused' });
-    expect(await runFetchJob(w.deps, job())).toEqual({ next: 'done', summary: 'unauthorized' });
+    expect(await runFetchJob(w.deps, job())).toEqual({ next: 'done', summary: 'parked' });
+    expect(w.finished).toEqual([]);
     expect(w.paused).toEqual([{ attempt: expect.objectContaining({ outcome: 'unauthorized' }), why: 'marketplace answered 401: the API token was refused' }]);
     expect(w.forgotten).toEqual([resource.companyId]);
     expect(w.requeued).toEqual([]);
@@ -115,11 +123,33 @@ describe('a fetch job', () => {
     expect(w.requeued).toEqual([resource]);
   });
 
-  it('waits, without an attempt, while the C5 slot is taken or the company is paused; does nothing for a deleted company', async () => {
+  it('waits, without an attempt, while the C5 slot is taken or its company held; ends parked; does nothing for a deleted company', async () => {
     expect(await runFetchJob(world({ kind: 'gone', status: 404 }, { start: { kind: 'wait', waitMs: 700 } }).deps, job())).toEqual({ next: 'delay', ms: 700 });
-    expect(await runFetchJob(world({ kind: 'gone', status: 404 }, { company: { ...company, paused: true } }).deps, job())).toEqual({ next: 'delay', ms: PAUSED_RECHECK_MS });
+    const paused = world({ kind: 'gone', status: 404 }, { company: { ...company, paused: true }, start: { kind: 'park' } });
+    expect(await runFetchJob(paused.deps, job(1))).toEqual({ next: 'done', summary: 'parked' });
+    expect(paused.begun).toEqual([{ resource, max: 8, paused: true, retried: true }]);
+    expect(paused.gate).toEqual([]);
     expect(await runFetchJob(world({ kind: 'gone', status: 404 }, { company: null }).deps, job())).toEqual({ next: 'done', summary: 'company deleted' });
     expect(await runFetchJob(world({ kind: 'gone', status: 404 }, { start: { kind: 'empty' } }).deps, job())).toEqual({ next: 'done', summary: 'nothing pending' });
+  });
+
+  it('F3: tells the gate how the marketplace answered: a 429 or a 503 with Retry-After holds the company, no answer marks it unreachable', async () => {
+    const told = async (answer: FetchResult) => {
+      const w = world(answer);
+      await runFetchJob(w.deps, job());
+      return w.gate;
+    };
+    expect(await told({ kind: 'ok', status: 200, resource: {} })).toEqual([{ kind: 'answered' }]);
+    expect(await told({ kind: 'retry', status: 429, message: 'marketplace answered 429', retryAfterMs: 2000 })).toEqual([{ kind: 'throttled', retryAfterMs: 2000, why: 'marketplace answered 429' }]);
+    expect(await told({ kind: 'retry', status: 503, message: 'marketplace answered 503', retryAfterMs: 5000 })).toEqual([{ kind: 'throttled', retryAfterMs: 5000, why: 'marketplace answered 503' }]);
+    expect(await told({ kind: 'retry', status: 503, message: 'marketplace answered 503' })).toEqual([{ kind: 'answered' }]);
+    expect(await told({ kind: 'retry', status: null, message: 'the GET timed out', noAnswer: 'timeout' })).toEqual([{ kind: 'no_answer', why: 'the GET timed out' }]);
+    const empty = world({ kind: 'gone', status: 404 }, { start: { kind: 'empty' } });
+    await runFetchJob(empty.deps, job());
+    expect(empty.gate).toEqual([{ kind: 'none' }]);
+    const thrown = world(new Error('socket hang up'));
+    await expect(runFetchJob(thrown.deps, job())).rejects.toThrow('socket hang up');
+    expect(thrown.gate).toEqual([{ kind: 'none' }]);
   });
 
   it('counts the notifications each fetch finished, by company and outcome, for the log line per batch (SPEC §15)', async () => {

@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import * as s from '../schemas.js';
 import { addPageOptions, dataAction, group, JSON_HELP, readStdin, together, UsageError, validate, type JsonFlag, type PageFlags } from './command.js';
+import type { CompanyView } from '../../services/views.js';
 import { keyValues, listing, shortTime } from './output.js';
 
 /** --force of the delete commands, and what a forced delete left active on the marketplace. */
@@ -12,6 +13,10 @@ export const remaining = (deleted: { remainingRemoteSettings: { remoteId: string
 /** The secret flags: `-` reads one from stdin, keeping it out of the shell history. */
 const SECRET_FLAGS = ['apiToken', 'authToken', 'clientSecret'] as const;
 type SecretFlags = Partial<Record<(typeof SECRET_FLAGS)[number], string>>;
+
+/** A company's state in one cell: its status, and until or since when. */
+const stateText = (state: CompanyView['state']): string =>
+  state.until ? `${state.status} until ${shortTime(state.until)}` : state.since ? `${state.status} since ${shortTime(state.since)}` : state.status;
 
 /** The connection flags, the same for create and update. */
 interface ConnectionFlags extends SecretFlags {
@@ -85,13 +90,14 @@ export function registerCompanies(program: Command): void {
         run: (svc, query) => svc.companies.list(query),
         output: s.page(s.companySchema),
         human: (page) =>
-          listing(page, 'companies', ['ID', 'NAME', 'API BASE URL', 'PROFILE', 'CREDENTIALS', 'CONNECTION', 'CREATED'], (c) => [
+          listing(page, 'companies', ['ID', 'NAME', 'STATE', 'FETCHES', 'PARKED', 'API BASE URL', 'PROFILE', 'CREATED'], (c) => [
             c.id,
             c.name,
+            stateText(c.state),
+            `${c.fetches.running}/${c.fetches.limit}`,
+            String(c.fetches.parked),
             c.apiBaseUrl,
             c.connection.profile,
-            c.credentials.status,
-            c.connectionStatus,
             shortTime(c.createdAt),
           ]),
       }),
@@ -115,22 +121,27 @@ export function registerCompanies(program: Command): void {
   withConnectionOptions(
     companies
       .command('update')
-      .description('rename a company or replace its credentials: new ones lift an "unauthorized" pause and are checked with one harmless call')
+      .description('rename a company, set its fetch limit, or replace its credentials: new ones lift a pause (its waiting notifications resume) and are checked with one harmless call')
       .argument('<companyId>', 'the company id (a UUID)')
       .option('--name <name>', 'the new name')
+      .option('--fetch-concurrency <n>', 'at most this many of its fetches at once across every worker; "default" for COMPANY_FETCH_CONCURRENCY')
       .option('--api-token <token>', 'the new API token; "-" reads it from stdin'),
   )
     .option('--json', JSON_HELP)
     .action(
       dataAction({
         access: 'write',
-        input: async (cmd, flags: JsonFlag & ConnectionFlags & { name?: string }, [companyId]) => {
+        input: async (cmd, flags: JsonFlag & ConnectionFlags & { name?: string; fetchConcurrency?: string }, [companyId]) => {
           const secret = await secrets(flags);
           const connection = connectionOf(flags, secret);
-          if (flags.name === undefined && secret.apiToken === undefined && connection === undefined) throw new UsageError(['give --name, --api-token or a connection (--profile and its flags)']);
+          if (flags.name === undefined && secret.apiToken === undefined && connection === undefined && flags.fetchConcurrency === undefined) {
+            throw new UsageError(['give --name, --fetch-concurrency, --api-token or a connection (--profile and its flags)']);
+          }
+          const limit = flags.fetchConcurrency;
+          const fetchConcurrency = limit === undefined ? undefined : limit === 'default' ? null : /^\d+$/.test(limit) ? Number(limit) : limit;
           return together(
             () => validate(cmd, s.companyIdParams, { companyId }),
-            () => validate(cmd, s.patchCompanyBody, { name: flags.name, apiToken: secret.apiToken, connection }),
+            () => validate(cmd, s.patchCompanyBody, { name: flags.name, apiToken: secret.apiToken, connection, fetchConcurrency }),
           );
         },
         run: (svc, [params, patch]) => svc.companies.update(params.companyId, patch),

@@ -10,6 +10,8 @@ import { createNotificationsRepository, type NotificationsRepository } from '../
 import { describeError } from '../../lib/error-reporter.js';
 import { createLogger } from '../../lib/logger.js';
 import { connectRedis, redisReady } from '../../lib/redis/connection.js';
+import { CompanyGate, gateOptions } from '../../processing/company-gate.js';
+import { companyControls } from '../../processing/paused-companies.js';
 import { FetchEnqueuer } from '../../processing/enqueue.js';
 import { createFetchQueue } from '../../processing/fetch.queue.js';
 import { createServices, type Services } from '../../services/index.js';
@@ -37,7 +39,27 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
       throw new DatabaseStartError(config.databaseUrl, err);
     });
     const readOnly = { enqueue: () => Promise.reject(new Error('a command that only reads queues nothing')) };
-    return { config, notifications, services: createServices({ db: handle.db, notifications, enqueuer: readOnly, config }), close: () => handle.pool.end() };
+    // The companies' states read their gates in Redis; without Redis they show what PostgreSQL knows.
+    let noted = false;
+    const gateNote = (err: unknown) => {
+      if (noted) return;
+      noted = true;
+      process.stderr.write(`skyhook: note: Redis is not reachable (${describeError(err)}): company states show what PostgreSQL knows\n`);
+    };
+    const redis = connectRedis(config, 'producer', 'skyhook-cli');
+    const gated = companyControls(new CompanyGate(redis, config.queuePrefix, gateOptions(config.fetch)), { pendingResources: notifications.pendingResources, ...readOnly }, { timeoutMs: 1000 });
+    // Only a command that shows companies waits for Redis, and only once.
+    let ready: Promise<void> | undefined;
+    const controls = { ...gated, views: async (ids: string[]) => (await (ready ??= redisReady(redis, 1000)), gated.views(ids)) };
+    return {
+      config,
+      notifications,
+      services: createServices({ db: handle.db, notifications, enqueuer: readOnly, config, controls, onGateError: gateNote }),
+      close: async () => {
+        redis.disconnect();
+        await handle.pool.end();
+      },
+    };
   }
   // Only replays need Redis: without it their notifications stay `received` and a running Skyhook's relay
   // queues them. Said once on stderr (stdout may be a --json document).
@@ -51,11 +73,13 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
   await redisReady(redis, 2000).catch(redisNote);
   const queue = createFetchQueue(redis, config.queuePrefix);
   queue.on('error', redisNote);
-  const enqueuer = new FetchEnqueuer(queue, redis, notifications, { attempts: config.fetch.attempts, timeoutMs: 2000 }, log);
+  const gate = new CompanyGate(redis, config.queuePrefix, gateOptions(config.fetch));
+  const enqueuer = new FetchEnqueuer(queue, redis, notifications, gate, { attempts: config.fetch.attempts, timeoutMs: 2000 }, log);
+  const controls = companyControls(gate, { pendingResources: notifications.pendingResources, enqueue: (r) => enqueuer.enqueue(r) }, { timeoutMs: 2000 });
   return {
     config,
     notifications,
-    services: createServices({ db: handle.db, notifications, enqueuer, config }),
+    services: createServices({ db: handle.db, notifications, enqueuer, config, controls, onGateError: redisNote }),
     async close() {
       await queue.close().catch(redisNote);
       redis.disconnect();

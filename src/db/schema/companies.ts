@@ -1,6 +1,9 @@
 import { integer, pgEnum, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 
-/** `unauthorized` pauses the company's fetches until its token is replaced (SPEC §5). */
+/**
+ * `unauthorized`: the company is paused (SPEC §5.1 F4): the marketplace refused its credentials (a fetch's
+ * 401/403, or the check when they were set), and its fetches are parked until they are replaced.
+ */
 export const connectionStatus = pgEnum('connection_status', ['ok', 'unauthorized']);
 /** Which spelling of the webhook-settings PUT the company's marketplace answered (SPEC §6). */
 export const settingsPathForm = pgEnum('settings_path_form', ['plural', 'singular']);
@@ -39,6 +42,10 @@ export const companies = pgTable('companies', {
   credentialsError: text('credentials_error'),
   connectionStatus: connectionStatus('connection_status').notNull().default('ok'),
   connectionError: text('connection_error'),
+  /** When the company was paused (connection_status became `unauthorized`); null while it is not. */
+  pausedAt: timestamp('paused_at', { withTimezone: true }),
+  /** At most this many fetches of the company at once, across every worker (SPEC §5.1 F2); null: COMPANY_FETCH_CONCURRENCY. */
+  fetchConcurrency: integer('fetch_concurrency'),
   settingsPathForm: settingsPathForm('settings_path_form').notNull().default('plural'),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),

@@ -146,6 +146,7 @@ export async function unitApp(opts: { webhooks?: FakeWebhook[]; services?: FakeS
     // The probes' and gauges' own connections: no unit test asks /readyz or /metrics' gauges.
     pool: { query: () => Promise.reject(unreachable('PostgreSQL')) } as unknown as pg.Pool,
     redis: { ping: () => Promise.reject(unreachable('Redis')) } as unknown as RedisClient,
+    companyStates: () => Promise.reject(unreachable('PostgreSQL')),
     receiver: { directory, writer, nonces, publicBaseUrl: PUBLIC_BASE_URL, requireHttpsHrefs: opts.requireHttpsHrefs ?? true, oauthTimestampSkewS: 300, metrics, summary: new BatchSummary(logger, (n) => `received ${n} notifications`) },
     admin,
     // The console is tested against the real services (test/integration, test/browser): here it only
