@@ -161,6 +161,7 @@ for i, slot in ipairs(KEYS) do
   if paused == '1' or redis.call('SISMEMBER', pausedSet, cid) == 1 then
     redis.call('ZREM', R, fk)
     redis.call('ZREM', B, fk)
+    redis.call('ZADD', P, 'NX', now, href)
     code = 2
   else
     local booked = tonumber(redis.call('ZSCORE', B, fk))

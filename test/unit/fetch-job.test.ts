@@ -144,6 +144,7 @@ describe('a fetch job', () => {
     expect(await told({ kind: 'retry', status: 503, message: 'marketplace answered 503', retryAfterMs: 5000 })).toEqual([{ kind: 'throttled', retryAfterMs: 5000, why: 'marketplace answered 503' }]);
     expect(await told({ kind: 'retry', status: 503, message: 'marketplace answered 503' })).toEqual([{ kind: 'answered' }]);
     expect(await told({ kind: 'retry', status: null, message: 'the GET timed out', noAnswer: 'timeout' })).toEqual([{ kind: 'no_answer', why: 'the GET timed out' }]);
+    expect(await told({ kind: 'unauthorized', status: 401, message: 'marketplace answered 401' })).toEqual([{ kind: 'none' }]);
     const empty = world({ kind: 'gone', status: 404 }, { start: { kind: 'empty' } });
     await runFetchJob(empty.deps, job());
     expect(empty.gate).toEqual([{ kind: 'none' }]);

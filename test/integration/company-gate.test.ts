@@ -1,0 +1,117 @@
+/**
+ * The company gate's scripts (processing/company-gate.ts) against real Redis, moment by moment: admit,
+ * start, finish, pause and resume, as several workers would call them (SPEC §5.1 F2-F4).
+ */
+import { Redis } from 'ioredis';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { deleteKeysWithPrefix } from '../../src/lib/redis/keys.js';
+import { CompanyGate, type GateAnswer } from '../../src/processing/company-gate.js';
+import { fetchKey } from '../../src/processing/fetch.queue.js';
+import { testQueuePrefix } from '../helpers/database.js';
+
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const redis = new Redis(REDIS_URL);
+const prefix = testQueuePrefix();
+const company = '11111111-1111-4111-8111-111111111111';
+const other = '22222222-2222-4222-8222-222222222222';
+/** Two workers' gates on their own connections, sharing Redis. */
+const redisOfTwo = new Redis(REDIS_URL);
+const gates = [new CompanyGate(redis, prefix, { defaultMax: 3, leaseMs: 60_000, probeIntervalMs: 60_000 }), new CompanyGate(redisOfTwo, prefix, { defaultMax: 3, leaseMs: 60_000, probeIntervalMs: 60_000 })];
+const [one, two] = gates as [CompanyGate, CompanyGate];
+
+const resource = (n: number, companyId = company) => {
+  const key = { companyId, href: `https://api.example.com/api/rfqs/${n}` };
+  return { ...key, fetchKey: fetchKey(key) };
+};
+const start = (gate: CompanyGate, n: number, opts: { companyId?: string; max?: number; paused?: boolean; retried?: boolean } = {}) => {
+  const r = resource(n, opts.companyId);
+  return gate.start([{ ...r, max: opts.max ?? 3, paused: opts.paused ?? false, retried: opts.retried ?? false, slotKey: `${prefix}:fetch-slot:${r.fetchKey}` }], 0).then((s) => s[0]!);
+};
+const finish = (gate: CompanyGate, n: number, answer: GateAnswer, companyId = company) => gate.finish([{ ...resource(n, companyId), max: 3, answer }]);
+
+beforeEach(async () => {
+  await deleteKeysWithPrefix(REDIS_URL, prefix);
+});
+afterAll(async () => {
+  await deleteKeysWithPrefix(REDIS_URL, prefix);
+  redis.disconnect();
+  redisOfTwo.disconnect();
+});
+
+describe('the company gate', () => {
+  it('F2: admits a company up to its limit across workers, parks the rest, and hands them back as places free', async () => {
+    // Slow start: 3 is the limit here, under the start of 4.
+    expect(await one.admit([resource(1), resource(2)])).toEqual(['add', 'add']);
+    expect(await two.admit([resource(3), resource(4), resource(1)])).toEqual(['add', 'parked', 'add']); // 1 holds its place already
+    expect(await one.admit([resource(9, other)])).toEqual(['add']); // another company has places of its own
+    expect((await one.views([company]))[0]).toMatchObject({ running: 3, parked: 1 });
+    expect(await start(two, 1)).toEqual({ kind: 'go' });
+    // A job that was never admitted (a follow-up, say) parks when the company is full.
+    expect(await start(one, 5)).toEqual({ kind: 'park' });
+    // Its end frees one place: the oldest parked href comes back out to be queued.
+    expect(await finish(two, 1, { kind: 'answered' })).toEqual([{ companyId: company, href: resource(4).href }]);
+    expect((await one.views([company]))[0]).toMatchObject({ running: 2, parked: 1 });
+  });
+
+  it('a retried job over the limit waits (keeping its attempts) instead of parking', async () => {
+    await one.admit([resource(1), resource(2), resource(3)]);
+    expect(await start(one, 7, { retried: true })).toEqual({ kind: 'wait', ms: 1000 });
+    expect((await one.views([company]))[0]!.parked).toBe(0);
+  });
+
+  it('F3: a 429 met by one worker holds the company in the other, booking starts after the hold, paced', async () => {
+    await one.admit([resource(1), resource(2), resource(3)]);
+    expect(await start(one, 1)).toEqual({ kind: 'go' });
+    const before = Date.now();
+    await finish(one, 1, { kind: 'throttled', retryAfterMs: 2000, why: 'marketplace answered 429' });
+    const view = (await two.views([company]))[0]!;
+    expect(view.heldUntil).toBeGreaterThanOrEqual(before + 2000);
+    expect(view.heldWhy).toBe('marketplace answered 429');
+    const second = await start(two, 2);
+    const third = await start(two, 3);
+    expect(second.kind).toBe('wait');
+    expect(third.kind).toBe('wait');
+    const [w2, w3] = [second, third].map((s) => (s as { ms: number }).ms);
+    expect(w2).toBeGreaterThan(1900);
+    // Paced: half the rate the company had (half its limit a second, the first time: 1.5 a second).
+    expect(w3! - w2!).toBeGreaterThan(600);
+    // A duplicate wake before its booked start waits again; the other company is not held.
+    expect((await start(two, 2)).kind).toBe('wait');
+    expect(await start(two, 9, { companyId: other })).toEqual({ kind: 'go' });
+    // The limit halved (3 -> 1) and grows back with answers.
+    expect((await one.views([company]))[0]!.limitNow).toBe(1);
+    // Leads and quotes see the hold too.
+    expect(await one.heldUntil(company)).toBe(view.heldUntil);
+    expect(await one.heldUntil(other)).toBeNull();
+  });
+
+  it('a hold without Retry-After lasts the floor; no answer marks the company unreachable until one comes', async () => {
+    const before = Date.now();
+    await one.hold(company, undefined, 'marketplace answered 429');
+    expect((await one.views([company]))[0]!.heldUntil).toBeGreaterThanOrEqual(before + 5000);
+    await finish(one, 4, { kind: 'no_answer', why: 'the GET timed out' }, other);
+    expect((await one.views([other]))[0]).toMatchObject({ noAnswerWhy: 'the GET timed out', noAnswerSince: expect.any(Number) });
+    await finish(one, 4, { kind: 'answered' }, other);
+    expect((await one.views([other]))[0]).toMatchObject({ noAnswerSince: null, answeredAt: expect.any(Number) });
+  });
+
+  it('F4: a paused company parks everything, gives nothing back, and resumes with an empty parked set', async () => {
+    await one.admit([resource(1)]);
+    await one.pause(company, [resource(1).href]);
+    expect(await one.admit([resource(2)])).toEqual(['parked']);
+    expect(await start(two, 1)).toEqual({ kind: 'park' });
+    expect(await finish(two, 1, { kind: 'none' })).toEqual([]); // nothing dispatched while paused
+    expect(await one.pausedCompanies()).toEqual([company]);
+    expect((await one.views([company]))[0]!.parked).toBe(2);
+    await two.resume(company);
+    expect(await one.pausedCompanies()).toEqual([]);
+    // The caller queues the pending resources again from PostgreSQL: none is left parked to be queued twice.
+    expect((await one.views([company]))[0]!.parked).toBe(0);
+    expect(await one.admit([resource(2)])).toEqual(['add']);
+  });
+
+  it('PostgreSQL says paused before the mirror does: the job parks all the same', async () => {
+    expect(await start(one, 1, { paused: true })).toEqual({ kind: 'park' });
+    expect((await one.views([company]))[0]!.parked).toBe(1);
+  });
+});
