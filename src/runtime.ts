@@ -129,7 +129,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
   const gate = new CompanyGate(producer, config.queuePrefix, gateOptions(config.fetch));
   const enqueuer = new FetchEnqueuer(queue, producer, notifications, gate, { attempts: config.fetch.attempts, timeoutMs: ENQUEUE_TIMEOUT_MS }, log, tracing);
   const gateError = report('company_gate', 'the company gate could not be read or told in Redis; states show what PostgreSQL knows', 'redis');
-  const controls = companyControls(gate, { pendingResources: notifications.pendingResources, enqueue: (r) => enqueuer.enqueue(r) }, { timeoutMs: ENQUEUE_TIMEOUT_MS });
+  const controls = companyControls(gate, { pendingResources: notifications.pendingResources, enqueue: (r) => enqueuer.enqueue(r) }, { timeoutMs: ENQUEUE_TIMEOUT_MS, log });
   const relay = new Relay(notifications, enqueuer, { intervalMs: config.relayIntervalMs, graceMs: config.relayGraceMs }, log, producer, report('relay', 'the relay could not queue committed notifications; it tries again shortly'));
 
   const companyStates = () => allCompanyStates(api.db, controls, gateError);
@@ -220,6 +220,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
         metrics,
         tokens,
         enqueue: (resources) => enqueuer.enqueue(resources),
+        addAdmitted: (resources) => enqueuer.addAdmitted(resources),
         admit: ingestFirst && (() => ingestFirst.admit()),
         onError: report('fetch_slots', 'a fetch slot could not be settled in Redis; it lapses by itself', 'redis'),
         finished,
@@ -353,6 +354,8 @@ function fetchJobDeps(deps: {
   metrics: Metrics;
   tokens: AccessTokens;
   enqueue: (resources: ResourceKey[]) => Promise<void>;
+  /** Adds the jobs of resources their company's gate already admitted. */
+  addAdmitted: (resources: ResourceKey[]) => Promise<void>;
   admit?: () => Promise<void>;
   onError: (err: unknown) => void;
   finished: BatchSummary;
@@ -363,7 +366,7 @@ function fetchJobDeps(deps: {
   const connections = new CompanyConnections(deps.db.db, config.secretKey, config.fetch.companyConcurrency);
   const starts = new FetchStarts(notifications, plans, deps.gate, deps.connection, config.queuePrefix, config.fetch.minIntervalMs, deps.onError);
   // The parked resources a finished fetch frees are queued like any others.
-  const finishes = new GateFinishes(deps.gate, deps.enqueue);
+  const finishes = new GateFinishes(deps.gate, deps.addAdmitted, deps.log);
   // Handlers write through drizzle, on the connection of the transaction that stores their snapshot. A
   // stored batch's jobs all complete in one turn, each with a BullMQ script: sent in one write.
   const snapshots = new SnapshotStore(notifications, plans, deps.handlers, (client) => drizzle({ client, schema }) as unknown as Tx, deps.tracing);
@@ -396,7 +399,7 @@ function fetchJobDeps(deps: {
         return pauseCompany(client, attempt.companyId, revision, `GET ${attempt.href}: ${why}`);
       });
       // If Redis cannot be told, the paused-company loop tells it from PostgreSQL within seconds.
-      if (paused) await deps.gate.pause(attempt.companyId, [attempt.href]).catch(deps.onError);
+      if (paused) await deps.gate.pause(attempt.companyId, [attempt]).catch(deps.onError);
       return paused;
     },
     forgetCompany: (companyId) => connections.forget(companyId),

@@ -11,8 +11,9 @@
  *  - `company:<id>:running`  a sorted set of its fetch keys in the queue or running, scored by when the slot
  *                            lapses (a dead worker's slots free themselves);
  *  - `company:<id>:booked`   fetch keys delayed to a start time it booked (after a hold, or paced);
- *  - `company:<id>:parked`   hrefs waiting for a slot, or for new credentials: no job exists for them, so a
- *                            parked href costs nothing however long it waits (F4);
+ *  - `company:<id>:parked`   resources waiting for a slot, or for new credentials (`<fetch key> <href>`,
+ *                            oldest first): no job exists for them, so a parked resource costs nothing
+ *                            however long it waits (F4);
  *  - `paused`                the set of paused companies, a mirror of companies.connection_status that the
  *                            paused-company loop (paused-companies.ts) keeps in step.
  *
@@ -28,10 +29,12 @@
  * again by the relay (its rows are old and queued), and resuming a paused company reads its hrefs from
  * PostgreSQL.
  */
+import type { ChainableCommander } from 'ioredis';
+import type { Logger } from 'pino';
 import { Batcher } from '../lib/batcher.js';
 import type { RedisClient } from '../lib/redis/connection.js';
 import { redisScript } from '../lib/redis/scripts.js';
-import type { ResourceKey } from './fetch.queue.js';
+import { fetchKey, type ResourceKey } from './fetch.queue.js';
 
 /** Set while a paused company's next probe is not due (paused-companies.ts). */
 export const probeKey = (prefix: string, companyId: string): string => `${prefix}:probe:${companyId}`;
@@ -71,7 +74,7 @@ export type GateAnswer =
   /** No GET was made (nothing was pending). */
   | { kind: 'none' };
 
-export interface StartRequest extends ResourceKey {
+export interface GateStartRequest extends ResourceKey {
   fetchKey: string;
   /** The company's limit (its own, or the default). */
   max: number;
@@ -139,7 +142,7 @@ for i = 1, (#ARGV - 6) / 3 do
       out[i] = 0
     end
   end
-  if out[i] == 2 then redis.call('ZADD', g .. ':parked', 'NX', now, href) end
+  if out[i] == 2 then redis.call('ZADD', g .. ':parked', 'NX', now, fk .. ' ' .. href) end
 end
 return out`;
 
@@ -157,11 +160,11 @@ for i, slot in ipairs(KEYS) do
   local g = gp .. cid
   local R, B, P = g .. ':running', g .. ':booked', g .. ':parked'
   local code, ms = 0, 0
-  redis.call('HSET', g, 'max', max)
+  if tonumber(redis.call('HGET', g, 'max')) ~= max then redis.call('HSET', g, 'max', max) end
   if paused == '1' or redis.call('SISMEMBER', pausedSet, cid) == 1 then
     redis.call('ZREM', R, fk)
     redis.call('ZREM', B, fk)
-    redis.call('ZADD', P, 'NX', now, href)
+    redis.call('ZADD', P, 'NX', now, fk .. ' ' .. href)
     code = 2
   else
     local booked = tonumber(redis.call('ZSCORE', B, fk))
@@ -181,7 +184,7 @@ for i, slot in ipairs(KEYS) do
         code, ms = 1, t - now
       end
     end
-    if code == 2 then redis.call('ZADD', P, 'NX', now, href) end
+    if code == 2 then redis.call('ZADD', P, 'NX', now, fk .. ' ' .. href) end
     if code == 0 then
       redis.call('ZADD', R, now + lease, fk)
       if interval > 0 and not redis.call('SET', slot, '1', 'PX', interval, 'NX') then
@@ -195,15 +198,17 @@ end
 return out`;
 
 /**
- * KEYS: the paused set (as ADMIT_LUA's). ARGV: gate prefix, paused set, now, slow start, hold floor, then per job (company id, fetch
- * key or '' for a call that is not a fetch, max, answer kind, retry-after ms or '', why). Frees each job's slot, applies its answer, and answers
- * (company id, href) pairs taken out of the parked sets, as many as each company has free slots.
+ * KEYS: the paused set (as ADMIT_LUA's). ARGV: gate prefix, paused set, now, slow start, hold floor, admit
+ * lease, then per job (company id, fetch key or '' for a call that is not a fetch, max, answer kind,
+ * retry-after ms or '', why). Frees each job's slot, applies its answer, and takes out of the parked sets as
+ * many resources as each company has free slots, admitted (their slots taken): answers them as (company id,
+ * href) pairs, whose jobs the caller adds.
  */
 const FINISH_LUA = `${LIB}
-local gp, pausedSet, now, slow, floor = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local gp, pausedSet, now, slow, floor, lease = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local touched, maxes = {}, {}
-for i = 1, (#ARGV - 5) / 6 do
-  local b = 5 + (i - 1) * 6
+for i = 1, (#ARGV - 6) / 6 do
+  local b = 6 + (i - 1) * 6
   local cid, fk, max, kind, ra, why = ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3]), ARGV[b + 4], tonumber(ARGV[b + 5]), ARGV[b + 6]
   local g = gp .. cid
   if fk ~= '' then
@@ -242,12 +247,15 @@ for _, cid in ipairs(touched) do
     seen[cid] = true
     local g = gp .. cid
     if redis.call('SISMEMBER', pausedSet, cid) == 0 then
-      local free = limitOf(g, maxes[cid], slow) - runningOf(g .. ':running', now)
+      local R = g .. ':running'
+      local free = limitOf(g, maxes[cid], slow) - runningOf(R, now)
       if free > 0 then
         local popped = redis.call('ZPOPMIN', g .. ':parked', free)
         for j = 1, #popped, 2 do
+          local sep = string.find(popped[j], ' ', 1, true)
+          redis.call('ZADD', R, now + lease, string.sub(popped[j], 1, sep - 1))
           out[#out + 1] = cid
-          out[#out + 1] = popped[j]
+          out[#out + 1] = string.sub(popped[j], sep + 1)
         end
       end
     end
@@ -284,6 +292,12 @@ export const gateOptions = (fetch: { companyConcurrency: number; timeoutMs: numb
   leaseMs: fetch.timeoutMs + LEASE_MARGIN_MS,
   probeIntervalMs: fetch.pausedProbeIntervalMs,
 });
+
+/** Runs a MULTI; a command that failed inside it (ioredis answers it in the results) is thrown too. */
+async function execAll(multi: ChainableCommander): Promise<void> {
+  const failed = (await multi.exec())?.find(([err]) => err);
+  if (failed) throw failed[0];
+}
 
 type Script<T> = (keys: string[], args: (string | number)[]) => Promise<T>;
 
@@ -326,7 +340,7 @@ export class CompanyGate {
   }
 
   /** Decides each job's start (and takes its C5 slot of `intervalMs` when it goes). */
-  async start(jobs: StartRequest[], intervalMs: number): Promise<GateStart[]> {
+  async start(jobs: GateStartRequest[], intervalMs: number): Promise<GateStart[]> {
     if (jobs.length === 0) return [];
     const args = jobs.flatMap((j) => [j.companyId, j.fetchKey, j.href, j.max, j.paused ? 1 : 0, j.retried ? 1 : 0]);
     const out = await this.startScript(
@@ -339,25 +353,25 @@ export class CompanyGate {
     });
   }
 
-  /** Frees the jobs' slots and applies their answers; answers the parked resources that now have a slot. */
+  /** Frees the jobs' slots and applies their answers; answers the parked resources now admitted (add their jobs). */
   async finish(jobs: FinishRequest[]): Promise<ResourceKey[]> {
     if (jobs.length === 0) return [];
     const args = jobs.flatMap((j) => {
       const a = j.answer;
       return [j.companyId, j.fetchKey, j.max, a.kind, a.kind === 'throttled' ? (a.retryAfterMs ?? '') : '', a.kind === 'throttled' || a.kind === 'no_answer' ? a.why : ''];
     });
-    const out = await this.finishScript([this.pausedSet], [this.gatePrefix, this.pausedSet, Date.now(), SLOW_START, HOLD_FLOOR_MS, ...args]);
+    const out = await this.finishScript([this.pausedSet], [this.gatePrefix, this.pausedSet, Date.now(), SLOW_START, HOLD_FLOOR_MS, ADMIT_LEASE_MS, ...args]);
     const freed: ResourceKey[] = [];
     for (let i = 0; i < out.length; i += 2) freed.push({ companyId: out[i]!, href: out[i + 1]! });
     return freed;
   }
 
-  /** Pauses a company and parks these hrefs of it (its credentials were refused: nothing is fetched until they are replaced). */
-  async pause(companyId: string, hrefs: string[] = []): Promise<void> {
+  /** Pauses a company and parks these resources of it (its credentials were refused: nothing is fetched until they are replaced). */
+  async pause(companyId: string, resources: ResourceKey[] = []): Promise<void> {
     const multi = this.redis.multi().sadd(this.pausedSet, companyId).set(probeKey(this.prefix, companyId), '1', 'PX', this.opts.probeIntervalMs, 'NX');
     const now = Date.now();
-    if (hrefs.length > 0) multi.zadd(`${this.gatePrefix}${companyId}:parked`, 'NX', ...hrefs.flatMap((h) => [now, h]));
-    await multi.exec();
+    if (resources.length > 0) multi.zadd(`${this.gatePrefix}${companyId}:parked`, 'NX', ...resources.flatMap((r) => [now, `${fetchKey(r)} ${r.href}`]));
+    await execAll(multi);
   }
 
   /**
@@ -367,7 +381,7 @@ export class CompanyGate {
   async resume(companyId: string): Promise<void> {
     const g = `${this.gatePrefix}${companyId}`;
     // Its parked hrefs are queued again from PostgreSQL by the caller; the set is dropped so none is queued twice.
-    await this.redis.multi().srem(this.pausedSet, companyId).del(`${g}:parked`, `${g}:booked`).hdel(g, 'held', 'gap', 'next', 'why').exec();
+    await execAll(this.redis.multi().srem(this.pausedSet, companyId).del(`${g}:parked`, `${g}:booked`).hdel(g, 'held', 'gap', 'next', 'why'));
   }
 
   /** The paused companies the mirror holds. */
@@ -385,7 +399,8 @@ export class CompanyGate {
    * (heldUntil), as a fetch's 429 would do.
    */
   async hold(companyId: string, retryAfterMs: number | undefined, why: string): Promise<void> {
-    await this.finishScript([this.pausedSet], [this.gatePrefix, this.pausedSet, Date.now(), SLOW_START, HOLD_FLOOR_MS, companyId, '', this.opts.defaultMax, 'throttled', retryAfterMs ?? '', why]);
+    const max = Number(await this.redis.hget(`${this.gatePrefix}${companyId}`, 'max')) || this.opts.defaultMax;
+    await this.finishScript([this.pausedSet], [this.gatePrefix, this.pausedSet, Date.now(), SLOW_START, HOLD_FLOOR_MS, ADMIT_LEASE_MS, companyId, '', max, 'throttled', retryAfterMs ?? '', why]);
   }
 
   /** Until when a company is held, if it is now. */
@@ -420,18 +435,25 @@ export class CompanyGate {
 
 /**
  * The ends of one process's fetch jobs, batched (one script per batch): each frees its slot, and the parked
- * resources the batch frees are queued (`requeue`). A batch that fails is reported: its slots lapse by
+ * resources the batch admits get their jobs (`addJobs`). A batch that fails is reported: its slots lapse by
  * themselves, and its parked hrefs stay parked until another fetch of their company ends (or the relay
  * queues their old rows again).
  */
 export class GateFinishes {
   private readonly batcher: Batcher<FinishRequest, undefined>;
+  /** Until when this process last said a company was throttled: one line per hold, not per refusal. */
+  private readonly saidHeld = new Map<string, number>();
 
-  constructor(gate: Pick<CompanyGate, 'finish'>, requeue: (resources: ResourceKey[]) => Promise<void>) {
+  constructor(
+    gate: Pick<CompanyGate, 'finish'>,
+    addJobs: (resources: ResourceKey[]) => Promise<void>,
+    private readonly log: Pick<Logger, 'warn'>,
+  ) {
     this.batcher = new Batcher(
       async (items) => {
+        this.sayHolds(items);
         const freed = await gate.finish(items);
-        if (freed.length > 0) await requeue(freed);
+        if (freed.length > 0) await addJobs(freed);
         return items.map(() => ({ ok: true, value: undefined }));
       },
       { maxBatch: 500, maxConcurrent: 1 },
@@ -440,5 +462,16 @@ export class GateFinishes {
 
   finish(request: FinishRequest): Promise<undefined> {
     return this.batcher.add(request);
+  }
+
+  private sayHolds(items: FinishRequest[]): void {
+    const now = Date.now();
+    for (const { companyId, answer } of items) {
+      if (answer.kind !== 'throttled' || (this.saidHeld.get(companyId) ?? 0) > now) continue;
+      const until = now + Math.max(answer.retryAfterMs ?? 0, HOLD_FLOOR_MS);
+      if (this.saidHeld.size > 10_000) this.saidHeld.clear();
+      this.saidHeld.set(companyId, until);
+      this.log.warn({ companyId, state: 'throttled', until: new Date(until).toISOString(), reason: answer.why }, 'the marketplace asked the company to slow down: its fetches are held, then paced');
+    }
   }
 }

@@ -123,6 +123,14 @@ export class FetchEnqueuer {
     this.redisDown = false;
   }
 
+  /**
+   * Adds the jobs of resources their company's gate admitted as a place freed (company-gate.ts): they had
+   * no job while parked, so neither the precheck nor the admission is asked again.
+   */
+  async addAdmitted(resources: ResourceKey[]): Promise<void> {
+    await withTimeout(Promise.all(resources.map((r) => this.add(fetchKey(r), r))), this.opts.timeoutMs, 'enqueue');
+  }
+
   private async addUnlessNoOp(keyed: [string, Queued][]): Promise<void> {
     if (keyed.length === 0) return;
     const noOp = await this.addWouldBeNoOp(keyed.map(([key]) => key));

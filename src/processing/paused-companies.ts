@@ -42,12 +42,19 @@ export async function resumeCompany(deps: ResumeDeps, companyId: string): Promis
 }
 
 /** A company's controls (services/company-state.ts) over its gate, resuming as resumeCompany does. */
-export function companyControls(gate: CompanyGate, resume: Omit<ResumeDeps, 'gate'>, opts: { timeoutMs: number }): CompanyControls {
+export function companyControls(gate: CompanyGate, resume: Omit<ResumeDeps, 'gate'>, opts: { timeoutMs: number; log: Pick<Logger, 'info' | 'warn'> }): CompanyControls {
   // Bounded: a Redis out of reach must not hold an admin answer (states then come from PostgreSQL alone).
   const bounded = <T>(work: Promise<T>, what: string) => withTimeout(work, opts.timeoutMs, what);
   return {
-    pause: (companyId) => bounded(gate.pause(companyId), 'pausing at the company gate'),
-    resume: (companyId) => resumeCompany({ gate, ...resume }, companyId),
+    pause: async (companyId) => {
+      opts.log.warn({ companyId, state: 'paused' }, 'the marketplace refused the company credentials when they were checked; the company is paused and its notifications wait for new credentials');
+      await bounded(gate.pause(companyId), 'pausing at the company gate');
+    },
+    resume: async (companyId) => {
+      const resources = await resumeCompany({ gate, ...resume }, companyId);
+      opts.log.info({ companyId, state: 'ok', resources }, 'company resumed: its waiting notifications are queued again');
+      return resources;
+    },
     setMax: (companyId, max) => bounded(gate.setMax(companyId, max), 'setting the company limit'),
     views: (companyIds) => bounded(gate.views(companyIds), 'reading the company gates'),
     heldUntil: (companyId) => bounded(gate.heldUntil(companyId), 'reading the company gate'),
@@ -112,8 +119,8 @@ export class PausedCompanies {
     for (const id of paused) if (!mirrored.has(id)) await this.deps.gate.pause(id);
     for (const id of mirrored) {
       if (paused.has(id)) continue;
-      const queued = await this.deps.resume(id);
-      this.deps.log.info({ companyId: id, resources: queued }, 'company no longer paused: its waiting notifications are queued again');
+      // New credentials whose resume did not reach Redis (it was down, say).
+      await this.deps.resume(id);
     }
     for (const id of paused) {
       // One process probes a company per interval: the key is set when the company is paused, so the first probe comes an interval later.
@@ -138,8 +145,8 @@ export class PausedCompanies {
       this.deps.log.info({ companyId, probe: verdict.status }, 'paused company: the marketplace still does not accept its credentials; it stays paused');
       return;
     }
-    const queued = await this.deps.resume(companyId);
-    this.deps.log.info({ companyId, resources: queued }, 'paused company: the marketplace accepts its credentials again; its waiting notifications are queued');
+    this.deps.log.info({ companyId }, 'paused company: the marketplace accepts its credentials again');
+    await this.deps.resume(companyId);
   }
 }
 

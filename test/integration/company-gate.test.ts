@@ -48,9 +48,10 @@ describe('the company gate', () => {
     expect(await start(two, 1)).toEqual({ kind: 'go' });
     // A job that was never admitted (a follow-up, say) parks when the company is full.
     expect(await start(one, 5)).toEqual({ kind: 'park' });
-    // Its end frees one place: the oldest parked href comes back out to be queued.
+    // Its end frees one place: the oldest parked resource comes back out, admitted, for its job to be added.
     expect(await finish(two, 1, { kind: 'answered' })).toEqual([{ companyId: company, href: resource(4).href }]);
-    expect((await one.views([company]))[0]).toMatchObject({ running: 2, parked: 1 });
+    expect((await one.views([company]))[0]).toMatchObject({ running: 3, parked: 1 });
+    expect(await start(one, 4)).toEqual({ kind: 'go' }); // its place is its own
   });
 
   it('a retried job over the limit waits (keeping its attempts) instead of parking', async () => {
@@ -97,7 +98,7 @@ describe('the company gate', () => {
 
   it('F4: a paused company parks everything, gives nothing back, and resumes with an empty parked set', async () => {
     await one.admit([resource(1)]);
-    await one.pause(company, [resource(1).href]);
+    await one.pause(company, [resource(1)]);
     expect(await one.admit([resource(2)])).toEqual(['parked']);
     expect(await start(two, 1)).toEqual({ kind: 'park' });
     expect(await finish(two, 1, { kind: 'none' })).toEqual([]); // nothing dispatched while paused

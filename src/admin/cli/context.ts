@@ -47,7 +47,7 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
       process.stderr.write(`skyhook: note: Redis is not reachable (${describeError(err)}): company states show what PostgreSQL knows\n`);
     };
     const redis = connectRedis(config, 'producer', 'skyhook-cli');
-    const gated = companyControls(new CompanyGate(redis, config.queuePrefix, gateOptions(config.fetch)), { pendingResources: notifications.pendingResources, ...readOnly }, { timeoutMs: 1000 });
+    const gated = companyControls(new CompanyGate(redis, config.queuePrefix, gateOptions(config.fetch)), { pendingResources: notifications.pendingResources, ...readOnly }, { timeoutMs: 1000, log });
     // Only a command that shows companies waits for Redis, and only once.
     let ready: Promise<void> | undefined;
     const controls = { ...gated, views: async (ids: string[]) => (await (ready ??= redisReady(redis, 1000)), gated.views(ids)) };
@@ -75,7 +75,7 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
   queue.on('error', redisNote);
   const gate = new CompanyGate(redis, config.queuePrefix, gateOptions(config.fetch));
   const enqueuer = new FetchEnqueuer(queue, redis, notifications, gate, { attempts: config.fetch.attempts, timeoutMs: 2000 }, log);
-  const controls = companyControls(gate, { pendingResources: notifications.pendingResources, enqueue: (r) => enqueuer.enqueue(r) }, { timeoutMs: 2000 });
+  const controls = companyControls(gate, { pendingResources: notifications.pendingResources, enqueue: (r) => enqueuer.enqueue(r) }, { timeoutMs: 2000, log });
   return {
     config,
     notifications,
