@@ -185,7 +185,7 @@ describe.skipIf(!available)('the operator console in Chromium', () => {
     await field.focus();
     await page.keyboard.press('Tab');
     await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Use the default instead');
+    expect(await page.locator(':focus').textContent()).toBe('Use the default instead');
     await page.keyboard.press('Enter');
     await page.waitForURL(/done=limitChanged$/);
     expect(await page.locator('section[aria-labelledby="fetches"] dl').textContent()).toContain('(the default)');

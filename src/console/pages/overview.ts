@@ -101,7 +101,8 @@ ${overview.attention.length === 0 ? html`<p class="notice ok">${p.q ? 'No compan
 ${
   overview.others.length === 0
     ? html`<p class="muted">${p.q ? 'No other company matches.' : 'None: every company needs attention.'}</p>`
-    : companyTable(kit.base, kit.base, overview.others, p, 'Companies that need no attention: state, backlog, and the last hour')
+    : html`<p class="hint">Received, processed and failed count the last hour. Sort by a column's heading, or with the form above.</p>
+${companyTable(kit.base, kit.base, overview.others, p, 'Companies that need no attention: state, backlog, and the last hour')}`
 }
 </section>`
 }`;
