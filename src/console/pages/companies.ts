@@ -92,7 +92,7 @@ ${all.items.length === 0 ? html`<p class="muted">No company matches.</p>` : comp
 <h2 id="fetches">Fetches</h2>
 <dl class="facts">
   <div><dt>Limit</dt><dd>${f.limit} at once ${f.ownLimit === null ? html`<span class="muted">(the default)</span>` : html`<span class="muted">(its own)</span>`}</dd></div>
-  <div><dt>Runs at now</dt><dd>${f.limitNow === null ? html`<span class="muted">not known yet</span>` : f.limitNow < f.limit ? html`${f.limitNow} <span class="muted">(lower for a while after the marketplace asked to slow down)</span>` : f.limitNow}</dd></div>
+  <div><dt>Runs at now</dt><dd>${f.limitNow === null ? html`<span class="muted">not known yet</span>` : f.limitNow < f.limit ? html`${f.limitNow} <span class="muted">(it starts low and grows as answers come; it halves when the marketplace asks to slow down)</span>` : f.limitNow}</dd></div>
   <div><dt>Queued or running</dt><dd>${count(f.running)}</dd></div>
   <div><dt>Parked</dt><dd>${count(f.parked)} <span class="muted">resources waiting for a free place${company.state.status === 'paused' ? ' or new credentials' : ''}</span></dd></div>
 </dl>
