@@ -39,9 +39,10 @@
     charts.forEach(function (el) {
       var data = JSON.parse(el.getAttribute('data-chart'));
       var width = Math.max(260, el.clientWidth);
+      var height = Number(el.getAttribute('data-height')) || 200;
       var opts = {
         width: width,
-        height: 200,
+        height: height,
         legend: { show: true },
         // The page says UTC: so do the axes, whatever the browser's time zone.
         tzDate: function (ts) { return uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC'); },
@@ -62,7 +63,7 @@
     clearTimeout(resizeTimer);
     resizeTimer = setTimeout(function () {
       document.querySelectorAll('[data-chart]').forEach(function (el) {
-        if (el._plot) el._plot.setSize({ width: Math.max(260, el.clientWidth), height: 200 });
+        if (el._plot) el._plot.setSize({ width: Math.max(260, el.clientWidth), height: Number(el.getAttribute('data-height')) || 200 });
       });
     }, 150);
   });

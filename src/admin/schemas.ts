@@ -90,16 +90,17 @@ export const createCompanyBody = z
     if (b.apiToken === undefined && !apiTokenUnused(b.connection)) ctx.addIssue({ code: 'invalid_type', expected: 'string', input: undefined, path: ['apiToken'], message: 'is required (unless a bearer connection has OAuth client credentials)' });
     if (b.apiToken !== undefined && apiTokenUnused(b.connection)) ctx.addIssue({ code: 'custom', path: ['apiToken'], message: 'is not sent by a bearer connection with OAuth client credentials: leave it out' });
   });
+
+const FETCH_LIMIT = 'must be a whole number from 1 to 10000';
+/** A company's fetch limit (SPEC §5.1 F2), as the admin API, the CLI and the console's form take it. */
+export const fetchConcurrency = z.number({ error: FETCH_LIMIT }).int(FETCH_LIMIT).min(1, FETCH_LIMIT).max(10_000, FETCH_LIMIT);
+
 export const patchCompanyBody = z
   .strictObject({
     name: name.optional(),
     apiToken: apiToken.optional(),
     connection: connectionBody.optional(),
-    fetchConcurrency: z
-      .number()
-      .int()
-      .min(1)
-      .max(10_000)
+    fetchConcurrency: fetchConcurrency
       .nullable()
       .optional()
       .describe("at most this many of the company's fetches at once, across every worker (SPEC §5.1 F2); null: the default (COMPANY_FETCH_CONCURRENCY)"),

@@ -63,7 +63,7 @@ export function createServices(deps: {
     notifications: createNotificationsService({ db, notifications: deps.notifications, enqueuer: deps.enqueuer }),
     leads: createLeadsService({ db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs }),
     quotes: createQuotesService({ db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs }),
-    overview: createOverviewService({ db, companies }),
+    overview: createOverviewService({ db, controls: deps.controls, onGateError: deps.onGateError }),
   };
 }
 

@@ -2,7 +2,8 @@
  * The operator console in a real browser (SPEC §13): headless Chromium (Debian's) driven by
  * playwright-core, against the simulator and Skyhook really started (test/helpers/scenario.ts). Signs in
  * by keyboard, watches a notification arrive live, opens it, replays it and sees the new fetch in its
- * timeline; filters; a forged form refused; signs out. Throughout: no request to another origin, no error
+ * timeline; filters; a forged form refused; the overview and a company page, whose fetch limit is set
+ * and reset by keyboard; signs out. Throughout: no request to another origin, no error
  * in the browser's console (a CSP violation would be one).
  */
 import type { Page } from 'playwright-core';
@@ -154,6 +155,41 @@ describe.skipIf(!available)('the operator console in Chromium', () => {
     expect(await page.locator('#flash').textContent()).toContain('The quote was sent again.');
     expect(await unknown.textContent()).toContain("every submitted quote's outcome is known");
     expect(await page.locator('section[aria-labelledby="quotes"]').textContent()).toContain('created');
+  });
+
+  it('shows the overview and a company page, and sets the fetch limit by keyboard', { timeout: 60_000 }, async () => {
+    await page.goto(`${origin}/console`);
+    expect(await page.locator('h1').textContent()).toBe('Overview');
+    const totals = page.locator('dl.totals');
+    expect(await totals.textContent()).toContain('Companies');
+    // The deployment's charts are drawn (uPlot, from the page's own script: the CSP allowed it).
+    await expect.poll(() => page.locator('section[aria-labelledby="deployment"] .uplot').count()).toBe(2);
+    // The company is somewhere: needing attention or in the table; its link opens its page.
+    await page.getByRole('link', { name: 'console-co', exact: true }).first().click();
+    await page.waitForURL(`${origin}/console/companies/${company.companyId}`);
+    expect(await page.locator('h1').textContent()).toBe('console-co');
+    expect(await page.locator('dl.facts').first().textContent()).toMatch(/State\s*(ok|unchecked|throttled)/);
+
+    // Keyboard only: the limit field, a new value, Enter.
+    const field = page.getByLabel('Fetch limit (fetchConcurrency)');
+    await field.focus();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('3');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/done=limitChanged$/);
+    expect(await page.locator('#flash').textContent()).toContain('The fetch limit was changed');
+    expect(await page.locator('section[aria-labelledby="fetches"] dl').textContent()).toContain('3 at once (its own)');
+    expect((await scenario.skyhook.admin('GET', `/companies/${company.companyId}`)).body.fetches).toMatchObject({ limit: 3, ownLimit: 3 });
+
+    // Tab from the field past "Set the limit" to "Use the default instead", Enter.
+    await field.focus();
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    expect(await page.locator(':focus').textContent()).toBe('Use the default instead');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/done=limitChanged$/);
+    expect(await page.locator('section[aria-labelledby="fetches"] dl').textContent()).toContain('(the default)');
+    expect((await scenario.skyhook.admin('GET', `/companies/${company.companyId}`)).body.fetches.ownLimit).toBeNull();
   });
 
   it('signs out: the session ends', async () => {

@@ -6,10 +6,13 @@
  * body shown as text.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
 import { createSessionStore, SESSION_TTL_MS } from '../../src/console/sessions.js';
 import { CONTENT_SECURITY_POLICY } from '../../src/console/plugin.js';
 import type { DbHandle } from '../../src/db/client.js';
-import { createTestDatabase, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
+import { encryptSecret } from '../../src/lib/crypto.js';
+import { CompanyGate } from '../../src/processing/company-gate.js';
+import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
 import { basicAuthorization, connectFixtures, postNotification, seedCompany, seedWebhook, type SeededWebhook } from '../helpers/fixtures.js';
 import { ADMIN_TOKEN, startSkyhook, type TestSkyhook } from '../helpers/skyhook.js';
 
@@ -298,5 +301,216 @@ describe('the list with a time window (the order its index can serve)', () => {
     const wrong = await skyhook.admin('GET', `/notifications?${window}&cursor=${Buffer.from('12').toString('base64url')}`);
     expect(wrong.status).toBe(400);
     expect(wrong.body.errors[0].field).toBe('cursor');
+  });
+});
+
+/**
+ * A deployment of 150 companies (SPEC §13: the overview "whatever their number"): its own database and an
+ * `api` Skyhook (nothing fetches), companies and notifications written in SQL, a hold at a company's gate.
+ */
+describe('the overview and the companies page with many companies', () => {
+  const COMPANIES = 150;
+  let many: TestDatabase;
+  let sky: TestSkyhook;
+  let sql: DbHandle;
+  let redis: Redis;
+  let ids: string[];
+  /** Ids in the order of the names ("Many 001" first), and in the order of the ids. */
+  let byId: string[];
+  let paused: string;
+  let throttled: string;
+  let oldBacklog: string;
+  let failing: string[];
+  const name = (i: number) => `Many ${String(i + 1).padStart(3, '0')}`;
+  const nameOf = (id: string) => name(ids.indexOf(id));
+  const at = (path: string) => `${sky.url}/console${path}`;
+  let cookie: string;
+  let csrf: string;
+  const page = async (path: string, expectStatus = 200) => {
+    const res = await fetch(at(path), { redirect: 'manual', headers: { cookie } });
+    expect(res.status, path).toBe(expectStatus);
+    return res.text();
+  };
+  const section = (text: string, id: string) => {
+    const from = text.indexOf(`<section aria-labelledby="${id}"`);
+    expect(from, `section ${id}`).toBeGreaterThan(-1);
+    return text.slice(from, text.indexOf('</section>', from));
+  };
+  /** The names in a table's first column, in order. */
+  const names = (part: string) => [...part.matchAll(/<tr><td><a href="[^"]*">([^<]+)<\/a><\/td>/g)].map((m) => m[1]!);
+  /** A fact's value (`<dt>label</dt><dd>value</dd>`) as text. */
+  const fact = (text: string, label: string) => [...text.matchAll(/<dt>([^<]+)<\/dt><dd>(.*?)<\/dd>/g)].find((m) => m[1] === label)?.[2]?.replace(/<[^>]+>/g, '');
+  const cards = (text: string) => [...text.matchAll(/<article class="card" aria-labelledby="c-([0-9a-f-]+)"/g)].map((m) => m[1]!);
+
+  /** `n` notifications of a company, received `agoS` seconds ago, in one status. */
+  async function notificationsOf(companyId: string, status: 'queued' | 'failed' | 'processed', n: number, agoS: number) {
+    await sql.pool.query(
+      `INSERT INTO notifications (company_id, webhook_id, received_at, resource_id, type, href, body, authenticated_by, status, attempts, last_error, queued_at, processed_at, finished_at)
+       SELECT w.company_id, w.id, now() - $3 * interval '1 second', r, 'rfqs', 'http://127.0.0.1:9/api/rfqs/' || r, jsonb_build_object('id', r), 'basic', $2::notification_status,
+              CASE WHEN $2 = 'queued' THEN 0 ELSE 1 END, CASE WHEN $2 = 'failed' THEN 'gave up after 14 attempts: HTTP 503' END,
+              now() - $3 * interval '1 second', CASE WHEN $2 = 'processed' THEN now() - $3 * interval '1 second' + interval '30 ms' END,
+              CASE WHEN $2 <> 'queued' THEN now() - $3 * interval '1 second' + interval '30 ms' END
+       FROM webhooks w CROSS JOIN LATERAL (SELECT 'r-' || md5(random()::text) AS r FROM generate_series(1, $4)) g WHERE w.company_id = $1`,
+      [companyId, status, agoS, n],
+    );
+  }
+
+  beforeAll(async () => {
+    many = await createTestDatabase();
+    const prefix = testQueuePrefix();
+    sky = await startSkyhook({ databaseUrl: many.url, queuePrefix: prefix, role: 'api' });
+    sql = connectFixtures(many.url);
+    redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+    await sql.pool.query(
+      `INSERT INTO companies (name, api_base_url, api_token_encrypted, credentials_status)
+       SELECT 'Many ' || lpad(c::text, 3, '0'), 'http://127.0.0.1:9/api', $1, 'accepted' FROM generate_series(1, ${COMPANIES}) c`,
+      [encryptSecret(sky.config.secretKey, 'a-token')],
+    );
+    await sql.pool.query(
+      `INSERT INTO webhooks (company_id, remote_id, endpoint_key, target_uri, client_identifier, auth_type, secret_sha256, event_types, display_name)
+       SELECT id, 'wh-' || id, 'key-' || id, 'http://127.0.0.1:9/hooks/key-' || id, 'client-' || id, 'BASIC', sha256(id::text::bytea), ARRAY['TripRequest'], name FROM companies`,
+    );
+    // The names follow the order of insertion; the ids (random UUIDs) do not: order by name to address them.
+    ids = (await sql.pool.query<{ id: string }>('SELECT id FROM companies ORDER BY name')).rows.map((r) => r.id);
+    byId = [...ids].sort();
+    [paused, throttled, oldBacklog] = [byId[120]!, byId[130]!, byId[110]!];
+    failing = byId.slice(140, 150);
+    const res = await fetch(at('/sign-in'), { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${ADMIN_TOKEN}` });
+    cookie = (res.headers.get('set-cookie') ?? '').split(';')[0]!;
+    csrf = /<meta name="csrf-token" content="([^"]+)">/.exec(await page('/companies'))?.[1] ?? '';
+    expect(csrf).not.toBe('');
+  }, 60_000);
+
+  afterAll(async () => {
+    redis?.disconnect();
+    await sky?.stop();
+    await sql?.pool.end();
+    await many?.drop();
+  });
+
+  it('shows every company needing attention, a paused one after the first 100 by id included, and the totals', async () => {
+    await sql.pool.query(`UPDATE companies SET connection_status = 'unauthorized', connection_error = 'marketplace answered 401: <b>token</b> refused', paused_at = now() - interval '1 hour' WHERE id = $1`, [paused]);
+    const gate = new CompanyGate(redis, sky.config.queuePrefix, { defaultMax: 8, leaseMs: 60_000, probeIntervalMs: 300_000 });
+    await gate.hold(throttled, 120_000, 'marketplace answered 429: slow down');
+    for (const id of failing) await notificationsOf(id, 'failed', 1, 300);
+    await notificationsOf(paused, 'queued', 2, 1200);
+    await notificationsOf(oldBacklog, 'queued', 3, 600);
+    await notificationsOf(byId[0]!, 'processed', 4, 120);
+
+    const text = await page('/');
+    // The deployment, across every company.
+    expect(fact(text, 'Companies')).toBe('150');
+    expect(fact(text, 'Received, last hour')).toBe('19'); // 10 failed, 4 processed, 3 + 2 queued
+    expect(fact(text, 'Processed, last hour')).toBe('4');
+    expect(fact(text, 'Failed, last hour')).toBe('10');
+    expect(fact(text, 'Backlog, pending')).toBe('5');
+    expect(fact(text, 'Oldest pending')).toBe('20 min');
+    expect(fact(text, 'Paused')).toBe('1');
+    expect(fact(text, 'Throttled')).toBe('1');
+    expect(fact(text, 'Unreachable')).toBe('0');
+
+    // Needs attention: all 13, most urgent first; their cards ten to a page.
+    const attention = section(text, 'attention');
+    const listed = names(attention);
+    expect(listed.slice(0, 2)).toEqual([nameOf(paused), nameOf(throttled)]);
+    expect(new Set(listed)).toEqual(new Set([paused, throttled, ...failing, oldBacklog].map(nameOf)));
+    expect(listed.at(-1)).toBe(nameOf(oldBacklog));
+    expect(attention).toContain('marketplace answered 401: &lt;b&gt;token&lt;/b&gt; refused');
+    expect(attention).toContain('marketplace answered 429: slow down');
+    expect(attention).toContain('<td class="wrap">HTTP 503</td>'); // the top failure reason, without its retry count
+    const first = cards(text);
+    expect(first).toHaveLength(10);
+    expect(first.slice(0, 2)).toEqual([paused, throttled]);
+    expect(attention).toContain('data-chart=');
+    const second = cards(await page('/?page=2'));
+    expect(second).toHaveLength(3);
+    expect(new Set([...first, ...second])).toEqual(new Set([paused, throttled, ...failing, oldBacklog]));
+    // The list links each company to its card, on the page that has it.
+    expect(attention).toContain(`href="#c-${paused}"`);
+    expect(attention).toContain(`href="/console?page=2#c-${second[0]}"`);
+
+    // Every other company, one row each; none of the 13.
+    const others = names(section(text, 'others'));
+    expect(others).toHaveLength(COMPANIES - 13);
+    expect(others).not.toContain(nameOf(paused));
+    expect(others).toContain(nameOf(byId[0]!));
+  });
+
+  it('searches (name or id) and sorts (state, backlog, oldest pending, name) the table through the query string', async () => {
+    // Fresh backlogs (under a minute: no attention) of different sizes and ages, at three quiet companies.
+    const noticed = new Set([paused, throttled, oldBacklog, ...failing]);
+    const quiet = ids.filter((id) => !noticed.has(id));
+    const [big, small, older] = quiet as [string, string, string];
+    await notificationsOf(big, 'queued', 4, 5);
+    await notificationsOf(small, 'queued', 1, 5);
+    await notificationsOf(older, 'queued', 2, 40);
+    const table = async (path: string) => names(section(await page(path), 'others'));
+
+    expect(await table('/?q=many%2000')).toEqual(quiet.map(nameOf).filter((n) => n.startsWith('Many 00')));
+    expect(await table(`/?q=${quiet[42]!.slice(0, 8)}`)).toEqual([nameOf(quiet[42]!)]);
+    expect((await table('/?sort=backlog')).slice(0, 3)).toEqual([big, older, small].map(nameOf));
+    expect((await table('/?sort=oldest')).slice(0, 3)).toEqual([older, big, small].map(nameOf));
+    expect((await table('/?sort=backlog&dir=asc')).slice(-3)).toEqual([small, older, big].map(nameOf));
+    const byName = await table('/?sort=name&dir=desc');
+    expect(byName.slice(0, 2)).toEqual([...byName].sort().reverse().slice(0, 2));
+    // The search applies to the companies needing attention too, and the totals stay the deployment's.
+    const searched = await page('/?q=zzz');
+    expect(section(searched, 'attention')).toContain('No company needing attention matches.');
+    expect(section(searched, 'others')).toContain('No other company matches.');
+    expect(fact(searched, 'Companies')).toBe('150');
+    // A sort that does not exist is refused, naming the field.
+    expect(await page('/?sort=size', 400)).toContain('<code>sort</code>');
+
+    // The companies page: every company, the same search and sorts.
+    const list = async (path: string) => names(await page(path));
+    expect(await list('/companies?q=MANY%2015')).toEqual(['Many 150']);
+    expect((await list('/companies?sort=backlog')).slice(0, 2)).toEqual([nameOf(big), nameOf(oldBacklog)]);
+    const byState = await list('/companies?sort=state');
+    expect(byState).toHaveLength(COMPANIES);
+    expect(byState.slice(0, 2)).toEqual([nameOf(paused), nameOf(throttled)]);
+    expect((await list('/companies?sort=state&dir=desc')).slice(-2)).toEqual([nameOf(throttled), nameOf(paused)]);
+  });
+
+  it("shows a company's state, backlog and fetches, and sets its limit through a form as the admin API does, refusing 0 naming the field", async () => {
+    const pausedPage = await page(`/companies/${paused}`);
+    expect(fact(pausedPage, 'State')).toMatch(/^paused since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(1 h 0 min\)$/);
+    expect(pausedPage).toContain('<strong>Paused</strong>');
+    expect(pausedPage).toContain('marketplace answered 401: &lt;b&gt;token&lt;/b&gt; refused');
+    expect(fact(pausedPage, 'Backlog')).toBe('2 pending');
+    expect(fact(pausedPage, 'Oldest pending')).toBe('20 min');
+    expect(fact(await page(`/companies/${throttled}`), 'State')).toMatch(/^throttled until \d{4}-/);
+
+    const id = ids[60]!;
+    const fetches = async () => (await sky.admin('GET', `/companies/${id}`)).body.fetches;
+    const before = await fetches();
+    expect(before.ownLimit).toBeNull();
+    const text = await page(`/companies/${id}`);
+    expect(fact(text, 'Limit')).toBe(`${before.limit} at once (the default)`);
+    expect(fact(text, 'Queued or running')).toBe('0');
+    const post = (form: Record<string, string>) =>
+      fetch(at(`/companies/${id}/limit`), { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form).toString() });
+
+    const set = await post({ _csrf: csrf, fetchConcurrency: '7' });
+    expect(set.status).toBe(303);
+    expect(set.headers.get('location')).toBe(`/console/companies/${id}?done=limitChanged`);
+    expect(await fetches()).toMatchObject({ limit: 7, ownLimit: 7 });
+    const shown = await page(`/companies/${id}?done=limitChanged`);
+    expect(shown).toContain('The fetch limit was changed');
+    expect(fact(shown, 'Limit')).toBe('7 at once (its own)');
+
+    for (const given of ['0', '10001', '2.5', 'many', '']) {
+      const refused = await post({ _csrf: csrf, fetchConcurrency: given });
+      expect(refused.status, given).toBe(400);
+      const body = await refused.text();
+      expect(body, given).toContain('<code>fetchConcurrency</code> must be a whole number from 1 to 10000');
+      expect(body, given).toContain('aria-invalid="true"');
+    }
+    expect(await fetches()).toMatchObject({ limit: 7, ownLimit: 7 });
+    // Without the session's token: refused, nothing changed.
+    expect((await post({ fetchConcurrency: '9' })).status).toBe(403);
+    expect((await fetches()).ownLimit).toBe(7);
+    // Back to the default.
+    expect((await post({ _csrf: csrf, fetchConcurrency: 'default' })).status).toBe(303);
+    expect(await fetches()).toMatchObject({ limit: before.limit, ownLimit: null });
   });
 });

@@ -5,19 +5,24 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { createCompanyBody, createWebhookBody, patchCompanyBody } from '../../admin/schemas.js';
+import { createCompanyBody, createWebhookBody, fetchConcurrency, patchCompanyBody } from '../../admin/schemas.js';
 import { badRequest, type Problem } from '../../lib/problem.js';
 import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES, type EventType } from '../../marketplace/contract.js';
 import type { Deleted } from '../../services/deletions.service.js';
 import { html, type Html } from '../html.js';
-import { csrfField, notice, page, problemBox, query, time, type PageContext } from '../layout.js';
+import { ago, csrfField, notice, page, problemBox, query, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../plugin.js';
+import { activityCharts, companyTable, count, failuresTable, stateBadge, stateDetail, stateNotice, stateWhen, tableForm, tableParams, tableQuery } from './company-parts.js';
 import { invalidForm, parseForm } from './notifications.js';
 
 const companyParams = z.object({ companyId: z.uuid() });
 const webhookParams = z.object({ companyId: z.uuid(), webhookId: z.uuid() });
 const form = (req: FastifyRequest) => (req.body ?? {}) as Record<string, string | string[] | undefined>;
 const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+/** The limit form: a number, or `default` (COMPANY_FETCH_CONCURRENCY); checked by the admin API's own rule. */
+const limitForm = z.object({
+  fetchConcurrency: z.preprocess((v) => (v === 'default' ? null : typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v), fetchConcurrency.nullable()),
+});
 
 const NOTICES: Record<string, string> = {
   created: 'The company was added.',
@@ -29,6 +34,7 @@ const NOTICES: Record<string, string> = {
   rotated: 'The secret was rotated; the previous one is accepted during the grace period.',
   webhookDeleted: 'The webhook was deleted.',
   deleted: 'The company was deleted.',
+  limitChanged: 'The fetch limit was changed; it applies at once.',
 };
 const flash = (req: FastifyRequest) => {
   const done = (req.query as { done?: string }).done;
@@ -36,24 +42,21 @@ const flash = (req: FastifyRequest) => {
 };
 
 export function companyPages(scope: FastifyInstance, kit: ConsoleKit): void {
-  const { companies, webhooks, deletions } = kit.deps.services;
+  const { companies, webhooks, deletions, overview } = kit.deps.services;
 
   const companiesPage = async (req: FastifyRequest, reply: FastifyReply, problem?: Problem) => {
     const ctx = kit.ctx(req);
-    const all = await companies.list({ limit: 500 });
+    const p = tableParams(req);
+    const all = await overview.companies(tableQuery(p));
+    const action = `${ctx.base}/companies`;
     const body = html`<h1>Companies</h1>
 ${problem ? problemBox(problem) : ''}
 ${
-  all.items.length === 0
+  all.total === 0
     ? html`<p>No company yet.</p>`
-    : html`<div class="table-wrap"><table>
-  <thead><tr><th scope="col">Name</th><th scope="col">API base URL</th><th scope="col">Connection</th><th scope="col">Added</th></tr></thead>
-  <tbody>${all.items.map(
-    (c) => html`<tr><td><a href="${ctx.base}/companies/${c.id}">${c.name}</a></td><td class="wrap"><code>${c.apiBaseUrl}</code></td><td>${
-      c.connectionStatus === 'ok' ? html`<span class="badge s-processed">ok</span>` : html`<span class="badge s-failed">paused</span>`
-    }</td><td>${time(c.createdAt)}</td></tr>`,
-  )}</tbody>
-</table></div>`
+    : html`${tableForm(action, p, { label: 'Find a company', id: 'find' })}
+<p class="list-state">${p.q ? html`${count(all.items.length)} of ${count(all.total)} companies match “${p.q}”.` : html`${count(all.total)} companies.`} Received, processed and failed count the last hour.</p>
+${all.items.length === 0 ? html`<p class="muted">No company matches.</p>` : companyTable(ctx.base, action, all.items, p, 'Companies: state, backlog, and the last hour')}`
 }
 <section aria-labelledby="add-company">
 <h2 id="add-company">Add a company</h2>
@@ -81,22 +84,69 @@ ${
   const credentialsBadge = (status: string) =>
     html`<span class="badge ${status === 'accepted' ? 's-processed' : status === 'refused' ? 's-failed' : 's-queued'}">${status}</span>`;
 
+  /** The company's fetch limit (SPEC §5.1 F2), what runs and waits, and the form that changes the limit. */
+  const fetchesSection = (ctx: PageContext, company: Awaited<ReturnType<typeof companies.get>>, limitError: { message: string; given: string } | undefined) => {
+    const f = company.fetches;
+    const action = `${ctx.base}/companies/${company.id}/limit`;
+    return html`<section aria-labelledby="fetches">
+<h2 id="fetches">Fetches</h2>
+<dl class="facts">
+  <div><dt>Limit</dt><dd>${f.limit} at once ${f.ownLimit === null ? html`<span class="muted">(the default)</span>` : html`<span class="muted">(its own)</span>`}</dd></div>
+  <div><dt>Runs at now</dt><dd>${f.limitNow === null ? html`<span class="muted">not known yet</span>` : f.limitNow < f.limit ? html`${f.limitNow} <span class="muted">(it starts low and grows as answers come; it halves when the marketplace asks to slow down)</span>` : f.limitNow}</dd></div>
+  <div><dt>Queued or running</dt><dd>${count(f.running)}</dd></div>
+  <div><dt>Parked</dt><dd>${count(f.parked)} <span class="muted">resources waiting for a free place${company.state.status === 'paused' ? ' or new credentials' : ''}</span></dd></div>
+</dl>
+<form method="post" action="${action}" class="stack limit-form">${csrfField(ctx)}
+  <label for="limit">Fetch limit (fetchConcurrency)</label>
+  <input id="limit" name="fetchConcurrency" type="number" inputmode="numeric" min="1" max="10000" step="1" required value="${limitError ? limitError.given : (f.ownLimit ?? f.limit)}" aria-describedby="limit-hint${limitError ? ' limit-error' : ''}"${
+    limitError ? html` aria-invalid="true" autofocus` : ''
+  }>
+  ${limitError ? html`<p class="field-error" id="limit-error"><code>fetchConcurrency</code> ${limitError.message}${limitError.given ? html` (given: ${limitError.given})` : ''}.</p>` : ''}
+  <p class="hint" id="limit-hint">At most this many of its fetches at once, across every worker: a whole number from 1 to 10000. It applies at once.</p>
+  <button type="submit">Set the limit</button>
+</form>
+${
+  f.ownLimit === null
+    ? ''
+    : html`<form method="post" action="${action}" class="inline">${csrfField(ctx)}<input type="hidden" name="fetchConcurrency" value="default"><button type="submit" class="secondary">Use the default instead</button></form>`
+}
+</section>`;
+  };
+
   const companyPage = async (req: FastifyRequest, reply: FastifyReply, companyId: string, problem?: Problem, extra?: Html) => {
     const ctx = kit.ctx(req);
-    const [company, hooks] = await Promise.all([companies.get(companyId), webhooks.list(companyId)]);
-    const paused = company.connectionStatus === 'unauthorized';
+    const [company, hooks, last] = await Promise.all([companies.get(companyId), webhooks.list(companyId), overview.company(companyId)]);
+    const a = last.activity;
+    // A refused limit is shown at its field; any other refusal at the top of the page.
+    const limitProblem = problem?.extra.errors?.find((e) => e.field === 'fetchConcurrency');
+    const given = form(req).fetchConcurrency;
+    const limitError = limitProblem ? { message: limitProblem.message, given: typeof given === 'string' ? given : '' } : undefined;
+    const notifications = (q: Record<string, string>) => `${ctx.base}/notifications${query({ companyId, ...q })}`;
     const body = html`<p class="crumbs"><a href="${ctx.base}/companies">Companies</a> › ${company.name}</p>
 <h1>${company.name}</h1>
-${problem ? problemBox(problem) : ''}${extra ?? ''}
+${problem && !limitProblem ? problemBox(problem) : ''}${extra ?? ''}
+${stateNotice(company.state)}
 <dl class="facts">
+  <div><dt>State</dt><dd>${stateBadge(company.state)} ${stateNotice(company.state) ? stateWhen(company.state) : stateDetail(company.state)}</dd></div>
+  <div><dt>Backlog</dt><dd><a href="${notifications({ status: 'queued' })}">${count(a.backlog.pending)} pending</a></dd></div>
+  <div><dt>Oldest pending</dt><dd>${a.backlog.pending ? ago(a.backlog.oldestPendingAgeS) : '–'}</dd></div>
+  <div><dt>Last hour</dt><dd>${count(a.lastHour.received)} received, ${count(a.lastHour.processed)} processed, <a href="${notifications({ status: 'failed' })}">${count(a.lastHour.failed)} failed</a></dd></div>
   <div><dt>API base URL</dt><dd class="wrap"><code>${company.apiBaseUrl}</code></dd></div>
-  <div><dt>Connection</dt><dd>${paused ? html`<span class="badge s-failed">paused</span> ${company.connectionError ?? ''}` : html`<span class="badge s-processed">ok</span>`}</dd></div>
   <div><dt>Credentials</dt><dd>${credentialsBadge(company.credentials.status)} ${company.connection.profile} profile${company.connection.tokenUrl ? ', OAuth client credentials' : ''}${
     company.credentials.error ? html`<br>${company.credentials.error}` : ''
   }</dd></div>
   <div><dt>Added</dt><dd>${time(company.createdAt)}</dd></div>
-  <div><dt>See</dt><dd><a href="${ctx.base}/notifications${query({ companyId })}">Notifications</a> · <a href="${ctx.base}/outbound${query({ companyId })}">Leads &amp; quotes</a></dd></div>
+  <div><dt>See</dt><dd><a href="${notifications({})}">Notifications</a> · <a href="${ctx.base}/outbound${query({ companyId })}">Leads &amp; quotes</a></dd></div>
 </dl>
+
+${fetchesSection(ctx, company, limitError)}
+
+<section aria-labelledby="activity">
+<h2 id="activity">Last hour</h2>
+${activityCharts(last.minutes, a.series, company.name)}
+<h3>Top failure reasons, last 24 hours</h3>
+${failuresTable(a.topFailures)}
+</section>
 
 <section aria-labelledby="wh">
 <h2 id="wh">Webhooks</h2>
@@ -151,7 +201,7 @@ ${
   <button type="submit" class="danger">Delete ${company.name}</button>
 </form>
 </section>`;
-    return kit.send(reply, page(ctx, { title: company.name, section: '/companies', body, notice: flash(req) }), problem?.status ?? 200);
+    return kit.send(reply, page(ctx, { title: company.name, section: '/companies', charts: true, body, notice: flash(req) }), problem?.status ?? 200);
   };
 
   /** Runs a form's action; a refusal (4xx, or the marketplace's 502) is shown on the company's page, with the form's fields named. */
@@ -193,6 +243,15 @@ ${
       const patch = parseForm(patchCompanyBody, req.body);
       await companies.update(companyId, patch);
       return patch.apiToken !== undefined ? 'tokenReplaced' : 'updated';
+    });
+  });
+
+  scope.post('/companies/:companyId/limit', async (req, reply) => {
+    const { companyId } = parseForm(companyParams, req.params);
+    return onCompanyPage(req, reply, companyId, async () => {
+      // The same update as PATCH /admin/companies/:id { fetchConcurrency }: it applies at the gate at once.
+      await companies.update(companyId, parseForm(limitForm, req.body));
+      return 'limitChanged';
     });
   });
 

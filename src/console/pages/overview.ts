@@ -1,74 +1,132 @@
-/** The overview (SPEC §13): per company its connection, webhooks, backlog, the last hour as charts, and why things fail. */
+/**
+ * The overview (SPEC §13) for a deployment of any size: the whole deployment first, then every company
+ * that needs attention as a card (its state, webhooks, backlog, last hour as charts, why it fails), most
+ * urgent first and a page of cards at a time, then every other company as one row of a compact table,
+ * searched and sorted through the query string.
+ */
 import type { FastifyInstance } from 'fastify';
-import type { CompanyOverview } from '../../services/overview.service.js';
-import { html } from '../html.js';
+import { z } from 'zod';
+import { OLDEST_BACKLOG_MIN_AGE_S, OLDEST_BACKLOGS, type AttentionReason, type CompanyOverview, type Overview } from '../../services/overview.service.js';
+import { html, type Html } from '../html.js';
 import { ago, page, query, time } from '../layout.js';
 import type { ConsoleKit } from '../plugin.js';
+import { activityCharts, companyTable, count, failuresTable, stateBadge, stateNotice, stateWhen, tableForm, tableParams, tableQuery, worst } from './company-parts.js';
+import { parseForm } from './notifications.js';
 
-const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
-const percentileOfMinutes = (xs: (number | null)[]) => {
-  const seen = xs.filter((x): x is number => x !== null);
-  return seen.length ? Math.max(...seen) : null;
+/**
+ * Cards per page: each carries two charts, so a deployment where hundreds need attention pages through
+ * them; the list above the cards names every one of them, one short row each.
+ */
+export const ATTENTION_PER_PAGE = 10;
+
+const pageParams = z.object({ page: z.coerce.number().int().min(1).max(100_000).optional() });
+
+const REASON_TEXT: Record<Exclude<AttentionReason, 'paused' | 'throttled' | 'unreachable'>, string> = {
+  failing: 'failing',
+  'oldest backlog': 'oldest backlog',
 };
 
 export function overviewPage(scope: FastifyInstance, kit: ConsoleKit): void {
   scope.get('/', async (req, reply) => {
     const ctx = kit.ctx(req);
-    const overview = await kit.deps.services.overview.overview();
-    const epochs = overview.minutes.map((m) => Date.parse(m) / 1000);
+    const p = tableParams(req);
+    const { page: pageNo = 1 } = parseForm(pageParams, { page: (req.query as Record<string, unknown>).page });
+    const overview = await kit.deps.services.overview.overview(tableQuery(p));
+    const notifications = (q: Record<string, string>) => `${kit.base}/notifications${query(q)}`;
 
-    const card = (c: CompanyOverview) => {
-      const s = c.series;
-      const counts = JSON.stringify({ x: epochs, series: [['received', s.received], ['processed', s.processed], ['failed', s.failed]] });
-      const latency = JSON.stringify({ x: epochs, points: true, series: [['p50 ms', s.p50Ms], ['p95 ms', s.p95Ms]] });
-      const paused = c.company.connectionStatus === 'unauthorized';
-      const worstP95 = percentileOfMinutes(s.p95Ms);
-      return html`<article class="card" aria-labelledby="c-${c.company.id}">
+    const card = (c: CompanyOverview): Html => {
+      const tags = c.attention.filter((a): a is keyof typeof REASON_TEXT => a in REASON_TEXT);
+      const worstP95 = worst(c.series.p95Ms);
+      return html`<article class="card" aria-labelledby="c-${c.id}">
   <header class="card-head">
-    <h2 id="c-${c.company.id}"><a href="${kit.base}/companies/${c.company.id}">${c.company.name}</a></h2>
-    ${paused ? html`<span class="badge s-failed">paused: token refused</span>` : html`<span class="badge s-processed">connection ok</span>`}
+    <h3 id="c-${c.id}"><a href="${kit.base}/companies/${c.id}">${c.name}</a></h3>
+    ${stateBadge(c.state)}${tags.map((t) => html` <span class="badge tag">${REASON_TEXT[t]}</span>`)}
   </header>
-  ${paused ? html`<p class="notice error">${c.company.connectionError ?? 'The marketplace refused the API token.'} Fetches wait until the token is replaced.</p>` : ''}
+  ${stateNotice(c.state)}
   <dl class="facts">
     <div><dt>Webhooks</dt><dd>${c.webhooks.active} active of ${c.webhooks.total}</dd></div>
-    <div><dt>Backlog</dt><dd><a href="${kit.base}/notifications${query({ companyId: c.company.id, status: 'queued' })}">${c.backlog.pending} pending</a></dd></div>
+    <div><dt>Backlog</dt><dd><a href="${notifications({ companyId: c.id, status: 'queued' })}">${count(c.backlog.pending)} pending</a></dd></div>
     <div><dt>Oldest pending</dt><dd>${c.backlog.pending ? ago(c.backlog.oldestPendingAgeS) : '–'}</dd></div>
-    <div><dt>Last hour</dt><dd>${sum(s.received)} received, ${sum(s.processed)} processed, <a href="${kit.base}/notifications${query({ companyId: c.company.id, status: 'failed' })}">${sum(s.failed)} failed</a></dd></div>
+    <div><dt>Last hour</dt><dd>${count(c.lastHour.received)} received, ${count(c.lastHour.processed)} processed, <a href="${notifications({ companyId: c.id, status: 'failed' })}">${count(c.lastHour.failed)} failed</a></dd></div>
     <div><dt>Worst minute's p95</dt><dd>${worstP95 === null ? '–' : `${worstP95} ms`}</dd></div>
   </dl>
-  <div class="charts">
-    <figure>
-      <figcaption>Notifications per minute, last hour</figcaption>
-      <div class="chart" data-chart="${counts}" role="img" aria-label="Notifications received, processed and failed per minute over the last hour: ${sum(s.received)} received, ${sum(s.processed)} processed, ${sum(s.failed)} failed"></div>
-    </figure>
-    <figure>
-      <figcaption>Received to processed, ms (p50, p95 per minute)</figcaption>
-      <div class="chart" data-chart="${latency}" role="img" aria-label="Processing latency per minute over the last hour; worst p95 ${worstP95 ?? 'none'} ms"></div>
-    </figure>
-  </div>
-  <h3>Top failure reasons, last 24 hours</h3>
-  ${
-    c.topFailures.length === 0
-      ? html`<p class="muted">No failures.</p>`
-      : html`<div class="table-wrap"><table>
-    <thead><tr><th scope="col">Reason</th><th scope="col" class="num">Failures</th><th scope="col">Last</th></tr></thead>
-    <tbody>${c.topFailures.map((f) => html`<tr><td class="wrap">${f.reason}</td><td class="num">${f.failures}</td><td>${time(f.lastFailedAt)}</td></tr>`)}</tbody>
-  </table></div>`
-  }
+  ${activityCharts(overview.minutes, c.series, c.name, { height: 150 })}
+  <h4>Top failure reasons, last 24 hours</h4>
+  ${failuresTable(c.topFailures)}
 </article>`;
     };
 
-    return kit.send(
-      reply,
-      page(ctx, {
-        title: 'Overview',
-        section: '',
-        charts: true,
-        body: html`<h1>Overview</h1>
-<p class="muted">Times in UTC; the charts cover the last ${overview.minutes.length} minutes up to ${time(new Date().toISOString())}.</p>
-${overview.companies.length === 0 ? html`<p>No company yet. <a href="${kit.base}/companies">Add one</a>.</p>` : overview.companies.map(card)}
-${overview.truncated ? html`<p class="muted">Only the first ${overview.companies.length} companies are shown; see <a href="${kit.base}/companies">all companies</a>.</p>` : ''}`,
-      }),
-    );
+    const pages = Math.max(1, Math.ceil(overview.attention.length / ATTENTION_PER_PAGE));
+    const shown = Math.min(pageNo, pages);
+    const cards = overview.attention.slice((shown - 1) * ATTENTION_PER_PAGE, shown * ATTENTION_PER_PAGE);
+    const pageLink = (n: number) => `${kit.base}${query({ q: p.q, sort: p.sort, dir: p.dir, page: n === 1 ? undefined : n })}#attention`;
+    const pager =
+      pages > 1
+        ? html`<nav class="pager" aria-label="Pages of companies needing attention">
+  ${shown > 1 ? html`<a href="${pageLink(shown - 1)}" rel="prev">← Previous ${ATTENTION_PER_PAGE}</a>` : ''}
+  <span>Companies ${count((shown - 1) * ATTENTION_PER_PAGE + 1)}–${count((shown - 1) * ATTENTION_PER_PAGE + cards.length)} of ${count(overview.attention.length)} (page ${shown} of ${pages})</span>
+  ${shown < pages ? html`<a href="${pageLink(shown + 1)}" rel="next">Next ${Math.min(ATTENTION_PER_PAGE, overview.attention.length - shown * ATTENTION_PER_PAGE)} →</a>` : ''}
+</nav>`
+        : '';
+    /** Every company that needs attention, one row each, linked to its card (on this page of cards or another). */
+    const attentionList = (all: CompanyOverview[]): Html => html`<div class="table-wrap"><table class="companies attention-list">
+  <caption class="visually-hidden">Every company that needs attention, most urgent first; its card follows</caption>
+  <thead><tr><th scope="col">Name</th><th scope="col">State</th><th scope="col">Why</th><th scope="col" class="num">Backlog</th><th scope="col" class="num">Oldest pending</th><th scope="col" class="num">Failed (1 h)</th></tr></thead>
+  <tbody>${all.map((c, i) => {
+    const onPage = Math.floor(i / ATTENTION_PER_PAGE) + 1;
+    const href = onPage === shown ? `#c-${c.id}` : pageLink(onPage).replace(/#attention$/, `#c-${c.id}`);
+    const why = c.attention.filter((a): a is keyof typeof REASON_TEXT => a in REASON_TEXT).map((a) => REASON_TEXT[a]);
+    return html`<tr><td><a href="${href}">${c.name}</a></td><td>${stateBadge(c.state)} <span class="small muted">${stateWhen(c.state)}</span></td><td class="small">${why.join(', ')}</td><td class="num">${count(c.backlog.pending)}</td><td class="num">${
+      c.backlog.pending ? ago(c.backlog.oldestPendingAgeS) : '–'
+    }</td><td class="num">${count(c.lastHour.failed)}</td></tr>`;
+  })}</tbody>
+</table></div>`;
+    const searching = p.q ? html` matching “${p.q}”` : '';
+
+    const body = html`<h1>Overview</h1>
+<p class="muted">Times in UTC; the last hour is the ${overview.minutes.length} minutes up to ${time(new Date().toISOString())}.</p>
+<p class="jump">Jump to <a href="#attention">companies needing attention</a> · <a href="#others">every other company</a></p>
+${summary(kit.base, overview)}
+${
+  overview.totals.companies === 0
+    ? html`<p>No company yet. <a href="${kit.base}/companies">Add one</a>.</p>`
+    : html`${tableForm(kit.base, p, { label: 'Find a company', id: 'find' })}
+<section aria-labelledby="attention" class="attention">
+<h2 id="attention">Needs attention <span class="muted">(${count(overview.attention.length)}${searching})</span></h2>
+<p class="hint">Paused, throttled or unreachable; with failures in the last hour; or among the ${OLDEST_BACKLOGS} oldest backlogs of the others (pending over ${ago(OLDEST_BACKLOG_MIN_AGE_S)}). Most urgent first.</p>
+${overview.attention.length === 0 ? html`<p class="notice ok">${p.q ? 'No company needing attention matches.' : 'Every company is fine.'}</p>` : html`${attentionList(overview.attention)}${pager}${cards.map(card)}${pager}`}
+</section>
+<section aria-labelledby="others">
+<h2 id="others">Every other company <span class="muted">(${count(overview.others.length)}${searching})</span></h2>
+${
+  overview.others.length === 0
+    ? html`<p class="muted">${p.q ? 'No other company matches.' : 'None: every company needs attention.'}</p>`
+    : html`<p class="hint">Received, processed and failed count the last hour. Sort by a column's heading, or with the form above.</p>
+${companyTable(kit.base, kit.base, overview.others, p, 'Companies that need no attention: state, backlog, and the last hour')}`
+}
+</section>`
+}`;
+    return kit.send(reply, page(ctx, { title: 'Overview', section: '', charts: true, body }));
   });
+}
+
+/** The whole deployment: totals across every company, and its last hour as charts. */
+function summary(base: string, o: Overview): Html {
+  const t = o.totals;
+  const fact = (label: string, value: Html | string, warn = false) => html`<div${warn ? html` class="warn"` : ''}><dt>${label}</dt><dd>${value}</dd></div>`;
+  return html`<section aria-labelledby="deployment">
+<h2 id="deployment">Deployment</h2>
+<dl class="totals">
+  ${fact('Companies', count(t.companies))}
+  ${fact('Received, last hour', count(t.received))}
+  ${fact('Processed, last hour', count(t.processed))}
+  ${fact('Failed, last hour', html`<a href="${base}/notifications?status=failed">${count(t.failed)}</a>`, t.failed > 0)}
+  ${fact('Backlog, pending', html`<a href="${base}/notifications?status=queued">${count(t.pending)}</a>`)}
+  ${fact('Oldest pending', t.pending ? ago(t.oldestPendingAgeS) : '–', t.oldestPendingAgeS >= OLDEST_BACKLOG_MIN_AGE_S)}
+  ${fact('Paused', count(t.paused), t.paused > 0)}
+  ${fact('Throttled', count(t.throttled), t.throttled > 0)}
+  ${fact('Unreachable', count(t.unreachable), t.unreachable > 0)}
+</dl>
+${t.companies > 0 ? activityCharts(o.minutes, t.series, 'Every company') : ''}
+</section>`;
 }
