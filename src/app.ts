@@ -255,12 +255,13 @@ function cachedGauges(deps: OpsDeps): () => Promise<void> {
   let reading: Promise<void> | undefined;
   const read = async () => {
     const [counts, backlog, states] = await Promise.all([
-      withTimeout(Promise.all(deps.queues.map((q) => q.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'failed'))), 1000, 'queue depth'),
+      withTimeout(Promise.all(deps.queues.map((q) => q.getJobCounts('wait', 'prioritized', 'active', 'delayed', 'failed'))), 1000, 'queue depth'),
       withTimeout(deps.pool.query<{ company_id: string; oldest_pending_age_s: number }>('SELECT company_id, oldest_pending_age_s FROM backlog'), 1000, 'backlog'),
       withTimeout(deps.companyStates(), 1000, 'company states'),
     ]);
     deps.metrics.queueDepth.reset();
-    for (const c of counts) for (const [state, n] of Object.entries(c)) deps.metrics.queueDepth.inc({ state }, n);
+    // Fetch jobs carry their company's priority, so BullMQ keeps the waiting ones in its `prioritized` set: they are `wait` all the same.
+    for (const c of counts) for (const [state, n] of Object.entries(c)) deps.metrics.queueDepth.inc({ state: state === 'prioritized' ? 'wait' : state }, n);
     deps.metrics.oldestPendingAge.reset();
     for (const r of backlog.rows) deps.metrics.oldestPendingAge.set({ company: r.company_id }, r.oldest_pending_age_s);
     // One series per company, its current state's (1): a company that changes state changes series at the next reading.

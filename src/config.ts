@@ -72,7 +72,7 @@ const envSchema = z
     FETCH_BACKOFF_MAX_MS: int(100, 86_400_000).default(15 * 60_000),
     WORKER_CONCURRENCY: int(1, 1000).default(128),
     /** A company's fetches at once across every worker (SPEC §5.1 F2), unless the company sets its own. */
-    COMPANY_FETCH_CONCURRENCY: int(1, 10_000).default(64),
+    COMPANY_FETCH_CONCURRENCY: int(1, 10_000).default(256),
     /** How often a paused company's refused credentials are tried again with one harmless call (SPEC §5.1 F4). */
     PAUSED_PROBE_INTERVAL_MS: int(10_000, 86_400_000).default(300_000),
     MARKETPLACE_TIMEOUT_MS: int(100, 120_000).default(15_000),

@@ -32,7 +32,7 @@ import type { Metrics } from './lib/metrics.js';
 import { MarketplaceClient } from './marketplace/client.js';
 import { AccessTokens } from './marketplace/oauth2.js';
 import { CompanyConnections, pauseCompany } from './processing/company-connections.js';
-import { CompanyGate, GateFinishes, gateOptions } from './processing/company-gate.js';
+import { CompanyGate, GateFinishes, gateOptions, type Admitted } from './processing/company-gate.js';
 import { companyControls, PausedCompanies, settingsProbe } from './processing/paused-companies.js';
 import { allCompanyStates } from './services/company-state.js';
 import { webhookSettingsApi } from './marketplace/webhook-settings.js';
@@ -355,7 +355,7 @@ function fetchJobDeps(deps: {
   tokens: AccessTokens;
   enqueue: (resources: ResourceKey[]) => Promise<void>;
   /** Adds the jobs of resources their company's gate already admitted. */
-  addAdmitted: (resources: ResourceKey[]) => Promise<void>;
+  addAdmitted: (resources: Admitted[]) => Promise<void>;
   admit?: () => Promise<void>;
   onError: (err: unknown) => void;
   finished: BatchSummary;

@@ -56,6 +56,14 @@ const ADMIT_LEASE_MS = 120_000;
 /** A booked start this close is started now. */
 const EARLY_MS = 25;
 
+/**
+ * A resource the gate admitted: its job's BullMQ priority is its company's count of jobs queued or running
+ * (a company's first job goes ahead of a busy company's hundredth: F1), so the queue stays deep and fair.
+ */
+export interface Admitted extends ResourceKey {
+  priority: number;
+}
+
 export type GateStart =
   | { kind: 'go' }
   /** Delayed `ms` without spending an attempt: a booked start after a hold or at the paced rate, or the C5 slot. */
@@ -124,7 +132,8 @@ end
 /**
  * KEYS: the paused set (every key of the gate shares its hash tag: on a Redis Cluster the script runs on
  * that slot's node). ARGV: gate prefix, paused set, now, default max, slow start, lease, then per resource
- * (company id, fetch key, href). Answers per resource 0 (add its job) or 2 (parked).
+ * (company id, fetch key, href). Answers per resource 0 (parked), or the priority of its job: its company's count
+of jobs queued or running, itself included.
  */
 export const ADMIT_LUA = `${LIB}
 local gp, pausedSet, now, default, slow, lease = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -134,15 +143,15 @@ for i = 1, (#ARGV - 6) / 3 do
   local cid, fk, href = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
   local g = gp .. cid
   local R = g .. ':running'
-  out[i] = 2
+  out[i] = 0
   if redis.call('SISMEMBER', pausedSet, cid) == 0 then
     local max = tonumber(redis.call('HGET', g, 'max')) or default
     if redis.call('ZSCORE', R, fk) or runningOf(R, now) < limitOf(g, max, slow) then
       redis.call('ZADD', R, now + lease, fk)
-      out[i] = 0
+      out[i] = redis.call('ZCARD', R)
     end
   end
-  if out[i] == 2 then redis.call('ZADD', g .. ':parked', 'NX', now, fk .. ' ' .. href) end
+  if out[i] == 0 then redis.call('ZADD', g .. ':parked', 'NX', now, fk .. ' ' .. href) end
 end
 return out`;
 
@@ -202,7 +211,7 @@ return out`;
  * lease, then per job (company id, fetch key or '' for a call that is not a fetch, max, answer kind,
  * retry-after ms or '', why). Frees each job's slot, applies its answer, and takes out of the parked sets as
  * many resources as each company has free slots, admitted (their slots taken): answers them as (company id,
- * href) pairs, whose jobs the caller adds.
+ * href, priority) triples, whose jobs the caller adds.
  */
 const FINISH_LUA = `${LIB}
 local gp, pausedSet, now, slow, floor, lease = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -256,6 +265,7 @@ for _, cid in ipairs(touched) do
           redis.call('ZADD', R, now + lease, string.sub(popped[j], 1, sep - 1))
           out[#out + 1] = cid
           out[#out + 1] = string.sub(popped[j], sep + 1)
+          out[#out + 1] = redis.call('ZCARD', R)
         end
       end
     end
@@ -331,12 +341,12 @@ export class CompanyGate {
     this.viewScript = redisScript(redis, 'skyhookGateView', VIEW_LUA);
   }
 
-  /** Admits each resource (its job may be added: 'add') or parks its href ('parked'). */
-  async admit(resources: (ResourceKey & { fetchKey: string })[]): Promise<('add' | 'parked')[]> {
+  /** Admits each resource (its job is to be added, with this priority) or parks it (null). */
+  async admit(resources: (ResourceKey & { fetchKey: string })[]): Promise<(number | null)[]> {
     if (resources.length === 0) return [];
     const args = resources.flatMap((r) => [r.companyId, r.fetchKey, r.href]);
     const out = await this.admitScript([this.pausedSet], [this.gatePrefix, this.pausedSet, Date.now(), this.opts.defaultMax, SLOW_START, ADMIT_LEASE_MS, ...args]);
-    return out.map((code) => (code === 0 ? 'add' : 'parked'));
+    return out.map((priority) => (priority === 0 ? null : priority));
   }
 
   /** Decides each job's start (and takes its C5 slot of `intervalMs` when it goes). */
@@ -354,15 +364,15 @@ export class CompanyGate {
   }
 
   /** Frees the jobs' slots and applies their answers; answers the parked resources now admitted (add their jobs). */
-  async finish(jobs: FinishRequest[]): Promise<ResourceKey[]> {
+  async finish(jobs: FinishRequest[]): Promise<Admitted[]> {
     if (jobs.length === 0) return [];
     const args = jobs.flatMap((j) => {
       const a = j.answer;
       return [j.companyId, j.fetchKey, j.max, a.kind, a.kind === 'throttled' ? (a.retryAfterMs ?? '') : '', a.kind === 'throttled' || a.kind === 'no_answer' ? a.why : ''];
     });
     const out = await this.finishScript([this.pausedSet], [this.gatePrefix, this.pausedSet, Date.now(), SLOW_START, HOLD_FLOOR_MS, ADMIT_LEASE_MS, ...args]);
-    const freed: ResourceKey[] = [];
-    for (let i = 0; i < out.length; i += 2) freed.push({ companyId: out[i]!, href: out[i + 1]! });
+    const freed: Admitted[] = [];
+    for (let i = 0; i < out.length; i += 3) freed.push({ companyId: out[i]!, href: out[i + 1]!, priority: Number(out[i + 2]) });
     return freed;
   }
 
@@ -446,7 +456,7 @@ export class GateFinishes {
 
   constructor(
     gate: Pick<CompanyGate, 'finish'>,
-    addJobs: (resources: ResourceKey[]) => Promise<void>,
+    addJobs: (resources: Admitted[]) => Promise<void>,
     private readonly log: Pick<Logger, 'warn'>,
   ) {
     this.batcher = new Batcher(

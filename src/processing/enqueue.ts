@@ -15,7 +15,7 @@ import { type RedisClient } from '../lib/redis/connection.js';
 import { redisScript } from '../lib/redis/scripts.js';
 import { withTimeout } from '../lib/timeout.js';
 import type { SpanRef, Tracing } from '../lib/tracing.js';
-import type { CompanyGate } from './company-gate.js';
+import type { Admitted, CompanyGate } from './company-gate.js';
 import { fetchJobOptions, fetchKey, type FetchJob, type ResourceKey } from './fetch.queue.js';
 
 /**
@@ -127,8 +127,8 @@ export class FetchEnqueuer {
    * Adds the jobs of resources their company's gate admitted as a place freed (company-gate.ts): they had
    * no job while parked, so neither the precheck nor the admission is asked again.
    */
-  async addAdmitted(resources: ResourceKey[]): Promise<void> {
-    await withTimeout(Promise.all(resources.map((r) => this.add(fetchKey(r), r))), this.opts.timeoutMs, 'enqueue');
+  async addAdmitted(resources: Admitted[]): Promise<void> {
+    await withTimeout(Promise.all(resources.map((r) => this.add(fetchKey(r), r, r.priority))), this.opts.timeoutMs, 'enqueue');
   }
 
   private async addUnlessNoOp(keyed: [string, Queued][]): Promise<void> {
@@ -136,20 +136,18 @@ export class FetchEnqueuer {
     const noOp = await this.addWouldBeNoOp(keyed.map(([key]) => key));
     const candidates = keyed.filter((_, i) => noOp[i] !== 1);
     if (candidates.length === 0) return;
-    const admitted = await this.gate.admit(candidates.map(([key, row]) => ({ companyId: row.companyId, href: row.href, fetchKey: key })));
-    const adds = candidates.filter((_, i) => admitted[i] === 'add');
-    if (adds.length === 0) return;
+    const priorities = await this.gate.admit(candidates.map(([key, row]) => ({ companyId: row.companyId, href: row.href, fetchKey: key })));
     // One add per job, not addBulk: addBulk sends its adds through an ioredis pipeline, onto which ioredis
     // copies every script defined on the connection (BullMQ's 64), dearer than a batch's one or two adds.
-    await Promise.all(adds.map(([key, row]) => this.add(key, row)));
+    await Promise.all(candidates.flatMap(([key, row], i) => (priorities[i] ? [this.add(key, row, priorities[i])] : [])));
   }
 
-  private add(key: string, row: Queued): Promise<unknown> {
+  private add(key: string, row: Queued, priority: number): Promise<unknown> {
     const data: FetchJob = { companyId: row.companyId, href: row.href };
-    if (!this.tracing || !row.trace) return this.queue.add('fetch', data, fetchJobOptions(key, this.opts.attempts));
+    if (!this.tracing || !row.trace) return this.queue.add('fetch', data, fetchJobOptions(key, this.opts.attempts, priority));
     const send = this.tracing.enqueue(row.trace, { companyId: row.companyId, fetchKey: key });
     data.traceparent = send.traceparent;
-    return this.queue.add('fetch', data, fetchJobOptions(key, this.opts.attempts)).then(
+    return this.queue.add('fetch', data, fetchJobOptions(key, this.opts.attempts, priority)).then(
       (job) => send.added(job.id),
       (err: unknown) => {
         send.failed(err);

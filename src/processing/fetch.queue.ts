@@ -40,9 +40,14 @@ export function createFetchQueue(connection: RedisClient, prefix: string): Queue
   return new Queue<FetchJob>(FETCH_QUEUE, { connection, prefix });
 }
 
-/** How a job of `key` is added: deduplicated by its resource, retried with fetchBackoff. */
-export const fetchJobOptions = (key: string, attempts: number): JobsOptions => ({
+/**
+ * How a job of `key` is added: deduplicated by its resource, retried with fetchBackoff, and ordered by its
+ * company's gate (company-gate.ts): `priority` is how many jobs its company has queued or running, so a
+ * quiet company's job goes ahead of a busy one's backlog (SPEC §5.1 F1).
+ */
+export const fetchJobOptions = (key: string, attempts: number, priority: number): JobsOptions => ({
   deduplication: { id: key, keepLastIfActive: true },
+  priority,
   attempts,
   backoff: { type: FETCH_BACKOFF },
   removeOnComplete: true,

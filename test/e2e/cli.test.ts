@@ -146,7 +146,7 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     const updated = await skyhook(['companies', 'update', companyId, '--name', 'Acme Jets Ltd', '--api-token', '-', '--json'], `${TOKEN}\n`);
     expect(listed.code).toBe(0);
     expect(listed.stdout).toMatch(/^ID\s+NAME\s+STATE\s+FETCHES\s+PARKED\s+API BASE URL\s+PROFILE\s+CREATED\n/);
-    expect(listed.stdout).toMatch(/ ok \s+0\/64 \s+0 /);
+    expect(listed.stdout).toMatch(/ ok \s+0\/256 \s+0 /);
     expect(listed.stdout).toContain(companyId);
     expect(shown.code).toBe(0);
     expect(shown.stdout).toMatch(new RegExp(`^id:\\s+${companyId}$`, 'm'));

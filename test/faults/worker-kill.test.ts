@@ -121,7 +121,7 @@ describe('a worker process killed with SIGKILL in the middle of fetches', () => 
     sim.setFaults({ resourceLatencyMs: 0 });
     const gets = sim.report().fetches.filter((f) => f.href === fired!.notification.href);
     expect(gets.length, 'one GET: the job was never handed to the other worker').toBe(1);
-    expect(await queue.getJobCounts('failed', 'active', 'wait')).toEqual({ failed: 0, active: 0, wait: 0 });
+    expect(await queue.getJobCounts('failed', 'active', 'wait', 'prioritized')).toEqual({ failed: 0, active: 0, wait: 0, prioritized: 0 });
     for (const w of workers) await w.stop();
   }, 60_000);
 });

@@ -41,15 +41,17 @@ afterAll(async () => {
 describe('the company gate', () => {
   it('F2: admits a company up to its limit across workers, parks the rest, and hands them back as places free', async () => {
     // Slow start: 3 is the limit here, under the start of 4.
-    expect(await one.admit([resource(1), resource(2)])).toEqual(['add', 'add']);
-    expect(await two.admit([resource(3), resource(4), resource(1)])).toEqual(['add', 'parked', 'add']); // 1 holds its place already
-    expect(await one.admit([resource(9, other)])).toEqual(['add']); // another company has places of its own
+    // Admitted with their priorities: how many jobs the company has queued or running.
+    expect(await one.admit([resource(1), resource(2)])).toEqual([1, 2]);
+    expect(await two.admit([resource(3), resource(4), resource(1)])).toEqual([3, null, 3]); // 1 holds its place already
+    // F1: another company has places of its own, and its first job goes ahead of this one's.
+    expect(await one.admit([resource(9, other)])).toEqual([1]);
     expect((await one.views([company]))[0]).toMatchObject({ running: 3, parked: 1 });
     expect(await start(two, 1)).toEqual({ kind: 'go' });
     // A job that was never admitted (a follow-up, say) parks when the company is full.
     expect(await start(one, 5)).toEqual({ kind: 'park' });
     // Its end frees one place: the oldest parked resource comes back out, admitted, for its job to be added.
-    expect(await finish(two, 1, { kind: 'answered' })).toEqual([{ companyId: company, href: resource(4).href }]);
+    expect(await finish(two, 1, { kind: 'answered' })).toEqual([{ companyId: company, href: resource(4).href, priority: 3 }]);
     expect((await one.views([company]))[0]).toMatchObject({ running: 3, parked: 1 });
     expect(await start(one, 4)).toEqual({ kind: 'go' }); // its place is its own
   });
@@ -99,7 +101,7 @@ describe('the company gate', () => {
   it('F4: a paused company parks everything, gives nothing back, and resumes with an empty parked set', async () => {
     await one.admit([resource(1)]);
     await one.pause(company, [resource(1)]);
-    expect(await one.admit([resource(2)])).toEqual(['parked']);
+    expect(await one.admit([resource(2)])).toEqual([null]);
     expect(await start(two, 1)).toEqual({ kind: 'park' });
     expect(await finish(two, 1, { kind: 'none' })).toEqual([]); // nothing dispatched while paused
     expect(await one.pausedCompanies()).toEqual([company]);
@@ -108,7 +110,7 @@ describe('the company gate', () => {
     expect(await one.pausedCompanies()).toEqual([]);
     // The caller queues the pending resources again from PostgreSQL: none is left parked to be queued twice.
     expect((await one.views([company]))[0]!.parked).toBe(0);
-    expect(await one.admit([resource(2)])).toEqual(['add']);
+    expect(await one.admit([resource(2)])).toEqual([1]);
   });
 
   it('PostgreSQL says paused before the mirror does: the job parks all the same', async () => {

@@ -40,6 +40,12 @@ afterAll(async () => {
   await db?.drop();
 });
 
+/** Jobs waiting to be taken: every fetch job has a priority, so they wait in BullMQ's prioritized set. */
+const waitingCount = async () => {
+  const counts = await queue.getJobCounts('wait', 'prioritized');
+  return (counts.wait ?? 0) + (counts.prioritized ?? 0);
+};
+
 /** How many adds BullMQ's script has seen so far. */
 const addsSeen = async () => Number((await producer.get(`${prefix}:${FETCH_QUEUE}:id`)) ?? 0);
 const add = (href: string) => enqueuer.enqueue([{ companyId: COMPANY, href }]);
@@ -65,7 +71,7 @@ describe('the enqueuer skips the adds BullMQ would ignore', () => {
     await add(href);
     await add(href);
     expect(await addsSeen()).toBe(before + 1);
-    expect(await queue.getWaitingCount()).toBe(1);
+    expect(await waitingCount()).toBe(1);
     await queue.drain();
   });
 
@@ -104,7 +110,7 @@ describe('the enqueuer skips the adds BullMQ would ignore', () => {
   it('a key whose job is delayed: the add is skipped, as BullMQ would ignore it', async () => {
     const href = 'http://api.test/rfqs/delayed';
     await add(href);
-    const [job] = await queue.getWaiting();
+    const [job] = await queue.getJobs(['wait', 'prioritized']);
     // As a fetch that must wait for its C5 slot: the job goes back to delayed (BullMQ's own move).
     await withWorker(null, {}, async (worker) => {
       const token = 'test-token';
@@ -117,19 +123,20 @@ describe('the enqueuer skips the adds BullMQ would ignore', () => {
       await add(href);
       expect(await addsSeen()).toBe(before);
       expect(await queue.getDelayedCount()).toBe(1);
-      expect(await queue.getWaitingCount()).toBe(0);
+      expect(await waitingCount()).toBe(0);
     });
   });
 
   it("a key whose job is gone but whose dedup key was left behind gets BullMQ's add (which recovers it)", async () => {
     const href = 'http://api.test/rfqs/stale';
     await add(href);
-    const [job] = await queue.getWaiting();
+    const [job] = await queue.getJobs(['wait', 'prioritized']);
     await producer.del(`${prefix}:${FETCH_QUEUE}:${job!.id}`);
-    await producer.lrem(`${prefix}:${FETCH_QUEUE}:wait`, 0, job!.id!);
+    // Jobs carry their company's priority (company-gate.ts): a waiting one is in the prioritized set.
+    await producer.zrem(`${prefix}:${FETCH_QUEUE}:prioritized`, job!.id!);
     const before = await addsSeen();
     await add(href);
     expect(await addsSeen()).toBe(before + 1);
-    expect(await queue.getWaitingCount()).toBe(1);
+    expect(await waitingCount()).toBe(1);
   });
 });
