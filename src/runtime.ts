@@ -32,7 +32,7 @@ import type { Metrics } from './lib/metrics.js';
 import { MarketplaceClient } from './marketplace/client.js';
 import { AccessTokens } from './marketplace/oauth2.js';
 import { CompanyConnections, pauseCompany } from './processing/company-connections.js';
-import { CompanyGate, GateFinishes, gateOptions, type Admitted } from './processing/company-gate.js';
+import { CompanyGate, GateFinishes, gateOptions } from './processing/company-gate.js';
 import { companyControls, PausedCompanies, settingsProbe } from './processing/paused-companies.js';
 import { allCompanyStates } from './services/company-state.js';
 import { webhookSettingsApi } from './marketplace/webhook-settings.js';
@@ -208,19 +208,21 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
     connection.on('ready', outages.redisBack);
     const workerNotifications = createNotificationsRepository(workerDb.pool);
     const workerGate = new CompanyGate(connection, config.queuePrefix, gateOptions(config.fetch));
+    // The parked resources a finished fetch frees get their jobs at once.
+    const finishes = new GateFinishes(workerGate, (admitted) => enqueuer.addAdmitted(admitted), log);
     const fetchWorker = createFetchWorker({
       job: fetchJobDeps({
         db: workerDb,
         notifications: workerNotifications,
         connection,
         gate: workerGate,
+        finishes,
         config,
         handlers: opts.handlers ?? builtInHandlers(),
         log,
         metrics,
         tokens,
         enqueue: (resources) => enqueuer.enqueue(resources),
-        addAdmitted: (resources) => enqueuer.addAdmitted(resources),
         admit: ingestFirst && (() => ingestFirst.admit()),
         onError: report('fetch_slots', 'a fetch slot could not be settled in Redis; it lapses by itself', 'redis'),
         finished,
@@ -244,6 +246,10 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
       gate: workerGate,
       company: async (companyId) => (await workerDb.db.select().from(companiesTable).where(eq(companiesTable.id, companyId)).limit(1))[0],
       resume: controls.resume,
+      kick: async (companyIds) => {
+        const admitted = await workerGate.kick(companyIds);
+        if (admitted.length > 0) await enqueuer.addAdmitted(admitted);
+      },
       probe: settingsProbe(webhookSettingsApi(new MarketplaceClient({ timeoutMs: config.marketplaceTimeoutMs, tokens })), config.secretKey),
       probeIntervalMs: config.fetch.pausedProbeIntervalMs,
       log,
@@ -277,6 +283,8 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
             connection.disconnect();
           }),
       ],
+      // Their places at the gate are given back before the connections close (else they lapse with their lease).
+      ['gate finishes', () => finishes.drain()],
       ['retention', () => retention.close(redisGone())],
       ['paused companies', () => pausedCompanies.stop()],
       [
@@ -348,14 +356,13 @@ function fetchJobDeps(deps: {
   notifications: NotificationsRepository;
   connection: RedisClient;
   gate: CompanyGate;
+  finishes: GateFinishes;
   config: Config;
   handlers: HandlerRegistry;
   log: Logger;
   metrics: Metrics;
   tokens: AccessTokens;
   enqueue: (resources: ResourceKey[]) => Promise<void>;
-  /** Adds the jobs of resources their company's gate already admitted. */
-  addAdmitted: (resources: Admitted[]) => Promise<void>;
   admit?: () => Promise<void>;
   onError: (err: unknown) => void;
   finished: BatchSummary;
@@ -365,8 +372,6 @@ function fetchJobDeps(deps: {
   const plans = new CachedPlans(deps.db.pool, [CLAIM_STATEMENT, STORE_STATEMENT], deps.log);
   const connections = new CompanyConnections(deps.db.db, config.secretKey, config.fetch.companyConcurrency);
   const starts = new FetchStarts(notifications, plans, deps.gate, deps.connection, config.queuePrefix, config.fetch.minIntervalMs, deps.onError);
-  // The parked resources a finished fetch frees are queued like any others.
-  const finishes = new GateFinishes(deps.gate, deps.addAdmitted, deps.log);
   // Handlers write through drizzle, on the connection of the transaction that stores their snapshot. A
   // stored batch's jobs all complete in one turn, each with a BullMQ script: sent in one write.
   const snapshots = new SnapshotStore(notifications, plans, deps.handlers, (client) => drizzle({ client, schema }) as unknown as Tx, deps.tracing);
@@ -383,7 +388,7 @@ function fetchJobDeps(deps: {
     admit: deps.admit,
     company: (companyId) => connections.get(companyId),
     begin: (request) => starts.begin(request),
-    finish: (resource, max, answer) => void finishes.finish({ ...resource, fetchKey: fetchKey(resource), max, answer }).catch(deps.onError),
+    finish: (resource, max, answer) => void deps.finishes.finish({ ...resource, fetchKey: fetchKey(resource), max, answer }).catch(deps.onError),
     get: (href, connection) => fetchResource(marketplace, href, connection),
     store: (snapshot) => snapshots.store(snapshot),
     recordAttempt: notifications.recordAttempt,

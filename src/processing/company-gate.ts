@@ -209,7 +209,7 @@ return out`;
 /**
  * KEYS: the paused set (as ADMIT_LUA's). ARGV: gate prefix, paused set, now, slow start, hold floor, admit
  * lease, then per job (company id, fetch key or '' for a call that is not a fetch, max, answer kind,
- * retry-after ms or '', why). Frees each job's slot, applies its answer, and takes out of the parked sets as
+ * retry-after ms or '', why; kind 'kick' with no fetch key only hands out). Frees each job's slot, applies its answer, and takes out of the parked sets as
  * many resources as each company has free slots, admitted (their slots taken): answers them as (company id,
  * href, priority) triples, whose jobs the caller adds.
  */
@@ -220,10 +220,10 @@ for i = 1, (#ARGV - 6) / 6 do
   local b = 6 + (i - 1) * 6
   local cid, fk, max, kind, ra, why = ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3]), ARGV[b + 4], tonumber(ARGV[b + 5]), ARGV[b + 6]
   local g = gp .. cid
-  if fk ~= '' then
-    redis.call('ZREM', g .. ':running', fk)
+  if fk ~= '' then redis.call('ZREM', g .. ':running', fk) end
+  if fk ~= '' or kind == 'kick' then
     touched[#touched + 1] = cid
-    maxes[cid] = max
+    maxes[cid] = tonumber(redis.call('HGET', g, 'max')) or max
   end
   if kind == 'throttled' then
     local held = math.max(tonumber(redis.call('HGET', g, 'held')) or 0, now + math.max(ra or 0, floor))
@@ -413,6 +413,20 @@ export class CompanyGate {
     await this.finishScript([this.pausedSet], [this.gatePrefix, this.pausedSet, Date.now(), SLOW_START, HOLD_FLOOR_MS, ADMIT_LEASE_MS, companyId, '', max, 'throttled', retryAfterMs ?? '', why]);
   }
 
+  /**
+   * Hands out the parked resources of these companies that have free places (admitted: add their jobs).
+   * Places free when fetches end; this is for places that freed otherwise (a lease that lapsed after a
+   * worker died, a limit raised).
+   */
+  async kick(companyIds: string[]): Promise<Admitted[]> {
+    if (companyIds.length === 0) return [];
+    const args = companyIds.flatMap((id) => [id, '', this.opts.defaultMax, 'kick', '', '']);
+    const out = await this.finishScript([this.pausedSet], [this.gatePrefix, this.pausedSet, Date.now(), SLOW_START, HOLD_FLOOR_MS, ADMIT_LEASE_MS, ...args]);
+    const admitted: Admitted[] = [];
+    for (let i = 0; i < out.length; i += 3) admitted.push({ companyId: out[i]!, href: out[i + 1]!, priority: Number(out[i + 2]) });
+    return admitted;
+  }
+
   /** Until when a company is held, if it is now. */
   async heldUntil(companyId: string): Promise<number | null> {
     const held = Number(await this.redis.hget(`${this.gatePrefix}${companyId}`, 'held'));
@@ -451,6 +465,7 @@ export class CompanyGate {
  */
 export class GateFinishes {
   private readonly batcher: Batcher<FinishRequest, undefined>;
+  private readonly pending = new Set<Promise<undefined>>();
   /** Until when this process last said a company was throttled: one line per hold, not per refusal. */
   private readonly saidHeld = new Map<string, number>();
 
@@ -471,7 +486,19 @@ export class GateFinishes {
   }
 
   finish(request: FinishRequest): Promise<undefined> {
-    return this.batcher.add(request);
+    const done = this.batcher.add(request);
+    this.pending.add(done);
+    // The caller reports a failure; here it only leaves the pending set.
+    void done.then(
+      () => this.pending.delete(done),
+      () => this.pending.delete(done),
+    );
+    return done;
+  }
+
+  /** Waits for the finishes asked so far (at shutdown: a place left taken would lapse only with its lease). */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.pending]);
   }
 
   private sayHolds(items: FinishRequest[]): void {

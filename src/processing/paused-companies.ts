@@ -4,9 +4,10 @@
  *  - resumes a company: its pending resources are read from PostgreSQL and queued again, so a Redis that
  *    lost the parked hrefs loses nothing (called on new credentials, and when a probe is accepted);
  *  - runs a loop in each worker process that keeps the gate's paused set in step with PostgreSQL (a write
- *    that failed while Redis was down is mended there) and tries each paused company's refused credentials
+ *    that failed while Redis was down is mended there), tries each paused company's refused credentials
  *    with one harmless call every PAUSED_PROBE_INTERVAL_MS, one process at a time, so a refusal the
- *    marketplace takes back resumes the company by itself.
+ *    marketplace takes back resumes the company by itself, and hands out the parked resources of companies
+ *    whose places freed without a fetch ending (a dead worker's lapsed leases, a raised limit).
  */
 import type { Logger } from 'pino';
 import type pg from 'pg';
@@ -91,6 +92,8 @@ export class PausedCompanies {
       gate: Pick<CompanyGate, 'pause' | 'pausedCompanies'>;
       company: (companyId: string) => Promise<CompanyRow | undefined>;
       resume: (companyId: string) => Promise<number>;
+      /** Hands out the parked resources of these companies that have free places (company-gate.ts kick). */
+      kick: (companyIds: string[]) => Promise<void>;
       /** One harmless call with the company's stored credentials. */
       probe: (row: CompanyRow) => Promise<ProbeVerdict>;
       probeIntervalMs: number;
@@ -111,8 +114,9 @@ export class PausedCompanies {
     await this.running;
   }
 
-  /** One pass: the mirror mended, then the probes that are due. */
+  /** One pass: the mirror mended, the probes that are due, the companies with work waiting kicked. */
   async runOnce(): Promise<void> {
+    await this.kickWaiting();
     const { rows } = await this.deps.pool.query<{ id: string }>("SELECT id FROM companies WHERE connection_status = 'unauthorized'");
     const paused = new Set(rows.map((r) => r.id));
     const mirrored = new Set(await this.deps.gate.pausedCompanies());
@@ -127,6 +131,14 @@ export class PausedCompanies {
       const due = await this.deps.redis.set(probeKey(this.deps.prefix, id), '1', 'PX', this.deps.probeIntervalMs, 'NX');
       if (due === 'OK') await this.probe(id);
     }
+  }
+
+  /** Companies with queued notifications, not paused: their parked resources may have places that freed unseen. */
+  private async kickWaiting(): Promise<void> {
+    const { rows } = await this.deps.pool.query<{ company_id: string }>(
+      `SELECT company_id FROM backlog WHERE pending > 0 AND company_id NOT IN (SELECT id FROM companies WHERE connection_status = 'unauthorized')`,
+    );
+    if (rows.length > 0) await this.deps.kick(rows.map((r) => r.company_id));
   }
 
   private async probe(companyId: string): Promise<void> {

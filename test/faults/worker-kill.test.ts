@@ -67,7 +67,7 @@ describe('a worker process killed with SIGKILL in the middle of fetches', () => 
     await settled(sql, 48, 20_000);
 
     // Slow GETs: worker A is in the middle of 40 fetches when it dies.
-    sim.setFaults({ resourceLatencyMs: 5000 });
+    sim.setFaults({ resourceLatencyMs: 9000 }); // under FETCH_TIMEOUT_MS, and long enough for worker B to start meanwhile
     const fired = [
       ...(await sim.fire({ companyId: 'acme', eventType: 'TripRequest', count: 20, resources: 20 })),
       ...(await sim.fire({ companyId: 'zeta', eventType: 'ClientLeads', count: 20, resources: 20 })),

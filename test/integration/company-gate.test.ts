@@ -56,6 +56,16 @@ describe('the company gate', () => {
     expect(await start(one, 4)).toEqual({ kind: 'go' }); // its place is its own
   });
 
+  it("a dead worker's places lapse with their lease, and a kick hands the parked resources out", async () => {
+    const shortLease = new CompanyGate(redis, prefix, { defaultMax: 3, leaseMs: 50, probeIntervalMs: 60_000 });
+    await shortLease.admit([resource(1), resource(2), resource(3), resource(4)]);
+    for (const n of [1, 2, 3]) expect(await start(shortLease, n)).toEqual({ kind: 'go' });
+    // The worker dies: no finish comes. Its places lapse; only a kick notices.
+    expect(await shortLease.kick([company])).toEqual([]);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await shortLease.kick([company, other])).toEqual([{ companyId: company, href: resource(4).href, priority: 1 }]);
+  });
+
   it('a retried job over the limit waits (keeping its attempts) instead of parking', async () => {
     await one.admit([resource(1), resource(2), resource(3)]);
     expect(await start(one, 7, { retried: true })).toEqual({ kind: 'wait', ms: 1000 });
