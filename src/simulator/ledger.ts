@@ -119,20 +119,20 @@ export class Ledger {
   }
 
   private resourceGetTally(companyId: string): { answered: number; refused429: number } {
-    let tally = this.resourceGets.get(companyId);
-    if (!tally) {
-      tally = { answered: 0, refused429: 0 };
-      this.resourceGets.set(companyId, tally);
-    }
-    return tally;
+    return tallyOf(this.resourceGets, companyId, () => ({ answered: 0, refused429: 0 }));
   }
 
   private companyTally(companyId: string): { fired: number; delivered: number } {
-    let tally = this.perCompany.get(companyId);
-    if (!tally) {
-      tally = { fired: 0, delivered: 0 };
-      this.perCompany.set(companyId, tally);
-    }
-    return tally;
+    return tallyOf(this.perCompany, companyId, () => ({ fired: 0, delivered: 0 }));
   }
+}
+
+/** A company's tally in `map`, made on first use. */
+function tallyOf<T>(map: Map<string, T>, companyId: string, fresh: () => T): T {
+  let tally = map.get(companyId);
+  if (!tally) {
+    tally = fresh();
+    map.set(companyId, tally);
+  }
+  return tally;
 }
