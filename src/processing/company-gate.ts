@@ -132,8 +132,8 @@ end
 /**
  * KEYS: the paused set (every key of the gate shares its hash tag: on a Redis Cluster the script runs on
  * that slot's node). ARGV: gate prefix, paused set, now, default max, slow start, lease, then per resource
- * (company id, fetch key, href). Answers per resource 0 (parked), or the priority of its job: its company's count
-of jobs queued or running, itself included.
+ * (company id, fetch key, href). Answers per resource 0 (parked), or the priority of its job: its company's
+ * count of jobs queued or running, itself included.
  */
 export const ADMIT_LUA = `${LIB}
 local gp, pausedSet, now, default, slow, lease = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -209,9 +209,9 @@ return out`;
 /**
  * KEYS: the paused set (as ADMIT_LUA's). ARGV: gate prefix, paused set, now, slow start, hold floor, admit
  * lease, then per job (company id, fetch key or '' for a call that is not a fetch, max, answer kind,
- * retry-after ms or '', why; kind 'kick' with no fetch key only hands out). Frees each job's slot, applies its answer, and takes out of the parked sets as
- * many resources as each company has free slots, admitted (their slots taken): answers them as (company id,
- * href, priority) triples, whose jobs the caller adds.
+ * retry-after ms or '', why; kind 'kick' with no fetch key only hands out). Frees each job's slot, applies
+ * its answer, and takes out of the parked sets as many resources as each company has free slots, admitted
+ * (their slots taken): answers them as (company id, href, priority) triples, whose jobs the caller adds.
  */
 const FINISH_LUA = `${LIB}
 local gp, pausedSet, now, slow, floor, lease = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
