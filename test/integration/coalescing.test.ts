@@ -44,9 +44,9 @@ describe('coalescing of fetches per (company, href)', () => {
   });
 
   it('C2: a notification arriving while the fetch runs causes exactly one more fetch afterwards', async () => {
-    // The interval (500 ms) is shorter than the GET (700 ms): it never delays the follow-up here, and it
+    // The interval (500 ms) is shorter than the GET (1,500 ms): it never delays the follow-up here, and it
     // keeps the slot key visible while the GET runs.
-    scenario = await startScenario({ env: { FETCH_MIN_INTERVAL_MS: '500' }, sim: { faults: { resourceLatencyMs: 700 } } });
+    scenario = await startScenario({ env: { FETCH_MIN_INTERVAL_MS: '500' }, sim: { faults: { resourceLatencyMs: 1500 } } });
     const { companyId } = await scenario.company('acme');
     const [first] = await scenario.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-c2' });
     const href = first!.notification.href;
@@ -57,6 +57,8 @@ describe('coalescing of fetches per (company, href)', () => {
     } finally {
       redis.disconnect();
     }
+    // The slot is taken beside the claim, not after it: give the claim a moment (a busy machine's), well inside the GET.
+    await new Promise((r) => setTimeout(r, 300));
     // The resource changes three times while the slow GET runs (it may have read the old version).
     await scenario.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-c2', count: 3 });
     await scenario.settled(4);
