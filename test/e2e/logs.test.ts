@@ -45,8 +45,9 @@ beforeAll(async () => {
   // The paused company's notification waits for new credentials (SPEC §5.1 F4).
   await eventually(async () => {
     const counts = await statusCounts(sql);
-    return counts.processed === 9 && counts.queued === 1 ? true : undefined;
-  }, '9 processed, 1 waiting', 20_000);
+    const { rowCount } = await sql.query("SELECT 1 FROM companies WHERE connection_status = 'unauthorized'");
+    return counts.processed === 9 && counts.queued === 1 && rowCount === 1 ? true : undefined;
+  }, '9 processed, 1 waiting for its paused company', 20_000);
 });
 
 afterAll(async () => {

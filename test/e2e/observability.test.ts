@@ -51,8 +51,9 @@ beforeAll(async () => {
   // The paused company's notification waits for new credentials (SPEC §5.1 F4).
   await eventually(async () => {
     const counts = await s.statusCounts();
-    return counts.processed === 4 && counts.queued === 1 ? true : undefined;
-  }, '4 processed, 1 waiting');
+    const { rowCount } = await s.sql.query("SELECT 1 FROM companies WHERE connection_status = 'unauthorized'");
+    return counts.processed === 4 && counts.queued === 1 && rowCount === 1 ? true : undefined;
+  }, '4 processed, 1 waiting for its paused company');
   // A refusal at the receiver, so the received counter has a refused outcome too.
   await fetch(`${s.skyhook.url}/hooks/not-a-key`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
   // The first scrape of this process reads the gauges that need a query.

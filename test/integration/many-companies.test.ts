@@ -95,8 +95,12 @@ describe('many companies, each on its own (SPEC §5.1)', () => {
     await s.sim.fire({ companyId: 'limited', eventType: 'TripRequest', resourceId: 'rfq-429' });
     const refusal = await eventually(async () => s!.fetchesOf(refusedHref).find((f) => f.status === 429), 'the 429');
     const heldFrom = Date.parse(refusal.at);
-    const throttled = (await s.skyhook.admin('GET', `/companies/${c.companyId}`)).body;
-    expect(throttled.state).toMatchObject({ status: 'throttled', until: expect.any(String), reason: expect.stringContaining('429') });
+    // The worker tells the gate once it has recorded the attempt: a moment after the simulator answered.
+    const throttled = await eventually(async () => {
+      const view = (await s!.skyhook.admin('GET', `/companies/${c.companyId}`)).body;
+      return view.state.status === 'throttled' ? view : undefined;
+    }, 'the company throttled', 2000);
+    expect(throttled.state).toMatchObject({ until: expect.any(String), reason: expect.stringContaining('429') });
     // Leads of that company wait too: a clear 503 with Retry-After, nothing sent.
     const lead = await fetch(`${s.skyhook.url}/admin/companies/${c.companyId}/leads`, {
       method: 'POST',
