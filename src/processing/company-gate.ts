@@ -309,6 +309,13 @@ async function execAll(multi: ChainableCommander): Promise<void> {
   if (failed) throw failed[0];
 }
 
+/** The finish script's answer: (company id, href, priority) triples. */
+function admittedFrom(out: string[]): Admitted[] {
+  const admitted: Admitted[] = [];
+  for (let i = 0; i < out.length; i += 3) admitted.push({ companyId: out[i]!, href: out[i + 1]!, priority: Number(out[i + 2]) });
+  return admitted;
+}
+
 type Script<T> = (keys: string[], args: (string | number)[]) => Promise<T>;
 
 const num = (v: unknown): number | null => (v === null || v === false || v === undefined ? null : Number(v));
@@ -371,9 +378,7 @@ export class CompanyGate {
       return [j.companyId, j.fetchKey, j.max, a.kind, a.kind === 'throttled' ? (a.retryAfterMs ?? '') : '', a.kind === 'throttled' || a.kind === 'no_answer' ? a.why : ''];
     });
     const out = await this.finishScript([this.pausedSet], [this.gatePrefix, this.pausedSet, Date.now(), SLOW_START, HOLD_FLOOR_MS, ADMIT_LEASE_MS, ...args]);
-    const freed: Admitted[] = [];
-    for (let i = 0; i < out.length; i += 3) freed.push({ companyId: out[i]!, href: out[i + 1]!, priority: Number(out[i + 2]) });
-    return freed;
+    return admittedFrom(out);
   }
 
   /** Pauses a company and parks these resources of it (its credentials were refused: nothing is fetched until they are replaced). */
@@ -422,9 +427,7 @@ export class CompanyGate {
     if (companyIds.length === 0) return [];
     const args = companyIds.flatMap((id) => [id, '', this.opts.defaultMax, 'kick', '', '']);
     const out = await this.finishScript([this.pausedSet], [this.gatePrefix, this.pausedSet, Date.now(), SLOW_START, HOLD_FLOOR_MS, ADMIT_LEASE_MS, ...args]);
-    const admitted: Admitted[] = [];
-    for (let i = 0; i < out.length; i += 3) admitted.push({ companyId: out[i]!, href: out[i + 1]!, priority: Number(out[i + 2]) });
-    return admitted;
+    return admittedFrom(out);
   }
 
   /** Until when a company is held, if it is now. */
