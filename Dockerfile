@@ -3,7 +3,7 @@
 # Skyhook: one image for every role. ROLE=api|worker|all picks what `skyhook start` runs; the same image
 # also runs the marketplace simulator (`simulator start ...`) and the admin CLI (`companies list`, ...).
 #
-#   docker build -t skyhook .
+#   docker build -t skyhook .                                   (podman/buildah: add --format docker)
 #   docker run --rm -e ROLE=api -e DATABASE_URL=... -e REDIS_URL=... -e SECRET_KEY=... -e ADMIN_TOKEN=... -p 3000:3000 skyhook
 #
 # Only compiled JavaScript runs here: bin/skyhook.js loads dist/cli.js because src/ is not in the image.
@@ -11,14 +11,27 @@
 # Node.js 26: Active LTS since 2026-10-28, Maintenance LTS from 2027-10-20, end of life 2029-04-30 (Node 20's
 # was 2026-04-30). On Debian 13 (trixie), Debian's stable release, supported beyond Node 26's end of life.
 # Development and CI still run on Node 20.19+ (package.json engines): see docs/operations.md, "The image".
-# For production, pin the digest: --build-arg NODE_IMAGE=node:26-trixie-slim@sha256:...
-ARG NODE_IMAGE=node:26-trixie-slim
+# Fully qualified: podman and buildah refuse short names, Docker alone fills in docker.io/library/.
+# For production, pin the digest: --build-arg NODE_IMAGE=docker.io/library/node:26-trixie-slim@sha256:...
+ARG NODE_IMAGE=docker.io/library/node:26-trixie-slim
+#
+# Behind a TLS-intercepting proxy or with a private registry, give `npm ci` a CA bundle and/or an .npmrc
+# as build secrets: mounted for those two steps only, never stored in a layer (docs/operations.md).
+#   docker build --secret id=npm_ca,src=/etc/ssl/certs/ca-certificates.crt --secret id=npmrc,src=$HOME/.npmrc .
+# Install scripts are not run (--ignore-scripts; package.json `allowScripts` denies the two dependencies
+# that have one): esbuild's checks a binary a development tool already has, and msgpackr-extract's would
+# build what its prebuilt package already provides. Nothing in the image needs them.
+#
+# With podman or buildah, build with `--format docker`: the OCI format has no HEALTHCHECK and drops it.
 
 # ---- build: every dependency, TypeScript -> dist/ ---------------------------------------------------
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+RUN --mount=type=secret,id=npm_ca,required=false,target=/run/secrets/npm_ca \
+    --mount=type=secret,id=npmrc,required=false,target=/root/.npmrc \
+    if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi; \
+    npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build
@@ -27,7 +40,10 @@ RUN npm run build
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN --mount=type=secret,id=npm_ca,required=false,target=/run/secrets/npm_ca \
+    --mount=type=secret,id=npmrc,required=false,target=/root/.npmrc \
+    if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi; \
+    npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 # ---- runtime -----------------------------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS runtime

@@ -20,6 +20,8 @@ import { loadConfig } from '../../src/config.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const FILE = join(ROOT, 'docker-compose.yml');
+/** An image name with its registry (a host with a dot or a port, or `localhost`) and a tag or digest. */
+const QUALIFIED = /^(localhost|[a-z0-9-]+(\.[a-z0-9-]+)+(:\d+)?)\/[a-z0-9._/-]+(:[\w.-]+)?(@sha256:[0-9a-f]{64})?$/;
 
 interface Healthcheck {
   test?: string[] | string;
@@ -112,10 +114,13 @@ function expectWiring(config: ComposeConfig, monitoring: boolean | 'if listed'):
   // The stack itself starts without a profile.
   for (const name of CORE) expect(services[name]!.profiles ?? [], name).toEqual([]);
 
+  // Every image fully qualified: podman and buildah refuse short names.
+  for (const [name, s] of Object.entries(services)) expect(s.image, name).toMatch(QUALIFIED);
+
   // Backing services: PostgreSQL 15/16 and Redis with AOF and noeviction, each with a healthcheck.
-  expect(postgres!.image).toMatch(/^postgres:1[56]\b/);
+  expect(postgres!.image).toMatch(/^docker\.io\/library\/postgres:1[56]\b/);
   expect(testOf(postgres!.healthcheck)).toContain('pg_isready');
-  expect(redis!.image).toMatch(/^redis:/);
+  expect(redis!.image).toMatch(/^docker\.io\/library\/redis:/);
   expectFlags(commandOf(redis!.command), [
     ['--appendonly', 'yes'],
     ['--maxmemory-policy', 'noeviction'],
@@ -208,8 +213,8 @@ function expectMonitoring(services: Record<string, Service>, apiPort: number, op
   const { prometheus, grafana } = services as Record<string, Service>;
   for (const s of [prometheus, grafana]) expect(s!.profiles).toEqual(['monitoring']);
   // A release, not `latest` nor a moving major tag.
-  expect(prometheus!.image).toMatch(/^prom\/prometheus:v\d+\.\d+\.\d+$/);
-  expect(grafana!.image).toMatch(/^grafana\/grafana:\d+\.\d+\.\d+$/);
+  expect(prometheus!.image).toMatch(/^docker\.io\/prom\/prometheus:v\d+\.\d+\.\d+$/);
+  expect(grafana!.image).toMatch(/^docker\.io\/grafana\/grafana:\d+\.\d+\.\d+$/);
   expect(portsOf(prometheus!)).toEqual(['127.0.0.1:9090:9090']);
   expect(portsOf(grafana!)).toEqual(['127.0.0.1:3001:3000']);
 
@@ -282,4 +287,35 @@ describe('docker-compose.yml', () => {
       });
     }
   }
+});
+
+/**
+ * The Dockerfile's promises to other engines and to builds behind a proxy (docs/operations.md, "The
+ * image"). scripts/prove-stack.sh builds it for real; these catch the same mistakes without an engine.
+ */
+describe('Dockerfile', () => {
+  const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
+
+  it('names its base image fully qualified (podman and buildah refuse short names)', () => {
+    const arg = /^ARG NODE_IMAGE=(\S+)$/m.exec(dockerfile);
+    expect(arg?.[1]).toMatch(QUALIFIED);
+    expect(dockerfile.match(/^FROM (\S+)/gm)).toEqual(['FROM ${NODE_IMAGE}', 'FROM ${NODE_IMAGE}', 'FROM ${NODE_IMAGE}']);
+  });
+
+  it('runs every npm ci with the optional CA and .npmrc build secrets and without install scripts', () => {
+    const installs = dockerfile.split('\n').filter((line) => /^RUN .*\bnpm ci\b/.test(line));
+    expect(installs).toHaveLength(2);
+    for (const line of installs) {
+      expect(line).toContain('--mount=type=secret,id=npm_ca,required=false');
+      expect(line).toContain('--mount=type=secret,id=npmrc,required=false,target=/root/.npmrc');
+      expect(line).toContain('--ignore-scripts');
+    }
+  });
+
+  it('leaves no dependency install script undecided (package.json allowScripts)', () => {
+    const ls = spawnSync('npm', ['install-scripts', 'ls'], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+    if (ls.status !== 0 && /Unknown command|not a valid command/i.test(`${ls.stdout}${ls.stderr}`)) return; // npm before 11.x has no allowScripts
+    expect(ls.status, ls.stderr).toBe(0);
+    expect(ls.stdout).not.toMatch(/not yet covered/);
+  });
 });
