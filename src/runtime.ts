@@ -18,11 +18,11 @@ import { connectDatabase, isDatabaseUnavailable, type DbHandle } from './db/clie
 import { waitForDatabase } from './db/migrate.js';
 import { createNotificationsRepository } from './db/notifications.repository.js';
 import { BatchSummary } from './lib/batch-summary.js';
-import { ErrorReporter } from './lib/error-reporter.js';
+import { describeError, ErrorReporter } from './lib/error-reporter.js';
 import { loadTracing, type Tracing } from './lib/tracing.js';
 import { createMetrics } from './lib/metrics.js';
 import { connectRedis, isRedisUnavailable, type RedisClient } from './lib/redis/connection.js';
-import { withTimeout } from './lib/timeout.js';
+import { TimeoutError, withTimeout } from './lib/timeout.js';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { CachedPlans } from './db/cached-plans.js';
 import type { Tx } from './db/client.js';
@@ -184,6 +184,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
         answered: ingestFirst && ((ms) => ingestFirst.answer(ms)),
         summary: received,
         tracing,
+        reporter,
       },
       admin: { adminToken: config.adminToken, ...services, stream },
       console: { adminToken: config.adminToken, services, stream, sessions: createSessionStore(api.db), publicBaseUrl: config.publicBaseUrl },
@@ -278,8 +279,9 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
       [
         'fetch workers',
         () =>
-          withTimeout(fetchWorker.close(redisGone()), config.shutdownTimeoutMs, 'worker close').catch(() => {
-            log.warn('running fetch jobs did not finish in time; they return to the queue when their lock lapses');
+          withTimeout(fetchWorker.close(redisGone()), config.shutdownTimeoutMs, 'worker close').catch((err: unknown) => {
+            if (err instanceof TimeoutError) log.warn('running fetch jobs did not finish in time; they return to the queue when their lock lapses');
+            else log.warn({ err: describeError(err) }, 'the fetch workers did not close cleanly; their running jobs return to the queue when their lock lapses');
             connection.disconnect();
           }),
       ],
@@ -340,7 +342,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
       stopping.abort();
       for (const [name, close] of closers) {
         await withTimeout(close(), CLOSE_STEP_TIMEOUT_MS + (name === 'fetch workers' ? config.shutdownTimeoutMs : 0), `closing ${name}`).catch((err: unknown) =>
-          log.warn({ err: String(err) }, `error while closing ${name}`),
+          log.warn({ err: describeError(err) }, err instanceof TimeoutError ? `closing ${name} did not finish in time` : `error while closing ${name}`),
         );
       }
     },

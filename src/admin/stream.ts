@@ -5,8 +5,6 @@
  * MAX_BUFFERED_BYTES its events are dropped, and it is told how many with a `resync`.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { serviceUnavailable } from '../lib/problem.js';
-import { withTimeout } from '../lib/timeout.js';
 import type { NotificationStream } from '../services/notification-stream.js';
 
 const HEARTBEAT_MS = 15_000;
@@ -36,12 +34,10 @@ export async function streamToClient(stream: NotificationStream, req: FastifyReq
     end: () => res.end(),
   });
   // Answered once the process listens, so the client sees every change after its 200.
-  try {
-    await withTimeout(stream.listening(), LISTENING_TIMEOUT_MS, 'the live stream');
-  } catch {
+  await stream.listening(LISTENING_TIMEOUT_MS).catch((err: unknown) => {
     unsubscribe();
-    throw serviceUnavailable('The live stream cannot reach PostgreSQL; retry later.', 'database_unavailable');
-  }
+    throw err;
+  });
   reply.hijack();
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',

@@ -1,6 +1,6 @@
 /**
  * What each answer to a resource GET does (SPEC §5), one small function per outcome, over narrow
- * dependencies (built in runtime.ts; faked in test/unit/fetch-outcomes.test.ts):
+ * dependencies (built in runtime.ts; exercised against the simulator in test/integration/fetch-outcomes.test.ts):
  *  - 2xx: the snapshot is stored, with what changed; the notifications are processed;
  *  - 404/410: processed, outcome `gone`; the stored snapshot is kept and flagged;
  *  - a soft error, another 4xx: failed;

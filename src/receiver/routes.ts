@@ -7,6 +7,7 @@
 import basicAuth from '@fastify/basic-auth';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RequestPayload } from 'fastify';
 import { constantTimeEqual, sha256 } from '../lib/crypto.js';
+import type { ErrorReporter } from '../lib/error-reporter.js';
 import type { Metrics } from '../lib/metrics.js';
 import { Problem, serviceUnavailable } from '../lib/problem.js';
 import { endsWith, type RequestSpan, type Tracing } from '../lib/tracing.js';
@@ -36,6 +37,8 @@ export interface ReceiverDeps {
   summary: { add(companyId: string, outcome: string): void };
   /** Set when traces are exported (lib/tracing.ts): each notification's POST is a span. */
   tracing?: Pick<Tracing, 'request'>;
+  /** Counts and logs (rate-limited) what is answered 503 here: the nonce store not answering. */
+  reporter: Pick<ErrorReporter, 'report'>;
 }
 
 interface Authenticated {
@@ -244,8 +247,9 @@ async function authenticateOAuth(deps: ReceiverDeps, req: FastifyRequest, header
   let fresh: boolean;
   try {
     fresh = await deps.nonces.firstUse(webhook.clientIdentifier, check.nonce, check.timestamp);
-  } catch {
+  } catch (err) {
     // Without the nonce store a replay cannot be ruled out: refuse for now, the marketplace retries.
+    deps.reporter.report('nonce_store', err, 'the OAuth nonce store (Redis) did not answer: OAuth notifications are answered 503 until it does');
     throw serviceUnavailable('The OAuth nonce store is unavailable; retry later.', 'nonce_store_unavailable');
   }
   if (!fresh) throw unauthorized(OAUTH_CHALLENGE, 'The OAuth nonce was already used.');

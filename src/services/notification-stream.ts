@@ -12,6 +12,7 @@ import type { Listener } from '../db/listen.js';
 import { NOTIFICATIONS_CHANNEL, type NotificationsRepository, type StatusAnnouncement } from '../db/notifications.repository.js';
 import type { NotificationStatus } from '../db/schema/index.js';
 import { serviceUnavailable } from '../lib/problem.js';
+import { withTimeout } from '../lib/timeout.js';
 
 /** One status change of one notification (SPEC §7). */
 export interface StatusEvent {
@@ -75,11 +76,17 @@ export class NotificationStream {
 
   /**
    * Resolves once the LISTEN connection has been up: changes from then on reach the subscribers. A client
-   * answered before that would miss the first changes after it subscribed.
+   * answered before that would miss the first changes after it subscribed. Past `timeoutMs`, the error is
+   * reported and a 503 problem thrown.
    */
-  listening(): Promise<void> {
-    if (this.connectedOnce) return Promise.resolve();
-    return new Promise((resolve) => this.awaitingConnection.push(resolve));
+  async listening(timeoutMs: number): Promise<void> {
+    if (this.connectedOnce) return;
+    try {
+      await withTimeout(new Promise<void>((resolve) => this.awaitingConnection.push(resolve)), timeoutMs, 'the live stream\'s LISTEN connection');
+    } catch (err) {
+      this.deps.onError(err);
+      throw serviceUnavailable('The live stream cannot reach PostgreSQL; retry later.', 'database_unavailable');
+    }
   }
 
   async close(): Promise<void> {

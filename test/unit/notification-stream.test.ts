@@ -57,13 +57,20 @@ describe('the live stream', () => {
     const { stream, connection } = fakeStream();
     stream.subscribe({}, recorder().subscriber);
     let listening = false;
-    void stream.listening().then(() => (listening = true));
+    void stream.listening(5_000).then(() => (listening = true));
     await settle();
     expect(listening).toBe(false);
     connection.listener!.onConnected!();
     await settle();
     expect(listening).toBe(true);
-    await expect(stream.listening()).resolves.toBeUndefined();
+    await expect(stream.listening(5_000)).resolves.toBeUndefined();
+  });
+
+  it('reports a LISTEN connection that does not come up in time, and answers 503', async () => {
+    const { stream, errors } = fakeStream();
+    stream.subscribe({}, recorder().subscriber);
+    await expect(stream.listening(20)).rejects.toMatchObject({ status: 503, extra: { code: 'database_unavailable' } });
+    expect(errors).toEqual([expect.objectContaining({ name: 'TimeoutError', message: expect.stringContaining('LISTEN connection timed out after 20 ms') })]);
   });
 
   it("hands each subscriber the events of its company, in id order, one per notification", async () => {

@@ -169,6 +169,9 @@ describe('OAuth 1.0a', () => {
     const res = await sendOAuth(oauth, notification());
     expect(expectProblem(res, 503)).toMatchObject({ code: 'nonce_store_unavailable' });
     expect(res.headers['retry-after']).toBe('5');
+    // Said once, with its cause, and counted.
+    expect(backstage.logLines.filter((l) => l.kind === 'nonce_store')).toEqual([expect.objectContaining({ err: expect.stringContaining('Redis'), level: 40 })]);
+    expect((await backstage.metrics.registry.getSingleMetric('skyhook_errors_total')!.get()).values).toContainEqual(expect.objectContaining({ labels: { kind: 'nonce_store' }, value: 1 }));
   });
 });
 

@@ -138,6 +138,7 @@ export async function unitApp(opts: { webhooks?: FakeWebhook[]; services?: FakeS
 
   const stream = { close: async () => {}, subscribe: () => () => {}, listening: async () => {} } as unknown as AdminDeps['stream'];
   const admin = { adminToken: ADMIN_TOKEN, ...services(opts.services ?? {}), stream };
+  const reporter = new ErrorReporter(logger, metrics.errors);
   const app = await buildApp({
     logger,
     trustProxy: [],
@@ -147,7 +148,7 @@ export async function unitApp(opts: { webhooks?: FakeWebhook[]; services?: FakeS
     pool: { query: () => Promise.reject(unreachable('PostgreSQL')) } as unknown as pg.Pool,
     redis: { ping: () => Promise.reject(unreachable('Redis')) } as unknown as RedisClient,
     companyStates: () => Promise.reject(unreachable('PostgreSQL')),
-    receiver: { directory, writer, nonces, publicBaseUrl: PUBLIC_BASE_URL, requireHttpsHrefs: opts.requireHttpsHrefs ?? true, oauthTimestampSkewS: 300, metrics, summary: new BatchSummary(logger, (n) => `received ${n} notifications`) },
+    receiver: { directory, writer, nonces, publicBaseUrl: PUBLIC_BASE_URL, requireHttpsHrefs: opts.requireHttpsHrefs ?? true, oauthTimestampSkewS: 300, metrics, summary: new BatchSummary(logger, (n) => `received ${n} notifications`), reporter },
     admin,
     // The console is tested against the real services (test/integration, test/browser): here it only
     // has to exist, with no session ever found.
@@ -161,7 +162,7 @@ export async function unitApp(opts: { webhooks?: FakeWebhook[]; services?: FakeS
     queues: [],
     authFailures: { limit: 1000, windowMs: 60_000 },
     metrics,
-    reporter: new ErrorReporter(logger, metrics.errors),
+    reporter,
   });
   await app.ready();
   return { app, backstage };
