@@ -4,7 +4,8 @@ import { defineConfig } from 'vitest/config';
  * Two projects. `unit`: test/unit, in-memory fakes only, no PostgreSQL or Redis (`npm run test:unit`,
  * seconds). `services`: every other tier against the real PostgreSQL and Redis; each file gets its own
  * database (cloned from a template migrated once per run, in globalSetup) and its own BullMQ prefix.
- * `npm test` runs both.
+ * `npm run test:integration` runs `services` without the slow fault files (test/faults) and the demo;
+ * `npm test` runs everything.
  */
 export default defineConfig({
   test: {
