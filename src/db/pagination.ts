@@ -9,6 +9,21 @@ import { badRequest } from '../lib/problem.js';
 
 export const encodeCursor = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
 
+export interface Page<V> {
+  items: V[];
+  nextCursor: string | null;
+}
+
+/**
+ * `rows` as fetched with `limit + 1`: the page (each row through `view`) and the cursor of the next one,
+ * made of the last row's key. The one place a page is cut.
+ */
+export function pageOf<R, V>(rows: R[], limit: number, key: (last: R) => unknown, view: (row: R) => V): Page<V> {
+  const items = rows.slice(0, limit);
+  const last = items.at(-1);
+  return { items: items.map(view), nextCursor: rows.length > limit && last !== undefined ? encodeCursor(key(last)) : null };
+}
+
 export function decodeCursor<T>(cursor: string, valid: (v: unknown) => v is T): T {
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
@@ -44,10 +59,6 @@ export function newestFirst(table: { id: PgColumn; createdAt: PgColumn }, cursor
     where: after ? sql`(${table.createdAt}, ${table.id}) < (${after[0]}::timestamptz, ${after[1]}::uuid)` : undefined,
     orderBy: [desc(table.createdAt), desc(table.id)],
     /** `rows` as fetched with `limit + 1`: the page and the cursor of the next one. */
-    page<R extends { id: string; position: string }, V>(rows: R[], limit: number, view: (row: R) => V): { items: V[]; nextCursor: string | null } {
-      const items = rows.slice(0, limit);
-      const last = items.at(-1);
-      return { items: items.map(view), nextCursor: rows.length > limit && last ? encodeCursor([last.position, last.id]) : null };
-    },
+    page: <R extends { id: string; position: string }, V>(rows: R[], limit: number, view: (row: R) => V): Page<V> => pageOf(rows, limit, (last) => [last.position, last.id], view),
   };
 }

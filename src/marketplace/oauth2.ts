@@ -8,6 +8,7 @@
  * and a token per process and lifetime (a handful an hour per company) is no load on a token endpoint.
  */
 import { hash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { ApiConnection, OAuthClientCredentials } from './connection.js';
 
 /** A token as the token endpoint answered it. */
@@ -32,7 +33,8 @@ const fingerprintOf = (conn: OAuthConnection): string =>
   [conn.revision ?? 0, conn.oauth.tokenUrl, conn.oauth.clientId, hash('sha256', conn.oauth.clientSecret, 'base64')].join(' ');
 
 export class AccessTokens {
-  private readonly cached = new Map<string, { fingerprint: string; value: string; renewAt: number }>();
+  /** Each entry is renewed at its own renewAt (by the injected clock); the cache only bounds how many there are. */
+  private readonly cached = new LRUCache<string, { fingerprint: string; value: string; renewAt: number }>({ max: MAX_CACHED });
   private readonly pending = new Map<string, { fingerprint: string; promise: Promise<string> }>();
 
   constructor(private readonly now: () => number = Date.now) {}
@@ -51,7 +53,6 @@ export class AccessTokens {
 
     const promise = request().then((token) => {
       const lifetimeMs = token.lifetimeS * 1000;
-      if (this.cached.size >= MAX_CACHED) this.cached.clear();
       this.cached.set(key, { fingerprint, value: token.value, renewAt: this.now() + lifetimeMs - Math.min(RENEW_MARGIN_MS, lifetimeMs / 10) });
       return token.value;
     });

@@ -4,6 +4,7 @@
  * TTL_MS; the worker's own 401 handling forgets the entry at once.
  */
 import { eq } from 'drizzle-orm';
+import { LRUCache } from 'lru-cache';
 import type pg from 'pg';
 import type { Database } from '../db/client.js';
 import { connectionFromRow } from '../db/company-connection.js';
@@ -11,6 +12,7 @@ import { companies } from '../db/schema/index.js';
 import type { ApiConnection } from '../marketplace/connection.js';
 
 const TTL_MS = 2000;
+const MAX_CACHED = 10_000;
 
 export interface CompanyConnection {
   paused: boolean;
@@ -22,7 +24,8 @@ export interface CompanyConnection {
 }
 
 export class CompanyConnections {
-  private readonly cache = new Map<string, { value: CompanyConnection | null; expiresAt: number }>();
+  /** Boxed: an unknown company (null) is remembered too. */
+  private readonly cache = new LRUCache<string, { value: CompanyConnection | null }>({ max: MAX_CACHED, ttl: TTL_MS });
 
   constructor(
     private readonly db: Database,
@@ -32,9 +35,8 @@ export class CompanyConnections {
   ) {}
 
   async get(companyId: string): Promise<CompanyConnection | null> {
-    const now = Date.now();
     const hit = this.cache.get(companyId);
-    if (hit && hit.expiresAt > now) return hit.value;
+    if (hit) return hit.value;
     const [row] = await this.db.select().from(companies).where(eq(companies.id, companyId)).limit(1);
     const value = row
       ? {
@@ -44,8 +46,7 @@ export class CompanyConnections {
           revision: row.credentialsRevision,
         }
       : null;
-    if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(companyId, { value, expiresAt: now + TTL_MS });
+    this.cache.set(companyId, { value });
     return value;
   }
 

@@ -9,7 +9,7 @@ import type { Database } from '../db/client.js';
 import { connectionFromRow } from '../db/company-connection.js';
 import { companies, type CompanyRow } from '../db/schema/index.js';
 import { encryptSecret } from '../lib/crypto.js';
-import { decodeCursor, encodeCursor, isUuid } from '../db/pagination.js';
+import { decodeCursor, isUuid, pageOf } from '../db/pagination.js';
 import { badRequest, notFound, type FieldError } from '../lib/problem.js';
 import { isTransientStatus, MarketplaceError, type ApiConnection } from '../marketplace/client.js';
 import type { ConnectionProfile } from '../marketplace/connection.js';
@@ -210,8 +210,8 @@ export function createCompaniesService(deps: CompaniesDeps) {
         .where(after ? gt(companies.id, after) : undefined)
         .orderBy(asc(companies.id))
         .limit(opts.limit + 1);
-      const items = await views(rows.slice(0, opts.limit));
-      return { items, nextCursor: rows.length > opts.limit ? encodeCursor(items.at(-1)!.id) : null };
+      const page = pageOf(rows, opts.limit, (last) => last.id, (row) => row);
+      return { items: await views(page.items), nextCursor: page.nextCursor };
     },
 
     async get(companyId: string): Promise<CompanyView> {

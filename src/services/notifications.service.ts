@@ -19,7 +19,7 @@ import {
   type NotificationStatus,
   type ResourceRow,
 } from '../db/schema/index.js';
-import { decodeCursor, encodeCursor, isMicrosecondTime, isUuid, microsecondText } from '../db/pagination.js';
+import { decodeCursor, isMicrosecondTime, isUuid, microsecondText, pageOf } from '../db/pagination.js';
 import { Problem, notFound } from '../lib/problem.js';
 import type { FetchEnqueuer } from '../processing/enqueue.js';
 import type { NotificationView, ReplayedView, ResourceVersionView, ResourceView, TimelineEntry } from './views.js';
@@ -178,9 +178,7 @@ export function createNotificationsService(deps: {
           )
           .orderBy(desc(notifications.receivedAt), desc(notifications.id))
           .limit(filter.limit + 1);
-        const items = rows.slice(0, filter.limit);
-        const last = items.at(-1);
-        return { items: items.map(notificationView), nextCursor: rows.length > filter.limit && last ? encodeCursor([last.position, last.id]) : null };
+        return pageOf(rows, filter.limit, (last) => [last.position, last.id], notificationView);
       }
       const before = filter.cursor ? decodeCursor(filter.cursor, isId) : undefined;
       const rows = await db
@@ -189,8 +187,7 @@ export function createNotificationsService(deps: {
         .where(and(...filterSql(filter), ...(before ? [lt(notifications.id, before)] : [])))
         .orderBy(desc(notifications.id))
         .limit(filter.limit + 1);
-      const items = rows.slice(0, filter.limit);
-      return { items: items.map(notificationView), nextCursor: rows.length > filter.limit ? encodeCursor(items.at(-1)!.id) : null };
+      return pageOf(rows, filter.limit, (last) => last.id, notificationView);
     },
 
     /** One notification with its body and its timeline. */
@@ -246,9 +243,7 @@ export function createNotificationsService(deps: {
         .where(and(...conditions))
         .orderBy(asc(resources.companyId), asc(resources.href))
         .limit(filter.limit + 1);
-      const items = rows.slice(0, filter.limit);
-      const last = items.at(-1);
-      return { items: items.map(resourceView), nextCursor: rows.length > filter.limit && last ? encodeCursor([last.companyId, last.href]) : null };
+      return pageOf(rows, filter.limit, (last) => [last.companyId, last.href], resourceView);
     },
 
     /** The stored snapshot of one resource (a notification's page shows the one it led to), or null. */
@@ -272,8 +267,7 @@ export function createNotificationsService(deps: {
         .where(and(eq(events.companyId, filter.companyId), eq(events.href, filter.href), ...(below ? [lt(events.id, below)] : [])))
         .orderBy(desc(events.id))
         .limit(filter.limit + 1);
-      const items = rows.slice(0, filter.limit).map((r) => ({ version: r.version, fetchedAt: r.fetchedAt.toISOString(), eventId: String(r.id), changes: r.changes }));
-      return { items, nextCursor: rows.length > filter.limit ? encodeCursor(rows[filter.limit - 1]!.id) : null };
+      return pageOf(rows, filter.limit, (last) => last.id, (r) => ({ version: r.version, fetchedAt: r.fetchedAt.toISOString(), eventId: String(r.id), changes: r.changes }));
     },
   };
 }
