@@ -10,7 +10,7 @@
  */
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import type { NotificationsRepository } from '../db/notifications.repository.js';
+import type { NotificationsRepository } from '../notifications/postgres.js';
 import { type RedisClient } from '../lib/redis/connection.js';
 import { redisScript } from '../lib/redis/scripts.js';
 import { withTimeout } from '../lib/timeout.js';
@@ -73,7 +73,7 @@ export class FetchEnqueuer {
     private readonly queue: Queue<FetchJob>,
     /** The connection the queue was created on. */
     private readonly redis: RedisClient,
-    private readonly notifications: Pick<NotificationsRepository, 'moveStatus'>,
+    private readonly notifications: Pick<NotificationsRepository, 'queue' | 'unqueue'>,
     private readonly gate: Pick<CompanyGate, 'admit'>,
     private readonly opts: { attempts: number; timeoutMs: number },
     private readonly log: Logger,
@@ -97,12 +97,12 @@ export class FetchEnqueuer {
     if (rows.length === 0) return;
     void this.enqueue(rows)
       .then(
-        () => this.notifications.moveStatus(idsIn(rows, 'received'), 'received', 'queued'),
+        () => this.notifications.queue(idsIn(rows, 'received')),
         (err: unknown) => {
           // Logged once per outage, not once per request.
           if (!this.redisDown) this.log.warn({ err: String(err), companyIds: companiesOf(rows) }, 'queueing after commit failed; the relay will queue these notifications');
           this.redisDown = true;
-          return this.notifications.moveStatus(idsIn(rows, 'queued'), 'queued', 'received');
+          return this.notifications.unqueue(idsIn(rows, 'queued'));
         },
       )
       .catch((err: unknown) => {

@@ -7,9 +7,9 @@
  *  - 401/403, or client credentials the token endpoint refused: the company paused until its credentials are
  *    replaced (unless they were replaced meanwhile), the notifications left waiting for them (SPEC §5.1 F4);
  *  - a network error, a timeout, 408, 429, 5xx: retried with backoff, failed after the last attempt.
- * Every attempt is recorded with the notifications it covered (db/notifications.repository.ts).
+ * Every attempt is recorded with the notifications it covered (notifications/postgres.ts).
  */
-import type { Claimed, FetchAttempt, FetchedSnapshot, NotificationsRepository, Stored } from '../db/notifications.repository.js';
+import type { Claimed, FetchAttempt, FetchedSnapshot, NotificationsRepository, Stored } from '../notifications/postgres.js';
 import { endsWith, type FetchSpan } from '../lib/tracing.js';
 import type { CompanyConnection } from './company-connections.js';
 import type { FetchResult } from './fetch-resource.js';

@@ -7,7 +7,7 @@
  * for that key is fetched at once.
  */
 import type { CachedPlans } from '../db/cached-plans.js';
-import type { Claimed, NotificationsRepository } from '../db/notifications.repository.js';
+import type { Claimed, NotificationsRepository } from '../notifications/postgres.js';
 import { Batcher } from '../lib/batcher.js';
 import { type RedisClient } from '../lib/redis/connection.js';
 import { redisScript } from '../lib/redis/scripts.js';

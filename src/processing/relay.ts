@@ -8,7 +8,7 @@
  * rows are taken with SKIP LOCKED.
  */
 import type { Logger } from 'pino';
-import type { NotificationsRepository } from '../db/notifications.repository.js';
+import type { NotificationsRepository } from '../notifications/postgres.js';
 import { redisRunId, type RedisClient } from '../lib/redis/connection.js';
 import type { FetchEnqueuer } from './enqueue.js';
 
@@ -80,7 +80,7 @@ export class Relay {
       const rows = await tx.lockUnqueued(this.opts.graceMs, BATCH);
       if (rows.length > 0) {
         await this.enqueuer.enqueue(rows);
-        await tx.moveStatus(rows.map((r) => r.id), 'received', 'queued');
+        await tx.queue(rows.map((r) => r.id));
       }
       return rows;
     });

@@ -6,7 +6,7 @@
  */
 import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import type { NotificationsRepository } from '../db/notifications.repository.js';
+import type { NotificationsRepository } from '../notifications/postgres.js';
 import type { RedisClient } from '../lib/redis/connection.js';
 
 export const MAINTENANCE_QUEUE = 'maintenance';

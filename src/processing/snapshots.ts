@@ -1,14 +1,14 @@
 /**
  * Where fetched resources are stored: the snapshot upsert, the event row with its changes and NOTIFY, the
  * fetch attempt, and the covered notifications' final status, in one statement for every fetch that
- * completed meanwhile (db/notifications.repository.ts, STORE_SQL); then the business logic of the types
+ * completed meanwhile (notifications/postgres.ts, STORE_SQL); then the business logic of the types
  * that have a handler, in the same transaction.
  */
 import jsonpatch, { type Operation } from 'fast-json-patch';
 import type pg from 'pg';
 import type { CachedPlans } from '../db/cached-plans.js';
 import { isDatabaseUnavailable, type Tx } from '../db/client.js';
-import { STORE_STATEMENT, type FetchedSnapshot, type NotificationsRepository, type Stored } from '../db/notifications.repository.js';
+import { STORE_STATEMENT, type FetchedSnapshot, type NotificationsRepository, type Stored } from '../notifications/postgres.js';
 import { Batcher, splitOnFailure } from '../lib/batcher.js';
 import { endsWith, type Tracing } from '../lib/tracing.js';
 import type { HandlerRegistry } from './handlers/index.js';

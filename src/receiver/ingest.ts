@@ -1,6 +1,6 @@
 /**
  * Storing notifications: group commit. Concurrent requests' rows are written by one INSERT in one
- * transaction (synchronous_commit stays on; db/notifications.repository.ts), so many requests share one
+ * transaction (synchronous_commit stays on; notifications/postgres.ts), so many requests share one
  * WAL flush. There is no timer: while a flush is in flight the next rows gather, so a lone request is
  * written at once and a busy receiver writes in batches (lib/batcher.ts). Every request is answered only
  * after its own row is committed.
@@ -12,7 +12,7 @@
  * docs/decisions.md, "Speed mechanisms".
  */
 import { isDatabaseUnavailable } from '../db/client.js';
-import type { NewNotification as NotificationRow, NotificationsRepository } from '../db/notifications.repository.js';
+import type { NewNotification as NotificationRow, NotificationsRepository } from '../notifications/postgres.js';
 import { Batcher, splitOnFailure } from '../lib/batcher.js';
 import { endsWith, type SpanRef, type Tracing } from '../lib/tracing.js';
 

@@ -9,7 +9,7 @@
  * to resync (reload what they show).
  */
 import type { Listener } from '../db/listen.js';
-import { NOTIFICATIONS_CHANNEL, type NotificationsRepository, type StatusAnnouncement } from '../db/notifications.repository.js';
+import { NOTIFICATIONS_CHANNEL, type NotificationsRepository, type StatusAnnouncement } from '../notifications/postgres.js';
 import type { NotificationStatus } from '../db/schema/index.js';
 import { serviceUnavailable } from '../lib/problem.js';
 import { withTimeout } from '../lib/timeout.js';

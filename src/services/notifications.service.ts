@@ -5,7 +5,7 @@
  */
 import { and, asc, count, desc, eq, getTableColumns, gte, inArray, lt, lte, ne, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
-import type { NotificationsRepository } from '../db/notifications.repository.js';
+import type { NotificationsRepository } from '../notifications/postgres.js';
 import {
   companies,
   events,
@@ -121,7 +121,7 @@ const REPLAY_CHUNK = 1000;
 
 export function createNotificationsService(deps: {
   db: Database;
-  notifications: Pick<NotificationsRepository, 'replay' | 'moveStatus'>;
+  notifications: Pick<NotificationsRepository, 'replay' | 'queue'>;
   enqueuer: Pick<FetchEnqueuer, 'enqueue'>;
 }) {
   const { db } = deps;
@@ -146,7 +146,7 @@ export function createNotificationsService(deps: {
       () => true,
       () => false,
     );
-    if (queued) await deps.notifications.moveStatus(rows.map((r) => r.id), 'received', 'queued');
+    if (queued) await deps.notifications.queue(rows.map((r) => r.id));
     return rows.length;
   }
 

@@ -7,7 +7,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fetchKey } from '../../src/processing/fetch.queue.js';
-import { CLAIM_STATEMENT, createNotificationsRepository } from '../../src/db/notifications.repository.js';
+import { CLAIM_STATEMENT, createNotificationsRepository } from '../../src/notifications/postgres.js';
 import { CompanyGate } from '../../src/processing/company-gate.js';
 import { FetchStarts } from '../../src/processing/fetch-start.js';
 import { CachedPlans } from '../../src/db/cached-plans.js';

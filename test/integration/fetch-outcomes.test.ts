@@ -9,7 +9,7 @@ import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { eventually } from '../helpers/skyhook.js';
 import { builtInHandlers } from '../../src/processing/handlers/index.js';
 import { SnapshotStore } from '../../src/processing/snapshots.js';
-import { createNotificationsRepository, STORE_STATEMENT } from '../../src/db/notifications.repository.js';
+import { createNotificationsRepository, STORE_STATEMENT } from '../../src/notifications/postgres.js';
 import type { Tx } from '../../src/db/client.js';
 import { CachedPlans } from '../../src/db/cached-plans.js';
 

@@ -7,7 +7,7 @@ import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import pino from 'pino';
-import { createNotificationsRepository } from '../../src/db/notifications.repository.js';
+import { createNotificationsRepository } from '../../src/notifications/postgres.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CompanyGate } from '../../src/processing/company-gate.js';
 import { FetchEnqueuer } from '../../src/processing/enqueue.js';

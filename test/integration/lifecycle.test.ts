@@ -7,7 +7,7 @@
 import jsonpatch from 'fast-json-patch';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNotificationsRepository } from '../../src/db/notifications.repository.js';
+import { createNotificationsRepository } from '../../src/notifications/postgres.js';
 import type { StatusEvent } from '../../src/services/notification-stream.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { ADMIN_TOKEN, eventually } from '../helpers/skyhook.js';

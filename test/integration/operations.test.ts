@@ -1,6 +1,6 @@
 /** Health, readiness, Prometheus metrics and retention. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNotificationsRepository } from '../../src/db/notifications.repository.js';
+import { createNotificationsRepository } from '../../src/notifications/postgres.js';
 import { purgeOldNotifications } from '../../src/processing/retention.js';
 import { killAllChildren, spawnSkyhook } from '../helpers/processes.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';

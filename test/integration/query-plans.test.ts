@@ -10,7 +10,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { afterEach, expect, it } from 'vitest';
 import { CachedPlans } from '../../src/db/cached-plans.js';
-import { CLAIM_STATEMENT, STORE_STATEMENT } from '../../src/db/notifications.repository.js';
+import { CLAIM_STATEMENT, STORE_STATEMENT } from '../../src/notifications/postgres.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { eventually } from '../helpers/skyhook.js';

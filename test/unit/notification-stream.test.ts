@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Listener } from '../../src/db/listen.js';
 import type { FetchAttemptRow, NotificationReplayRow, NotificationRow } from '../../src/db/schema/index.js';
-import { NOTIFICATIONS_CHANNEL } from '../../src/db/notifications.repository.js';
+import { NOTIFICATIONS_CHANNEL } from '../../src/notifications/postgres.js';
 import { buildTimeline } from '../../src/services/notifications.service.js';
 import { NotificationStream, type StatusEvent } from '../../src/services/notification-stream.js';
 

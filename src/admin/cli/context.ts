@@ -6,7 +6,7 @@
 import { loadConfig, type Config } from '../../config.js';
 import { connectDatabase } from '../../db/client.js';
 import { DatabaseStartError, prepareDatabase } from '../../db/migrate.js';
-import { createNotificationsRepository, type NotificationsRepository } from '../../db/notifications.repository.js';
+import { createNotificationsRepository, type NotificationsRepository } from '../../notifications/postgres.js';
 import { describeError } from '../../lib/error-reporter.js';
 import { createLogger } from '../../lib/logger.js';
 import { connectRedis, redisReady } from '../../lib/redis/connection.js';

@@ -1,12 +1,7 @@
 /**
- * The notification lifecycle in one place (SPEC §4, §5, §7.1): every statement that moves a notification
- * from one status to another, and the history each move leaves.
- *
- *            insert (webhook deactivated) ──────────────────────────────> discarded
- *   insert ─> received ──job added──> queued ──fetch stored, or gone──> processed
- *               ^  ^                   │  │ ──gave up, soft error, token refused──> failed
- *               │  └──add failed───────┘  └──fetch to retry: attempts + 1, stays queued
- *               └──────── replay (of processed, failed, or still pending) ───────────┘
+ * The notification lifecycle in PostgreSQL (SPEC §4, §5, §7.1): every statement that moves a notification
+ * from one status to another, each guarded by the transition table (notifications/transitions.ts), and the
+ * history each move leaves.
  *
  * A notification is inserted `queued` when its job is added right after the commit (Redis up: one write
  * instead of two), else `received` for the relay. Each fetch attempt is a row of fetch_attempts, shared by
@@ -19,10 +14,11 @@
  * only the functions they use (`Pick<NotificationsRepository, ...>`), so a test can hand them a fake.
  */
 import type pg from 'pg';
-import type { CachedPlans, Statement } from './cached-plans.js';
-import { inTransaction } from './client.js';
-import type { FetchAttemptOutcome, NotificationStatus } from './schema/index.js';
+import type { CachedPlans, Statement } from '../db/cached-plans.js';
+import { inTransaction } from '../db/client.js';
+import type { FetchAttemptOutcome, NotificationStatus } from '../db/schema/index.js';
 import type { SpanRef } from '../lib/tracing.js';
+import { allowed, fromGuard, TRANSITIONS } from './transitions.js';
 
 export const NOTIFICATIONS_CHANNEL = 'skyhook_notifications';
 export const EVENTS_CHANNEL = 'skyhook_events';
@@ -82,6 +78,7 @@ const INSERT_SQL = `
 
 /** Inserts a batch of notifications, each with its status; answers their ids in order. */
 async function insertNotifications(sql: Sql, rows: NewNotification[], statuses: InsertedStatus[]): Promise<number[]> {
+  for (const status of statuses) if (!allowed('accept', null, status)) throw new Error(`a notification cannot be accepted as ${status}`);
   const column = <K extends keyof NewNotification>(key: K) => rows.map((r) => r[key]);
   // Named: each connection parses and plans it once.
   const result = await sql.query<{ id: string }>({ name: 'skyhook_insert_notifications', text: INSERT_SQL }, [
@@ -101,15 +98,16 @@ async function insertNotifications(sql: Sql, rows: NewNotification[], statuses: 
 // ---------------------------------------------------------------------------------------------------
 // received <-> queued (the enqueue after a commit, the relay)
 
-/** Rows still `from` become `to`; a row moved on meanwhile (a worker finished it) is left alone. */
-async function moveStatus(sql: Sql, ids: number[], from: 'received' | 'queued', to: 'received' | 'queued'): Promise<void> {
+/** `queue` (received -> queued) or `unqueue` (queued -> received); a row moved on meanwhile (a worker finished it) is left alone. */
+async function requeue(sql: Sql, ids: number[], transition: 'queue' | 'unqueue'): Promise<void> {
   if (ids.length === 0) return;
+  const [to] = TRANSITIONS[transition].to;
   await sql.query(
     `WITH moved AS (
-       UPDATE notifications SET status = $2::notification_status, queued_at = CASE WHEN $2::notification_status = 'queued' THEN now() ELSE queued_at END
-       WHERE id = ANY($1::bigint[]) AND status = $3::notification_status RETURNING id, status)
+       UPDATE notifications SET status = '${to}', queued_at = ${to === 'queued' ? 'now()' : 'queued_at'}
+       WHERE id = ANY($1::bigint[]) AND ${fromGuard(transition)} RETURNING id, status)
      SELECT ${announce('moved')}`,
-    [ids, to, from],
+    [ids],
   );
 }
 
@@ -123,7 +121,7 @@ export interface PendingKey {
 async function lockUnqueued(client: Sql, graceMs: number, limit: number): Promise<PendingKey[]> {
   const { rows } = await client.query<{ id: string; company_id: string; href: string }>(
     `SELECT id, company_id, href FROM notifications
-     WHERE status = 'received' AND received_at < now() - make_interval(secs => $1::double precision / 1000)
+     WHERE ${fromGuard('queue')} AND received_at < now() - make_interval(secs => $1::double precision / 1000)
      ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
     [graceMs, limit],
   );
@@ -149,7 +147,7 @@ async function staleQueuedKeys(sql: Sql, olderThanMs: number, after: { companyId
 
 /** A company's resources with notifications still pending: what resuming it queues again. */
 async function pendingResources(sql: Sql, companyId: string): Promise<{ companyId: string; href: string }[]> {
-  const { rows } = await sql.query<{ href: string }>(`SELECT DISTINCT href FROM notifications WHERE company_id = $1 AND status IN ('received', 'queued')`, [companyId]);
+  const { rows } = await sql.query<{ href: string }>(`SELECT DISTINCT href FROM notifications WHERE company_id = $1 AND ${fromGuard('finish')}`, [companyId]);
   return rows.map((r) => ({ companyId, href: r.href }));
 }
 
@@ -174,7 +172,7 @@ export const CLAIM_STATEMENT: Statement = {
            (array_agg(type ORDER BY id DESC))[1] AS type, (array_agg(resource_id ORDER BY id DESC))[1] AS resource_id
     FROM (
       SELECT id, type, resource_id, received_at FROM notifications
-      WHERE company_id = k.company_id AND href = k.href AND status IN ('received', 'queued')
+      WHERE company_id = k.company_id AND href = k.href AND ${fromGuard('finish')}
       ORDER BY id LIMIT ${CLAIM_LIMIT}
     ) pending
   ) p
@@ -255,7 +253,7 @@ async function recordAttempt(sql: Sql, attempt: FetchAttempt, verdict: Verdict):
            outcome = CASE WHEN $10::notification_status = 'processed' THEN $11::fetch_outcome ELSE n.outcome END,
            finished_at = CASE WHEN $10::notification_status IS NOT NULL THEN now() ELSE n.finished_at END,
            processed_at = CASE WHEN $10::notification_status = 'processed' THEN now() ELSE n.processed_at END
-       WHERE n.id = ANY($8::bigint[]) AND n.status IN ('received', 'queued')
+       WHERE n.id = ANY($8::bigint[]) AND ${fromGuard('finish', 'n.status')}
        RETURNING n.id, n.status
      )
      SELECT ${announce(`(SELECT * FROM upd WHERE $10::notification_status IS NOT NULL) AS finished`)}`,
@@ -360,7 +358,7 @@ const STORE_SQL = `
     FROM unnest($7::bigint[], $8::bigint[]) AS x(id, ord)
     JOIN cur c ON c.ord = x.ord
     JOIN att a ON a.company_id = c.company_id AND a.href = c.href
-    WHERE n.id = x.id
+    WHERE n.id = x.id AND ${fromGuard('finish', 'n.status')}
     RETURNING n.id, n.status
   ),
   -- The event as NOTIFY carries it: whole while it fits; else (only then worked out) with its changes
@@ -427,7 +425,7 @@ async function replay(sql: Sql, ids: number[]): Promise<ReplayedRow[]> {
   const { rows } = await sql.query<{ id: string; company_id: string; href: string }>(
     `WITH target AS (
        SELECT id, status, queued_at, finished_at, last_error FROM notifications
-       WHERE id = ANY($1::bigint[]) AND status <> 'discarded' ORDER BY id FOR UPDATE
+       WHERE id = ANY($1::bigint[]) AND ${fromGuard('replay')} ORDER BY id FOR UPDATE
      ),
      kept AS (
        INSERT INTO notification_replays (notification_id, previous_status, previous_queued_at, previous_finished_at, previous_error)
@@ -456,7 +454,7 @@ async function purgeBatch(client: Sql, retentionDays: number, limit: number): Pr
   const { rows } = await client.query<{ fetch_attempt_ids: string[] | null }>(
     `DELETE FROM notifications WHERE id IN (
        SELECT id FROM notifications
-       WHERE received_at < now() - make_interval(days => $1) AND status IN ('processed', 'failed', 'discarded')
+       WHERE received_at < now() - make_interval(days => $1) AND ${fromGuard('purge')}
        ORDER BY id LIMIT $2)
      RETURNING fetch_attempt_ids`,
     [retentionDays, limit],
@@ -497,7 +495,10 @@ async function summaries(sql: Sql, ids: number[]): Promise<NotificationSummary[]
 function bind(sql: Sql) {
   return {
     insert: (rows: NewNotification[], statuses: InsertedStatus[]) => insertNotifications(sql, rows, statuses),
-    moveStatus: (ids: number[], from: 'received' | 'queued', to: 'received' | 'queued') => moveStatus(sql, ids, from, to),
+    /** received -> queued: their jobs were added. */
+    queue: (ids: number[]) => requeue(sql, ids, 'queue'),
+    /** queued -> received: adding their jobs failed; the relay queues them later. */
+    unqueue: (ids: number[]) => requeue(sql, ids, 'unqueue'),
     lockUnqueued: (graceMs: number, limit: number) => lockUnqueued(sql, graceMs, limit),
     staleQueuedKeys: (olderThanMs: number, after: { companyId: string; href: string } | undefined, limit: number) => staleQueuedKeys(sql, olderThanMs, after, limit),
     pendingResources: (companyId: string) => pendingResources(sql, companyId),
