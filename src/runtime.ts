@@ -31,7 +31,7 @@ import * as schema from './db/schema/index.js';
 import type { Metrics } from './lib/metrics.js';
 import { MarketplaceClient } from './marketplace/client.js';
 import { AccessTokens } from './marketplace/oauth2.js';
-import { CompanyConnections, pauseCompany } from './processing/company-connections.js';
+import { CompanyConnections } from './processing/company-connections.js';
 import { CompanyGate, GateFinishes, gateOptions } from './processing/company-gate.js';
 import { companyControls, PausedCompanies, settingsProbe } from './processing/paused-companies.js';
 import { allCompanyStates } from './services/company-state.js';
@@ -44,7 +44,7 @@ import { fetchResource } from './processing/fetch-resource.js';
 import { FetchStarts } from './processing/fetch-start.js';
 import { createFetchWorker } from './processing/fetch-worker.js';
 import { createFetchQueue, fetchKey, type ResourceKey } from './processing/fetch.queue.js';
-import { markResourceGone, SnapshotStore } from './processing/snapshots.js';
+import { SnapshotStore } from './processing/snapshots.js';
 import { IngestFirst } from './processing/ingest-first.js';
 import { builtInHandlers, type HandlerRegistry } from './processing/handlers/index.js';
 import { Relay } from './processing/relay.js';
@@ -394,17 +394,9 @@ function fetchJobDeps(deps: {
     get: (href, connection) => fetchResource(marketplace, href, connection),
     store: (snapshot) => snapshots.store(snapshot),
     recordAttempt: notifications.recordAttempt,
-    markGone: (attempt) =>
-      notifications.transaction(async (tx, client) => {
-        await markResourceGone(client, { companyId: attempt.companyId, href: attempt.href, fetchStartedAt: attempt.startedAt });
-        await tx.recordAttempt(attempt, { status: 'processed', outcome: 'gone' });
-      }),
+    markGone: notifications.markGone,
     pause: async (attempt, revision, why) => {
-      // The notifications stay pending: nothing fails because credentials were refused (SPEC §5.1 F4).
-      const paused = await notifications.transaction(async (tx, client) => {
-        await tx.recordAttempt(attempt, { status: 'pending' });
-        return pauseCompany(client, attempt.companyId, revision, `GET ${attempt.href}: ${why}`);
-      });
+      const paused = await notifications.park(attempt, revision, `GET ${attempt.href}: ${why}`);
       // If Redis cannot be told, the paused-company loop tells it from PostgreSQL within seconds.
       if (paused) await deps.gate.pause(attempt.companyId, [attempt]).catch(deps.onError);
       return paused;

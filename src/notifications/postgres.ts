@@ -273,6 +273,37 @@ async function recordAttempt(sql: Sql, attempt: FetchAttempt, verdict: Verdict):
   );
 }
 
+/**
+ * A 404 or 410: the stored snapshot is kept and flagged gone (unless a fetch that started later stored a
+ * newer copy), and the notifications the attempt covered are processed, outcome `gone`; in one transaction.
+ */
+async function markGone(client: Sql, attempt: FetchAttempt): Promise<void> {
+  await client.query(`UPDATE resources SET gone = true, fetched_at = $3 WHERE company_id = $1 AND href = $2 AND fetched_at <= $3`, [
+    attempt.companyId,
+    attempt.href,
+    attempt.startedAt.toISOString(),
+  ]);
+  await recordAttempt(client, attempt, { status: 'processed', outcome: 'gone' });
+}
+
+/**
+ * The marketplace refused the company's credentials (SPEC §5.1 F4): the attempt is recorded and its
+ * notifications stay pending, parked until the company resumes; nothing fails for refused credentials. The
+ * company is paused only if `revision` is still its credentials revision (credentials replaced meanwhile are
+ * not the ones refused). Answers whether it paused it. `reason` is what the admin sees (connection_error);
+ * `paused_at` keeps the first refusal's time.
+ */
+async function park(client: Sql, attempt: FetchAttempt, revision: number, reason: string): Promise<boolean> {
+  await recordAttempt(client, attempt, { status: 'pending' });
+  const { rowCount } = await client.query(
+    `UPDATE companies SET connection_status = 'unauthorized', connection_error = $2, updated_at = now(),
+       paused_at = CASE WHEN connection_status = 'unauthorized' THEN coalesce(paused_at, now()) ELSE now() END
+     WHERE id = $1 AND credentials_revision = $3`,
+    [attempt.companyId, reason, revision],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
 /** A fetch that got the resource: what the batched store needs of it. */
 export interface FetchedSnapshot {
   companyId: string;
@@ -515,7 +546,11 @@ export type NotificationsTx = ReturnType<typeof bind>;
 export function createNotificationsRepository(pool: pg.Pool) {
   return {
     ...bind(pool),
-    /** Runs `fn` in one transaction; `client` is its connection, for what else must commit with it (handlers, a pause). */
+    /** processed, outcome `gone`, with the resource flagged gone: one transaction. */
+    markGone: (attempt: FetchAttempt): Promise<void> => inTransaction(pool, (client) => markGone(client, attempt)),
+    /** The attempt recorded, its notifications left pending, the company paused (if `revision` is current): one transaction. */
+    park: (attempt: FetchAttempt, revision: number, reason: string): Promise<boolean> => inTransaction(pool, (client) => park(client, attempt, revision, reason)),
+    /** Runs `fn` in one transaction; `client` is its connection, for what else must commit with it (the handlers). */
     transaction: <T>(fn: (tx: NotificationsTx, client: pg.PoolClient) => Promise<T>): Promise<T> => inTransaction(pool, (client) => fn(bind(client), client)),
     /** Deletes one batch of final notifications older than `retentionDays`, with their history; answers how many. */
     purgeBatch: (retentionDays: number, limit: number): Promise<number> => inTransaction(pool, (client) => purgeBatch(client, retentionDays, limit)),

@@ -5,7 +5,6 @@
  */
 import { eq } from 'drizzle-orm';
 import { LRUCache } from 'lru-cache';
-import type pg from 'pg';
 import type { Database } from '../db/client.js';
 import { connectionFromRow } from '../db/company-connection.js';
 import { companies } from '../db/schema/index.js';
@@ -53,19 +52,4 @@ export class CompanyConnections {
   forget(companyId: string): void {
     this.cache.delete(companyId);
   }
-}
-
-/**
- * Pauses a company whose credentials the marketplace refused (SPEC §5.1 F4), only if `revision` is still its
- * credentials revision: credentials replaced meanwhile are not the ones refused. Answers whether it paused
- * it. `reason` is what the admin sees (connection_error); `paused_at` keeps the first refusal's time.
- */
-export async function pauseCompany(client: Pick<pg.PoolClient, 'query'>, companyId: string, revision: number, reason: string): Promise<boolean> {
-  const { rowCount } = await client.query(
-    `UPDATE companies SET connection_status = 'unauthorized', connection_error = $2, updated_at = now(),
-       paused_at = CASE WHEN connection_status = 'unauthorized' THEN coalesce(paused_at, now()) ELSE now() END
-     WHERE id = $1 AND credentials_revision = $3`,
-    [companyId, reason, revision],
-  );
-  return (rowCount ?? 0) > 0;
 }

@@ -97,12 +97,3 @@ export class SnapshotStore {
     });
   }
 }
-
-/** 404/410: the resource is gone; its snapshot (if any) is kept and flagged, unless a later fetch stored a newer one. */
-export async function markResourceGone(client: Pick<pg.PoolClient, 'query'>, key: { companyId: string; href: string; fetchStartedAt: Date }): Promise<void> {
-  await client.query(`UPDATE resources SET gone = true, fetched_at = $3 WHERE company_id = $1 AND href = $2 AND fetched_at <= $3`, [
-    key.companyId,
-    key.href,
-    key.fetchStartedAt.toISOString(),
-  ]);
-}

@@ -63,12 +63,15 @@ const statements: { name: TransitionName; to: NotificationStatus | null; apply: 
   { name: 'retry', to: null, apply: (id) => repo.recordAttempt(attempt(id), { status: 'pending' }) },
   { name: 'finish', to: 'failed', apply: (id) => repo.recordAttempt(attempt(id), { status: 'failed', error: 'HTTP 400' }) },
   { name: 'finish', to: 'processed', apply: (id) => repo.recordAttempt({ ...attempt(id), httpStatus: 404, outcome: 'gone' }, { status: 'processed', outcome: 'gone' }) },
+  { name: 'finish', to: 'processed', apply: (id) => repo.markGone({ ...attempt(id), httpStatus: 410, outcome: 'gone' }) },
+  // Refused credentials: the company paused, its notifications left pending (SPEC §5.1 F4).
+  { name: 'retry', to: null, apply: (id) => repo.park({ ...attempt(id), httpStatus: 401, outcome: 'unauthorized' }, 0, 'GET: 401') },
   { name: 'replay', to: 'received', apply: (id) => repo.replay([id]) },
 ];
 
 describe('the transition table, as PostgreSQL applies it', () => {
   for (const { name, to, apply } of statements) {
-    it(`${name}${to ? ` to ${to}` : ''}: moves exactly the statuses the table allows`, async () => {
+    it(`${name}${to ? ` to ${to}` : ''} (${apply.toString().match(/repo\.(\w+)/)?.[1]}): moves exactly the statuses the table allows`, async () => {
       const seen: Record<string, string> = {};
       const expected: Record<string, string> = {};
       for (const status of STATUSES) {
