@@ -3,25 +3,18 @@
  * and the RFQ's decline action hrefs (rfq-actions.ts), validate with the shared schema, answer the trip
  * message sent to the buyer, and notify it as a seller response, as a quote is.
  */
-import type { FastifyPluginAsync } from 'fastify';
 import { envelope } from '../marketplace/contract.js';
 import { declineSchema, type DeclineAnswered } from '../marketplace/declines.js';
 import { issueErrors, softError } from './answers.js';
 import { callerOf } from './auth.js';
-import { lateAnswer } from './faults.js';
-import { countCall } from './ledger.js';
-import { actAsAccountOf, serveRfqAction } from './rfq-actions.js';
-import type { Simulation } from './simulation.js';
+import { actAsAccountOf, rfqActionRoutes } from './rfq-actions.js';
 import { newId } from './state.js';
 
-export const declineRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (api, { simulation }) => {
-  const { state, ledger } = simulation;
-
-  // The same knobs as quotes: every call counted, and submitLatencyMs holds the answer after the decline was taken.
-  api.addHook('onSend', countCall(() => ledger.calls.declines++));
-  api.addHook('onSend', lateAnswer(state));
-
-  serveRfqAction(api, state, 'decline', async (request, params, via) => {
+export const declineRoutes = rfqActionRoutes(
+  'decline',
+  (ledger) => ledger.calls.declines++,
+  (simulation) => async (request, params, via) => {
+    const { state, ledger } = simulation;
     const body = declineSchema.safeParse(request.body);
     if (!body.success || !params.success) return softError(issueErrors([...(params.error?.issues ?? []), ...(body.error?.issues ?? [])]));
     const company = callerOf(request);
@@ -38,5 +31,5 @@ export const declineRoutes: FastifyPluginAsync<{ simulation: Simulation }> = asy
     });
     ledger.declined({ companyId: company.id, requestId, declineReason: body.data.declineReason, tripMessageId: answered.tripmsgs.id, actAsAccount, via });
     return envelope(answered);
-  });
-};
+  },
+);

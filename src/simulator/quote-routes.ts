@@ -4,24 +4,18 @@
  * lift ids. That totalPrice equals the sum of the line items is not enforced here: the seed does not say
  * the marketplace does, so only Skyhook checks it.
  */
-import type { FastifyPluginAsync } from 'fastify';
 import { envelope } from '../marketplace/contract.js';
 import { quoteSubmissionSchema, type QuoteSubmitted } from '../marketplace/quotes.js';
 import { issueErrors, softError } from './answers.js';
-import { lateAnswer } from './faults.js';
-import { countCall } from './ledger.js';
 import { callerOf } from './auth.js';
-import { actAsAccountOf, serveRfqAction } from './rfq-actions.js';
-import type { Simulation } from './simulation.js';
+import { actAsAccountOf, rfqActionRoutes } from './rfq-actions.js';
 import { newId } from './state.js';
 
-export const quoteRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (api, { simulation }) => {
-  const { state, ledger } = simulation;
-
-  api.addHook('onSend', countCall(() => ledger.calls.quotes++));
-  api.addHook('onSend', lateAnswer(state));
-
-  serveRfqAction(api, state, 'submitQuote', async (request, params, via) => {
+export const quoteRoutes = rfqActionRoutes(
+  'submitQuote',
+  (ledger) => ledger.calls.quotes++,
+  (simulation) => async (request, params, via) => {
+    const { state, ledger } = simulation;
     const parsed = quoteSubmissionSchema.safeParse(request.body);
     if (!params.success || !parsed.success) return softError(issueErrors([...(params.error?.issues ?? []), ...(parsed.error?.issues ?? [])]));
     const submission = parsed.data;
@@ -58,5 +52,5 @@ export const quoteRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async
       via,
     });
     return envelope(submitted);
-  });
-};
+  },
+);

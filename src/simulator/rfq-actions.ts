@@ -4,12 +4,15 @@
  * (`actions.<action>.href`, `sellerLift[].actions.<action>.href`), which are other paths, so a test can tell
  * which one Skyhook used.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { actAsAccountHeader } from '../marketplace/connection.js';
 import { marketplaceId, rfqActionPath, RFQ_ACTIONS, type RfqAction } from '../marketplace/contract.js';
 import { notFound } from './answers.js';
 import { callerOf } from './auth.js';
+import { lateAnswer } from './faults.js';
+import { countCall, type Ledger } from './ledger.js';
+import type { Simulation } from './simulation.js';
 import { API_PREFIX, newId, resourcePath, type Company, type MarketplaceState } from './state.js';
 import type { AnswerRoute } from './types.js';
 
@@ -49,6 +52,18 @@ const requestParams = z.object({ requestId: marketplaceId });
 
 /** What a handler gets: the request id as validated (its issues, when not valid), and how it came. */
 export type AnswerHandler = (request: FastifyRequest, requestId: z.ZodSafeParseResult<{ requestId: string }>, via: AnswerRoute) => Promise<unknown>;
+
+/**
+ * The plugin of one action: every call counted (`count`), its answer held for submitLatencyMs as a lead's is
+ * (the marketplace acted, the caller may time out), and served where serveRfqAction says.
+ */
+export function rfqActionRoutes(action: RfqAction, count: (ledger: Ledger) => void, handler: (simulation: Simulation) => AnswerHandler): FastifyPluginAsync<{ simulation: Simulation }> {
+  return async (api, { simulation }) => {
+    api.addHook('onSend', countCall(() => count(simulation.ledger)));
+    api.addHook('onSend', lateAnswer(simulation.state));
+    serveRfqAction(api, simulation.state, action, handler(simulation));
+  };
+}
 
 /**
  * Serves one action at the assumed path and at the RFQ's and each lift's action href. An action href names
