@@ -7,6 +7,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tailQuote } from '../fixtures/requests.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
+import { consoleClient } from '../helpers/console-client.js';
 import { ADMIN_TOKEN, eventually } from '../helpers/skyhook.js';
 
 /** Answers are checked field by field with expect; a static type would add nothing. */
@@ -205,6 +206,67 @@ describe("where an RFQ is stored, quotes and declines go to the hrefs it gives",
   });
 });
 
+/** The console's "Quote…" and "Decline…" on an RFQ's page, and the "Leads & quotes" page, over HTTP. */
+describe("the console's RFQ answers", () => {
+  const web = consoleClient(() => s.skyhook.url);
+  let session: { cookie: string; csrf: string };
+  let rfq: Json;
+  let rfqHref: string;
+  beforeAll(async () => {
+    session = await web.signIn();
+    rfq = await fetchedRfq();
+    rfqHref = `${s.sim.apiBaseUrl}/rfqs/${rfq.id}`;
+  });
+  const rfqPage = async () => (await web.get(`/resources?companyId=${acme.companyId}&href=${encodeURIComponent(rfqHref)}`, session.cookie)).text();
+  const submit = (action: 'rfq-declines' | 'rfq-quotes', form: Record<string, string>) =>
+    web.post(`/companies/${acme.companyId}/${action}`, { _csrf: session.csrf, href: rfqHref, ...form }, session.cookie);
+
+  it('offer the whole RFQ and each requested lift, and every reason', async () => {
+    const page = await rfqPage();
+    expect(page).toContain('<summary>Quote…</summary>');
+    expect(page).toContain('<summary>Decline…</summary>');
+    for (const id of [rfq.id, rfq.sellerLift[0].id, rfq.sellerLift[1].id]) expect(page).toContain(`<option value="${id}">`);
+    expect(page).toContain('<option value="CREW_NOT_AVAILABLE">');
+  });
+
+  it('a refused decline comes back to the RFQ page naming the field; nothing stored or sent', async () => {
+    const calls = s.sim.report().calls.declines;
+    const res = await submit('rfq-declines', { requestId: rfq.sellerLift[0].id, declineReason: 'BORED' });
+    expect(res.status).toBe(400);
+    const page = await res.text();
+    expect(page).toContain('<summary>Decline…</summary>');
+    expect(page).toMatch(/declineReason.*must be one of/);
+    expect(await stored(rfq.sellerLift[0].id)).toBe(0);
+    expect(s.sim.report().calls.declines).toBe(calls);
+  });
+
+  it("declines a lift through the service, to the lift's href, and lists it on the Leads & quotes page", async () => {
+    const lift = rfq.sellerLift[0];
+    const res = await submit('rfq-declines', { requestId: lift.id, declineReason: 'CREW_NOT_AVAILABLE', message: 'No crew.', actAsAccount: 'jane.dispatcher' });
+    expect(res.status, await res.clone().text()).toBe(303);
+    expect(res.headers.get('location')).toBe(`/console/outbound?companyId=${acme.companyId}&done=declined`);
+    expect(s.sim.report().declines.find((d) => d.requestId === lift.id)).toMatchObject({ via: 'action_href', declineReason: 'CREW_NOT_AVAILABLE', actAsAccount: 'jane.dispatcher' });
+    const page = await (await web.get(`/outbound?companyId=${acme.companyId}&done=declined`, session.cookie)).text();
+    expect(page).toContain('The decline was sent.');
+    const declines = page.slice(page.indexOf('<h2 id="declines">'), page.indexOf('<h2 id="leads">'));
+    expect(declines).toContain(lift.id);
+    expect(declines).toContain('CREW_NOT_AVAILABLE');
+    expect(declines).toContain(lift.actions.decline.href);
+  });
+
+  it('a quote whose submission is not JSON comes back naming submission; a valid one is submitted to the href', async () => {
+    const lift = rfq.sellerLift[1];
+    const bad = await submit('rfq-quotes', { requestId: lift.id, submission: '{"quote": ' });
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain('submission must be JSON');
+    const good = await submit('rfq-quotes', { requestId: lift.id, submission: JSON.stringify(tailQuote(uid('console'))) });
+    expect(good.status, await good.clone().text()).toBe(303);
+    expect(good.headers.get('location')).toContain('done=quoted');
+    const listed = await s.skyhook.admin('GET', `/companies/${acme.companyId}/quotes?limit=1`);
+    expect(listed.body.items[0]).toMatchObject({ requestId: lift.id, target: 'snapshot_href', targetUrl: lift.actions.submitQuote.href });
+  });
+});
+
 /**
  * The simulator takes the decline, then holds its answer past Skyhook's MARKETPLACE_TIMEOUT_MS: the
  * marketplace acted, Skyhook read no success. The decline is held `unknown`, and not sent again until asked.
@@ -243,6 +305,25 @@ describe('a decline whose answer is lost', () => {
     expect(lost.sim.report().calls.declines).toBe(2);
     expect((await post({ ...body, resendUnknown: true })).status).toBe(200);
     expect(lost.sim.report().calls.declines).toBe(2);
+  });
+
+  it('is listed on the console with its Resend, which sends it again', async () => {
+    lost.sim.setFaults({ submitLatencyMs: 1500 });
+    expect((await post({ requestId: 'lift-console', decline })).status).toBe(502);
+    lost.sim.setFaults({ submitLatencyMs: 0 });
+    const web = consoleClient(() => lost.skyhook.url);
+    const { cookie, csrf } = await web.signIn();
+    const page = await (await web.get(`/outbound?companyId=${companyId}`, cookie)).text();
+    const unknown = page.slice(page.indexOf('<h2 id="unknown">'), page.indexOf('<h2 id="quotes">'));
+    expect(unknown).toContain('aria-label="Resend the decline of lift-console"');
+    const held = await lost.skyhook.admin('GET', `/companies/${companyId}/declines?requestId=lift-console`);
+    const calls = lost.sim.report().calls.declines;
+    const res = await web.post(`/companies/${companyId}/declines/${held.body.items[0].id}/resend`, { _csrf: csrf }, cookie);
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toContain('done=resent-decline');
+    expect(lost.sim.report().calls.declines).toBe(calls + 1);
+    const after = await lost.skyhook.admin('GET', `/companies/${companyId}/declines?requestId=lift-console`);
+    expect(after.body.items[0].status).toBe('created');
   });
 
   it('holds a decline left sending by a crashed process once it is stale, instead of sending it again', async () => {
