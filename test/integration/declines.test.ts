@@ -254,6 +254,18 @@ describe("the console's RFQ answers", () => {
     expect(declines).toContain(lift.actions.decline.href);
   });
 
+  it('refuses text PostgreSQL could not store with a 400 naming the field, before anything is claimed or sent', async () => {
+    const calls = s.sim.report().calls;
+    const nul = await submit('rfq-declines', { requestId: rfq.id, declineReason: 'OTHER', message: 'a\u0000b' });
+    expect(nul.status).toBe(400);
+    expect(await nul.text()).toMatch(/message.*must not contain a NUL character/);
+    const escaped = await submit('rfq-quotes', { requestId: rfq.id, submission: JSON.stringify(tailQuote('nul\u0000')) });
+    expect(escaped.status).toBe(400);
+    expect(await escaped.text()).toMatch(/submission must be JSON.*NUL/);
+    expect(await stored(rfq.id)).toBe(0);
+    expect(s.sim.report().calls).toMatchObject({ quotes: calls.quotes, declines: calls.declines });
+  });
+
   it('a quote whose submission is not JSON comes back naming submission; a valid one is submitted to the href', async () => {
     const lift = rfq.sellerLift[1];
     const bad = await submit('rfq-quotes', { requestId: lift.id, submission: '{"quote": ' });

@@ -5,7 +5,8 @@
  */
 import { z } from 'zod';
 import { createDeclineBody, createQuoteBody } from '../../admin/schemas.js';
-import { badRequest } from '../../lib/problem.js';
+import { decodeJsonBody, storableText } from '../../lib/json-body.js';
+import { badRequest, Problem } from '../../lib/problem.js';
 import { DECLINE_REASONS } from '../../marketplace/declines.js';
 import { html, type Html } from '../html.js';
 import { csrfField, type PageContext } from '../layout.js';
@@ -52,9 +53,11 @@ export function rfqAnswerForms(ctx: PageContext, companyId: string, href: string
 }
 
 const flag = z.literal('true').optional();
-const common = { href: z.string().min(1).max(4096), requestId: z.string().optional(), actAsAccount: z.string().optional() };
+// A form's text reaches jsonb and text columns, which refuse a NUL or a lone surrogate (a 500, not a 400).
+const text = z.string().refine(storableText, 'must not contain a NUL character or a lone surrogate');
+const common = { href: text.pipe(z.string().min(1).max(4096)), requestId: text.optional(), actAsAccount: text.optional() };
 export const quoteForm = z.object({ ...common, submission: z.string().optional(), allowPriceMismatch: flag });
-export const declineForm = z.object({ ...common, declineReason: z.string().optional(), message: z.string().optional(), suppressNotification: flag });
+export const declineForm = z.object({ ...common, declineReason: text.optional(), message: text.optional(), suppressNotification: flag });
 
 /** A request schema's answer for a form, or a 400 naming each field as the form names it (`field`). */
 function asRequest<S extends z.ZodType>(schema: S, request: unknown, field: (path: PropertyKey[]) => string): z.output<S> {
@@ -68,9 +71,12 @@ function asRequest<S extends z.ZodType>(schema: S, request: unknown, field: (pat
 export function quoteRequestOf(form: z.infer<typeof quoteForm>): z.output<typeof createQuoteBody> {
   let submission: unknown;
   try {
-    submission = JSON.parse(form.submission ?? '');
-  } catch {
-    throw badRequest('Please correct: submission must be JSON, such as the "submission" of examples/quote.json', [{ field: 'submission', message: 'must be JSON' }]);
+    // As strict as the admin API's JSON bodies: what PostgreSQL could not store is refused here.
+    submission = decodeJsonBody(Buffer.from(form.submission ?? '', 'utf8'));
+  } catch (err) {
+    if (!(err instanceof Problem)) throw err;
+    const why = err.detail ?? 'not valid JSON';
+    throw badRequest(`Please correct: submission must be JSON, such as the "submission" of examples/quote.json (${why})`, [{ field: 'submission', message: 'must be JSON' }]);
   }
   const { requestId, actAsAccount, allowPriceMismatch } = form;
   return asRequest(createQuoteBody, { requestId, actAsAccount, allowPriceMismatch: allowPriceMismatch === 'true', submission }, (path) => path.join('.'));
