@@ -136,6 +136,8 @@ export async function sendRfqAnswer<T extends AnswerTable>(deps: RfqAnswerDeps, 
       resendUnknown,
       name: a.name,
       send: async (r) => {
+        // A resend goes where the RFQ points now: the row says so before the call, whatever its outcome.
+        if (r.target !== sent.target || r.targetUrl !== sent.targetUrl) await deps.db.update(table).set(sent).where(eq(table.id, r.id));
         // The act-as header is the company profile's (marketplace/connection.ts).
         const answer = await deps.marketplace.call<unknown>(conn, 'POST', new URL(sent.targetUrl), { body: a.body(r), actAsAccount: r.actAsAccount ?? undefined, operation: a.operation });
         const { columns, incomplete } = a.read(answer);

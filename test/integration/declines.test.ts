@@ -338,6 +338,24 @@ describe('a decline whose answer is lost', () => {
     expect(after.body.items[0].status).toBe('created');
   });
 
+  it('is resent where the RFQ points now when Skyhook stored the RFQ meanwhile, and the row says so', async () => {
+    const rfqId = uid('rfq-late');
+    lost.sim.setFaults({ submitLatencyMs: 1500 });
+    const first = await post({ requestId: rfqId, decline });
+    expect(first.status).toBe(502);
+    lost.sim.setFaults({ submitLatencyMs: 0 });
+    const held = await lost.skyhook.admin('GET', `/companies/${companyId}/declines?requestId=${rfqId}`);
+    expect(held.body.items[0]).toMatchObject({ status: 'unknown', target: 'assumed_path' });
+
+    const [fired] = await lost.sim.fire({ companyId: 'late', eventType: 'TripRequest', resourceId: rfqId });
+    await eventually(async () => (await lost.skyhook.admin('GET', `/resources?companyId=${companyId}&type=rfqs`)).body.items.some((r: Json) => r.href === fired!.notification.href), 'the RFQ stored');
+    const resent = await post({ requestId: rfqId, decline, resendUnknown: true });
+    expect(resent.status, JSON.stringify(resent.body)).toBe(201);
+    expect(resent.body).toMatchObject({ status: 'created', target: 'snapshot_href', targetUrl: `${lost.sim.apiBaseUrl}/rfqs/${rfqId}/decline` });
+    // (The first call's record is not there: the simulator records a call once answered, and Skyhook hung up first.)
+    expect(lost.sim.report().apiCalls.filter((c) => c.path.includes(rfqId)).at(-1)?.path).toBe(`/api/rfqs/${rfqId}/decline`);
+  });
+
   it('holds a decline left sending by a crashed process once it is stale, instead of sending it again', async () => {
     await lost.sql.query(
       `INSERT INTO declines (company_id, request_id, decline_reason, body, target, target_url, updated_at) VALUES ($1, 'lift-crash', 'OTHER', $2, 'assumed_path', $3, now() - interval '1 hour')`,

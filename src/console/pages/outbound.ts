@@ -165,8 +165,8 @@ ${
       const { companyId, id } = parseForm(answerParams, req.params);
       return act(reply, () => resendUnknown(companyId, id), `/outbound${query({ companyId, done })}`, (problem) => outboundPage(req, reply, companyId, problem));
     });
-  resend('quotes', quotes.resendUnknown, 'resent');
-  resend('declines', declines.resendUnknown, 'resent-decline');
+  resend('quotes', (companyId, id) => quotes.resendUnknown(companyId, id), 'resent');
+  resend('declines', (companyId, id) => declines.resendUnknown(companyId, id), 'resent-decline');
 
   /**
    * An RFQ page's Quote… or Decline…, posted to the service as the admin API posts it; what is refused (a
