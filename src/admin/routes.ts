@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { EventType } from '../marketplace/contract.js';
 import { MAX_QUOTE_BODY_BYTES } from '../marketplace/quotes.js';
 import type { CompaniesService } from '../services/companies.service.js';
+import type { DeclinesService } from '../services/declines.service.js';
 import type { DeletionsService } from '../services/deletions.service.js';
 import type { LeadsService } from '../services/leads.service.js';
 import type { NotificationStream } from '../services/notification-stream.js';
@@ -29,6 +30,7 @@ export interface AdminDeps {
   notifications: NotificationsService;
   leads: LeadsService;
   quotes: QuotesService;
+  declines: DeclinesService;
   stream: NotificationStream;
 }
 
@@ -199,63 +201,99 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
     },
   );
 
-  // ---- leads and quotes
-  app.post(
-    '/companies/:companyId/leads',
-    {
-      schema: {
-        ...doc(
-          'leads',
-          'Create a client lead',
-          'Validates the Client Lead and sends it to the marketplace. Idempotent by `clientIdentifier`: a repeat answers the stored lead (200) and sends nothing.',
-        ),
-        params: s.companyIdParams,
-        body: s.createLeadBody,
-        response: { 200: s.leadSchema, 201: s.leadSchema, ...errors, 409: s.problemSchema, 502: s.problemSchema },
+  // ---- leads, quotes and declines
+  /**
+   * A call Skyhook sends once for a company: POST validates it and sends it (201 new, 200 a repeat that sent
+   * nothing), GET lists the company's, newest first.
+   */
+  function sentOnce<Body extends z.ZodType, View extends z.ZodType, Query extends z.ZodType>(
+    kind: 'leads' | 'quotes' | 'declines',
+    spec: {
+      view: View;
+      send: {
+        summary: string;
+        description: string;
+        body: Body;
+        /** Statuses answered beyond 400, 401 and 404. */
+        problems: number[];
+        bodyLimit?: number;
+        run: (companyId: string, body: z.infer<Body>) => Promise<{ view: z.infer<View>; created: boolean }>;
+      };
+      list: { description: string; query: Query; run: (companyId: string, query: z.infer<Query>) => Promise<{ items: z.infer<View>[]; nextCursor: string | null }> };
+    },
+  ): void {
+    const { view, send, list } = spec;
+    const sendProblems = Object.fromEntries(send.problems.map((status) => [status, s.problemSchema]));
+    // The routes validate with these schemas as every other does; their types are not inferred through the generics.
+    const untyped = app as unknown as FastifyInstance;
+    const companyIdOf = (req: { params: unknown }) => (req.params as z.infer<typeof s.companyIdParams>).companyId;
+    untyped.post(
+      `/companies/:companyId/${kind}`,
+      {
+        ...(send.bodyLimit ? { bodyLimit: send.bodyLimit } : {}),
+        schema: { ...doc(kind, send.summary, send.description), params: s.companyIdParams, body: send.body, response: { 200: view, 201: view, ...errors, ...sendProblems } },
       },
+      async (req, reply) => {
+        const { view: answer, created } = await send.run(companyIdOf(req), req.body as z.infer<Body>);
+        return reply.code(created ? 201 : 200).send(answer);
+      },
+    );
+    untyped.get(
+      `/companies/:companyId/${kind}`,
+      { schema: { ...doc(kind, `List a company's ${kind}`, list.description), params: s.companyIdParams, querystring: list.query, response: { 200: s.page(view), ...errors } } },
+      async (req) => list.run(companyIdOf(req), req.query as z.infer<Query>),
+    );
+  }
+
+  sentOnce('leads', {
+    view: s.leadSchema,
+    send: {
+      summary: 'Create a client lead',
+      description: 'Validates the Client Lead and sends it to the marketplace. Idempotent by `clientIdentifier`: a repeat answers the stored lead (200) and sends nothing.',
+      body: s.createLeadBody,
+      problems: [409, 502],
+      run: (companyId, body) => deps.leads.create(companyId, body).then(({ lead, created }) => ({ view: lead, created })),
     },
-    async (req, reply) => {
-      const { lead, created } = await deps.leads.create(req.params.companyId, req.body);
-      return reply.code(created ? 201 : 200).send(lead);
-    },
-  );
-  app.get(
-    '/companies/:companyId/leads',
-    { schema: { ...doc('leads', "List a company's leads", 'Newest first.'), params: s.companyIdParams, querystring: s.listQuery, response: { 200: s.page(s.leadSchema), ...errors } } },
-    async (req) => deps.leads.list(req.params.companyId, req.query),
-  );
-  app.post(
-    '/companies/:companyId/quotes',
-    {
+    list: { description: 'Newest first.', query: s.listQuery, run: (companyId, query) => deps.leads.list(companyId, query) },
+  });
+  sentOnce('quotes', {
+    view: s.quoteViewSchema,
+    send: {
+      summary: 'Submit a quote',
+      description:
+        "Validates the quote (the total must equal its line items' sum unless `allowPriceMismatch`) and submits it: to the RFQ's `submitQuote` action href (or its requested lift's) when Skyhook stored the RFQ, else to the assumed path; `target` says which. Idempotent by `sellerUniqueQuoteIdentifier`. A submission that may have reached the marketplace without a success read is held `unknown` (409 on repeats) until `resendUnknown: true`.",
+      body: s.createQuoteBody,
+      problems: [409, 413, 422, 502],
       // A quote's attachments make it larger than the admin API's 1 MiB: the largest the schema accepts.
       bodyLimit: MAX_QUOTE_BODY_BYTES,
-      schema: {
-        ...doc(
-          'quotes',
-          'Submit a quote',
-          "Validates the quote (the total must equal its line items' sum unless `allowPriceMismatch`) and submits it. Idempotent by `sellerUniqueQuoteIdentifier`. A submission that may have reached the marketplace without a success read is held `unknown` (409 on repeats) until `resendUnknown: true`.",
-        ),
-        params: s.companyIdParams,
-        body: s.createQuoteBody,
-        response: { 200: s.quoteViewSchema, 201: s.quoteViewSchema, ...errors, 409: s.problemSchema, 413: s.problemSchema, 502: s.problemSchema },
-      },
+      run: (companyId, body) => deps.quotes.submit(companyId, body).then(({ quote, created }) => ({ view: quote, created })),
     },
-    async (req, reply) => {
-      const { quote, created } = await deps.quotes.submit(req.params.companyId, req.body);
-      return reply.code(created ? 201 : 200).send(quote);
+    list: {
+      description: 'Newest first. `liftId` finds the quote for an availability upload; `status=unknown` lists the ones to check on the marketplace.',
+      query: s.quotesQuery,
+      run: (companyId, query) => deps.quotes.list(companyId, query),
     },
-  );
+  });
+  sentOnce('declines', {
+    view: s.declineViewSchema,
+    send: {
+      summary: 'Decline a requested lift or an RFQ',
+      description:
+        "Validates the decline (`declineReason` one of the documented reasons) and sends it: to the RFQ's `decline` action href (or its requested lift's) when Skyhook stored the RFQ, else to the assumed path; `target` says which. Idempotent by `requestId`: a lift or RFQ already declined answers the stored decline (200) and sends nothing. A decline that may have reached the marketplace without a success read is held `unknown` (409 on repeats) until `resendUnknown: true`.",
+      body: s.createDeclineBody,
+      problems: [409, 422, 502],
+      run: (companyId, body) => deps.declines.decline(companyId, body).then(({ decline, created }) => ({ view: decline, created })),
+    },
+    list: {
+      description: 'Newest first. `requestId` finds the decline of a lift or an RFQ; `status=unknown` lists the ones to check on the marketplace.',
+      query: s.declinesQuery,
+      run: (companyId, query) => deps.declines.list(companyId, query),
+    },
+  });
   app.get(
-    '/companies/:companyId/quotes',
-    {
-      schema: {
-        ...doc('quotes', "List a company's quotes", 'Newest first. `liftId` finds the quote for an availability upload; `status=unknown` lists the ones to check on the marketplace.'),
-        params: s.companyIdParams,
-        querystring: s.quotesQuery,
-        response: { 200: s.page(s.quoteViewSchema), ...errors },
-      },
-    },
-    async (req) => deps.quotes.list(req.params.companyId, req.query),
+    '/companies/:companyId/declines/:declineId',
+    { schema: { ...doc('declines', 'Get a decline', 'With the body sent and where it was sent.'), params: s.declineParams, response: { 200: s.declineViewSchema, ...errors } } },
+    async (req) => deps.declines.get(req.params.companyId, req.params.declineId),
   );
 
   // ---- notifications

@@ -5,12 +5,14 @@ import { notificationStatus } from '../services/views.js';
 import { storableText } from '../lib/json-body.js';
 import { CONNECTION_PROFILES } from '../marketplace/connection.js';
 import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES, marketplaceId } from '../marketplace/contract.js';
+import { declineSchema } from '../marketplace/declines.js';
 import { quoteSubmissionSchema } from '../marketplace/quotes.js';
 
 export { clientLeadSchema as createLeadBody } from '../marketplace/leads.js';
 // The answers' shapes, written once beside the services that build them.
 export {
   companyViewSchema as companySchema,
+  declineViewSchema,
   reconciliationViewSchema as reconciliationSchema,
   leadViewSchema as leadSchema,
   notificationStatus,
@@ -35,6 +37,7 @@ export const problemSchema = z
   .describe('RFC 9457 problem details');
 
 export const companyIdParams = z.object({ companyId: z.uuid() });
+export const declineParams = z.object({ companyId: z.uuid(), declineId: z.uuid() });
 export const webhookParams = z.object({ companyId: z.uuid(), webhookId: z.uuid() });
 export const notificationParams = z.object({ id: z.coerce.number().int().positive() });
 
@@ -179,15 +182,39 @@ export const deletedSchema = z.object({
   remainingRemoteSettings: z.array(z.object({ webhookId: z.string(), remoteId: z.string(), error: z.string() })),
 });
 
-export const createQuoteBody = z.strictObject({
-  requestId: marketplaceId.describe('a lift id (reply to that requested lift) or an RFQ id (an additional quote)'),
-  actAsAccount: text(200).trim().min(1).optional().describe("user login sent in the act-as header of the company's profile (bearer: X-Service-ActAsAccount, avinode: X-Avinode-ActAsAccount)"),
-  allowPriceMismatch: z.boolean().optional(),
-  resendUnknown: z
+/** The act-as login of a quote or a decline. */
+const actAsAccount = text(200)
+  .trim()
+  .min(1)
+  .optional()
+  .describe("user login sent in the act-as header of the company's profile (bearer: X-Service-ActAsAccount, avinode: X-Avinode-ActAsAccount)");
+
+const resendUnknown = (what: string) =>
+  z
     .boolean()
     .optional()
-    .describe('send again a quote whose earlier submission may have reached the marketplace (status unknown); check there first'),
+    .describe(`send again ${what} may have reached the marketplace (status unknown); check there first`);
+
+export const createQuoteBody = z.strictObject({
+  requestId: marketplaceId.describe('a lift id (reply to that requested lift) or an RFQ id (an additional quote)'),
+  actAsAccount,
+  allowPriceMismatch: z.boolean().optional(),
+  resendUnknown: resendUnknown('a quote whose earlier submission'),
   submission: quoteSubmissionSchema,
+});
+
+export const createDeclineBody = z.strictObject({
+  requestId: marketplaceId.describe('a lift id (decline that requested lift) or an RFQ id (decline the whole RFQ)'),
+  actAsAccount,
+  resendUnknown: resendUnknown('a decline whose earlier call'),
+  decline: declineSchema,
+});
+
+export const declinesQuery = z.object({
+  requestId: text(200).optional().describe('the decline of this lift or RFQ'),
+  status: z.enum(outboundStatus.enumValues).optional(),
+  limit,
+  cursor: text(100).optional(),
 });
 
 export const quotesQuery = z.object({

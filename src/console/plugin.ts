@@ -23,7 +23,7 @@ import { SESSION_TTL_MS, type ConsoleSession, type SessionStore } from './sessio
 
 export interface ConsoleDeps {
   adminToken: string;
-  services: Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'overview'>;
+  services: Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'declines' | 'overview'>;
   stream: NotificationStream;
   sessions: SessionStore;
   /** PUBLIC_BASE_URL: its path prefixes the console's URLs, and https makes the cookie Secure. */

@@ -184,8 +184,11 @@ export class MarketplaceClient {
     }
   }
 
-  /** Sends one call and returns the envelope's `data`; throws MarketplaceError. */
-  async call<T>(conn: ApiConnection, method: string, path: string, options: RequestOptions = {}): Promise<T> {
+  /**
+   * Sends one call and returns the envelope's `data`; throws MarketplaceError. `path` is under the company's
+   * API base URL; a URL is an href the marketplace gave, called as given (its caller checked its scope).
+   */
+  async call<T>(conn: ApiConnection, method: string, path: string | URL, options: RequestOptions = {}): Promise<T> {
     const retries = RETRYABLE_METHODS.has(method) && options.retry !== false ? MAX_RETRIES : 0;
     for (let attempt = 0; ; attempt++) {
       try {
@@ -203,8 +206,8 @@ export class MarketplaceClient {
     }
   }
 
-  private async once<T>(conn: ApiConnection, method: string, path: string, options: RequestOptions): Promise<T> {
-    const url = `${conn.baseUrl.replace(/\/+$/, '')}${path}`;
+  private async once<T>(conn: ApiConnection, method: string, path: string | URL, options: RequestOptions): Promise<T> {
+    const url = typeof path === 'string' ? `${conn.baseUrl.replace(/\/+$/, '')}${path}` : path.href;
     const answer = await this.exchange(url, conn, {
       method,
       headers: {

@@ -65,6 +65,19 @@ export function pathSegment(value: string, what: string): string {
   return encodeURIComponent(value);
 }
 
+/**
+ * How a seller answers a requested lift (its lift id) or an RFQ (its id): a quote, or a decline. The RFQ
+ * resource names both as actions (`actions.submitQuote.href`, `actions.decline.href`, and per lift
+ * `sellerLift[].actions.*`): Skyhook uses those hrefs when it has fetched the RFQ (seed §6.5: use what the
+ * marketplace gives), and these paths otherwise.
+ * - `submitQuote`: (assumed path, the real marketplace's) `POST /tripmsgs/{requestId}/submitQuote`.
+ * - `decline`: (assumed) `POST /tripmsgs/{requestId}/decline`, beside the quote's: the real marketplace's
+ *   documentation describes the operation (body, reasons, act-as header) but the seed gives no path.
+ */
+export const RFQ_ACTIONS = ['submitQuote', 'decline'] as const;
+export type RfqAction = (typeof RFQ_ACTIONS)[number];
+export const rfqActionPath = (action: RfqAction, requestId: string): string => `/tripmsgs/${pathSegment(requestId, 'requestId')}/${action}`;
+
 /** (assumed) An id the marketplace gave (a lift or an RFQ id) as a caller hands it to Skyhook to put in a path. */
 export const marketplaceId = z
   .string()

@@ -4,7 +4,7 @@
  * currency, a sellerUniqueQuoteIdentifier (it makes the call idempotent), a total and line items.
  */
 import { z } from 'zod';
-import { pathSegment } from './contract.js';
+import { rfqActionPath } from './contract.js';
 import { HEADERS } from './connection.js';
 
 const nonNegativeInt = z.number().int('must be a whole number').min(0, 'must be zero or more');
@@ -111,8 +111,8 @@ export function priceMismatch(quote: QuoteSubmission['quote']): { total: number;
   return sum === cents(quote.totalPrice) ? null : { total: quote.totalPrice, sum: sum / 100 };
 }
 
-/** (assumed path, the real marketplace's) */
-export const submitQuotePath = (requestId: string): string => `/tripmsgs/${pathSegment(requestId, 'requestId')}/submitQuote`;
+/** (assumed path, the real marketplace's; contract.ts rfqActionPath) */
+export const submitQuotePath = (requestId: string): string => rfqActionPath('submitQuote', requestId);
 /** The bearer profile's act-as header; the client picks the header of the company's profile (connection.ts). */
 export const ACT_AS_ACCOUNT_HEADER = HEADERS.serviceActAsAccount;
 

@@ -38,8 +38,9 @@ export function parseNotification(raw: Buffer): { body: NotificationBody; text: 
 /**
  * The worker sends the company's token to href, so href must be under the company's API base URL:
  * same scheme, host and port, and a path inside the base path. Anything else is an attack (422).
+ * `field` names the href in the problem (a quote's or a decline's action href names its place in the RFQ).
  */
-export function checkHrefScope(url: URL, apiBaseUrl: URL, requireHttps: boolean): void {
+export function checkHrefScope(url: URL, apiBaseUrl: URL, requireHttps: boolean, field = 'href'): void {
   const reasons: string[] = [];
   if (requireHttps && url.protocol !== 'https:') reasons.push('must use https');
   if (url.username || url.password) reasons.push('must not carry credentials');
@@ -47,9 +48,9 @@ export function checkHrefScope(url: URL, apiBaseUrl: URL, requireHttps: boolean)
   const base = apiBaseUrl.pathname.replace(/\/+$/, '');
   if (url.pathname !== base && !url.pathname.startsWith(`${base}/`)) reasons.push("must be under the company's API base path");
   if (reasons.length > 0) {
-    throw new Problem(422, 'Unprocessable Content', `href ${reasons.join(', ')}.`, {
+    throw new Problem(422, 'Unprocessable Content', `${field} ${reasons.join(', ')}.`, {
       code: 'href_out_of_scope',
-      errors: [{ field: 'href', message: reasons.join(', ') }],
+      errors: [{ field, message: reasons.join(', ') }],
     });
   }
 }

@@ -9,6 +9,7 @@ import { webhookSettingsApi } from '../marketplace/webhook-settings.js';
 import type { FetchEnqueuer } from '../processing/enqueue.js';
 import { createCompaniesService } from './companies.service.js';
 import type { CompanyControls } from './company-state.js';
+import { createDeclinesService } from './declines.service.js';
 import { createDeletionsService } from './deletions.service.js';
 import { createLeadsService } from './leads.service.js';
 import { createNotificationsService } from './notifications.service.js';
@@ -20,7 +21,7 @@ export function createServices(deps: {
   db: Database;
   notifications: Pick<NotificationsRepository, 'replay' | 'queue'>;
   enqueuer: Pick<FetchEnqueuer, 'enqueue'>;
-  config: Pick<Config, 'secretKey' | 'env' | 'publicBaseUrl' | 'rotationGraceMs' | 'marketplaceTimeoutMs' | 'fetch'>;
+  config: Pick<Config, 'secretKey' | 'env' | 'publicBaseUrl' | 'rotationGraceMs' | 'marketplaceTimeoutMs' | 'requireHttpsHrefs' | 'fetch'>;
   /** Called after a webhook changes (the receiver drops cached credentials). */
   onWebhookChange?: () => void;
   metrics?: Pick<Metrics, 'marketplaceCalls'>;
@@ -56,13 +57,16 @@ export function createServices(deps: {
     settings,
     onChange: deps.onWebhookChange ?? (() => {}),
   });
+  // Quotes and declines answer the RFQs the company fetched: the action hrefs they carry are checked as a notification's href is.
+  const rfqAnswers = { db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs, requireHttpsHrefs: config.requireHttpsHrefs };
   return {
     companies,
     webhooks,
     deletions: createDeletionsService({ db, webhooks }),
     notifications: createNotificationsService({ db, notifications: deps.notifications, enqueuer: deps.enqueuer }),
     leads: createLeadsService({ db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs }),
-    quotes: createQuotesService({ db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs }),
+    quotes: createQuotesService(rfqAnswers),
+    declines: createDeclinesService(rfqAnswers),
     overview: createOverviewService({ db, controls: deps.controls, onGateError: deps.onGateError }),
   };
 }

@@ -1,16 +1,13 @@
 /**
  * Quote submission (SPEC §6): validated (the total equals the line items' sum unless allowed),
- * idempotent by sellerUniqueQuoteIdentifier per company, the three ids of the answer stored.
+ * idempotent by sellerUniqueQuoteIdentifier per company, the three ids of the answer stored; sent as a
+ * decline is (rfq-answers.ts).
  */
-import { and, eq, getTableColumns } from 'drizzle-orm';
-import type { Database } from '../db/client.js';
+import { eq } from 'drizzle-orm';
 import { quotes, type QuoteRow } from '../db/schema/index.js';
-import { newestFirst } from '../db/pagination.js';
-import { Problem, badRequest, notFound } from '../lib/problem.js';
-import type { MarketplaceClient } from '../marketplace/client.js';
-import { priceMismatch, submitQuotePath, type QuoteSubmission, type QuoteSubmitted } from '../marketplace/quotes.js';
-import type { CompaniesService } from './companies.service.js';
-import { sendOnce } from './send-once.js';
+import { Problem, badRequest } from '../lib/problem.js';
+import { priceMismatch, type QuoteSubmission, type QuoteSubmitted } from '../marketplace/quotes.js';
+import { heldUnknown, listAnswers, sendRfqAnswer, type RfqAnswerDeps } from './rfq-answers.js';
 import type { QuoteView } from './views.js';
 
 export type { QuoteView };
@@ -35,6 +32,8 @@ const view = (q: QuoteRow): QuoteView => ({
   tripMessageId: q.tripMessageId,
   sellerQuoteId: q.sellerQuoteId,
   liftId: q.liftId,
+  target: q.target,
+  targetUrl: q.targetUrl,
   resourceHref: q.resourceHref,
   snapshotVersion: q.snapshotVersion,
   createdAt: q.createdAt.toISOString(),
@@ -42,7 +41,7 @@ const view = (q: QuoteRow): QuoteView => ({
 
 const idOf = (part: { id?: unknown } | undefined): string | null => (typeof part?.id === 'string' ? part.id : null);
 
-export function createQuotesService(deps: { db: Database; companies: CompaniesService; marketplace: MarketplaceClient; timeoutMs: number }) {
+export function createQuotesService(deps: RfqAnswerDeps) {
   const { db } = deps;
 
   const service = {
@@ -54,35 +53,26 @@ export function createQuotesService(deps: { db: Database; companies: CompaniesSe
           { field: 'submission.quote.totalPrice', message: `must equal the sum of lineItems[].price (${mismatch.sum})` },
         ]);
       }
-      const { conn, call } = await deps.companies.connection(companyId);
-      // Outside sendOnce, which tells a refused call from one that may have been acted on by its MarketplaceError.
-      const { row, created } = await call(() =>
-        sendOnce(db, {
-          table: quotes,
-          key: ['companyId', 'sellerUniqueQuoteIdentifier'],
-          values: { companyId, sellerUniqueQuoteIdentifier: quote.sellerUniqueQuoteIdentifier, requestId: input.requestId, actAsAccount: input.actAsAccount ?? null, submission: input.submission },
-          callTimeoutMs: deps.timeoutMs,
-          // A second submission may make a second quote: a call that may have been acted on is held.
-          ifUnknown: 'hold',
-          resendUnknown: input.resendUnknown,
-          name: `quote ${quote.sellerUniqueQuoteIdentifier}`,
-          send: async (r) => {
-            // The act-as header is the company profile's (marketplace/connection.ts).
-            const actAsAccount = r.actAsAccount ?? undefined;
-            const answer = await deps.marketplace.call<QuoteSubmitted>(conn, 'POST', submitQuotePath(r.requestId), { body: r.submission, actAsAccount, operation: 'quotes.submit' });
-            const ids = { tripMessageId: idOf(answer?.tripmsgs), sellerQuoteId: idOf(answer?.sellerQuote), liftId: idOf(answer?.lift) };
-            if (!ids.tripMessageId || !ids.sellerQuoteId || !ids.liftId) {
-              // Submitted, but the ids the seed requires us to keep are missing: keep the row, say so.
-              await db.update(quotes).set({ status: 'created', response: answer ?? null, error: null, ...ids, updatedAt: new Date() }).where(eq(quotes.id, r.id));
-              throw new Problem(502, 'Bad Gateway', 'The marketplace accepted the quote, but its answer lacks tripmsgs.id, sellerQuote.id or lift.id.', {
-                code: 'marketplace_invalid_response',
-              });
-            }
-            const [done] = await db.update(quotes).set({ status: 'created', response: answer, error: null, ...ids, updatedAt: new Date() }).where(eq(quotes.id, r.id)).returning();
-            return done!;
-          },
-        }),
-      );
+      const { row, created } = await sendRfqAnswer(deps, companyId, {
+        table: quotes,
+        action: 'submitQuote',
+        key: ['companyId', 'sellerUniqueQuoteIdentifier'],
+        request: input,
+        values: { sellerUniqueQuoteIdentifier: quote.sellerUniqueQuoteIdentifier, submission: input.submission },
+        body: (r) => r.submission,
+        name: `quote ${quote.sellerUniqueQuoteIdentifier}`,
+        operation: 'quotes.submit',
+        read: (answer) => {
+          const submitted = answer as Partial<QuoteSubmitted> | undefined;
+          const ids = { tripMessageId: idOf(submitted?.tripmsgs), sellerQuoteId: idOf(submitted?.sellerQuote), liftId: idOf(submitted?.lift) };
+          // Submitted, but the ids the seed requires us to keep are missing: keep the row, say so.
+          const incomplete =
+            ids.tripMessageId && ids.sellerQuoteId && ids.liftId
+              ? undefined
+              : new Problem(502, 'Bad Gateway', 'The marketplace accepted the quote, but its answer lacks tripmsgs.id, sellerQuote.id or lift.id.', { code: 'marketplace_invalid_response' });
+          return { columns: ids, incomplete };
+        },
+      });
       return { quote: view(row), created };
     },
 
@@ -92,9 +82,7 @@ export function createQuotesService(deps: { db: Database; companies: CompaniesSe
      * resendUnknown). Its price was checked when it was first submitted.
      */
     async resendUnknown(companyId: string, quoteId: string): Promise<{ quote: QuoteView; created: boolean }> {
-      const [row] = await db.select().from(quotes).where(and(eq(quotes.companyId, companyId), eq(quotes.id, quoteId))).limit(1);
-      if (!row) throw notFound(`Quote ${quoteId}`);
-      if (row.status !== 'unknown') throw new Problem(409, 'Conflict', `Quote ${row.sellerUniqueQuoteIdentifier} is ${row.status}, not unknown: there is nothing to resend.`, { code: 'not_unknown' });
+      const row = await heldUnknown(db, quotes, companyId, quoteId, 'Quote', (q) => `Quote ${q.sellerUniqueQuoteIdentifier}`);
       return service.submit(companyId, {
         requestId: row.requestId,
         ...(row.actAsAccount ? { actAsAccount: row.actAsAccount } : {}),
@@ -106,15 +94,7 @@ export function createQuotesService(deps: { db: Database; companies: CompaniesSe
 
     /** Newest first; `liftId` finds the quote for an availability upload's activity.tripId. */
     async list(companyId: string, opts: { liftId?: string; status?: QuoteRow['status']; limit: number; cursor?: string }): Promise<{ items: QuoteView[]; nextCursor: string | null }> {
-      const keyset = newestFirst(quotes, opts.cursor);
-      await deps.companies.get(companyId);
-      const rows = await db
-        .select({ ...getTableColumns(quotes), position: keyset.position })
-        .from(quotes)
-        .where(and(eq(quotes.companyId, companyId), opts.liftId ? eq(quotes.liftId, opts.liftId) : undefined, opts.status ? eq(quotes.status, opts.status) : undefined, keyset.where))
-        .orderBy(...keyset.orderBy)
-        .limit(opts.limit + 1);
-      return keyset.page(rows, opts.limit, view);
+      return listAnswers(deps, quotes, companyId, [opts.liftId ? eq(quotes.liftId, opts.liftId) : undefined, opts.status ? eq(quotes.status, opts.status) : undefined], opts, view);
     },
   };
   return service;

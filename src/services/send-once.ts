@@ -1,24 +1,25 @@
 /**
- * Idempotent outbound calls (leads by clientIdentifier, quotes by sellerUniqueQuoteIdentifier): the
+ * Idempotent outbound calls (leads by clientIdentifier, quotes by sellerUniqueQuoteIdentifier, declines by
+ * the lift or RFQ they decline): the
  * request that inserts the `sending` row is the only one that calls the marketplace; concurrent
  * repeats wait for its result and answer with the stored row.
  *
  * A call that fails leaves one of two things. Refused (a 4xx, a 503, a soft error, no connection): its
  * row is removed, so a later request may try again. Possibly acted on (a timeout, a dropped connection,
  * another 5xx, or a process that stopped mid-call): a lead is sent again by the next request, as the
- * marketplace keeps one lead per clientIdentifier; a quote is kept `unknown`, and a repeat is refused
+ * marketplace keeps one lead per clientIdentifier; a quote or a decline is kept `unknown`, and a repeat is refused
  * until the caller, having looked on the marketplace, asks to resend it (nothing documents that the
  * marketplace would drop a second submission of the same sellerUniqueQuoteIdentifier).
  */
 import { and, eq, getTableColumns, lt } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { Database } from '../db/client.js';
-import { quotes, type leads } from '../db/schema/index.js';
+import { quotes, type declines, type leads } from '../db/schema/index.js';
 import { Problem } from '../lib/problem.js';
 import { MarketplaceError } from '../marketplace/client.js';
 
 /** The tables of outbound calls: a row is `sending` until its call is answered, then `created`. */
-type OutboundTable = typeof leads | typeof quotes;
+type OutboundTable = typeof leads | typeof quotes | typeof declines;
 
 export interface OutboundCall<T extends OutboundTable> {
   table: T;
@@ -32,9 +33,9 @@ export interface OutboundCall<T extends OutboundTable> {
   callTimeoutMs: number;
   /**
    * A call that may have been acted on: `resend` on the next request (the marketplace drops repeats),
-   * or `hold` it as `unknown` (quotes only: their table keeps the reason).
+   * or `hold` it as `unknown` (quotes and declines: their tables keep the reason).
    */
-  ifUnknown: T extends typeof quotes ? 'resend' | 'hold' : 'resend';
+  ifUnknown: T extends typeof leads ? 'resend' : 'resend' | 'hold';
   /** With `hold`: this request sends again a call left `unknown`. */
   resendUnknown?: boolean;
   /** How the answers name the row, e.g. `quote q-1`. */
@@ -51,7 +52,7 @@ export async function sendOnce<T extends OutboundTable>(db: Database, call: Outb
   type Row = T['$inferSelect'];
   // Drizzle's builders do not narrow over a union of tables; these statements are valid for each of them.
   const table = call.table as typeof leads;
-  // `hold` is typed to quotes only, whose table has the `error` column.
+  // `hold` is typed to quotes and declines, whose tables have the `error` column.
   const held = call.table as typeof quotes;
   const hold = call.ifUnknown === 'hold';
   const columns: Record<string, PgColumn> = getTableColumns(table);

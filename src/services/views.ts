@@ -4,6 +4,7 @@
  * from the database schema's.
  */
 import { z } from 'zod';
+import { declineSchema } from '../marketplace/declines.js';
 import { COMPANY_STATES } from './company-state.js';
 import {
   authenticatedBy,
@@ -13,6 +14,7 @@ import {
   credentialsStatus,
   fetchAttemptOutcome,
   fetchOutcome,
+  rfqActionTarget,
   notificationStatus as notificationStatusEnum,
   outboundStatus,
 } from '../db/schema/index.js';
@@ -204,6 +206,11 @@ export const leadViewSchema = z.object({
 });
 export type LeadView = z.infer<typeof leadViewSchema>;
 
+/** Where a quote or a decline was sent: the stored RFQ's action href, or the assumed path (services/rfq-answers.ts). */
+const rfqActionTargetSchema = z
+  .enum(rfqActionTarget.enumValues)
+  .describe("snapshot_href: the action href of the RFQ snapshot Skyhook stored; assumed_path: no snapshot carried one, so the assumed path under the company's API base URL");
+
 /** A stored quote, as the admin API shows it (the submission's schema is the marketplace's `quoteSchema`). */
 export const quoteViewSchema = z.object({
   id: z.string(),
@@ -218,8 +225,28 @@ export const quoteViewSchema = z.object({
   tripMessageId: z.string().nullable(),
   sellerQuoteId: z.string().nullable(),
   liftId: z.string().nullable(),
+  target: rfqActionTargetSchema.nullable().describe('null for a quote submitted before Skyhook recorded where it went'),
+  targetUrl: z.string().nullable().describe('the URL the quote was sent to'),
   resourceHref: z.string().nullable(),
   snapshotVersion: z.number().nullable(),
   createdAt: z.string(),
 });
 export type QuoteView = z.infer<typeof quoteViewSchema>;
+
+/** A stored decline of a requested lift or an RFQ, as the admin API shows it. */
+export const declineViewSchema = z.object({
+  id: z.string(),
+  companyId: z.string(),
+  requestId: z.string().describe('the lift id or RFQ id declined'),
+  actAsAccount: z.string().nullable(),
+  status: z
+    .enum(outboundStatus.enumValues)
+    .describe('unknown: the decline may have reached the marketplace, but no success was read; a repeat is refused until resendUnknown'),
+  error: z.string().nullable().describe('why the status is unknown'),
+  decline: declineSchema.describe('the body sent'),
+  tripMessageId: z.string().nullable().describe("the trip message the marketplace answered, when it named one"),
+  target: rfqActionTargetSchema,
+  targetUrl: z.string().describe('the URL the decline was sent to'),
+  createdAt: z.string(),
+});
+export type DeclineView = z.infer<typeof declineViewSchema>;

@@ -7,6 +7,7 @@ import { actAsAccountHeader, HEADERS } from '../marketplace/connection.js';
 import { envelope } from '../marketplace/contract.js';
 import { inErrorShape, notFound } from './answers.js';
 import { authenticate } from './auth.js';
+import { declineRoutes } from './decline-routes.js';
 import { leadRoutes } from './lead-routes.js';
 import { oauthRoutes } from './oauth-routes.js';
 import { quoteRoutes } from './quote-routes.js';
@@ -48,6 +49,7 @@ export const apiRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (
     await authenticated.register(webhookSettingsRoutes, { simulation });
     await authenticated.register(leadRoutes, { simulation });
     await authenticated.register(quoteRoutes, { simulation });
+    await authenticated.register(declineRoutes, { simulation });
     await authenticated.register(resourceRoutes, { simulation });
   });
 };

@@ -142,7 +142,7 @@ function withFaultOptions(command: Command): Command {
     .option('--lost-ack-rate <share>', 'fault: share of 200 answers treated as lost', parseShare)
     .option('--delivery-latency <ms>', 'fault: wait before each delivery', parseNonNegativeInteger)
     .option('--resource-latency <ms>', 'fault: wait before each resource answer', parseNonNegativeInteger)
-    .option('--submit-latency <ms>', 'fault: wait after handling a lead or quote, before its answer', parseNonNegativeInteger)
+    .option('--submit-latency <ms>', 'fault: wait after handling a lead, quote or decline, before its answer', parseNonNegativeInteger)
     .option('--resource-5xx-rate <share>', 'fault: share of resource GETs answering 503', parseShare)
     .option('--resource-429-rate <share>', 'fault: share of resource GETs answering 429', parseShare)
     .option('--plural-put-missing [on]', 'fault: PUT /webhooks/settings/{id} answers 404, the singular path works (true or false)', parseSwitch)

@@ -61,7 +61,7 @@ export function applyFaults(current: Faults, patch: Partial<Faults>): Faults {
   return { ...current, ...Object.fromEntries(given) };
 }
 
-/** An onSend hook that holds a lead's or a quote's answer for submitLatencyMs, after the call was handled. */
+/** An onSend hook that holds a lead's, a quote's or a decline's answer for submitLatencyMs, after the call was handled. */
 export const lateAnswer = (state: { faults: Faults }) => async (): Promise<void> => {
   if (state.faults.submitLatencyMs > 0) await sleep(state.faults.submitLatencyMs);
 };

@@ -15,6 +15,8 @@ export type {
   LeadRecord,
   NotificationRecord,
   QuoteRecord,
+  DeclineRecord,
+  AnswerRoute,
   ResourceRateLimit,
   ResourceRecord,
   ScriptedResponse,

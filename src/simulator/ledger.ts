@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BoundedLog } from './collections.js';
 import type {
   ApiCallRecord,
+  DeclineRecord,
   DeliveryStatus,
   FetchRecord,
   LeadRecord,
@@ -29,8 +30,8 @@ export const countCall =
 export class Ledger {
   /** Event counts that have no final status of their own. */
   readonly counts = { retried: 0, duplicatesSent: 0, lostAcks: 0 };
-  /** POSTs received on the lead and quote routes, token requests and settings lists, whatever they were answered. */
-  readonly calls = { leads: 0, quotes: 0, tokens: 0, settingsLists: 0 };
+  /** POSTs received on the lead, quote and decline routes, token requests and settings lists, whatever they were answered. */
+  readonly calls = { leads: 0, quotes: 0, declines: 0, tokens: 0, settingsLists: 0 };
   private readonly settled: Record<FinalStatus, number> = { delivered: 0, gave_up: 0, dropped: 0 };
   private readonly perCompany = new Map<string, { fired: number; delivered: number }>();
   /** Resource GETs by the company whose token they carried. */
@@ -39,6 +40,7 @@ export class Ledger {
   private readonly fetches: BoundedLog<FetchRecord>;
   private readonly leads: BoundedLog<LeadRecord>;
   private readonly quotes: BoundedLog<QuoteRecord>;
+  private readonly declines: BoundedLog<DeclineRecord>;
   private readonly tokens: BoundedLog<TokenRecord>;
   private readonly apiCalls: BoundedLog<ApiCallRecord>;
 
@@ -49,6 +51,7 @@ export class Ledger {
     this.fetches = new BoundedLog(historyLimit);
     this.leads = new BoundedLog(historyLimit);
     this.quotes = new BoundedLog(historyLimit);
+    this.declines = new BoundedLog(historyLimit);
   }
 
   eventFired(companyId: string): void {
@@ -83,6 +86,10 @@ export class Ledger {
     this.quotes.push(quote);
   }
 
+  declined(decline: DeclineRecord): void {
+    this.declines.push(decline);
+  }
+
   tokenRequested(token: TokenRecord): void {
     this.tokens.push(token);
   }
@@ -112,6 +119,7 @@ export class Ledger {
       resources,
       leads: this.leads.toArray(),
       quotes: this.quotes.toArray(),
+      declines: this.declines.toArray(),
       calls: { ...this.calls },
       tokens: this.tokens.toArray(),
       apiCalls: this.apiCalls.toArray(),

@@ -1,43 +1,21 @@
 /**
- * Quote submission (seed §2.2, §4.2): POST /tripmsgs/{requestId}/submitQuote validates with the shared
- * schema and answers new tripmsgs, sellerQuote and lift ids. That totalPrice equals the sum of the line
- * items is not enforced here: the seed does not say the marketplace does, so only Skyhook checks it.
+ * Quote submission (seed §2.2, §4.2): POST /tripmsgs/{requestId}/submitQuote, and the RFQ's submitQuote
+ * action hrefs (rfq-actions.ts), validate with the shared schema and answer new tripmsgs, sellerQuote and
+ * lift ids. That totalPrice equals the sum of the line items is not enforced here: the seed does not say
+ * the marketplace does, so only Skyhook checks it.
  */
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { z } from 'zod';
-import { envelope, marketplaceId } from '../marketplace/contract.js';
-import { actAsAccountHeader } from '../marketplace/connection.js';
-import {
-  quoteSubmissionSchema,
-  submitQuotePath,
-  type QuoteSubmitted,
-} from '../marketplace/quotes.js';
+import { envelope } from '../marketplace/contract.js';
+import { quoteSubmissionSchema, type QuoteSubmitted } from '../marketplace/quotes.js';
 import { issueErrors, softError } from './answers.js';
-import { lateAnswer } from './faults.js';
-import { countCall } from './ledger.js';
 import { callerOf } from './auth.js';
-import type { Simulation } from './simulation.js';
-import { newId, type Company } from './state.js';
+import { actAsAccountOf, rfqActionRoutes } from './rfq-actions.js';
+import { newId } from './state.js';
 
-/** The route form of `submitQuotePath`, which percent-encodes the id it is given. */
-const SUBMIT_QUOTE_ROUTE = submitQuotePath('REQUEST_ID').replace('REQUEST_ID', ':requestId');
-/** The id Skyhook validates before sending it, checked again here as the marketplace would (a decoded `a%2Fb` is refused). */
-const submitQuoteParams = z.object({ requestId: marketplaceId });
-
-/** The user login a quote is sent as, in the header of the company's profile; a blank header counts as not sent, as no login is blank. */
-function actAsAccountOf(request: FastifyRequest, company: Company): string | null {
-  const value = request.headers[actAsAccountHeader(company.profile).toLowerCase()];
-  return typeof value === 'string' && value.trim() !== '' ? value.trim() : null;
-}
-
-export const quoteRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (api, { simulation }) => {
-  const { state, ledger } = simulation;
-
-  api.addHook('onSend', countCall(() => ledger.calls.quotes++));
-  api.addHook('onSend', lateAnswer(state));
-
-  api.post<{ Params: { requestId: string } }>(SUBMIT_QUOTE_ROUTE, async (request) => {
-    const params = submitQuoteParams.safeParse(request.params);
+export const quoteRoutes = rfqActionRoutes(
+  'submitQuote',
+  (ledger) => ledger.calls.quotes++,
+  (simulation) => async (request, params, via) => {
+    const { state, ledger } = simulation;
     const parsed = quoteSubmissionSchema.safeParse(request.body);
     if (!params.success || !parsed.success) return softError(issueErrors([...(params.error?.issues ?? []), ...(parsed.error?.issues ?? [])]));
     const submission = parsed.data;
@@ -71,7 +49,8 @@ export const quoteRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async
       liftId: submitted.lift.id,
       actAsAccount,
       sellerUniqueQuoteIdentifier,
+      via,
     });
     return envelope(submitted);
-  });
-};
+  },
+);

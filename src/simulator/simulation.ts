@@ -15,7 +15,8 @@ import { DeliveryQueue } from './delivery.js';
 import { parseInput, SimulatorInputError } from './errors.js';
 import { applyCompanyFaults, applyFaults, companyFaultsPatch, faultsPatch } from './faults.js';
 import { Ledger } from './ledger.js';
-import { API_PREFIX, companyAccount, MarketplaceState, type Company } from './state.js';
+import { newRfqFields } from './rfq-actions.js';
+import { API_PREFIX, companyAccount, MarketplaceState, resourcePath, type Company } from './state.js';
 import type { CompanyFaults, EmittedNotification, ErrorShape, Faults, SimulatorReport } from './types.js';
 
 /** Bounds one fire call (and the size of its answer); a longer burst is several calls. */
@@ -130,7 +131,10 @@ export class Simulation {
     { extra, fields }: { extra?: Record<string, unknown>; fields?: Record<string, unknown> } = {},
   ): EmittedNotification {
     const type = NOTIFICATION_TYPE_BY_EVENT[eventType];
-    const resource = this.state.changeResource(companyId, type, resourceId, { ...fields, lastEventType: eventType });
+    // A new RFQ gets its actions and requested lifts, whose hrefs Skyhook answers it at.
+    const isNewRfq = type === NOTIFICATION_TYPE_BY_EVENT.TripRequest && !this.state.resourceAt(resourcePath(type, resourceId));
+    const shape = isNewRfq ? newRfqFields((path) => this.hrefOf(path), resourceId) : {};
+    const resource = this.state.changeResource(companyId, type, resourceId, { ...shape, ...fields, lastEventType: eventType });
     const notification: NotificationBody = { id: resource.id, href: this.hrefOf(resource.path), type, ...extra };
     this.ledger.eventFired(companyId);
     const webhookIds = this.state.subscribers(companyId, eventType).map((setting) => setting.id);

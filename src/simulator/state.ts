@@ -7,6 +7,7 @@ import { randomToken } from '../lib/crypto.js';
 import { CONNECTION_PROFILES, HEADERS, SENT_TIMESTAMP_SKEW_MS, type ConnectionProfile } from '../marketplace/connection.js';
 import type { EventType, SeedEnvelopeMessage, WebhookSetting } from '../marketplace/contract.js';
 import type { LeadCreated } from '../marketplace/leads.js';
+import type { DeclineAnswered } from '../marketplace/declines.js';
 import type { QuoteSubmitted } from '../marketplace/quotes.js';
 import { PerCompany } from './collections.js';
 import { SimulatorInputError } from './errors.js';
@@ -138,11 +139,12 @@ export class MarketplaceState {
   /** Companies with fault knobs of their own, and the window of their rate limit when they have one. */
   private readonly companyFaults = new Map<string, { faults: CompanyFaults; window: SlidingWindow | null }>();
   /**
-   * What a repeat answers: leads by clientIdentifier, quotes by sellerUniqueQuoteIdentifier. Kept whole:
-   * forgetting an entry would let a repeat create a second lead or quote.
+   * What a repeat answers: leads by clientIdentifier, quotes by sellerUniqueQuoteIdentifier, declines by the
+   * lift or RFQ declined. Kept whole: forgetting an entry would let a repeat create a second one.
    */
   readonly leads = new PerCompany<LeadCreated>();
   readonly quotes = new PerCompany<QuoteSubmitted>();
+  readonly declines = new PerCompany<Required<DeclineAnswered>>();
 
   constructor(
     public faults: Faults,

@@ -1,6 +1,10 @@
 /** The public shapes of the marketplace simulator: its options, its control inputs and its report. */
 import type { ConnectionProfile } from '../marketplace/connection.js';
 import type { EventType, NotificationBody } from '../marketplace/contract.js';
+import type { DeclineReason } from '../marketplace/declines.js';
+
+/** How a quote or a decline reached the simulator: the assumed path, or an action href of an RFQ resource (rfq-actions.ts). */
+export type AnswerRoute = 'assumed_path' | 'action_href';
 
 /**
  * A marketplace company account and how its API connection authenticates (SPEC §14). The `bearer` profile
@@ -34,7 +38,7 @@ export interface Faults {
   deliveryLatencyMs: number;
   /** Added before each resource GET answer. */
   resourceLatencyMs: number;
-  /** Added after a lead or a quote was handled, before its answer: the marketplace acted, the caller may time out. */
+  /** Added after a lead, a quote or a decline was handled, before its answer: the marketplace acted, the caller may time out. */
   submitLatencyMs: number;
   /** Share of resource GETs answering 503. */
   resource5xxRate: number;
@@ -194,6 +198,19 @@ export interface QuoteRecord {
   /** The act-as header of the company's profile (X-Service-ActAsAccount or X-Avinode-ActAsAccount); null when it was not sent. */
   actAsAccount: string | null;
   sellerUniqueQuoteIdentifier: string;
+  /** Where it was sent: the assumed path, or an action href of an RFQ resource. */
+  via: AnswerRoute;
+}
+
+/** A decline the simulator accepted; a repeat for the same lift or RFQ adds no record. */
+export interface DeclineRecord {
+  companyId: string;
+  requestId: string;
+  declineReason: DeclineReason;
+  tripMessageId: string;
+  /** The act-as header of the company's profile; null when it was not sent. */
+  actAsAccount: string | null;
+  via: AnswerRoute;
 }
 
 /** One request to the OAuth token endpoint. */
@@ -238,8 +255,9 @@ export interface SimulatorReport {
   resources: ResourceRecord[];
   leads: LeadRecord[];
   quotes: QuoteRecord[];
-  /** Every POST received on the lead and quote routes (repeats, soft errors and refused tokens included), token requests and settings lists. */
-  calls: { leads: number; quotes: number; tokens: number; settingsLists: number };
+  declines: DeclineRecord[];
+  /** Every POST received on the lead, quote and decline routes (repeats, soft errors and refused tokens included), token requests and settings lists. */
+  calls: { leads: number; quotes: number; declines: number; tokens: number; settingsLists: number };
   tokens: TokenRecord[];
   apiCalls: ApiCallRecord[];
 }

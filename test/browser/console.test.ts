@@ -2,9 +2,9 @@
  * The operator console in a real browser (SPEC §13): headless Chromium (Debian's) driven by
  * playwright-core, against the simulator and Skyhook really started (test/helpers/scenario.ts). Signs in
  * by keyboard, watches a notification arrive live, opens it, replays it and sees the new fetch in its
- * timeline; filters; a forged form refused; the overview and a company page, whose fetch limit is set
- * and reset by keyboard; signs out. Throughout: no request to another origin, no error
- * in the browser's console (a CSP violation would be one).
+ * timeline; filters; a forged form refused; a requested lift declined from its RFQ's page; the overview
+ * and a company page, whose fetch limit is set and reset by keyboard; signs out. Throughout: no request to
+ * another origin, no error in the browser's console (a CSP violation would be one).
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -153,8 +153,31 @@ describe.skipIf(!available)('the operator console in Chromium', () => {
     await page.waitForURL(/done=resent/);
     expect(asked[0]).toContain('Resend quote console-quote-1?');
     expect(await page.locator('#flash').textContent()).toContain('The quote was sent again.');
-    expect(await unknown.textContent()).toContain("every submitted quote's outcome is known");
+    expect(await unknown.textContent()).toContain("every quote's and decline's outcome is known");
     expect(await page.locator('section[aria-labelledby="quotes"]').textContent()).toContain('created');
+  });
+
+  it("declines a requested lift from its RFQ's page and shows the decline on the Leads & quotes page", { timeout: 60_000 }, async () => {
+    const [fired] = await scenario.sim.fire({ companyId: company.simId, eventType: 'TripRequest', count: 1 });
+    const href = fired!.notification.href;
+    await expect
+      .poll(async () => (await scenario.skyhook.admin('GET', `/resources?companyId=${company.companyId}&type=rfqs`)).body.items.some((r: { href: string }) => r.href === href), { timeout: 15_000 })
+      .toBe(true);
+    const rfq = (await scenario.skyhook.admin('GET', `/resources?companyId=${company.companyId}&type=rfqs`)).body.items.find((r: { href: string }) => r.href === href).body;
+    const liftId: string = rfq.sellerLift[1].id;
+    await page.goto(`${origin}/console/resources?companyId=${company.companyId}&href=${encodeURIComponent(href)}`);
+    await page.locator('summary', { hasText: 'Decline…' }).click();
+    const form = page.locator(`form[action$="/rfq-declines"]`);
+    await form.getByLabel('Answer').selectOption(liftId);
+    await form.getByLabel('Reason').selectOption('UNATTRACTIVE_TRIP');
+    await form.getByLabel('Message to the buyer (optional)').fill('Not this time.');
+    await form.getByRole('button', { name: 'Decline' }).click();
+    await page.waitForURL(/done=declined/);
+    expect(await page.locator('#flash').textContent()).toContain('The decline was sent.');
+    const declines = page.locator('section[aria-labelledby="declines"]');
+    expect(await declines.textContent()).toContain(liftId);
+    expect(await declines.textContent()).toContain('UNATTRACTIVE_TRIP');
+    expect(scenario.sim.report().declines.find((d) => d.requestId === liftId)?.via).toBe('action_href');
   });
 
   it('shows the overview and a company page, and sets the fetch limit by keyboard', { timeout: 60_000 }, async () => {

@@ -288,6 +288,25 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     expect(sim.report().quotes).toHaveLength(submitted + 1);
   });
 
+  it('declines a lift from examples/decline.json, lists it, answers a repeat with the stored decline, and names a bad reason (exit 2)', async () => {
+    const example = new URL('../../examples/decline.json', import.meta.url).pathname;
+    const created = await skyhook(['declines', 'create', companyId, '--file', example]);
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout).toMatch(/^declined lift-123 \(AIRCRAFT_NOT_AVAILABLE\) as [0-9a-f-]{36}, sent to the assumed path http:\/\/.*\/tripmsgs\/lift-123\/decline$/m);
+    const repeat = await skyhook(['declines', 'create', companyId, '--file', example]);
+    expect(repeat.stdout).toMatch(/^lift-123 was already declined \(AIRCRAFT_NOT_AVAILABLE\) as .*; nothing was sent$/m);
+    expect(sim.report().declines.filter((d) => d.requestId === 'lift-123')).toHaveLength(1);
+
+    const listed = await json(['declines', 'list', companyId, '--request-id', 'lift-123']);
+    expect(listed.items).toEqual([expect.objectContaining({ requestId: 'lift-123', actAsAccount: 'dispatcher@operator.example', status: 'created', target: 'assumed_path' })]);
+
+    const calls = sim.report().calls.declines;
+    const refused = await skyhook(['declines', 'create', companyId, '--file', '-'], JSON.stringify({ requestId: 'lift-124', decline: { declineReason: 'TOO_FAR' } }));
+    expect(refused).toMatchObject({ code: 2, stdout: '' });
+    expect(refused.stderr).toMatch(/^skyhook: decline\.declineReason must be one of AIRCRAFT_NOT_AVAILABLE, .*OTHER$/m);
+    expect(sim.report().calls.declines).toBe(calls);
+  });
+
   it('lists, shows and replays notifications', async () => {
     // A failed notification, as the receiver and a worker would have left it.
     const sql = new pg.Client({ connectionString: db.url });

@@ -14,6 +14,7 @@ import { encryptSecret } from '../../src/lib/crypto.js';
 import { CompanyGate } from '../../src/processing/company-gate.js';
 import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
 import { basicAuthorization, connectFixtures, postNotification, seedCompany, seedWebhook, type SeededWebhook } from '../helpers/fixtures.js';
+import { consoleClient } from '../helpers/console-client.js';
 import { ADMIN_TOKEN, startSkyhook, type TestSkyhook } from '../helpers/skyhook.js';
 
 let db: TestDatabase;
@@ -22,28 +23,8 @@ let fixtures: DbHandle;
 let webhook: SeededWebhook;
 let apiBaseUrl: string;
 
-/** A request to the console that follows no redirect. */
-const get = (path: string, cookie?: string, headers: Record<string, string> = {}) =>
-  fetch(`${skyhook.url}/console${path}`, { redirect: 'manual', headers: { ...(cookie ? { cookie } : {}), ...headers } });
-const post = (path: string, form: Record<string, string>, cookie?: string, headers: Record<string, string> = {}) =>
-  fetch(`${skyhook.url}/console${path}`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}), ...headers },
-    body: new URLSearchParams(form).toString(),
-  });
-
-/** Signs in; answers the cookie to send and the session's CSRF token (read from a page, as a browser would). */
-async function signIn(): Promise<{ cookie: string; setCookie: string; csrf: string }> {
-  const res = await post('/sign-in', { token: ADMIN_TOKEN, next: '/' });
-  expect(res.status).toBe(303);
-  const setCookie = res.headers.get('set-cookie') ?? '';
-  const cookie = setCookie.split(';')[0]!;
-  const page = await (await get('/', cookie)).text();
-  const csrf = /<meta name="csrf-token" content="([^"]+)">/.exec(page)?.[1] ?? '';
-  expect(csrf).not.toBe('');
-  return { cookie, setCookie, csrf };
-}
+/** A request to the console that follows no redirect; signIn for a session (helpers/console-client.ts). */
+const { get, post, signIn } = consoleClient(() => skyhook.url);
 
 async function storeNotification(body: Record<string, unknown>): Promise<string> {
   const answer = await postNotification(skyhook.url, webhook.path, { authorization: basicAuthorization(webhook.clientIdentifier, webhook.secret), body: JSON.stringify(body) });

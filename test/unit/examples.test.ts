@@ -1,7 +1,7 @@
 /** The example bodies the README's tour and the CLI's help point to are accepted as they are. */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { createLeadBody, createQuoteBody } from '../../src/admin/schemas.js';
+import { createDeclineBody, createLeadBody, createQuoteBody } from '../../src/admin/schemas.js';
 import { priceMismatch } from '../../src/marketplace/quotes.js';
 
 const example = (name: string): unknown => JSON.parse(readFileSync(new URL(`../../examples/${name}`, import.meta.url), 'utf8'));
@@ -16,5 +16,10 @@ describe('examples/', () => {
     const parsed = createQuoteBody.safeParse(example('quote.json'));
     expect(parsed.error?.issues ?? []).toEqual([]);
     expect(priceMismatch(parsed.data!.submission.quote)).toBeNull();
+  });
+
+  it('decline.json is a valid decline request', () => {
+    const parsed = createDeclineBody.safeParse(example('decline.json'));
+    expect(parsed.error?.issues ?? []).toEqual([]);
   });
 });

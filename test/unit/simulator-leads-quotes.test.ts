@@ -4,6 +4,7 @@ import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { authorizationHeader, type NotificationBody } from '../../src/marketplace/contract.js';
 import { LEADS_PATH } from '../../src/marketplace/leads.js';
+import { declinePath } from '../../src/marketplace/declines.js';
 import { ACT_AS_ACCOUNT_HEADER, submitQuotePath } from '../../src/marketplace/quotes.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import * as requests from '../fixtures/requests.js';
@@ -243,6 +244,7 @@ describe('POST /tripmsgs/{requestId}/submitQuote', () => {
         liftId: lift.id,
         actAsAccount: null,
         sellerUniqueQuoteIdentifier: submission.quote.sellerUniqueQuoteIdentifier,
+        via: 'assumed_path',
       },
     ]);
   });
@@ -326,6 +328,77 @@ it('counts every POST on the lead and quote routes: repeats, soft errors and unk
   await post(ACME.token, submitQuotePath('lift-42'), submission);
   await post(undefined, submitQuotePath('lift-42'), submission);
   const report = sim.report();
-  expect(report.calls).toEqual({ leads: 4, quotes: 3, tokens: 0, settingsLists: 0 });
+  expect(report.calls).toEqual({ leads: 4, quotes: 3, declines: 0, tokens: 0, settingsLists: 0 });
   expect([report.leads.length, report.quotes.length]).toEqual([1, 1]);
+});
+
+describe('declines and the RFQ action hrefs', () => {
+  const decline = { message: 'No aircraft that day.', declineReason: 'AIRCRAFT_NOT_AVAILABLE', suppressNotification: false };
+  /** Fires a new RFQ for ACME and answers its resource as a GET of its href shows it. */
+  async function newRfq(): Promise<Json> {
+    const [fired] = await sim.fire({ companyId: ACME.id, eventType: 'TripRequest', resourceId: `rfq-${randomUUID()}` });
+    return (await get(fired!.notification.href, ACME.token)).body.data;
+  }
+  /** POSTs to an absolute href, as Skyhook does with an action href. */
+  const postHref = (token: string, href: string, body: unknown) => post(token, href.slice(sim.apiBaseUrl.length), body);
+
+  it("an RFQ carries submitQuote and decline hrefs for itself and each requested lift, on the simulator's API, none of them the assumed path", async () => {
+    const rfq = await newRfq();
+    const hrefs = [rfq.actions.submitQuote.href, rfq.actions.decline.href, ...rfq.sellerLift.flatMap((l: Json) => [l.actions.submitQuote.href, l.actions.decline.href])];
+    expect(rfq.sellerLift).toHaveLength(2);
+    expect(new Set(hrefs).size).toBe(6);
+    for (const href of hrefs) {
+      expect(href.startsWith(`${sim.apiBaseUrl}/rfqs/`)).toBe(true);
+      expect(href).not.toContain('/tripmsgs/');
+    }
+  });
+
+  it('takes a decline of one lift at its href and a quote on the RFQ at its href, recording how each came', async () => {
+    const rfq = await newRfq();
+    const lift = rfq.sellerLift[1];
+    const declined = await postHref(ACME.token, lift.actions.decline.href, decline);
+    expect(declined.body.meta.errors).toEqual([]);
+    const quoted = await postHref(ACME.token, rfq.actions.submitQuote.href, quoteSubmission());
+    expect(quoted.body.meta.errors).toEqual([]);
+    const report = sim.report();
+    expect(report.declines).toEqual([
+      { companyId: ACME.id, requestId: lift.id, declineReason: 'AIRCRAFT_NOT_AVAILABLE', tripMessageId: declined.body.data.tripmsgs.id, actAsAccount: null, via: 'action_href' },
+    ]);
+    expect(report.quotes).toEqual([expect.objectContaining({ requestId: rfq.id, via: 'action_href' })]);
+  });
+
+  it("answers 404 at the action href of another company's RFQ, or of a lift the RFQ does not have, and records nothing", async () => {
+    const rfq = await newRfq();
+    expect((await postHref(GLOBEX.token, rfq.actions.decline.href, decline)).status).toBe(404);
+    expect((await postHref(ACME.token, rfq.actions.decline.href.replace('/decline', '/lifts/lift_nope/decline'), decline)).status).toBe(404);
+    expect(sim.report().declines).toEqual([]);
+  });
+
+  it.each([
+    ['an unknown reason', 'declineReason', { ...decline, declineReason: 'TOO_FAR' }],
+    ['no reason', 'declineReason', { message: 'no' }],
+    ['a field the operation does not have', 'body', { ...decline, reason: 'OTHER' }],
+    ['a suppressNotification that is not a boolean', 'suppressNotification', { ...decline, suppressNotification: 'no' }],
+  ])('refuses %s with a soft error naming %s, declining nothing', async (_case, field, body) => {
+    expectSoftError(await post(ACME.token, declinePath('lift-42'), body), field);
+    expect(sim.report().declines).toEqual([]);
+  });
+
+  it('a repeat for the same lift answers the same trip message and notifies nothing; every call is counted, late answers held as for quotes', async () => {
+    await subscribe(ACME.token, ['TripRequestSellerResponse']);
+    const first = await post(ACME.token, declinePath('lift-42'), decline, { [ACT_AS_ACCOUNT_HEADER]: 'jane.pilot' });
+    const repeat = await post(ACME.token, declinePath('lift-42'), { ...decline, declineReason: 'OTHER' });
+    expect(repeat.body).toEqual(first.body);
+    await sim.idle();
+    expect(receiver.received).toHaveLength(1);
+    const stored = await get(receiver.received[0]!.href, ACME.token);
+    expect(stored.body.data).toMatchObject({ requestId: 'lift-42', declined: true, declineReason: 'AIRCRAFT_NOT_AVAILABLE', shownAs: 'jane.pilot' });
+
+    sim.setFaults({ submitLatencyMs: 300 });
+    const started = Date.now();
+    await post(ACME.token, declinePath('lift-43'), decline);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    expect(sim.report().calls.declines).toBe(3);
+    expect(sim.report().declines.map((d) => d.requestId)).toEqual(['lift-42', 'lift-43']);
+  });
 });

@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import { registerCompanies } from './companies.js';
-import { registerLeads, registerQuotes } from './leads-quotes.js';
+import { registerDeclines, registerLeads, registerQuotes } from './leads-quotes.js';
 import { registerNotifications, registerResources } from './notifications.js';
 import { registerWebhooks } from './webhooks.js';
 
@@ -14,6 +14,7 @@ export function registerAdminCommands(program: Command): void {
   registerWebhooks(program);
   registerLeads(program);
   registerQuotes(program);
+  registerDeclines(program);
   registerNotifications(program);
   registerResources(program);
 }

@@ -1,8 +1,25 @@
-/** `skyhook leads …` and `skyhook quotes …`: what Skyhook sends to the marketplace for a company. */
+/** `skyhook leads …`, `skyhook quotes …` and `skyhook declines …`: what Skyhook sends to the marketplace for a company. */
 import type { Command } from 'commander';
+import type { z } from 'zod';
+import { DECLINE_REASONS } from '../../marketplace/declines.js';
 import * as s from '../schemas.js';
 import { addPageOptions, dataAction, group, JSON_HELP, readJsonFile, together, validate, validateBody, type JsonFlag, type PageFlags } from './command.js';
 import { listing, shortTime } from './output.js';
+
+type RequestFlags = JsonFlag & { file?: string; resendUnknown?: boolean };
+
+/** The --file request (or stdin) of a quote or a decline, `--resend-unknown` folded in as resendUnknown: true. */
+async function requestWithResend<S extends z.ZodType>(cmd: Command, flags: RequestFlags, companyId: string | undefined, body: S) {
+  const file = await readJsonFile(flags.file);
+  return together(
+    () => validate(cmd, s.companyIdParams, { companyId }),
+    () => validateBody(body, flags.resendUnknown && typeof file === 'object' && file !== null ? { ...file, resendUnknown: true } : file),
+  );
+}
+
+/** Where a quote or a decline went: the stored RFQ's action href, or the assumed path. */
+const sentTo = (answer: { target: string | null; targetUrl: string | null }): string =>
+  answer.target === 'snapshot_href' ? `the RFQ's action href ${answer.targetUrl}` : `the assumed path ${answer.targetUrl ?? '-'}`;
 
 export function registerLeads(program: Command): void {
   const leads = group(program, 'leads', 'client leads created on the marketplace for a company');
@@ -68,13 +85,7 @@ export function registerQuotes(program: Command): void {
     .action(
       dataAction({
         access: 'write',
-        input: async (cmd, flags: JsonFlag & { file?: string; resendUnknown?: boolean }, [companyId]) => {
-          const file = await readJsonFile(flags.file);
-          return together(
-            () => validate(cmd, s.companyIdParams, { companyId }),
-            () => validateBody(s.createQuoteBody, flags.resendUnknown && typeof file === 'object' && file !== null ? { ...file, resendUnknown: true } : file),
-          );
-        },
+        input: (cmd, flags: RequestFlags, [companyId]) => requestWithResend(cmd, flags, companyId, s.createQuoteBody),
         run: async (svc, [params, request]) => {
           const { quote, created } = await svc.quotes.submit(params.companyId, request);
           return { ...quote, created };
@@ -83,7 +94,7 @@ export function registerQuotes(program: Command): void {
         human: (quote) => {
           const ids = `tripmsgs ${quote.tripMessageId ?? '-'}, sellerQuote ${quote.sellerQuoteId ?? '-'}, lift ${quote.liftId ?? '-'}`;
           return quote.created
-            ? `submitted quote ${quote.id} (${quote.sellerUniqueQuoteIdentifier}): ${ids}`
+            ? `submitted quote ${quote.id} (${quote.sellerUniqueQuoteIdentifier}) to ${sentTo(quote)}: ${ids}`
             : `quote ${quote.id} (${quote.sellerUniqueQuoteIdentifier}) was already submitted; nothing was sent: ${ids}`;
         },
       }),
@@ -111,6 +122,60 @@ export function registerQuotes(program: Command): void {
             q.status,
             q.liftId ?? '-',
             shortTime(q.createdAt),
+          ]),
+      }),
+    );
+}
+
+export function registerDeclines(program: Command): void {
+  const declines = group(program, 'declines', 'requested lifts and RFQs declined for a company');
+
+  declines
+    .command('create')
+    .description('decline a requested lift or an RFQ (idempotent by requestId: a lift or RFQ already declined returns the stored decline)')
+    .argument('<companyId>', 'the company id (a UUID)')
+    .option('--file <request.json|->', 'the request as JSON (required): {requestId, actAsAccount?, resendUnknown?, decline: {message?, declineReason, suppressNotification?}}; "-" reads stdin; see examples/decline.json')
+    .option('--resend-unknown', 'send again a decline left with status unknown (as resendUnknown: true); check on the marketplace first')
+    .option('--json', JSON_HELP)
+    .addHelpText('after', `\nReasons: ${DECLINE_REASONS.join(', ')}\nExample:\n  skyhook declines create <companyId> --file examples/decline.json`)
+    .action(
+      dataAction({
+        access: 'write',
+        input: (cmd, flags: RequestFlags, [companyId]) => requestWithResend(cmd, flags, companyId, s.createDeclineBody),
+        run: async (svc, [params, request]) => {
+          const { decline, created } = await svc.declines.decline(params.companyId, request);
+          return { ...decline, created };
+        },
+        output: s.declineViewSchema,
+        human: (d) =>
+          d.created
+            ? `declined ${d.requestId} (${d.decline.declineReason}) as ${d.id}, sent to ${sentTo(d)}`
+            : `${d.requestId} was already declined (${d.decline.declineReason}) as ${d.id}; nothing was sent`,
+      }),
+    );
+
+  addPageOptions(declines.command('list').description("list a company's declines (newest first)").argument('<companyId>', 'the company id (a UUID)'))
+    .option('--request-id <id>', 'only the decline of this lift or RFQ id')
+    .option('--status <status>', 'only declines with this status: sending, created or unknown')
+    .option('--json', JSON_HELP)
+    .action(
+      dataAction({
+        access: 'read',
+        input: (cmd, flags: PageFlags & { requestId?: string; status?: string }, [companyId]) =>
+          together(
+            () => validate(cmd, s.companyIdParams, { companyId }),
+            () => validate(cmd, s.declinesQuery, { requestId: flags.requestId, status: flags.status, limit: flags.limit, cursor: flags.cursor }),
+          ),
+        run: (svc, [params, query]) => svc.declines.list(params.companyId, query),
+        output: s.page(s.declineViewSchema),
+        human: (page) =>
+          listing(page, 'declines', ['ID', 'REQUEST ID', 'REASON', 'STATUS', 'SENT TO', 'CREATED'], (d) => [
+            d.id,
+            d.requestId,
+            d.decline.declineReason,
+            d.status,
+            d.target === 'snapshot_href' ? 'RFQ href' : 'assumed path',
+            shortTime(d.createdAt),
           ]),
       }),
     );

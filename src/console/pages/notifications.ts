@@ -4,16 +4,18 @@
  * filter after a count; a resource's versions with what changed. Filters are validated by the admin
  * API's own schemas, and every read and action is a call of the notifications service.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { notificationsQuery, replayableStatus, resourceHistoryQuery } from '../../admin/schemas.js';
 import { streamToClient } from '../../admin/stream.js';
 import { notificationStatus } from '../../db/schema/index.js';
+import { NOTIFICATION_TYPE_BY_EVENT } from '../../marketplace/contract.js';
 import { badRequest, Problem } from '../../lib/problem.js';
 import type { NotificationFilter, NotificationView, TimelineEntry } from '../../services/notifications.service.js';
 import { html, type Html } from '../html.js';
 import { problemBox, jsonBlock, notice, page, query, statusBadge, time, csrfField, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../plugin.js';
+import { rfqAnswerForms } from './rfq-forms.js';
 
 const FILTER_KEYS = ['companyId', 'webhookId', 'status', 'type', 'resourceId', 'href', 'receivedAfter', 'receivedBefore'] as const;
 type ListQuery = z.infer<typeof notificationsQuery>;
@@ -316,12 +318,19 @@ ${
     return kit.send(reply, page(ctx, { title: 'Replayed', section: '/notifications', body, notice: notice(`${replayed} notifications replayed.`) }));
   });
 
-  scope.get('/resources', async (req, reply) => {
-    const ctx = kit.ctx(req);
-    const q = parseForm(resourceHistoryQuery, req.query);
-    const [company, snapshot, history] = await Promise.all([companies.get(q.companyId), notifications.resource(q.companyId, q.href), notifications.resourceHistory(q)]);
-    const body = html`<p class="crumbs"><a href="${ctx.base}/notifications${query({ companyId: q.companyId, href: q.href })}">Its notifications</a> › Resource</p>
+  scope.get('/resources', async (req, reply) => resourcePage(kit, req, reply, parseForm(resourceHistoryQuery, req.query)));
+}
+
+const RFQ_TYPE = NOTIFICATION_TYPE_BY_EVENT.TripRequest;
+
+/** A resource's versions with what changed; an RFQ's with its Quote… and Decline… forms (`problem`: one was refused). */
+export async function resourcePage(kit: ConsoleKit, req: FastifyRequest, reply: FastifyReply, q: z.infer<typeof resourceHistoryQuery>, problem?: Problem): Promise<FastifyReply> {
+  const { notifications, companies } = kit.deps.services;
+  const ctx = kit.ctx(req);
+  const [company, snapshot, history] = await Promise.all([companies.get(q.companyId), notifications.resource(q.companyId, q.href), notifications.resourceHistory(q)]);
+  const body = html`<p class="crumbs"><a href="${ctx.base}/notifications${query({ companyId: q.companyId, href: q.href })}">Its notifications</a> › Resource</p>
 <h1>Resource ${snapshot?.resourceId ?? ''}</h1>
+${problem ? problemBox(problem) : ''}
 <dl class="facts">
   <div><dt>Company</dt><dd><a href="${ctx.base}/companies/${company.id}">${company.name}</a></dd></div>
   <div><dt>Href</dt><dd class="wrap"><code>${q.href}</code></dd></div>
@@ -329,6 +338,7 @@ ${
   <div><dt>Latest version</dt><dd>${snapshot ? html`${snapshot.version}, fetched ${time(snapshot.fetchedAt)}${snapshot.gone ? ' (gone)' : ''}` : '–'}</dd></div>
 </dl>
 ${snapshot?.body ? html`<details><summary>The resource as stored now</summary>${jsonBlock(snapshot.body, 'Stored resource')}</details>` : ''}
+${snapshot?.type === RFQ_TYPE && !snapshot.gone ? rfqAnswerForms(ctx, q.companyId, q.href, snapshot.body) : ''}
 <h2>Versions, newest first</h2>
 ${history.items.map(
   (v) => html`<section class="version" aria-labelledby="v-${v.eventId}">
@@ -340,8 +350,7 @@ ${history.items.map(
   ${q.cursor ? html`<a href="${ctx.base}/resources${query({ companyId: q.companyId, href: q.href })}">Newest</a>` : ''}
   ${history.nextCursor ? html`<a href="${ctx.base}/resources${query({ companyId: q.companyId, href: q.href, cursor: history.nextCursor })}">Older →</a>` : ''}
 </nav>`;
-    return kit.send(reply, page(ctx, { title: 'Resource', section: '/notifications', body }));
-  });
+  return kit.send(reply, page(ctx, { title: 'Resource', section: '/notifications', body }), problem?.status ?? 200);
 }
 
 /** An RFC 6902 patch as a readable list: what was added, removed or replaced, at which path. */

@@ -1,45 +1,82 @@
 /**
- * Leads and quotes (SPEC §13): a company's lists, the quotes whose outcome is unknown first, each with
- * the resend action (after checking on the marketplace that it did not arrive; SPEC §6, services/send-once.ts).
+ * Leads, quotes and declines (SPEC §13): a company's lists, the quotes and declines whose outcome is unknown
+ * first, each with the resend action (after checking on the marketplace that it did not arrive; SPEC §6,
+ * services/send-once.ts); and the RFQ page's Quote… and Decline… forms, posted to the same services.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Problem } from '../../lib/problem.js';
+import { resourceHistoryQuery } from '../../admin/schemas.js';
+import type { DeclineView } from '../../services/declines.service.js';
 import type { QuoteView } from '../../services/quotes.service.js';
 import { html } from '../html.js';
 import { csrfField, notice, page, problemBox, query, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../plugin.js';
-import { parseForm } from './notifications.js';
+import { parseForm, resourcePage } from './notifications.js';
+import { declineForm, declineRequestOf, quoteForm, quoteRequestOf } from './rfq-forms.js';
 
-const outboundQuery = z.object({ companyId: z.uuid().optional(), leadsCursor: z.string().max(200).optional(), quotesCursor: z.string().max(200).optional() });
-const quoteParams = z.object({ companyId: z.uuid(), quoteId: z.uuid() });
+const cursor = z.string().max(200).optional();
+const outboundQuery = z.object({ companyId: z.uuid().optional(), leadsCursor: cursor, quotesCursor: cursor, declinesCursor: cursor });
+const answerParams = z.object({ companyId: z.uuid(), id: z.uuid() });
+const companyParams = z.object({ companyId: z.uuid() });
 const PAGE = 25;
+/** What a finished action says when the page comes back. */
+const DONE: Record<string, string> = {
+  resent: 'The quote was sent again.',
+  'resent-decline': 'The decline was sent again.',
+  quoted: 'The quote was submitted.',
+  declined: 'The decline was sent.',
+};
 
-const quoteStatus = (q: QuoteView) =>
-  q.status === 'created' ? html`<span class="badge s-processed">created</span>` : q.status === 'unknown' ? html`<span class="badge s-failed">unknown</span>` : html`<span class="badge s-queued">${q.status}</span>`;
+const outcome = (a: { status: string; error: string | null }) =>
+  html`${a.status === 'created' ? html`<span class="badge s-processed">created</span>` : a.status === 'unknown' ? html`<span class="badge s-failed">unknown</span>` : html`<span class="badge s-queued">${a.status}</span>`}${
+    a.error ? html`<br><span class="error-text small">${a.error}</span>` : ''
+  }`;
+
+/** The resend action of a quote or a decline held unknown. */
+const resendForm = (ctx: PageContext, action: string, what: string) =>
+  html`<td data-label="Action"><form method="post" action="${ctx.base}${action}" data-confirm="Resend ${what}? Only if you checked on the marketplace that the buyer did not get it.">${csrfField(ctx)}<button type="submit" class="small" aria-label="Resend ${what}">Resend</button></form></td>`;
+
+/** Where it was sent: the RFQ's action href, or the assumed path. */
+const sentTo = (a: { target: string | null; targetUrl: string | null }) =>
+  a.targetUrl ? html`<span class="small">${a.target === 'snapshot_href' ? "RFQ's href" : 'assumed path'}</span><br><code class="wrap small">${a.targetUrl}</code>` : html`<span class="muted">–</span>`;
 
 function quotesTable(ctx: PageContext, quotes: QuoteView[], withResend: boolean) {
   return html`<div class="table-wrap"><table class="cards">
-  <thead><tr><th scope="col">Seller quote identifier</th><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Marketplace ids</th><th scope="col">Submitted</th>${withResend ? html`<th scope="col">Action</th>` : ''}</tr></thead>
+  <thead><tr><th scope="col">Seller quote identifier</th><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Marketplace ids</th><th scope="col">Sent to</th><th scope="col">Submitted</th>${withResend ? html`<th scope="col">Action</th>` : ''}</tr></thead>
   <tbody>${quotes.map(
     (q) => html`<tr>
     <td data-label="Seller quote identifier" class="wrap">${q.sellerUniqueQuoteIdentifier}${q.actAsAccount ? html`<br><span class="muted small">as ${q.actAsAccount}</span>` : ''}</td>
     <td data-label="Request" class="wrap">${q.requestId}</td>
-    <td data-label="Status">${quoteStatus(q)}${q.error ? html`<br><span class="error-text small">${q.error}</span>` : ''}</td>
+    <td data-label="Status">${outcome(q)}</td>
     <td data-label="Marketplace ids" class="wrap small">${q.tripMessageId ? html`trip message ${q.tripMessageId}<br>seller quote ${q.sellerQuoteId}<br>lift ${q.liftId}` : html`<span class="muted">–</span>`}</td>
+    <td data-label="Sent to">${sentTo(q)}</td>
     <td data-label="Submitted">${time(q.createdAt)}</td>
-    ${
-      withResend
-        ? html`<td data-label="Action"><form method="post" action="${ctx.base}/companies/${q.companyId}/quotes/${q.id}/resend" data-confirm="Resend quote ${q.sellerUniqueQuoteIdentifier}? Only if you checked on the marketplace that the buyer did not get it.">${csrfField(ctx)}<button type="submit" class="small" aria-label="Resend quote ${q.sellerUniqueQuoteIdentifier}">Resend</button></form></td>`
-        : ''
-    }
+    ${withResend ? resendForm(ctx, `/companies/${q.companyId}/quotes/${q.id}/resend`, `quote ${q.sellerUniqueQuoteIdentifier}`) : ''}
+  </tr>`,
+  )}</tbody>
+</table></div>`;
+}
+
+function declinesTable(ctx: PageContext, declines: DeclineView[], withResend: boolean) {
+  return html`<div class="table-wrap"><table class="cards">
+  <thead><tr><th scope="col">Request</th><th scope="col">Reason</th><th scope="col">Status</th><th scope="col">Trip message</th><th scope="col">Sent to</th><th scope="col">Declined</th>${withResend ? html`<th scope="col">Action</th>` : ''}</tr></thead>
+  <tbody>${declines.map(
+    (d) => html`<tr>
+    <td data-label="Request" class="wrap">${d.requestId}${d.actAsAccount ? html`<br><span class="muted small">as ${d.actAsAccount}</span>` : ''}</td>
+    <td data-label="Reason">${d.decline.declineReason}${d.decline.message ? html`<br><span class="muted small wrap">${d.decline.message}</span>` : ''}</td>
+    <td data-label="Status">${outcome(d)}</td>
+    <td data-label="Trip message" class="wrap small">${d.tripMessageId ?? html`<span class="muted">–</span>`}</td>
+    <td data-label="Sent to">${sentTo(d)}</td>
+    <td data-label="Declined">${time(d.createdAt)}</td>
+    ${withResend ? resendForm(ctx, `/companies/${d.companyId}/declines/${d.id}/resend`, `the decline of ${d.requestId}`) : ''}
   </tr>`,
   )}</tbody>
 </table></div>`;
 }
 
 export function outboundPages(scope: FastifyInstance, kit: ConsoleKit): void {
-  const { companies, leads, quotes } = kit.deps.services;
+  const { companies, leads, quotes, declines } = kit.deps.services;
 
   const outboundPage = async (req: FastifyRequest, reply: FastifyReply, companyIdGiven?: string, problem?: Problem) => {
     const ctx = kit.ctx(req);
@@ -53,21 +90,26 @@ export function outboundPages(scope: FastifyInstance, kit: ConsoleKit): void {
   <div class="buttons"><button type="submit">Show</button></div>
 </form>`;
     if (!companyId) return kit.send(reply, page(ctx, { title: 'Leads & quotes', section: '/outbound', body: html`<h1>Leads &amp; quotes</h1><p>No company yet.</p>` }));
-    const [unknown, quotePage, leadPage] = await Promise.all([
+    const [unknown, unknownDeclines, quotePage, declinePage, leadPage] = await Promise.all([
       quotes.list(companyId, { status: 'unknown', limit: 100 }),
+      declines.list(companyId, { status: 'unknown', limit: 100 }),
       quotes.list(companyId, { limit: PAGE, cursor: q.quotesCursor }),
+      declines.list(companyId, { limit: PAGE, cursor: q.declinesCursor }),
       leads.list(companyId, { limit: PAGE, cursor: q.leadsCursor }),
     ]);
-    const done = (req.query as { done?: string }).done === 'resent' ? notice('The quote was sent again.') : undefined;
+    const doneKey = (req.query as { done?: unknown }).done;
+    const done = typeof doneKey === 'string' && Object.hasOwn(DONE, doneKey) ? notice(DONE[doneKey]!) : undefined;
     const body = html`<h1>Leads &amp; quotes</h1>
 ${picker}
 ${problem ? problemBox(problem) : ''}
 <section aria-labelledby="unknown">
-<h2 id="unknown">Quotes whose outcome is unknown</h2>
+<h2 id="unknown">Quotes and declines whose outcome is unknown</h2>
 ${
-  unknown.items.length === 0
-    ? html`<p class="muted">None: every submitted quote's outcome is known.</p>`
-    : html`<p>The marketplace may have received these, but no success was read. Check on the marketplace: resend only a quote that is not there.</p>${quotesTable(ctx, unknown.items, true)}`
+  unknown.items.length === 0 && unknownDeclines.items.length === 0
+    ? html`<p class="muted">None: every quote's and decline's outcome is known.</p>`
+    : html`<p>The marketplace may have received these, but no success was read. Check on the marketplace: resend only what is not there.</p>${
+        unknown.items.length > 0 ? quotesTable(ctx, unknown.items, true) : ''
+      }${unknownDeclines.items.length > 0 ? declinesTable(ctx, unknownDeclines.items, true) : ''}`
 }
 </section>
 <section aria-labelledby="quotes">
@@ -75,6 +117,13 @@ ${
 ${quotePage.items.length === 0 ? html`<p class="muted">No quote submitted.</p>` : quotesTable(ctx, quotePage.items, false)}
 <nav class="pager" aria-label="Quote pages">${q.quotesCursor ? html`<a href="${ctx.base}/outbound${query({ companyId })}">Newest</a>` : ''}${
       quotePage.nextCursor ? html`<a href="${ctx.base}/outbound${query({ companyId, quotesCursor: quotePage.nextCursor })}">Older quotes →</a>` : ''
+    }</nav>
+</section>
+<section aria-labelledby="declines">
+<h2 id="declines">Declines</h2>
+${declinePage.items.length === 0 ? html`<p class="muted">No lift or RFQ declined.</p>` : declinesTable(ctx, declinePage.items, false)}
+<nav class="pager" aria-label="Decline pages">${q.declinesCursor ? html`<a href="${ctx.base}/outbound${query({ companyId })}">Newest</a>` : ''}${
+      declinePage.nextCursor ? html`<a href="${ctx.base}/outbound${query({ companyId, declinesCursor: declinePage.nextCursor })}">Older declines →</a>` : ''
     }</nav>
 </section>
 <section aria-labelledby="leads">
@@ -98,15 +147,39 @@ ${
 
   scope.get('/outbound', async (req, reply) => outboundPage(req, reply));
 
-  scope.post('/companies/:companyId/quotes/:quoteId/resend', async (req, reply) => {
-    const { companyId, quoteId } = parseForm(quoteParams, req.params);
+  /** Runs a form's action; a refusal the operator can act on (4xx, 502, 503) is shown on the page it came from. */
+  const act = async (reply: FastifyReply, work: () => Promise<unknown>, then: string, refused: (problem: Problem) => Promise<FastifyReply>) => {
     try {
-      await quotes.resendUnknown(companyId, quoteId);
-      return kit.redirect(reply, `/outbound${query({ companyId, done: 'resent' })}`);
+      await work();
+      return kit.redirect(reply, then);
     } catch (err) {
       const problem = kit.problem(err);
       if (problem.status >= 500 && problem.status !== 502 && problem.status !== 503) throw err;
-      return outboundPage(req, reply, companyId, problem);
+      return refused(problem);
     }
-  });
+  };
+
+  /** The Resend of a quote or a decline held unknown; a refusal is shown on this page. */
+  const resend = (kind: 'quotes' | 'declines', resendUnknown: (companyId: string, id: string) => Promise<unknown>, done: string) =>
+    scope.post(`/companies/:companyId/${kind}/:id/resend`, async (req, reply) => {
+      const { companyId, id } = parseForm(answerParams, req.params);
+      return act(reply, () => resendUnknown(companyId, id), `/outbound${query({ companyId, done })}`, (problem) => outboundPage(req, reply, companyId, problem));
+    });
+  resend('quotes', (companyId, id) => quotes.resendUnknown(companyId, id), 'resent');
+  resend('declines', (companyId, id) => declines.resendUnknown(companyId, id), 'resent-decline');
+
+  /**
+   * An RFQ page's Quote… or Decline…, posted to the service as the admin API posts it; what is refused (a
+   * field, the marketplace) is shown on that RFQ's page, which the form's href names.
+   */
+  const rfqAnswer = <S extends z.ZodType<{ href: string }>>(path: string, formSchema: S, send: (companyId: string, form: z.infer<S>) => Promise<unknown>, done: string) =>
+    scope.post(`/companies/:companyId/${path}`, async (req, reply) => {
+      const { companyId } = parseForm(companyParams, req.params);
+      const form = parseForm(formSchema, req.body);
+      return act(reply, () => send(companyId, form), `/outbound${query({ companyId, done })}`, (problem) =>
+        resourcePage(kit, req, reply, parseForm(resourceHistoryQuery, { companyId, href: form.href }), problem),
+      );
+    });
+  rfqAnswer('rfq-quotes', quoteForm, (companyId, form) => quotes.submit(companyId, quoteRequestOf(form)), 'quoted');
+  rfqAnswer('rfq-declines', declineForm, (companyId, form) => declines.decline(companyId, declineRequestOf(form)), 'declined');
 }

@@ -4,5 +4,6 @@ export * from './notifications.js';
 export * from './resources.js';
 export * from './leads.js';
 export * from './quotes.js';
+export * from './declines.js';
 export * from './views.js';
 export * from './console-sessions.js';

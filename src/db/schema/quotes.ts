@@ -1,6 +1,12 @@
-import { index, integer, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { index, integer, jsonb, pgEnum, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { companies } from './companies.js';
 import { outboundStatus } from './leads.js';
+
+/**
+ * Where a quote or a decline was sent (services/rfq-actions.ts): the action href of the stored RFQ snapshot,
+ * or the assumed path under the company's API base URL when Skyhook has no snapshot carrying one.
+ */
+export const rfqActionTarget = pgEnum('rfq_action_target', ['snapshot_href', 'assumed_path']);
 
 /** Quotes Skyhook submitted to buyers for a company; idempotent by sellerUniqueQuoteIdentifier. */
 export const quotes = pgTable(
@@ -25,6 +31,9 @@ export const quotes = pgTable(
     error: text('error'),
     resourceHref: text('resource_href'),
     snapshotVersion: integer('snapshot_version'),
+    /** Where it was sent; null for quotes submitted before Skyhook recorded it. */
+    target: rfqActionTarget('target'),
+    targetUrl: text('target_url'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },

@@ -82,7 +82,7 @@ function credentials(w: FakeWebhook): WebhookCredentials {
 export type FakeServices = Partial<{ [K in Exclude<keyof AdminDeps, 'adminToken' | 'stream'>]: Partial<AdminDeps[K]> }>;
 
 function services(given: FakeServices): Omit<AdminDeps, 'adminToken' | 'stream'> {
-  const names = ['companies', 'webhooks', 'deletions', 'notifications', 'leads', 'quotes'] as const;
+  const names = ['companies', 'webhooks', 'deletions', 'notifications', 'leads', 'quotes', 'declines'] as const;
   const entries = names.map((name) => {
     const fake = (given[name] ?? {}) as Record<string, unknown>;
     return [

@@ -1,0 +1,81 @@
+/**
+ * Declining a requested lift or an RFQ: validated (marketplace/declines.ts), idempotent by (company,
+ * requestId), since a lift or an RFQ is declined once (docs/decisions.md); sent as a quote is (rfq-answers.ts).
+ */
+import { eq } from 'drizzle-orm';
+import { declines, type DeclineRow } from '../db/schema/index.js';
+import type { Decline, DeclineAnswered } from '../marketplace/declines.js';
+import { findAnswer, heldUnknown, listAnswers, sendRfqAnswer, type RfqAnswerDeps } from './rfq-answers.js';
+import type { DeclineView } from './views.js';
+
+export type { DeclineView };
+
+export interface DeclineRequest {
+  requestId: string;
+  actAsAccount?: string;
+  /** Send again a decline held `unknown` (services/send-once.ts). */
+  resendUnknown?: boolean;
+  decline: Decline;
+}
+
+const view = (d: DeclineRow): DeclineView => ({
+  id: d.id,
+  companyId: d.companyId,
+  requestId: d.requestId,
+  actAsAccount: d.actAsAccount,
+  status: d.status,
+  error: d.status === 'unknown' ? d.error : null,
+  decline: d.body as Decline,
+  tripMessageId: d.tripMessageId,
+  target: d.target,
+  targetUrl: d.targetUrl,
+  createdAt: d.createdAt.toISOString(),
+});
+
+export function createDeclinesService(deps: RfqAnswerDeps) {
+  const { db } = deps;
+
+  const service = {
+    /** A repeat for a lift or RFQ already declined answers the stored decline (created: false) and sends nothing. */
+    async decline(companyId: string, input: DeclineRequest): Promise<{ decline: DeclineView; created: boolean }> {
+      const { row, created } = await sendRfqAnswer(deps, companyId, {
+        table: declines,
+        action: 'decline',
+        key: ['companyId', 'requestId'],
+        request: input,
+        values: { declineReason: input.decline.declineReason, body: input.decline },
+        body: (r) => r.body,
+        name: `the decline of ${input.requestId}`,
+        operation: 'declines.send',
+        read: (answer) => {
+          const id = (answer as DeclineAnswered | undefined)?.tripmsgs?.id;
+          return { columns: { tripMessageId: typeof id === 'string' ? id : null } };
+        },
+      });
+      return { decline: view(row), created };
+    },
+
+    /** Sends again a decline held `unknown`, as stored, once an operator has checked the marketplace does not have it. */
+    async resendUnknown(companyId: string, declineId: string): Promise<{ decline: DeclineView; created: boolean }> {
+      const row = await heldUnknown(db, declines, companyId, declineId, 'Decline', (d) => `The decline of ${d.requestId}`);
+      return service.decline(companyId, {
+        requestId: row.requestId,
+        ...(row.actAsAccount ? { actAsAccount: row.actAsAccount } : {}),
+        resendUnknown: true,
+        decline: row.body as Decline,
+      });
+    },
+
+    async get(companyId: string, declineId: string): Promise<DeclineView> {
+      return view(await findAnswer(db, declines, companyId, declineId, 'Decline'));
+    },
+
+    /** Newest first; `requestId` finds the decline of a lift or an RFQ. */
+    async list(companyId: string, opts: { requestId?: string; status?: DeclineRow['status']; limit: number; cursor?: string }): Promise<{ items: DeclineView[]; nextCursor: string | null }> {
+      return listAnswers(deps, declines, companyId, [opts.requestId ? eq(declines.requestId, opts.requestId) : undefined, opts.status ? eq(declines.status, opts.status) : undefined], opts, view);
+    },
+  };
+  return service;
+}
+
+export type DeclinesService = ReturnType<typeof createDeclinesService>;

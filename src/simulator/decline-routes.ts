@@ -1,0 +1,35 @@
+/**
+ * Declining (the real marketplace's "Decline request"): POST /tripmsgs/{requestId}/decline (assumed path),
+ * and the RFQ's decline action hrefs (rfq-actions.ts), validate with the shared schema, answer the trip
+ * message sent to the buyer, and notify it as a seller response, as a quote is.
+ */
+import { envelope } from '../marketplace/contract.js';
+import { declineSchema, type DeclineAnswered } from '../marketplace/declines.js';
+import { issueErrors, softError } from './answers.js';
+import { callerOf } from './auth.js';
+import { actAsAccountOf, rfqActionRoutes } from './rfq-actions.js';
+import { newId } from './state.js';
+
+export const declineRoutes = rfqActionRoutes(
+  'decline',
+  (ledger) => ledger.calls.declines++,
+  (simulation) => async (request, params, via) => {
+    const { state, ledger } = simulation;
+    const body = declineSchema.safeParse(request.body);
+    if (!body.success || !params.success) return softError(issueErrors([...(params.error?.issues ?? []), ...(body.error?.issues ?? [])]));
+    const company = callerOf(request);
+    const { requestId } = params.data;
+    // (assumed) A lift or an RFQ is declined once: a repeat answers the first decline and notifies nothing.
+    const earlier = state.declines.get(company.id, requestId);
+    if (earlier) return envelope(earlier);
+
+    const answered: Required<DeclineAnswered> = { tripmsgs: { id: newId('tm') } };
+    state.declines.set(company.id, requestId, answered);
+    const actAsAccount = actAsAccountOf(request, company);
+    simulation.emit(company.id, 'TripRequestSellerResponse', answered.tripmsgs.id, {
+      fields: { requestId, declined: true, actAsAccount, shownAs: actAsAccount ?? company.name, ...body.data },
+    });
+    ledger.declined({ companyId: company.id, requestId, declineReason: body.data.declineReason, tripMessageId: answered.tripmsgs.id, actAsAccount, via });
+    return envelope(answered);
+  },
+);

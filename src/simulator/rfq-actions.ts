@@ -1,0 +1,87 @@
+/**
+ * Answering a requested lift or an RFQ (a quote, a decline) as the marketplace serves it: at the assumed path
+ * (contract.ts rfqActionPath) for any request id, and at the action hrefs its RFQ resources carry
+ * (`actions.<action>.href`, `sellerLift[].actions.<action>.href`), which are other paths, so a test can tell
+ * which one Skyhook used.
+ */
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { actAsAccountHeader } from '../marketplace/connection.js';
+import { marketplaceId, rfqActionPath, RFQ_ACTIONS, type RfqAction } from '../marketplace/contract.js';
+import { notFound } from './answers.js';
+import { callerOf } from './auth.js';
+import { lateAnswer } from './faults.js';
+import { countCall, type Ledger } from './ledger.js';
+import type { Simulation } from './simulation.js';
+import { API_PREFIX, newId, resourcePath, type Company, type MarketplaceState } from './state.js';
+import type { AnswerRoute } from './types.js';
+
+
+/** The requested lifts of a new RFQ resource: two, so one can be quoted and the other declined. */
+const LIFTS_PER_RFQ = 2;
+
+const segment = encodeURIComponent;
+const actionPath = (rfqId: string, liftId: string | null, action: RfqAction): string =>
+  `${API_PREFIX}/rfqs/${segment(rfqId)}${liftId === null ? '' : `/lifts/${segment(liftId)}`}/${action}`;
+
+/** `{submitQuote: {href}, decline: {href}}` for the RFQ, or for one of its lifts. */
+function actionsOf(hrefOf: (path: string) => string, rfqId: string, liftId: string | null): Record<RfqAction, { href: string }> {
+  return Object.fromEntries(RFQ_ACTIONS.map((action) => [action, { href: hrefOf(actionPath(rfqId, liftId, action)) }])) as Record<RfqAction, { href: string }>;
+}
+
+/**
+ * The fields an RFQ resource gets when it is created: its actions, and its requested lifts (`sellerLift`)
+ * each with its id and actions. A later event keeps them (the resource's fields are merged).
+ */
+export function newRfqFields(hrefOf: (path: string) => string, rfqId: string): Record<string, unknown> {
+  const sellerLift = Array.from({ length: LIFTS_PER_RFQ }, () => {
+    const id = newId('lift');
+    return { id, actions: actionsOf(hrefOf, rfqId, id) };
+  });
+  return { actions: actionsOf(hrefOf, rfqId, null), sellerLift };
+}
+
+/** The user login an answer is sent as, in the header of the company's profile; a blank header counts as not sent, as no login is blank. */
+export function actAsAccountOf(request: FastifyRequest, company: Company): string | null {
+  const value = request.headers[actAsAccountHeader(company.profile).toLowerCase()];
+  return typeof value === 'string' && value.trim() !== '' ? value.trim() : null;
+}
+
+/** The id Skyhook validates before sending it, checked again here as the marketplace would (a decoded `a%2Fb` is refused). */
+const requestParams = z.object({ requestId: marketplaceId });
+
+/** What a handler gets: the request id as validated (its issues, when not valid), and how it came. */
+export type AnswerHandler = (request: FastifyRequest, requestId: z.ZodSafeParseResult<{ requestId: string }>, via: AnswerRoute) => Promise<unknown>;
+
+/**
+ * The plugin of one action: every call counted (`count`), its answer held for submitLatencyMs as a lead's is
+ * (the marketplace acted, the caller may time out), and served where serveRfqAction says.
+ */
+export function rfqActionRoutes(action: RfqAction, count: (ledger: Ledger) => void, handler: (simulation: Simulation) => AnswerHandler): FastifyPluginAsync<{ simulation: Simulation }> {
+  return async (api, { simulation }) => {
+    api.addHook('onSend', countCall(() => count(simulation.ledger)));
+    api.addHook('onSend', lateAnswer(simulation.state));
+    serveRfqAction(api, simulation.state, action, handler(simulation));
+  };
+}
+
+/**
+ * Serves one action at the assumed path and at the RFQ's and each lift's action href. An action href names
+ * an RFQ of the caller's (and one of its lifts): anything else is a 404, as for a resource.
+ */
+export function serveRfqAction(api: FastifyInstance, state: MarketplaceState, action: RfqAction, handle: AnswerHandler): void {
+  api.post<{ Params: { requestId: string } }>(rfqActionPath(action, 'REQUEST_ID').replace('REQUEST_ID', ':requestId'), async (request) =>
+    handle(request, requestParams.safeParse(request.params), 'assumed_path'),
+  );
+  const viaHref = async (request: FastifyRequest, reply: FastifyReply, rfqId: string, liftId: string | null) => {
+    const rfq = state.resourceAt(resourcePath('rfqs', rfqId));
+    const lifts = rfq?.fields.sellerLift;
+    const known = rfq?.companyId === callerOf(request).id && (liftId === null || (Array.isArray(lifts) && lifts.some((l: { id?: unknown }) => l.id === liftId)));
+    if (!known) return reply.code(404).send(notFound(liftId === null ? 'rfq' : 'requested lift'));
+    return handle(request, requestParams.safeParse({ requestId: liftId ?? rfqId }), 'action_href');
+  };
+  api.post<{ Params: { rfqId: string } }>(`/rfqs/:rfqId/${action}`, async (request, reply) => viaHref(request, reply, request.params.rfqId, null));
+  api.post<{ Params: { rfqId: string; liftId: string } }>(`/rfqs/:rfqId/lifts/:liftId/${action}`, async (request, reply) =>
+    viaHref(request, reply, request.params.rfqId, request.params.liftId),
+  );
+}

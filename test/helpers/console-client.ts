@@ -1,0 +1,30 @@
+/** The operator console over HTTP, as a browser without JavaScript would use it: no redirect followed, forms url-encoded. */
+import { expect } from 'vitest';
+import { ADMIN_TOKEN } from './skyhook.js';
+
+/** `url`: Skyhook's, read at each request (a test file learns it in beforeAll). */
+export function consoleClient(url: () => string) {
+  const get = (path: string, cookie?: string, headers: Record<string, string> = {}) =>
+    fetch(`${url()}/console${path}`, { redirect: 'manual', headers: { ...(cookie ? { cookie } : {}), ...headers } });
+  const post = (path: string, form: Record<string, string>, cookie?: string, headers: Record<string, string> = {}) =>
+    fetch(`${url()}/console${path}`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}), ...headers },
+      body: new URLSearchParams(form).toString(),
+    });
+
+  /** Signs in; answers the cookie to send and the session's CSRF token (read from a page, as a browser would). */
+  async function signIn(): Promise<{ cookie: string; setCookie: string; csrf: string }> {
+    const res = await post('/sign-in', { token: ADMIN_TOKEN, next: '/' });
+    expect(res.status).toBe(303);
+    const setCookie = res.headers.get('set-cookie') ?? '';
+    const cookie = setCookie.split(';')[0]!;
+    const page = await (await get('/', cookie)).text();
+    const csrf = /<meta name="csrf-token" content="([^"]+)">/.exec(page)?.[1] ?? '';
+    expect(csrf).not.toBe('');
+    return { cookie, setCookie, csrf };
+  }
+
+  return { get, post, signIn };
+}
