@@ -3,8 +3,11 @@ import pg from 'pg';
 import * as schema from './schema/index.js';
 
 export type Database = NodePgDatabase<typeof schema>;
-/** A transaction handle: the same query API as Database. */
-export type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
+/**
+ * What a handler writes with inside a transaction: the query API, which a drizzle transaction and a drizzle
+ * instance bound to a transaction's client both have.
+ */
+export type Tx = Pick<Database, 'select' | 'selectDistinct' | 'insert' | 'update' | 'delete' | 'execute' | 'query' | '$with' | 'with'>;
 
 export interface DbHandle {
   pool: pg.Pool;

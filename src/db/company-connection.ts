@@ -5,7 +5,9 @@
  */
 import type { ApiConnection } from '../marketplace/connection.js';
 import { decryptSecret } from '../lib/crypto.js';
-import type { CompanyRow } from './schema/index.js';
+import { eq } from 'drizzle-orm';
+import type { Database } from './client.js';
+import { companies, type CompanyRow } from './schema/index.js';
 
 /** The columns a connection is read from. */
 export type ConnectionColumns = Pick<
@@ -37,4 +39,10 @@ export function connectionFromRow(row: ConnectionColumns, secretKey: Buffer): Ap
     apiVersion: row.apiVersion ?? undefined,
     oauth: row.oauthTokenUrl !== null && row.oauthClientId !== null && clientSecret !== undefined ? { tokenUrl: row.oauthTokenUrl, clientId: row.oauthClientId, clientSecret } : undefined,
   };
+}
+
+/** One company's row, or undefined. */
+export async function findCompany(db: Database, companyId: string): Promise<CompanyRow | undefined> {
+  const [row] = await db.select().from(companies).where(eq(companies.id, companyId)).limit(1);
+  return row;
 }

@@ -477,6 +477,18 @@ async function replay(sql: Sql, ids: number[]): Promise<ReplayedRow[]> {
 // ---------------------------------------------------------------------------------------------------
 // Retention
 
+/** Deletes those of `attemptIds` that no kept notification shares any more. */
+async function deleteOrphanAttempts(client: Sql, attemptIds: number[]): Promise<void> {
+  if (attemptIds.length === 0) return;
+  await client.query(
+    `DELETE FROM fetch_attempts a WHERE a.id = ANY($1::bigint[])
+     AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.id = ANY(a.notification_ids))`,
+    [attemptIds],
+  );
+}
+
+const attemptIdsOf = (rows: { fetch_attempt_ids: string[] | null }[]): number[] => [...new Set(rows.flatMap((r) => (r.fetch_attempt_ids ?? []).map(Number)))];
+
 /**
  * Deletes one batch of final notifications older than `retentionDays` with their history: their replays
  * (by their key) and the fetch attempts none of whose notifications is kept. Answers how many it deleted.
@@ -490,15 +502,24 @@ async function purgeBatch(client: Sql, retentionDays: number, limit: number): Pr
      RETURNING fetch_attempt_ids`,
     [retentionDays, limit],
   );
-  const attempts = [...new Set(rows.flatMap((r) => r.fetch_attempt_ids ?? []))];
-  if (attempts.length > 0) {
-    await client.query(
-      `DELETE FROM fetch_attempts a WHERE a.id = ANY($1::bigint[])
-       AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.id = ANY(a.notification_ids))`,
-      [attempts],
-    );
-  }
+  await deleteOrphanAttempts(client, attemptIdsOf(rows));
   return rows.length;
+}
+
+/** A deleted webhook's notifications go with it (its key cascades to them and their replays), and so does their history. */
+async function deleteWebhook(client: Sql, webhookId: string): Promise<void> {
+  const { rows } = await client.query<{ fetch_attempt_ids: string[] | null }>('SELECT fetch_attempt_ids FROM notifications WHERE webhook_id = $1', [webhookId]);
+  await client.query('DELETE FROM webhooks WHERE id = $1', [webhookId]);
+  await deleteOrphanAttempts(client, attemptIdsOf(rows));
+}
+
+/**
+ * A deleted company's key cascades to everything of it (webhooks and their notifications, resources,
+ * events, leads, quotes, declines) but its fetch attempts, which have no key to it (for the worker's sake).
+ */
+async function deleteCompany(client: Sql, companyId: string): Promise<void> {
+  await client.query('DELETE FROM fetch_attempts WHERE company_id = $1', [companyId]);
+  await client.query('DELETE FROM companies WHERE id = $1', [companyId]);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -552,6 +573,10 @@ export function createNotificationsRepository(pool: pg.Pool) {
     park: (attempt: FetchAttempt, revision: number, reason: string): Promise<boolean> => inTransaction(pool, (client) => park(client, attempt, revision, reason)),
     /** Runs `fn` in one transaction; `client` is its connection, for what else must commit with it (the handlers). */
     transaction: <T>(fn: (tx: NotificationsTx, client: pg.PoolClient) => Promise<T>): Promise<T> => inTransaction(pool, (client) => fn(bind(client), client)),
+    /** Deletes a webhook with its notifications and their history: one transaction. */
+    deleteWebhook: (webhookId: string): Promise<void> => inTransaction(pool, (client) => deleteWebhook(client, webhookId)),
+    /** Deletes a company with everything of it, its fetch attempts included: one transaction. */
+    deleteCompany: (companyId: string): Promise<void> => inTransaction(pool, (client) => deleteCompany(client, companyId)),
     /** Deletes one batch of final notifications older than `retentionDays`, with their history; answers how many. */
     purgeBatch: (retentionDays: number, limit: number): Promise<number> => inTransaction(pool, (client) => purgeBatch(client, retentionDays, limit)),
   };

@@ -4,9 +4,10 @@
  * `force`, which deletes locally all the same and says which settings stay active there. Deleting takes
  * the notifications with it, and their history.
  */
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
-import { companies, fetchAttempts, notifications, webhooks, type WebhookRow } from '../db/schema/index.js';
+import { companies, webhooks, type WebhookRow } from '../db/schema/index.js';
+import type { NotificationsRepository } from '../notifications/postgres.js';
 import { Problem, notFound } from '../lib/problem.js';
 import type { WebhooksService } from './webhooks.service.js';
 
@@ -21,7 +22,11 @@ export interface Deleted {
   remainingRemoteSettings: RemainingSetting[];
 }
 
-export function createDeletionsService(deps: { db: Database; webhooks: Pick<WebhooksService, 'update' | 'changed'> }) {
+export function createDeletionsService(deps: {
+  db: Database;
+  webhooks: Pick<WebhooksService, 'update' | 'changed'>;
+  notifications: Pick<NotificationsRepository, 'deleteWebhook' | 'deleteCompany'>;
+}) {
   const { db } = deps;
 
   /** Deactivates each active setting on the marketplace; answers the ones the marketplace refused. */
@@ -47,32 +52,13 @@ export function createDeletionsService(deps: { db: Database; webhooks: Pick<Webh
     );
   }
 
-  /**
-   * Deletes those of `attemptIds` that no notification shares any more (the attempts of a deleted
-   * webhook's notifications; a deleted company's go with it by their key).
-   */
-  async function deleteOrphanAttempts(tx: Pick<Database, 'execute'>, attemptIds: number[]): Promise<void> {
-    if (attemptIds.length === 0) return;
-    await tx.execute(sql`
-      DELETE FROM fetch_attempts a WHERE a.id = ANY(${sql.param(attemptIds)}::bigint[])
-      AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.id = ANY(a.notification_ids))`);
-  }
-
   return {
     async deleteWebhook(companyId: string, webhookId: string, opts: { force?: boolean }): Promise<Deleted> {
       const [row] = await db.select().from(webhooks).where(and(eq(webhooks.id, webhookId), eq(webhooks.companyId, companyId)));
       if (!row) throw notFound(`Webhook ${webhookId}`);
       const refused = await deactivate([row]);
       if (refused.length > 0 && !opts.force) throw refusedProblem(`Webhook ${webhookId}`, refused);
-      await db.transaction(async (tx) => {
-        const held = await tx
-          .select({ ids: notifications.fetchAttemptIds })
-          .from(notifications)
-          .where(eq(notifications.webhookId, webhookId));
-        // The webhook's key cascades to its notifications, and theirs to their replays.
-        await tx.delete(webhooks).where(eq(webhooks.id, webhookId));
-        await deleteOrphanAttempts(tx, [...new Set(held.flatMap((h) => h.ids ?? []))]);
-      });
+      await deps.notifications.deleteWebhook(webhookId);
       await deps.webhooks.changed();
       return { remainingRemoteSettings: refused };
     },
@@ -82,12 +68,7 @@ export function createDeletionsService(deps: { db: Database; webhooks: Pick<Webh
       if (!company) throw notFound(`Company ${companyId}`);
       const refused = await deactivate(await db.select().from(webhooks).where(eq(webhooks.companyId, companyId)));
       if (refused.length > 0 && !opts.force) throw refusedProblem(`Company ${company.name}`, refused);
-      // Its key cascades to everything of it but its fetch attempts (which have no key to it, for the
-      // worker's sake): webhooks (and their notifications), resources, events, leads and quotes.
-      await db.transaction(async (tx) => {
-        await tx.delete(fetchAttempts).where(eq(fetchAttempts.companyId, companyId));
-        await tx.delete(companies).where(eq(companies.id, companyId));
-      });
+      await deps.notifications.deleteCompany(companyId);
       await deps.webhooks.changed();
       return { remainingRemoteSettings: refused };
     },

@@ -19,7 +19,7 @@ import { createWebhooksService } from './webhooks.service.js';
 
 export function createServices(deps: {
   db: Database;
-  notifications: Pick<NotificationsRepository, 'replay' | 'queue'>;
+  notifications: Pick<NotificationsRepository, 'replay' | 'queue' | 'deleteWebhook' | 'deleteCompany'>;
   enqueuer: Pick<FetchEnqueuer, 'enqueue'>;
   config: Pick<Config, 'secretKey' | 'env' | 'publicBaseUrl' | 'rotationGraceMs' | 'marketplaceTimeoutMs' | 'requireHttpsHrefs' | 'fetch'>;
   /** Called after a webhook changes (the receiver drops cached credentials). */
@@ -62,7 +62,7 @@ export function createServices(deps: {
   return {
     companies,
     webhooks,
-    deletions: createDeletionsService({ db, webhooks }),
+    deletions: createDeletionsService({ db, webhooks, notifications: deps.notifications }),
     notifications: createNotificationsService({ db, notifications: deps.notifications, enqueuer: deps.enqueuer }),
     leads: createLeadsService({ db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs }),
     quotes: createQuotesService(rfqAnswers),

@@ -1,0 +1,74 @@
+/**
+ * Outages and the errors of parts that carry on (SPEC §5): the one line said when Redis or PostgreSQL
+ * becomes unreachable, what Skyhook does meanwhile (by role), rate-limited reminders while it lasts, and one
+ * line when it is back; and the policy by which every other error is reported, counted, or folded into
+ * the outage that explains it.
+ */
+import type { Config } from '../config.js';
+import { isDatabaseUnavailable } from '../db/client.js';
+import type { ErrorReporter } from './error-reporter.js';
+import { withoutPassword } from './redact.js';
+import { isRedisUnavailable } from './redis/connection.js';
+
+/** Error kinds of the outages a process waits out; each is one line when it starts and one when it ends. */
+export const REDIS_DOWN = 'redis_unreachable';
+export const POSTGRES_DOWN = 'postgres_unreachable';
+
+export type Outages = ReturnType<typeof outageReports>;
+
+/**
+ * The one line said when Redis or PostgreSQL becomes unreachable, what Skyhook does meanwhile (by role),
+ * rate-limited reminders while it lasts, and one line when it is back.
+ */
+export function outageReports(config: Config, reporter: ErrorReporter) {
+  const runsApi = config.role !== 'worker';
+  const runsWorker = config.role !== 'api';
+  const redisAt = config.redisClusterNodes
+    ? `the Redis Cluster at ${config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')} (REDIS_CLUSTER_NODES)`
+    : `Redis at ${withoutPassword(config.redisUrl)} (REDIS_URL)`;
+  const postgresAt = `PostgreSQL at ${withoutPassword(config.databaseUrl)} (DATABASE_URL)`;
+  const meanwhile = (parts: [boolean, string][]) =>
+    parts
+      .filter(([applies]) => applies)
+      .map(([, text]) => text)
+      .join('; ');
+  const redisMeanwhile = meanwhile([
+    [runsApi, 'Basic notifications are still stored and answered 200, and queued when it is back; OAuth ones are answered 503 (their nonce cannot be checked)'],
+    [runsWorker, 'fetches wait for it'],
+    [true, '/readyz answers 503'],
+  ]);
+  const postgresMeanwhile = meanwhile([
+    [runsApi, 'notifications are answered 503 with Retry-After (nothing can be stored)'],
+    [runsWorker, 'fetches wait for it'],
+    [true, '/readyz answers 503'],
+  ]);
+  const postgresDown = (err: unknown) => reporter.report(POSTGRES_DOWN, err, `${postgresAt} is not reachable: ${postgresMeanwhile}`);
+  const postgresBack = () => reporter.recovered(POSTGRES_DOWN, `${postgresAt} is reachable again`);
+  return {
+    redisDown: (err: unknown) => reporter.report(REDIS_DOWN, err, `${redisAt} is not reachable: ${redisMeanwhile}`),
+    redisBack: () => reporter.recovered(REDIS_DOWN, `${redisAt} is reachable again`),
+    postgresDown,
+    postgresBack,
+    /** For connectDatabase: a lost connection is an outage until a new one connects. */
+    postgresEvents: { onError: postgresDown, onConnect: postgresBack },
+  };
+}
+
+/**
+ * Errors of parts that carry on. A part that uses one dependency (`on`) reports its loss as that outage;
+ * an error an outage already reported explains is counted under its kind without a line of its own;
+ * anything else is logged under its kind.
+ */
+export function errorPolicy(reporter: ErrorReporter, outages: Outages) {
+  return (kind: string, message: string, on?: 'redis' | 'postgres') =>
+    (err: unknown): void => {
+      const redis = isRedisUnavailable(err);
+      const postgres = isDatabaseUnavailable(err);
+      if (on === 'redis' && redis) outages.redisDown(err);
+      else if (on === 'postgres' && postgres) outages.postgresDown(err);
+      else if ((redis && reporter.active(REDIS_DOWN)) || (postgres && reporter.active(POSTGRES_DOWN))) reporter.count(kind);
+      else reporter.report(kind, err, message);
+    };
+}
+
+export type ReportFor = ReturnType<typeof errorPolicy>;
