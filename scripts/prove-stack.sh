@@ -289,6 +289,8 @@ compose_health() {
 # the conditions ask for, each waited for by its healthcheck, and profiles are named explicitly.
 step "up: postgres, redis"
 compose up -d postgres redis >"$WORK/up.log" 2>&1 || { tail -n 20 "$WORK/up.log" >&2; fail "compose up postgres redis"; }
+network=$($ENGINE inspect -f '{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{$v.IPAddress}} {{end}}' "$(container postgres)")
+say "network: ${network% }"
 compose_health postgres
 compose_health redis
 
