@@ -24,8 +24,7 @@ import { connectRedis, type RedisClient } from './lib/redis/connection.js';
 import { errorPolicy, outageReports } from './lib/outages.js';
 import { TimeoutError, withTimeout } from './lib/timeout.js';
 import { drizzle } from 'drizzle-orm/node-postgres';
-import { CachedPlans } from './db/cached-plans.js';
-import { CLAIM_STATEMENT, STORE_STATEMENT, type NotificationsRepository } from './notifications/postgres.js';
+import type { NotificationsRepository } from './notifications/postgres.js';
 import * as schema from './db/schema/index.js';
 import type { Metrics } from './lib/metrics.js';
 import { MarketplaceClient } from './marketplace/client.js';
@@ -94,7 +93,7 @@ async function createCore(config: Config, log: Logger) {
 
   // A worker-only process uses this pool for the relay alone; the worker has its own, sized to its concurrency.
   const api = connectDatabase(config.databaseUrl, { max: runsApi ? config.dbPoolSize : 3, applicationName: `skyhook-${config.role}`, ...outages.postgresEvents });
-  const notifications = createNotificationsRepository(api.pool);
+  const notifications = createNotificationsRepository(api.pool, log);
   const producer = connectRedis(config, 'producer', 'skyhook-producer', outages.redisDown);
   producer.on('ready', outages.redisBack);
   const queue = createFetchQueue(producer, config.queuePrefix);
@@ -270,7 +269,7 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
   });
   const connection = connectRedis(config, 'worker', 'skyhook-worker', outages.redisDown);
   connection.on('ready', outages.redisBack);
-  const notifications = createNotificationsRepository(workerDb.pool);
+  const notifications = createNotificationsRepository(workerDb.pool, log);
   const gate = new CompanyGate(connection, config.queuePrefix, gateOptions(config.fetch));
   // The parked resources a finished fetch frees get their jobs at once.
   const finishes = new GateFinishes(gate, (admitted) => enqueuer.addAdmitted(admitted), log);
@@ -383,12 +382,11 @@ function fetchJobDeps(deps: {
   tracing?: Tracing;
 }): FetchJobDeps {
   const { notifications, config } = deps;
-  const plans = new CachedPlans(deps.db.pool, [CLAIM_STATEMENT, STORE_STATEMENT], deps.log);
   const connections = new CompanyConnections(deps.db.db, config.secretKey, config.fetch.companyConcurrency);
-  const starts = new FetchStarts(notifications, plans, deps.gate, deps.connection, config.queuePrefix, config.fetch.minIntervalMs, deps.onError);
+  const starts = new FetchStarts(notifications, deps.gate, deps.connection, config.queuePrefix, config.fetch.minIntervalMs, deps.onError);
   // Handlers write through drizzle, on the connection of the transaction that stores their snapshot. A
   // stored batch's jobs all complete in one turn, each with a BullMQ script: sent in one write.
-  const snapshots = new SnapshotStore(notifications, plans, deps.handlers, (client) => drizzle({ client, schema }), deps.tracing);
+  const snapshots = new SnapshotStore(notifications, deps.handlers, (client) => drizzle({ client, schema }), deps.tracing);
   const marketplace = new MarketplaceClient({
     timeoutMs: config.fetch.timeoutMs,
     connections: config.fetch.concurrency,

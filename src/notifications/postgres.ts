@@ -14,7 +14,8 @@
  * only the functions they use (`Pick<NotificationsRepository, ...>`), so a test can hand them a fake.
  */
 import type pg from 'pg';
-import type { CachedPlans, Statement } from '../db/cached-plans.js';
+import pino, { type Logger } from 'pino';
+import { CachedPlans, type Statement } from '../db/cached-plans.js';
 import { inTransaction } from '../db/client.js';
 import type { FetchAttemptOutcome, NotificationStatus } from '../db/schema/index.js';
 import type { SpanRef } from '../lib/tracing.js';
@@ -193,9 +194,9 @@ export interface Claimed {
 }
 
 /** Indexed like `keys`; a key with nothing pending has no entry. */
-async function claimPending(sql: Sql, plans: CachedPlans, keys: { companyId: string; href: string }[]): Promise<(Claimed | undefined)[]> {
+async function claimPending(sql: Sql, plans: CachedPlans | undefined, keys: { companyId: string; href: string }[]): Promise<(Claimed | undefined)[]> {
   const { rows } = await sql.query<{ ord: string; ids: string[]; received_at: Date[]; type: string; resource_id: string; previous_version: number | null; previous_body: unknown }>({
-    name: plans.nameFor(CLAIM_STATEMENT),
+    name: plans?.nameFor(CLAIM_STATEMENT),
     text: CLAIM_STATEMENT.text,
     values: [keys.map((k) => k.companyId), keys.map((k) => k.href)],
   });
@@ -414,10 +415,10 @@ const STORE_SQL = `
 export const STORE_STATEMENT: Statement = { name: 'skyhook_store_snapshots', text: STORE_SQL };
 
 /** Stores a batch of fetched snapshots and processes the notifications they cover (see STORE_SQL). */
-async function storeFetched(sql: Sql, statementName: string | undefined, items: FetchedSnapshot[]): Promise<Stored[]> {
+async function storeFetched(sql: Sql, plans: CachedPlans | undefined, items: FetchedSnapshot[]): Promise<Stored[]> {
   const col = <T>(f: (i: FetchedSnapshot) => T) => items.map(f);
   const { rows } = await sql.query<{ version: number; stored: number | null; event_id: string | null }>({
-    name: statementName,
+    name: plans?.nameFor(STORE_STATEMENT),
     text: STORE_SQL,
     values: [
       col((i) => i.companyId),
@@ -543,8 +544,11 @@ async function summaries(sql: Sql, ids: number[]): Promise<NotificationSummary[]
 
 // ---------------------------------------------------------------------------------------------------
 
-/** The statements above, bound to a pool, or (in `transaction`) to one client inside a transaction. */
-function bind(sql: Sql) {
+/**
+ * The statements above, bound to a pool (the batched claim and store named once their cached plans would
+ * use the indexes: db/cached-plans.ts), or (in `transaction`) to one client inside a transaction (unnamed).
+ */
+function bind(sql: Sql, plans?: CachedPlans) {
   return {
     insert: (rows: NewNotification[], statuses: InsertedStatus[]) => insertNotifications(sql, rows, statuses),
     /** received -> queued: their jobs were added. */
@@ -554,9 +558,9 @@ function bind(sql: Sql) {
     lockUnqueued: (graceMs: number, limit: number) => lockUnqueued(sql, graceMs, limit),
     staleQueuedKeys: (olderThanMs: number, after: { companyId: string; href: string } | undefined, limit: number) => staleQueuedKeys(sql, olderThanMs, after, limit),
     pendingResources: (companyId: string) => pendingResources(sql, companyId),
-    claimPending: (plans: CachedPlans, keys: { companyId: string; href: string }[]) => claimPending(sql, plans, keys),
+    claimPending: (keys: { companyId: string; href: string }[]) => claimPending(sql, plans, keys),
     recordAttempt: (attempt: FetchAttempt, verdict: Verdict) => recordAttempt(sql, attempt, verdict),
-    storeFetched: (statementName: string | undefined, items: FetchedSnapshot[]) => storeFetched(sql, statementName, items),
+    storeFetched: (items: FetchedSnapshot[]) => storeFetched(sql, plans, items),
     replay: (ids: number[]) => replay(sql, ids),
     summaries: (ids: number[]) => summaries(sql, ids),
   };
@@ -564,9 +568,10 @@ function bind(sql: Sql) {
 
 export type NotificationsTx = ReturnType<typeof bind>;
 
-export function createNotificationsRepository(pool: pg.Pool) {
+export function createNotificationsRepository(pool: pg.Pool, log: Logger = pino({ level: 'silent' })) {
+  const plans = new CachedPlans(pool, [CLAIM_STATEMENT, STORE_STATEMENT], log);
   return {
-    ...bind(pool),
+    ...bind(pool, plans),
     /** processed, outcome `gone`, with the resource flagged gone: one transaction. */
     markGone: (attempt: FetchAttempt): Promise<void> => inTransaction(pool, (client) => markGone(client, attempt)),
     /** The attempt recorded, its notifications left pending, the company paused (if `revision` is current): one transaction. */

@@ -6,7 +6,6 @@
  * delayed); a parked one ends; a job with nothing pending gives its slot back, so the next notification
  * for that key is fetched at once.
  */
-import type { CachedPlans } from '../db/cached-plans.js';
 import type { Claimed, NotificationsRepository } from '../notifications/postgres.js';
 import { Batcher } from '../lib/batcher.js';
 import { type RedisClient } from '../lib/redis/connection.js';
@@ -53,7 +52,6 @@ export class FetchStarts {
 
   constructor(
     private readonly notifications: Pick<NotificationsRepository, 'claimPending'>,
-    private readonly plans: CachedPlans,
     private readonly gate: Pick<CompanyGate, 'start'>,
     redis: RedisClient,
     private readonly prefix: string,
@@ -83,7 +81,7 @@ export class FetchStarts {
         requests.map((r, i) => ({ ...r.resource, fetchKey: fetchKey(r.resource), max: r.max, paused: r.paused, retried: r.retried, slotKey: slotKeys[i]! })),
         this.minIntervalMs,
       ),
-      this.notifications.claimPending(this.plans, keys),
+      this.notifications.claimPending(keys),
     ]);
     if (gated.status === 'rejected' || claimed.status === 'rejected') {
       // Slots this batch took for fetches that will not happen now are given back.

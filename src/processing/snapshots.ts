@@ -6,9 +6,8 @@
  */
 import jsonpatch, { type Operation } from 'fast-json-patch';
 import type pg from 'pg';
-import type { CachedPlans } from '../db/cached-plans.js';
 import { isDatabaseUnavailable, type Tx } from '../db/client.js';
-import { STORE_STATEMENT, type FetchedSnapshot, type NotificationsRepository, type Stored } from '../notifications/postgres.js';
+import { type FetchedSnapshot, type NotificationsRepository, type Stored } from '../notifications/postgres.js';
 import { Batcher, splitOnFailure } from '../lib/batcher.js';
 import { endsWith, type Tracing } from '../lib/tracing.js';
 import type { HandlerRegistry } from './handlers/index.js';
@@ -47,7 +46,6 @@ export class SnapshotStore {
 
   constructor(
     private readonly notifications: Pick<NotificationsRepository, 'storeFetched' | 'transaction'>,
-    private readonly plans: CachedPlans,
     private readonly handlers: HandlerRegistry,
     /** Builds the drizzle transaction handle handlers write through, on the transaction's connection. */
     private readonly handlerTx: (client: pg.PoolClient) => Tx,
@@ -66,11 +64,10 @@ export class SnapshotStore {
 
   private async write(items: FetchedSnapshot[]): Promise<Stored[]> {
     const handlers = items.map((i) => this.handlers.handlerFor(i.claimed.type));
-    // Without handlers the statement commits by itself: no BEGIN and COMMIT round trips. Named once its
-    // cached plan would use the indexes (db/cached-plans.ts): then each connection parses and plans it once.
-    if (handlers.every((h) => h === undefined)) return this.notifications.storeFetched(this.plans.nameFor(STORE_STATEMENT), items);
+    // Without handlers the statement commits by itself: no BEGIN and COMMIT round trips.
+    if (handlers.every((h) => h === undefined)) return this.notifications.storeFetched(items);
     return this.notifications.transaction(async (tx, client) => {
-      const results = await tx.storeFetched(undefined, items);
+      const results = await tx.storeFetched(items);
       const handlerTx = this.handlerTx(client);
       for (const [i, handler] of handlers.entries()) {
         const { companyId, href, claimed, resource, changes, trace } = items[i]!;

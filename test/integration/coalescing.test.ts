@@ -4,13 +4,11 @@
  */
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fetchKey } from '../../src/processing/fetch.queue.js';
-import { CLAIM_STATEMENT, createNotificationsRepository } from '../../src/notifications/postgres.js';
+import { createNotificationsRepository } from '../../src/notifications/postgres.js';
 import { CompanyGate } from '../../src/processing/company-gate.js';
 import { FetchStarts } from '../../src/processing/fetch-start.js';
-import { CachedPlans } from '../../src/db/cached-plans.js';
 import { REDIS_URL } from '../helpers/database.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { eventually } from '../helpers/skyhook.js';
@@ -191,7 +189,7 @@ function fetchStarts(s: Scenario, minIntervalMs: number): { starts: FetchStarts;
   const pool = new pg.Pool({ connectionString: s.db.url, max: 1 });
   const redis = new Redis(REDIS_URL);
   const gate = new CompanyGate(redis, s.prefix, { defaultMax: 64, leaseMs: 60_000, probeIntervalMs: 300_000 });
-  const starts = new FetchStarts(createNotificationsRepository(pool), new CachedPlans(pool, [CLAIM_STATEMENT], pino({ level: 'silent' })), gate, redis, s.prefix, minIntervalMs, (err: unknown) =>
+  const starts = new FetchStarts(createNotificationsRepository(pool), gate, redis, s.prefix, minIntervalMs, (err: unknown) =>
     console.warn('a fetch slot was not settled', err),
   );
   return {

@@ -2,16 +2,13 @@
  * What the worker does with each answer of the marketplace to a resource GET (SPEC §5), driven by
  * the simulator's scripted responses.
  */
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase } from '../../src/db/client.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { eventually } from '../helpers/skyhook.js';
 import { builtInHandlers } from '../../src/processing/handlers/index.js';
 import { SnapshotStore } from '../../src/processing/snapshots.js';
-import { createNotificationsRepository, STORE_STATEMENT } from '../../src/notifications/postgres.js';
-import type { Tx } from '../../src/db/client.js';
-import { CachedPlans } from '../../src/db/cached-plans.js';
+import { createNotificationsRepository } from '../../src/notifications/postgres.js';
 
 let s: Scenario;
 let companyId: string;
@@ -194,7 +191,7 @@ describe('a marketplace slower than FETCH_TIMEOUT_MS', () => {
 
 /** A snapshot store of its own, on `handle`'s pool (without the worker around it). */
 function snapshotStore(handle: ReturnType<typeof connectDatabase>): SnapshotStore {
-  return new SnapshotStore(createNotificationsRepository(handle.pool), new CachedPlans(handle.pool, [STORE_STATEMENT], pino({ level: 'silent' })), builtInHandlers(), () => handle.db as unknown as Tx);
+  return new SnapshotStore(createNotificationsRepository(handle.pool), builtInHandlers(), () => handle.db);
 }
 
 const claimOf = (ids: number[], resourceId: string) => ({ ids, receivedAt: ids.map(() => 0), type: 'rfqs', resourceId, previous: null });
