@@ -21,7 +21,7 @@ import type { ErrorReporter } from './lib/error-reporter.js';
 import { Problem, badRequest, databaseUnavailable, sendProblem, serviceUnavailable } from './lib/problem.js';
 import { receiverRoutes, type ReceiverDeps } from './receiver/routes.js';
 
-export interface AppDeps {
+interface AppDeps {
   logger: Logger;
   trustProxy: string[];
   /** REQUEST_TIMEOUT_MS: a request whose headers and body have not all arrived by then is answered 408 and closed. */
@@ -196,7 +196,7 @@ const httpTimeouts = (requestTimeoutMs: number) => ({
 });
 
 
-export type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues' | 'started' | 'reporter' | 'companyStates'>;
+type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues' | 'started' | 'reporter' | 'companyStates'>;
 
 /** A worker's own ops server (OPS_PORT): the probes and metrics alone, as quiet as the main app's. */
 export async function buildOpsApp(logger: Logger, deps: OpsDeps): Promise<FastifyInstance> {

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AuthFailureLimiter } from '../lib/auth-failure-limiter.js';
 import { adminTokenCheck } from './auth.js';
 
-export const DASHBOARD_PATH = '/admin/queues';
+const DASHBOARD_PATH = '/admin/queues';
 
 export async function queueDashboard(app: FastifyInstance, deps: { adminToken: string; queues: Queue[]; limiter: AuthFailureLimiter }): Promise<void> {
   const serverAdapter = new FastifyAdapter();

@@ -80,7 +80,7 @@ export const connectionBody = z
   .describe("How Skyhook authenticates to the marketplace. Replaces the whole connection: give every secret it needs. The API token stays `apiToken`");
 
 /** Whether a connection takes the bearer profile's token from OAuth: then no API token is sent at all. */
-export const apiTokenUnused = (connection: { profile: string; tokenUrl?: string } | undefined): boolean => connection?.profile === 'bearer' && connection.tokenUrl !== undefined;
+const apiTokenUnused = (connection: { profile: string; tokenUrl?: string } | undefined): boolean => connection?.profile === 'bearer' && connection.tokenUrl !== undefined;
 
 export const createCompanyBody = z
   .strictObject({

@@ -23,9 +23,8 @@ const FILES: Record<string, { path: string; type: string }> = {
   'favicon.svg': { path: publicFile('favicon.svg'), type: 'image/svg+xml' },
 };
 
-export type AssetName = keyof typeof FILES;
 
-export interface Asset {
+interface Asset {
   body: Buffer;
   type: string;
   hash: string;

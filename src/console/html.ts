@@ -1,8 +1,8 @@
 /**
  * Server-side HTML for the console: a tagged template that escapes every interpolation by default.
  * `html\`<td>${value}</td>\`` escapes value; only another `html` fragment (or an array of them) is
- * inserted as it is. There is no way to insert a plain string unescaped except `trustedHtml`, kept for
- * markup Skyhook itself writes; a notification body, an error text or a name is always text.
+ * inserted as it is. There is no way to insert a plain string unescaped: a notification body, an error
+ * text or a name is always text.
  */
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' };
 
@@ -30,6 +30,3 @@ export function html(strings: TemplateStringsArray, ...values: Interpolation[]):
   for (let i = 0; i < values.length; i++) out += render(values[i]) + strings[i + 1]!;
   return new Html(out);
 }
-
-/** Markup written by Skyhook itself (never input): used for nothing that carries data. */
-export const trustedHtml = (markup: string): Html => new Html(markup);

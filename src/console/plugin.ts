@@ -36,7 +36,7 @@ declare module 'fastify' {
   }
 }
 
-export const SESSION_COOKIE = 'skyhook_console';
+const SESSION_COOKIE = 'skyhook_console';
 /** The largest form the console takes (a company's token is the longest field). */
 const FORM_BODY_LIMIT = 64 * 1024;
 

@@ -11,7 +11,7 @@ import { withoutPassword } from '../lib/redact.js';
 import { describeError } from '../lib/error-reporter.js';
 import { isDatabaseUnavailable } from './client.js';
 
-export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
+const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
 const MIGRATION_LOCK = 7_461_736_001; // arbitrary, fixed: "skyhook migrate"
 
 /** Creates the database `url` names, through the server's `postgres` database. */

@@ -7,7 +7,7 @@ import type { PgColumn } from 'drizzle-orm/pg-core';
 import { hasUnstorableText } from '../lib/json-body.js';
 import { badRequest } from '../lib/problem.js';
 
-export const encodeCursor = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
+const encodeCursor = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
 
 export interface Page<V> {
   items: V[];

@@ -3,7 +3,7 @@
  * slot is busy, items gather and go together in the next run. Low load gets no added latency, high
  * load gets large batches (group commit, bulk enqueue).
  */
-export type Settled<R> = { ok: true; value: R } | { ok: false; error: unknown };
+type Settled<R> = { ok: true; value: R } | { ok: false; error: unknown };
 
 interface Pending<T, R> {
   item: T;

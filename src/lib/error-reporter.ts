@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 
-export interface ErrorCounter {
+interface ErrorCounter {
   inc(labels: { kind: string }): void;
 }
 

@@ -65,7 +65,7 @@ const NUMBER_TOKEN = /-?(0|[1-9]\d*)(?:\.(\d+))?(?:[eE]([+-]?)(\d+))?/y;
  * The exact check, once the quick test matched: why the first number of valid JSON `text` that numeric
  * cannot hold is refused, or undefined when every number fits. Strings are skipped (digits in them are text).
  */
-export function numberBeyondNumeric(text: string): string | undefined {
+function numberBeyondNumeric(text: string): string | undefined {
   let i = 0;
   while (i < text.length) {
     const c = text.charCodeAt(i);

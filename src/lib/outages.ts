@@ -11,10 +11,10 @@ import { withoutPassword } from './redact.js';
 import { isRedisUnavailable } from './redis/connection.js';
 
 /** Error kinds of the outages a process waits out; each is one line when it starts and one when it ends. */
-export const REDIS_DOWN = 'redis_unreachable';
-export const POSTGRES_DOWN = 'postgres_unreachable';
+const REDIS_DOWN = 'redis_unreachable';
+const POSTGRES_DOWN = 'postgres_unreachable';
 
-export type Outages = ReturnType<typeof outageReports>;
+type Outages = ReturnType<typeof outageReports>;
 
 /**
  * The one line said when Redis or PostgreSQL becomes unreachable, what Skyhook does meanwhile (by role),
@@ -71,4 +71,3 @@ export function errorPolicy(reporter: ErrorReporter, outages: Outages) {
     };
 }
 
-export type ReportFor = ReturnType<typeof errorPolicy>;

@@ -60,7 +60,7 @@ export const dataOf = (body: unknown): unknown => (typeof body === 'object' && b
 /** Answers worth asking again: the marketplace was busy or briefly failing. */
 export const isTransientStatus = (status: number): boolean => status === 408 || status === 429 || status >= 500;
 
-export interface RequestOptions {
+interface RequestOptions {
   body?: unknown;
   headers?: Record<string, string>;
   /** A stable name for metrics, e.g. `leads.create` (default: the method). */

@@ -7,16 +7,16 @@ import { z } from 'zod';
 
 const text = (max: number) => z.string().trim().min(1).max(max);
 /** (assumed) Contact entry types beyond Work and Home are "not shown": only these two are accepted. */
-export const CONTACT_TYPES = ['Work', 'Home'] as const;
+const CONTACT_TYPES = ['Work', 'Home'] as const;
 
-export const inquiryLiftSchema = z.strictObject({
+const inquiryLiftSchema = z.strictObject({
   aircraftType: text(200).optional(),
   priceExpectation: z.number().finite().min(0, 'must be zero or more').optional(),
   availabilityId: z.string().min(1).max(200).nullable().optional(),
   emptyLegId: text(200).optional(),
 });
 
-export const leadContactInfoSchema = z.strictObject({
+const leadContactInfoSchema = z.strictObject({
   name: text(200).optional(),
   title: text(200).optional(),
   url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048).optional(),

@@ -19,7 +19,7 @@ export interface AccessToken {
 }
 
 /** A cached token is renewed this long before it expires, or a tenth of its lifetime when that is shorter. */
-export const RENEW_MARGIN_MS = 60_000;
+const RENEW_MARGIN_MS = 60_000;
 /** More companies than this with cached tokens, and the cache starts afresh (each then asks once more). */
 const MAX_CACHED = 10_000;
 

@@ -16,7 +16,7 @@ function isCalendarDate(s: string): boolean {
   return !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === s;
 }
 
-export const segmentSchema = z.strictObject({
+const segmentSchema = z.strictObject({
   startAirport: icao,
   endAirport: icao,
   dateTime: z.strictObject({
@@ -39,13 +39,13 @@ export const segmentSchema = z.strictObject({
   fuelStopCount: nonNegativeInt.optional(),
 });
 
-export const liftSchema = z
+const liftSchema = z
   .strictObject({ aircraftTail: z.string().max(50).optional(), aircraftType: z.string().max(200).optional(), aircraftCategory: z.string().max(200).optional() })
   .refine((l) => Boolean(l.aircraftTail?.trim() || l.aircraftType?.trim() || l.aircraftCategory?.trim()), {
     message: 'needs an aircraftTail, or (floating fleet) an aircraftType or aircraftCategory',
   });
 
-export const lineItemSchema = z.strictObject({
+const lineItemSchema = z.strictObject({
   visibleToBuyer: z.boolean().optional(),
   displayName: z.string().max(500).optional(),
   description: z.string().max(5000).optional(),
@@ -61,8 +61,8 @@ const MIB = 1024 * 1024;
  * (assumed: the seed gives no size limits) One attachment's `data` (the file as text, base64 in
  * practice) and all of a quote's attachments together.
  */
-export const MAX_ATTACHMENT_DATA_CHARS = 10 * MIB;
-export const MAX_ATTACHMENTS_DATA_CHARS = 20 * MIB;
+const MAX_ATTACHMENT_DATA_CHARS = 10 * MIB;
+const MAX_ATTACHMENTS_DATA_CHARS = 20 * MIB;
 /**
  * The largest quote request read: the admin API's quote route and the simulator. The attachments' data
  * at its largest, and room for the rest of a quote at its largest (50 segments, 200 line items, the
@@ -70,7 +70,7 @@ export const MAX_ATTACHMENTS_DATA_CHARS = 20 * MIB;
  */
 export const MAX_QUOTE_BODY_BYTES = MAX_ATTACHMENTS_DATA_CHARS + 4 * MIB;
 
-export const attachmentSchema = z.strictObject({
+const attachmentSchema = z.strictObject({
   mimeType: z.string().min(1).max(200),
   name: z.string().min(1).max(500),
   type: z.string().max(100).optional(),

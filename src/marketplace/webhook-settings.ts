@@ -6,7 +6,7 @@
 import { MarketplaceError, type ApiConnection, type MarketplaceClient } from './client.js';
 import { pathSegment, WEBHOOK_SETTINGS_PATH, WEBHOOK_SETTINGS_SINGULAR_PATH, type WebhookSetting, type WebhookSettingBody } from './contract.js';
 
-export type SettingsPathForm = 'plural' | 'singular';
+type SettingsPathForm = 'plural' | 'singular';
 
 /** `id` is the one the marketplace answered on creation (stored as the webhook's remoteId). */
 const pathFor = (form: SettingsPathForm, id: string) =>

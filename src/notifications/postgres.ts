@@ -22,7 +22,7 @@ import type { SpanRef } from '../lib/tracing.js';
 import { allowed, fromGuard, TRANSITIONS } from './transitions.js';
 
 export const NOTIFICATIONS_CHANNEL = 'skyhook_notifications';
-export const EVENTS_CHANNEL = 'skyhook_events';
+const EVENTS_CHANNEL = 'skyhook_events';
 
 /**
  * Ids per NOTIFY message: 400 ids of up to 16 digits stay under PostgreSQL's 8,000-byte payload limit.
@@ -31,7 +31,7 @@ export const EVENTS_CHANNEL = 'skyhook_events';
 const IDS_PER_MESSAGE = 400;
 
 /** A pool or a client inside a transaction. */
-export type Sql = Pick<pg.Pool, 'query'>;
+type Sql = Pick<pg.Pool, 'query'>;
 
 /**
  * SQL that announces the status changes of `source` (a CTE or table expression with `id` and `status`):
@@ -112,7 +112,7 @@ async function requeue(sql: Sql, ids: number[], transition: 'queue' | 'unqueue')
   );
 }
 
-export interface PendingKey {
+interface PendingKey {
   id: number;
   companyId: string;
   href: string;
@@ -442,7 +442,7 @@ async function storeFetched(sql: Sql, plans: CachedPlans | undefined, items: Fet
 // ---------------------------------------------------------------------------------------------------
 // Replay
 
-export interface ReplayedRow {
+interface ReplayedRow {
   id: number;
   companyId: string;
   href: string;
@@ -526,7 +526,7 @@ async function deleteCompany(client: Sql, companyId: string): Promise<void> {
 // ---------------------------------------------------------------------------------------------------
 // What the live stream says of each announced notification
 
-export interface NotificationSummary {
+interface NotificationSummary {
   id: number;
   companyId: string;
   webhookId: string;
@@ -566,7 +566,7 @@ function bind(sql: Sql, plans?: CachedPlans) {
   };
 }
 
-export type NotificationsTx = ReturnType<typeof bind>;
+type NotificationsTx = ReturnType<typeof bind>;
 
 export function createNotificationsRepository(pool: pg.Pool, log: Logger = pino({ level: 'silent' })) {
   const plans = new CachedPlans(pool, [CLAIM_STATEMENT, STORE_STATEMENT], log);

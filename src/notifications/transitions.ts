@@ -18,7 +18,7 @@ export const PENDING = ['received', 'queued'] as const satisfies readonly Notifi
 /** Nothing more happens to these but a replay or the purge. */
 export const FINAL = ['processed', 'failed', 'discarded'] as const satisfies readonly NotificationStatus[];
 
-export interface Transition {
+interface Transition {
   /** The statuses it applies to; a row in any other status is left alone (an empty list: a new row). */
   from: readonly NotificationStatus[];
   /** The statuses it may leave the row in; `retry` leaves it as it was, `purge` deletes it. */

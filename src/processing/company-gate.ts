@@ -42,7 +42,7 @@ export const probeKey = (prefix: string, companyId: string): string => `${prefix
 /** A company's limit starts here (slow start), however high its maximum: a first burst is small. */
 const SLOW_START = 4;
 /** A hold without a Retry-After lasts this long (SPEC §5.1 F3: "a floor of a few seconds"). */
-export const HOLD_FLOOR_MS = 5000;
+const HOLD_FLOOR_MS = 5000;
 /** Paced starts never go slower than this many a second. */
 const MIN_RATE = 0.5;
 /** Paced starts speed up by this many a second, every second the answers come. */
@@ -64,7 +64,7 @@ export interface Admitted extends ResourceKey {
   priority: number;
 }
 
-export type GateStart =
+type GateStart =
   | { kind: 'go' }
   /** Delayed `ms` without spending an attempt: a booked start after a hold or at the paced rate, or the C5 slot. */
   | { kind: 'wait'; ms: number }
@@ -82,7 +82,7 @@ export type GateAnswer =
   /** No GET was made (nothing was pending). */
   | { kind: 'none' };
 
-export interface GateStartRequest extends ResourceKey {
+interface GateStartRequest extends ResourceKey {
   fetchKey: string;
   /** The company's limit (its own, or the default). */
   max: number;
@@ -94,7 +94,7 @@ export interface GateStartRequest extends ResourceKey {
   slotKey: string;
 }
 
-export interface FinishRequest extends ResourceKey {
+interface FinishRequest extends ResourceKey {
   fetchKey: string;
   max: number;
   answer: GateAnswer;
@@ -135,7 +135,7 @@ end
  * (company id, fetch key, href). Answers per resource 0 (parked), or the priority of its job: its company's
  * count of jobs queued or running, itself included.
  */
-export const ADMIT_LUA = `${LIB}
+const ADMIT_LUA = `${LIB}
 local gp, pausedSet, now, default, slow, lease = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local out = {}
 for i = 1, (#ARGV - 6) / 3 do

@@ -53,7 +53,7 @@ function addWouldBeNoOp(redis: RedisClient, queue: Queue<FetchJob>): AddWouldBeN
 }
 
 /** A committed row whose job is added after the commit (receiver/ingest.ts stored it `queued` when Redis was up). */
-export interface CommittedRow extends ResourceKey {
+interface CommittedRow extends ResourceKey {
   id: number;
   status: 'received' | 'queued';
   /** The request's wait for the commit, when traces are exported: the job's trace continues from it. */

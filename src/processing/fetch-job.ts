@@ -98,7 +98,7 @@ export async function runFetchJob(
 }
 
 /** What an answer tells the company's gate: a refusal to go faster holds the company (SPEC §5.1 F3). */
-export function gateAnswer(result: FetchResult): GateAnswer {
+function gateAnswer(result: FetchResult): GateAnswer {
   // A refusal of the credentials pauses the company (fetch-outcomes.ts): it says nothing of its pace.
   if (result.kind === 'unauthorized') return { kind: 'none' };
   if (result.kind !== 'retry') return { kind: 'answered' };

@@ -17,7 +17,7 @@ import { RetryableFetchError, type ResourceKey } from './fetch.queue.js';
 import { changesBetween } from './snapshots.js';
 
 /** One fetch as its outcome sees it. */
-export interface FetchContext {
+interface FetchContext {
   resource: ResourceKey;
   company: CompanyConnection;
   claimed: Claimed;
@@ -49,7 +49,7 @@ export interface OutcomeDeps {
 }
 
 /** What became of the covered notifications, and what the job does next. */
-export type Applied =
+type Applied =
   | { final: 'processed' | 'failed' | null; next: 'done' }
   /** The company was paused: the notifications wait, parked, for its new credentials. */
   | { final: null; next: 'parked' }

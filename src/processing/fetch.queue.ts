@@ -18,7 +18,7 @@ export const FETCH_QUEUE = 'fetch';
 const FETCH_BACKOFF = 'fetch-backoff';
 
 /** A resource of a company: what a fetch job is about, and what coalescing keys on. */
-export const resourceKeySchema = z.object({ companyId: z.uuid(), href: z.url() });
+const resourceKeySchema = z.object({ companyId: z.uuid(), href: z.url() });
 export type ResourceKey = z.infer<typeof resourceKeySchema>;
 
 /** W3C Trace Context: version 00, trace id, parent span id, flags. */

@@ -27,7 +27,7 @@ const RESUME_BATCH = 1000;
 /** How often each worker process looks at the paused companies, at most (the probes themselves are rarer). */
 const LOOP_MS = 15_000;
 
-export interface ResumeDeps {
+interface ResumeDeps {
   gate: Pick<CompanyGate, 'resume'>;
   /** The company's resources with notifications still pending (SELECT DISTINCT, from PostgreSQL). */
   pendingResources(companyId: string): Promise<ResourceKey[]>;
@@ -35,7 +35,7 @@ export interface ResumeDeps {
 }
 
 /** Lifts a company's pause at its gate and queues every resource it has pending; answers how many. */
-export async function resumeCompany(deps: ResumeDeps, companyId: string): Promise<number> {
+async function resumeCompany(deps: ResumeDeps, companyId: string): Promise<number> {
   await deps.gate.resume(companyId);
   const resources = await deps.pendingResources(companyId);
   for (let i = 0; i < resources.length; i += RESUME_BATCH) await deps.enqueue(resources.slice(i, i + RESUME_BATCH));
@@ -64,7 +64,7 @@ export function companyControls(gate: CompanyGate, resume: Omit<ResumeDeps, 'gat
 }
 
 /** What one harmless call with a company's stored credentials found (companies.service.ts credentialsVerdict). */
-export type ProbeVerdict = { status: 'accepted' | 'refused' | 'unreachable'; error: string | null };
+type ProbeVerdict = { status: 'accepted' | 'refused' | 'unreachable'; error: string | null };
 
 /** The probe: the same harmless call as the check when credentials are set (SPEC §14), asked once. */
 export function settingsProbe(settings: Pick<WebhookSettingsApi, 'list'>, secretKey: Buffer): (row: CompanyRow) => Promise<ProbeVerdict> {

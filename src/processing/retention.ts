@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { NotificationsRepository } from '../notifications/postgres.js';
 import type { RedisClient } from '../lib/redis/connection.js';
 
-export const MAINTENANCE_QUEUE = 'maintenance';
+const MAINTENANCE_QUEUE = 'maintenance';
 const PURGE_EVERY_MS = 3_600_000;
 const BATCH = 5000;
 

@@ -40,7 +40,7 @@ const MISSING_MAX = 10_000;
 
 /** Which webhook a request names: by the path's endpoint key, or by the clientIdentifier in its credentials. */
 export type WebhookKey = { endpointKey: string } | { clientIdentifier: string };
-export type LoadWebhook = (key: WebhookKey) => Promise<WebhookCredentials | null>;
+type LoadWebhook = (key: WebhookKey) => Promise<WebhookCredentials | null>;
 
 export class WebhookDirectory {
   // Least recently used first out, each entry for its TTL: a known webhook stays while it is in use.

@@ -23,7 +23,7 @@ export interface NewNotification extends NotificationRow {
   trace?: SpanRef;
 }
 
-export interface StoredNotification extends NotificationRow {
+interface StoredNotification extends NotificationRow {
   id: number;
   status: 'received' | 'queued' | 'discarded';
   /** As given: the fetch job added for the row continues its trace (processing/enqueue.ts). */
@@ -33,7 +33,7 @@ export interface StoredNotification extends NotificationRow {
 type Accepted = StoredNotification & { status: 'received' | 'queued' };
 
 /** What follows a commit: the accepted rows' fetch jobs are added (processing/enqueue.ts). */
-export interface CommitFollowUp {
+interface CommitFollowUp {
   /** Whether accepted rows are stored `queued`: false while Redis is known to be down. */
   readonly queueing: boolean;
   /** Called with each committed batch's accepted rows; never awaited by a request. */

@@ -17,7 +17,7 @@ const MARGIN_MS = 1000;
  * How long a nonce must be kept. verifyOAuthHeader accepts a timestamp while |floor(now / 1000) - timestamp|
  * <= skew, that is until (timestamp + skew + 1) s: a timestamp 300 s ahead stays valid about 601 s.
  */
-export function nonceTtlMs(timestampSeconds: number, skewSeconds: number, nowMs: number): number {
+function nonceTtlMs(timestampSeconds: number, skewSeconds: number, nowMs: number): number {
   return Math.max(MIN_TTL_MS, Math.ceil((timestampSeconds + skewSeconds + 1) * 1000 + MARGIN_MS - nowMs));
 }
 

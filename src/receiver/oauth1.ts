@@ -8,7 +8,7 @@ import { createHmac, hash } from 'node:crypto';
 import OAuth from 'oauth-1.0a';
 import { constantTimeEqual } from '../lib/crypto.js';
 
-export const SIGNATURE_METHODS = { 'HMAC-SHA1': 'sha1', 'HMAC-SHA256': 'sha256' } as const;
+const SIGNATURE_METHODS = { 'HMAC-SHA1': 'sha1', 'HMAC-SHA256': 'sha256' } as const;
 export type SignatureMethod = keyof typeof SIGNATURE_METHODS;
 
 const MAX_HEADER_LENGTH = 4096;
@@ -99,7 +99,7 @@ function signer(method: SignatureMethod, consumerSecret: string): OAuth {
   return oauth;
 }
 
-export interface SignatureInput {
+interface SignatureInput {
   method: string;
   /** The URL the sender signed: for notifications, PUBLIC_BASE_URL + path + query. */
   url: URL;
@@ -122,7 +122,7 @@ export function computeSignature(input: SignatureInput, method: SignatureMethod,
  * The digests `oauth_body_hash` may be: SHA-1, which the body-hash extension and the common libraries
  * (oauthlib, hence requests-oauthlib) send whatever the signature method, and SHA-256 with HMAC-SHA256.
  */
-export type BodyHashAlgorithm = 'sha1' | 'sha256';
+type BodyHashAlgorithm = 'sha1' | 'sha256';
 const DIGEST_BYTES = { sha1: 20, sha256: 32 } as const;
 
 /** `oauth_body_hash`: a plain (not keyed) digest of the raw body, in base64. */
@@ -130,7 +130,7 @@ export function bodyHash(algorithm: BodyHashAlgorithm, body: Buffer | string): s
   return hash(algorithm, body, 'base64');
 }
 
-export type OAuthFailure =
+type OAuthFailure =
   | 'malformed'
   | 'unsupported_signature_method'
   | 'token_not_expected'
@@ -146,7 +146,7 @@ export interface OAuthHeaderCheck {
   bodyHash?: string;
 }
 
-export interface ParsedOAuth {
+interface ParsedOAuth {
   clientIdentifier: string;
   params: Record<string, string>;
 }

@@ -22,7 +22,7 @@ import type { CompanyView } from './views.js';
 export type { CompanyView };
 
 /** The `connection` object of POST and PATCH /admin/companies (admin/schemas.ts connectionBody). */
-export interface ConnectionInput {
+interface ConnectionInput {
   profile: ConnectionProfile;
   authToken?: string;
   product?: string;
@@ -32,7 +32,7 @@ export interface ConnectionInput {
   clientSecret?: string;
 }
 
-export const companyView = (c: CompanyRow, gate: GateView | undefined, defaultMaxFetches: number): CompanyView => ({
+const companyView = (c: CompanyRow, gate: GateView | undefined, defaultMaxFetches: number): CompanyView => ({
   id: c.id,
   name: c.name,
   apiBaseUrl: c.apiBaseUrl,
@@ -63,7 +63,7 @@ export const companyView = (c: CompanyRow, gate: GateView | undefined, defaultMa
   updatedAt: c.updatedAt.toISOString(),
 });
 
-export interface CompaniesDeps {
+interface CompaniesDeps {
   db: Database;
   secretKey: Buffer;
   requireHttps: boolean;

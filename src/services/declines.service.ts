@@ -10,7 +10,7 @@ import type { DeclineView } from './views.js';
 
 export type { DeclineView };
 
-export interface DeclineRequest {
+interface DeclineRequest {
   requestId: string;
   actAsAccount?: string;
   /** Send again a decline held `unknown` (services/send-once.ts). */

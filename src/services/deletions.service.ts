@@ -11,7 +11,7 @@ import type { NotificationsRepository } from '../notifications/postgres.js';
 import { Problem, notFound } from '../lib/problem.js';
 import type { WebhooksService } from './webhooks.service.js';
 
-export interface RemainingSetting {
+interface RemainingSetting {
   webhookId: string;
   remoteId: string;
   error: string;

@@ -25,7 +25,7 @@ export interface StatusEvent {
   at: string;
 }
 
-export interface Subscriber {
+interface Subscriber {
   event(e: StatusEvent): void;
   /** Changes may have been missed (the listening connection was lost and is back): reload. */
   resync(reason: string): void;
@@ -33,7 +33,7 @@ export interface Subscriber {
   end(): void;
 }
 
-export interface StreamDeps {
+interface StreamDeps {
   /** Opens the LISTEN connection (db/listen.ts, bound to DATABASE_URL). */
   listen: (channels: string[], listener: Listener) => { stop: () => Promise<void> };
   notifications: Pick<NotificationsRepository, 'summaries'>;

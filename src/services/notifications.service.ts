@@ -28,7 +28,7 @@ export type { NotificationView, ReplayedView, ResourceVersionView, ResourceView,
 
 const iso = (d: Date | null): string | null => d?.toISOString() ?? null;
 
-export const notificationView = (n: NotificationRow): NotificationView => ({
+const notificationView = (n: NotificationRow): NotificationView => ({
   id: String(n.id),
   companyId: n.companyId,
   webhookId: n.webhookId,

@@ -11,7 +11,7 @@ import { failureReason } from '../db/schema/index.js';
 import { allCompanyStates, type CompanyControls, type CompanyState, type CompanyStateName } from './company-state.js';
 
 /** The per-minute series cover this many minutes, the current one last. */
-export const OVERVIEW_MINUTES = 60;
+const OVERVIEW_MINUTES = 60;
 /** Top failure reasons: of the notifications received over this many hours, this many per company. */
 const FAILURE_WINDOW_HOURS = 24;
 const TOP_FAILURES = 5;
@@ -34,7 +34,7 @@ export interface Backlog {
   oldestPendingAgeS: number;
 }
 
-export interface LastHour {
+interface LastHour {
   received: number;
   processed: number;
   failed: number;
@@ -65,7 +65,7 @@ export interface CompanyOverview extends CompanySummary, CompanyActivity {
   attention: AttentionReason[];
 }
 
-export interface DeploymentTotals extends LastHour {
+interface DeploymentTotals extends LastHour {
   companies: number;
   pending: number;
   /** The oldest pending notification of any company (0: none pending). */
@@ -79,7 +79,7 @@ export interface DeploymentTotals extends LastHour {
 
 export const TABLE_SORTS = ['state', 'backlog', 'oldest', 'name'] as const;
 export type TableSort = (typeof TABLE_SORTS)[number];
-export type SortDirection = 'asc' | 'desc';
+type SortDirection = 'asc' | 'desc';
 /** The direction each sort starts in: what needs the operator most comes first. */
 export const DEFAULT_DIRECTION: Record<TableSort, SortDirection> = { state: 'asc', backlog: 'desc', oldest: 'desc', name: 'asc' };
 
@@ -125,13 +125,13 @@ const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const lastHourOf = (s: MinuteSeries): LastHour => ({ received: sum(s.received), processed: sum(s.processed), failed: sum(s.failed) });
 
 /** Whether a company matches a search: part of its name in any case, or the start of its id. */
-export function matchesSearch(c: { id: string; name: string }, search: string | undefined): boolean {
+function matchesSearch(c: { id: string; name: string }, search: string | undefined): boolean {
   const q = search?.trim().toLowerCase();
   return !q || c.name.toLowerCase().includes(q) || c.id.startsWith(q);
 }
 
 /** Sorts rows for the compact table; ties by name, then id, so the order is stable. */
-export function sortCompanies<T extends CompanySummary>(rows: T[], sort: TableSort = 'state', dir: SortDirection = DEFAULT_DIRECTION[sort]): T[] {
+function sortCompanies<T extends CompanySummary>(rows: T[], sort: TableSort = 'state', dir: SortDirection = DEFAULT_DIRECTION[sort]): T[] {
   const key: Record<TableSort, (c: T) => number | string> = {
     state: (c) => STATE_RANK[c.state.status],
     backlog: (c) => c.backlog.pending,
@@ -306,4 +306,3 @@ export function createOverviewService(deps: { db: Database; controls: Pick<Compa
   };
 }
 
-export type OverviewService = ReturnType<typeof createOverviewService>;

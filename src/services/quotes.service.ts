@@ -12,7 +12,7 @@ import type { QuoteView } from './views.js';
 
 export type { QuoteView };
 
-export interface QuoteRequest {
+interface QuoteRequest {
   requestId: string;
   actAsAccount?: string;
   allowPriceMismatch?: boolean;

@@ -28,7 +28,7 @@ export interface RfqAnswerDeps {
 }
 
 /** Where an answer is sent, as its row records it. */
-export interface ActionTarget {
+interface ActionTarget {
   target: 'snapshot_href' | 'assumed_path';
   targetUrl: string;
 }
@@ -63,7 +63,7 @@ export function actionHrefIn(rfq: { resourceId: string; body: unknown }, request
  * URL, as a notification's href must, since the company's credentials go with the call: otherwise a 422
  * naming where it was found, and nothing is sent.
  */
-export async function resolveActionTarget(
+async function resolveActionTarget(
   db: Database,
   conn: Pick<ApiConnection, 'baseUrl'>,
   key: { companyId: string; requestId: string; action: RfqAction },
@@ -95,7 +95,7 @@ export async function resolveActionTarget(
 }
 
 /** One answer to send: what differs between a quote and a decline. */
-export interface RfqAnswer<T extends AnswerTable> {
+interface RfqAnswer<T extends AnswerTable> {
   table: T;
   action: RfqAction;
   /** The table's idempotency key (send-once.ts). */

@@ -23,7 +23,7 @@ import {
 export const notificationStatus = z.enum(notificationStatusEnum.enumValues);
 
 /** A company's connection without its secrets: which are stored is said, never what they are. */
-export const connectionViewSchema = z.object({
+const connectionViewSchema = z.object({
   profile: z.enum(connectionProfile.enumValues),
   product: z.string().nullable().describe('avinode: X-Avinode-Product (null: the default, "Skyhook <version>")'),
   apiVersion: z.string().nullable().describe('avinode: X-Avinode-ApiVersion (null: not sent)'),
@@ -33,7 +33,7 @@ export const connectionViewSchema = z.object({
 });
 
 /** What the harmless call made when the credentials were set or replaced found (SPEC §14). */
-export const credentialsViewSchema = z.object({
+const credentialsViewSchema = z.object({
   status: z
     .enum(credentialsStatus.enumValues)
     .describe('accepted: the marketplace answered the settings list; refused: it (or the token endpoint) said no; unreachable: no answer, a 5xx or 429; unchecked: never checked'),
@@ -42,7 +42,7 @@ export const credentialsViewSchema = z.object({
 });
 
 /** A company's one state (SPEC §5.1 F5; services/company-state.ts works it out). */
-export const companyStateSchema = z.object({
+const companyStateSchema = z.object({
   status: z
     .enum(COMPANY_STATES)
     .describe(
@@ -54,7 +54,7 @@ export const companyStateSchema = z.object({
 });
 
 /** A company's fetches at once (SPEC §5.1 F2), and what waits. */
-export const companyFetchesSchema = z.object({
+const companyFetchesSchema = z.object({
   limit: z.number().int().describe('at most this many fetches at once across every worker: its own limit, or COMPANY_FETCH_CONCURRENCY'),
   ownLimit: z.number().int().nullable().describe('the limit set for this company (null: the default)'),
   limitNow: z.number().int().nullable().describe('what it runs at now: lower for a while after the marketplace asked it to slow down (null: not known, no fetch yet)'),
@@ -98,7 +98,7 @@ export const webhookViewSchema = z.object({
 export type WebhookView = z.infer<typeof webhookViewSchema>;
 
 /** One difference between a local webhook row and the marketplace's settings (SPEC §14 reconciliation). */
-export const driftSchema = z.object({
+const driftSchema = z.object({
   kind: z
     .enum(['missing_remotely', 'remote_id_changed', 'differs', 'unknown_remotely'])
     .describe(

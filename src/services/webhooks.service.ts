@@ -19,7 +19,7 @@ import type { Drift, ReconciliationView, WebhookView } from './views.js';
 
 export type { ReconciliationView, WebhookView };
 
-export interface WebhooksDeps {
+interface WebhooksDeps {
   db: Database;
   secretKey: Buffer;
   publicBaseUrl: string;

@@ -16,7 +16,7 @@ const MAX_BACKOFF_MS = 15 * 60_000;
 /** Seed §6.4 and §8: after 48 hours without consumption the marketplace stops trying. */
 const GIVE_UP_AFTER_MS = 48 * 3_600_000;
 
-export interface DeliveryQueueOptions {
+interface DeliveryQueueOptions {
   state: MarketplaceState;
   ledger: Ledger;
   /** Scales the backoffs and the 48 h window (1 = real time). */

@@ -34,7 +34,7 @@ export const faultsPatch = z.strictObject({
 export const NO_COMPANY_FAULTS: CompanyFaults = { resourceLatencyMs: 0, resourceRateLimit: null };
 
 /** The largest per-company rate limit: the window keeps one time per admitted GET. */
-export const MAX_RATE_PER_SECOND = 100_000;
+const MAX_RATE_PER_SECOND = 100_000;
 
 /** A partial update of one company's faults (types.ts CompanyFaults): an absent knob keeps its value, null clears it. */
 export const companyFaultsPatch = z.strictObject({

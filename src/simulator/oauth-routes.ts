@@ -7,7 +7,7 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { Simulation } from './simulation.js';
 
-export const OAUTH_TOKEN_PATH = '/oauth/token';
+const OAUTH_TOKEN_PATH = '/oauth/token';
 
 /** The client credentials of a token request: from HTTP Basic (RFC 6749 §2.3.1: form-encoded, then base64) or the form. */
 function clientCredentials(authorization: string | undefined, form: Record<string, string>): { id?: string; secret?: string } {

@@ -51,7 +51,7 @@ export function actAsAccountOf(request: FastifyRequest, company: Company): strin
 const requestParams = z.object({ requestId: marketplaceId });
 
 /** What a handler gets: the request id as validated (its issues, when not valid), and how it came. */
-export type AnswerHandler = (request: FastifyRequest, requestId: z.ZodSafeParseResult<{ requestId: string }>, via: AnswerRoute) => Promise<unknown>;
+type AnswerHandler = (request: FastifyRequest, requestId: z.ZodSafeParseResult<{ requestId: string }>, via: AnswerRoute) => Promise<unknown>;
 
 /**
  * The plugin of one action: every call counted (`count`), its answer held for submitLatencyMs as a lead's is
@@ -69,7 +69,7 @@ export function rfqActionRoutes(action: RfqAction, count: (ledger: Ledger) => vo
  * Serves one action at the assumed path and at the RFQ's and each lift's action href. An action href names
  * an RFQ of the caller's (and one of its lifts): anything else is a 404, as for a resource.
  */
-export function serveRfqAction(api: FastifyInstance, state: MarketplaceState, action: RfqAction, handle: AnswerHandler): void {
+function serveRfqAction(api: FastifyInstance, state: MarketplaceState, action: RfqAction, handle: AnswerHandler): void {
   api.post<{ Params: { requestId: string } }>(rfqActionPath(action, 'REQUEST_ID').replace('REQUEST_ID', ':requestId'), async (request) =>
     handle(request, requestParams.safeParse(request.params), 'assumed_path'),
   );

@@ -17,7 +17,7 @@ export const DEFAULT_HOST = '127.0.0.1';
  * The largest request body the simulator reads: the largest quote the shared schema accepts (Fastify's
  * default, 1 MiB, would refuse quotes with attachments).
  */
-export const SIMULATOR_BODY_LIMIT = MAX_QUOTE_BODY_BYTES;
+const SIMULATOR_BODY_LIMIT = MAX_QUOTE_BODY_BYTES;
 
 const simulationSettings = z.object({
   // Checked before listening, so a bad value leaves no server behind; kept as its origin.

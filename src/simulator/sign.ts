@@ -4,7 +4,7 @@ import OAuth from 'oauth-1.0a';
 import type { ClientAuthenticationType } from '../marketplace/contract.js';
 import { normaliseBaseUrl } from '../receiver/oauth1.js';
 
-export interface DeliveryCredentials {
+interface DeliveryCredentials {
   clientAuthenticationType: ClientAuthenticationType;
   clientIdentifier: string;
   clientSecret: string;

@@ -49,7 +49,7 @@ const resourceProgram = z.object({
     .min(1),
 });
 
-export interface SimulationSettings {
+interface SimulationSettings {
   faults: Faults;
   tokenLifetimeS: number;
   errorShape: ErrorShape;

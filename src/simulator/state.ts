@@ -57,8 +57,8 @@ export interface Company {
 }
 
 /** Who a request's credentials name, or why they are refused (status and envelope entry). */
-export type Identification = { company: Company; refused?: undefined } | Refusal;
-export interface Refusal {
+type Identification = { company: Company; refused?: undefined } | Refusal;
+interface Refusal {
   refused: number;
   error: SeedEnvelopeMessage;
   /** The company the credentials named, when they named one. */

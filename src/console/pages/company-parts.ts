@@ -16,12 +16,12 @@ const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const secondsSince = (iso: string) => Math.max(0, Math.floor((Date.now() - Date.parse(iso)) / 1000));
 
 /** The table's query string: ?q=&sort=&dir= (anything else in it is the page's own). */
-export const tableQuerySchema = z.object({
+const tableQuerySchema = z.object({
   q: z.string().max(200).optional(),
   sort: z.enum(TABLE_SORTS).optional(),
   dir: z.enum(['asc', 'desc']).optional(),
 });
-export type TableParams = z.infer<typeof tableQuerySchema>;
+type TableParams = z.infer<typeof tableQuerySchema>;
 
 export function tableParams(req: FastifyRequest): TableParams {
   const raw = req.query as Record<string, unknown>;

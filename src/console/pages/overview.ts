@@ -17,7 +17,7 @@ import { parseForm } from './notifications.js';
  * Cards per page: each carries two charts, so a deployment where hundreds need attention pages through
  * them; the list above the cards names every one of them, one short row each.
  */
-export const ATTENTION_PER_PAGE = 10;
+const ATTENTION_PER_PAGE = 10;
 
 const pageParams = z.object({ page: z.coerce.number().int().min(1).max(100_000).optional() });
 

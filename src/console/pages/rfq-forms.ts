@@ -12,7 +12,7 @@ import { html, type Html } from '../html.js';
 import { csrfField, type PageContext } from '../layout.js';
 
 /** The ids an RFQ can be answered on: the RFQ's own, then each requested lift's (`sellerLift[].id`). */
-export function answerableIds(body: unknown): { id: string; label: string }[] {
+function answerableIds(body: unknown): { id: string; label: string }[] {
   const rfq = typeof body === 'object' && body !== null ? (body as { id?: unknown; sellerLift?: unknown }) : {};
   const lifts = Array.isArray(rfq.sellerLift) ? rfq.sellerLift : [rfq.sellerLift];
   const liftIds = lifts.map((l: { id?: unknown } | undefined) => l?.id).filter((id): id is string => typeof id === 'string');

@@ -20,4 +20,3 @@ export const consoleSessions = pgTable(
   (t) => [index('console_sessions_expires_idx').on(t.expiresAt)],
 );
 
-export type ConsoleSessionRow = typeof consoleSessions.$inferSelect;

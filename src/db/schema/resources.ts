@@ -42,4 +42,3 @@ export const events = pgTable(
 );
 
 export type ResourceRow = typeof resources.$inferSelect;
-export type EventRow = typeof events.$inferSelect;

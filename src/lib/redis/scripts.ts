@@ -20,7 +20,7 @@ end
 return out`;
 
 /** `ttlMs`: one TTL (whole milliseconds) for every key, or one per key, in the keys' order. */
-export type ReserveKeys = (keys: string[], ttlMs: number | readonly number[]) => Promise<number[]>;
+type ReserveKeys = (keys: string[], ttlMs: number | readonly number[]) => Promise<number[]>;
 
 export function reserveKeys(redis: RedisClient): ReserveKeys {
   const script = redisScript<number[]>(redis, 'skyhookReserveKeys', RESERVE_KEYS);
