@@ -17,8 +17,8 @@ import type pg from 'pg';
 import pino, { type Logger } from 'pino';
 import { CachedPlans, type Statement } from '../db/cached-plans.js';
 import { inTransaction } from '../db/client.js';
-import type { FetchAttemptOutcome, NotificationStatus } from '../db/schema/index.js';
-import type { SpanRef } from '../lib/tracing.js';
+import type { NotificationStatus } from '../db/schema/index.js';
+import { CLAIM_LIMIT, type Claimed, type FetchAttempt, type FetchedSnapshot, type InsertedStatus, type NewNotification, type NotificationLifecycle, type NotificationSummary, type PendingKey, type ReplayedRow, type Stored, type Verdict } from './lifecycle.js';
 import { allowed, fromGuard, TRANSITIONS } from './transitions.js';
 
 export const NOTIFICATIONS_CHANNEL = 'skyhook_notifications';
@@ -50,18 +50,6 @@ export interface StatusAnnouncement {
 // ---------------------------------------------------------------------------------------------------
 // Insert (the receiver's group commit)
 
-export interface NewNotification {
-  companyId: string;
-  webhookId: string;
-  resourceId: string;
-  type: string;
-  href: string;
-  /** The body's text as received (already checked to be storable JSON). */
-  bodyJson: string;
-  authenticatedBy: 'basic' | 'oauth';
-}
-
-export type InsertedStatus = 'received' | 'queued' | 'discarded';
 
 /**
  * INSERT from unnest(): one statement shape for any batch size, so PostgreSQL plans it once. The ids come
@@ -112,11 +100,6 @@ async function requeue(sql: Sql, ids: number[], transition: 'queue' | 'unqueue')
   );
 }
 
-interface PendingKey {
-  id: number;
-  companyId: string;
-  href: string;
-}
 
 /** The relay: committed rows nobody queued, older than the grace, oldest first; locked (SKIP LOCKED) in the caller's transaction. */
 async function lockUnqueued(client: Sql, graceMs: number, limit: number): Promise<PendingKey[]> {
@@ -155,8 +138,6 @@ async function pendingResources(sql: Sql, companyId: string): Promise<{ companyI
 // ---------------------------------------------------------------------------------------------------
 // The claim (C4): what a fetch starting now covers
 
-/** Claimed per job; a larger backlog for one href is taken by a follow-up job. */
-export const CLAIM_LIMIT = 5000;
 
 /**
  * Per key, one row: its pending notifications (committed before now), oldest first, at most CLAIM_LIMIT,
@@ -182,16 +163,6 @@ export const CLAIM_STATEMENT: Statement = {
   ORDER BY k.ord`,
 };
 
-export interface Claimed {
-  /** The notifications the fetch covers, oldest first. */
-  ids: number[];
-  receivedAt: number[];
-  /** The latest notification's type and resource id: the snapshot is stored under them. */
-  type: string;
-  resourceId: string;
-  /** The snapshot stored before this fetch, if any: the changes are computed against it. */
-  previous: { version: number; body: unknown } | null;
-}
 
 /** Indexed like `keys`; a key with nothing pending has no entry. */
 async function claimPending(sql: Sql, plans: CachedPlans | undefined, keys: { companyId: string; href: string }[]): Promise<(Claimed | undefined)[]> {
@@ -216,22 +187,6 @@ async function claimPending(sql: Sql, plans: CachedPlans | undefined, keys: { co
 // ---------------------------------------------------------------------------------------------------
 // Outcomes: the fetch attempt and what it did to the notifications it covered
 
-/** One fetch attempt, as it is recorded (SPEC §7.1). */
-export interface FetchAttempt {
-  companyId: string;
-  href: string;
-  startedAt: Date;
-  finishedAt: Date;
-  /** Null for a network error or a timeout. */
-  httpStatus: number | null;
-  outcome: FetchAttemptOutcome;
-  error: string | null;
-  /** The notifications it covered. */
-  ids: number[];
-}
-
-/** What an attempt does to its notifications: nothing but the count (a retry), or a final status. */
-export type Verdict = { status: 'pending' } | { status: 'processed'; outcome: 'gone' } | { status: 'failed'; error: string };
 
 /**
  * Records one attempt that did not store a snapshot, and applies its verdict to the covered notifications,
@@ -305,29 +260,6 @@ async function park(client: Sql, attempt: FetchAttempt, revision: number, reason
   return (rowCount ?? 0) > 0;
 }
 
-/** A fetch that got the resource: what the batched store needs of it. */
-export interface FetchedSnapshot {
-  companyId: string;
-  href: string;
-  claimed: Claimed;
-  fetchStartedAt: Date;
-  fetchFinishedAt: Date;
-  httpStatus: number;
-  resource: unknown;
-  /** RFC 6902 from the claimed previous snapshot to this one; null for the first. */
-  changes: unknown[] | null;
-  /** The fetch's snapshot span, when traces are exported: the type's handler is a span under it. */
-  trace?: SpanRef;
-}
-
-export interface Stored {
-  /** The version the notifications are covered by. */
-  version: number;
-  /** The version this fetch stored, or null when a fetch that started later had stored a newer copy. */
-  stored: number | null;
-  /** The event row of the stored version. */
-  eventId: number | null;
-}
 
 /** The NOTIFY skyhook_events payload's ceiling: PostgreSQL refuses payloads of 8,000 bytes or more. */
 const EVENT_PAYLOAD_MAX = 7900;
@@ -442,11 +374,6 @@ async function storeFetched(sql: Sql, plans: CachedPlans | undefined, items: Fet
 // ---------------------------------------------------------------------------------------------------
 // Replay
 
-interface ReplayedRow {
-  id: number;
-  companyId: string;
-  href: string;
-}
 
 /**
  * Sets the notifications back to `received` (not a discarded one: its webhook was deactivated), keeping
@@ -526,13 +453,6 @@ async function deleteCompany(client: Sql, companyId: string): Promise<void> {
 // ---------------------------------------------------------------------------------------------------
 // What the live stream says of each announced notification
 
-interface NotificationSummary {
-  id: number;
-  companyId: string;
-  webhookId: string;
-  type: string;
-  resourceId: string;
-}
 
 async function summaries(sql: Sql, ids: number[]): Promise<NotificationSummary[]> {
   const { rows } = await sql.query<{ id: string; company_id: string; webhook_id: string; type: string; resource_id: string }>(
@@ -570,7 +490,7 @@ type NotificationsTx = ReturnType<typeof bind>;
 
 export function createNotificationsRepository(pool: pg.Pool, log: Logger = pino({ level: 'silent' })) {
   const plans = new CachedPlans(pool, [CLAIM_STATEMENT, STORE_STATEMENT], log);
-  return {
+  const repository = {
     ...bind(pool, plans),
     /** processed, outcome `gone`, with the resource flagged gone: one transaction. */
     markGone: (attempt: FetchAttempt): Promise<void> => inTransaction(pool, (client) => markGone(client, attempt)),
@@ -585,6 +505,7 @@ export function createNotificationsRepository(pool: pg.Pool, log: Logger = pino(
     /** Deletes one batch of final notifications older than `retentionDays`, with their history; answers how many. */
     purgeBatch: (retentionDays: number, limit: number): Promise<number> => inTransaction(pool, (client) => purgeBatch(client, retentionDays, limit)),
   };
+  return repository satisfies NotificationLifecycle;
 }
 
 export type NotificationsRepository = ReturnType<typeof createNotificationsRepository>;

@@ -10,7 +10,7 @@
  */
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import type { NotificationsRepository } from '../notifications/postgres.js';
+import type { NotificationLifecycle } from '../notifications/lifecycle.js';
 import { type RedisClient } from '../lib/redis/connection.js';
 import { redisScript } from '../lib/redis/scripts.js';
 import { withTimeout } from '../lib/timeout.js';
@@ -73,7 +73,7 @@ export class FetchEnqueuer {
     private readonly queue: Queue<FetchJob>,
     /** The connection the queue was created on. */
     private readonly redis: RedisClient,
-    private readonly notifications: Pick<NotificationsRepository, 'queue' | 'unqueue'>,
+    private readonly notifications: Pick<NotificationLifecycle, 'queue' | 'unqueue'>,
     private readonly gate: Pick<CompanyGate, 'admit'>,
     private readonly opts: { attempts: number; timeoutMs: number },
     private readonly log: Logger,

@@ -6,7 +6,7 @@
  * the resource afterwards (C2). The BullMQ side (delays, retries) is fetch-worker.ts.
  */
 import type { Logger } from 'pino';
-import { CLAIM_LIMIT } from '../notifications/postgres.js';
+import { CLAIM_LIMIT } from '../notifications/lifecycle.js';
 import type { BatchSummary } from '../lib/batch-summary.js';
 import type { Metrics } from '../lib/metrics.js';
 import type { FetchSpan } from '../lib/tracing.js';

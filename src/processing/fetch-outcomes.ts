@@ -9,7 +9,8 @@
  *  - a network error, a timeout, 408, 429, 5xx: retried with backoff, failed after the last attempt.
  * Every attempt is recorded with the notifications it covered (notifications/postgres.ts).
  */
-import type { Claimed, FetchAttempt, FetchedSnapshot, NotificationsRepository, Stored } from '../notifications/postgres.js';
+import type { NotificationLifecycle } from '../notifications/lifecycle.js';
+import type { Claimed, FetchAttempt, FetchedSnapshot, Stored } from '../notifications/lifecycle.js';
 import { endsWith, type FetchSpan } from '../lib/tracing.js';
 import type { CompanyConnection } from './company-connections.js';
 import type { FetchResult } from './fetch-resource.js';
@@ -31,7 +32,7 @@ interface FetchContext {
 }
 
 export interface OutcomeDeps {
-  recordAttempt: NotificationsRepository['recordAttempt'];
+  recordAttempt: NotificationLifecycle['recordAttempt'];
   /** Stores the snapshot (batched with the other running jobs) and processes what it covers. */
   store(snapshot: FetchedSnapshot): Promise<Stored>;
   /** 404/410: the snapshot flagged gone and the attempt recorded, together. */

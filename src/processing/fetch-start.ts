@@ -6,7 +6,8 @@
  * delayed); a parked one ends; a job with nothing pending gives its slot back, so the next notification
  * for that key is fetched at once.
  */
-import type { Claimed, NotificationsRepository } from '../notifications/postgres.js';
+import type { NotificationLifecycle } from '../notifications/lifecycle.js';
+import type { Claimed } from '../notifications/lifecycle.js';
 import { Batcher } from '../lib/batcher.js';
 import { type RedisClient } from '../lib/redis/connection.js';
 import { redisScript } from '../lib/redis/scripts.js';
@@ -51,7 +52,7 @@ export class FetchStarts {
   private readonly settleScript: (keys: string[], args: (string | number)[]) => Promise<number>;
 
   constructor(
-    private readonly notifications: Pick<NotificationsRepository, 'claimPending'>,
+    private readonly notifications: Pick<NotificationLifecycle, 'claimPending'>,
     private readonly gate: Pick<CompanyGate, 'start'>,
     redis: RedisClient,
     private readonly prefix: string,

@@ -6,7 +6,7 @@
  */
 import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import type { NotificationsRepository } from '../notifications/postgres.js';
+import type { NotificationLifecycle } from '../notifications/lifecycle.js';
 import type { RedisClient } from '../lib/redis/connection.js';
 
 const MAINTENANCE_QUEUE = 'maintenance';
@@ -14,7 +14,7 @@ const PURGE_EVERY_MS = 3_600_000;
 const BATCH = 5000;
 
 /** Purges in batches of short transactions, so no long lock is held; answers how many notifications went. */
-export async function purgeOldNotifications(notifications: Pick<NotificationsRepository, 'purgeBatch'>, retentionDays: number): Promise<number> {
+export async function purgeOldNotifications(notifications: Pick<NotificationLifecycle, 'purgeBatch'>, retentionDays: number): Promise<number> {
   let total = 0;
   for (;;) {
     const purged = await notifications.purgeBatch(retentionDays, BATCH);
@@ -31,7 +31,7 @@ export async function purgeOldNotifications(notifications: Pick<NotificationsRep
 export function createRetention(deps: {
   connection: RedisClient;
   prefix: string;
-  notifications: Pick<NotificationsRepository, 'purgeBatch'>;
+  notifications: Pick<NotificationLifecycle, 'purgeBatch'>;
   retentionDays: number;
   log: Logger;
   onError: (err: unknown) => void;

@@ -7,7 +7,8 @@
 import jsonpatch, { type Operation } from 'fast-json-patch';
 import type pg from 'pg';
 import { isDatabaseUnavailable, type Tx } from '../db/client.js';
-import { type FetchedSnapshot, type NotificationsRepository, type Stored } from '../notifications/postgres.js';
+import { type NotificationsRepository } from '../notifications/postgres.js';
+import { type FetchedSnapshot, type Stored } from '../notifications/lifecycle.js';
 import { Batcher, splitOnFailure } from '../lib/batcher.js';
 import { endsWith, type Tracing } from '../lib/tracing.js';
 import type { HandlerRegistry } from './handlers/index.js';

@@ -12,7 +12,8 @@
  * docs/decisions.md, "Speed mechanisms".
  */
 import { isDatabaseUnavailable } from '../db/client.js';
-import type { NewNotification as NotificationRow, NotificationsRepository } from '../notifications/postgres.js';
+import type { NotificationLifecycle } from '../notifications/lifecycle.js';
+import type { NewNotification as NotificationRow } from '../notifications/lifecycle.js';
 import { Batcher, splitOnFailure } from '../lib/batcher.js';
 import { endsWith, type SpanRef, type Tracing } from '../lib/tracing.js';
 
@@ -44,7 +45,7 @@ export class NotificationWriter {
   private readonly batcher: Batcher<NewNotification, StoredNotification>;
 
   constructor(
-    private readonly notifications: Pick<NotificationsRepository, 'insert'>,
+    private readonly notifications: Pick<NotificationLifecycle, 'insert'>,
     private readonly followUp: CommitFollowUp,
     /** A follow-up that threw (a bug): reported, never turned into the batch's failure. */
     private readonly onFollowUpError: (err: unknown) => void,

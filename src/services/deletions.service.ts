@@ -7,7 +7,7 @@
 import { and, eq } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { companies, webhooks, type WebhookRow } from '../db/schema/index.js';
-import type { NotificationsRepository } from '../notifications/postgres.js';
+import type { NotificationLifecycle } from '../notifications/lifecycle.js';
 import { Problem, notFound } from '../lib/problem.js';
 import type { WebhooksService } from './webhooks.service.js';
 
@@ -25,7 +25,7 @@ export interface Deleted {
 export function createDeletionsService(deps: {
   db: Database;
   webhooks: Pick<WebhooksService, 'update' | 'changed'>;
-  notifications: Pick<NotificationsRepository, 'deleteWebhook' | 'deleteCompany'>;
+  notifications: Pick<NotificationLifecycle, 'deleteWebhook' | 'deleteCompany'>;
 }) {
   const { db } = deps;
 

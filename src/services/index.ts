@@ -1,7 +1,7 @@
 /** The services the admin API, the CLI and the console share, composed once from narrow dependencies. */
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
-import type { NotificationsRepository } from '../notifications/postgres.js';
+import type { NotificationLifecycle } from '../notifications/lifecycle.js';
 import type { Metrics } from '../lib/metrics.js';
 import { MarketplaceClient } from '../marketplace/client.js';
 import type { AccessTokens } from '../marketplace/oauth2.js';
@@ -19,7 +19,7 @@ import { createWebhooksService } from './webhooks.service.js';
 
 export function createServices(deps: {
   db: Database;
-  notifications: Pick<NotificationsRepository, 'replay' | 'queue' | 'deleteWebhook' | 'deleteCompany'>;
+  notifications: Pick<NotificationLifecycle, 'replay' | 'queue' | 'deleteWebhook' | 'deleteCompany'>;
   enqueuer: Pick<FetchEnqueuer, 'enqueue'>;
   config: Pick<Config, 'secretKey' | 'env' | 'publicBaseUrl' | 'rotationGraceMs' | 'marketplaceTimeoutMs' | 'requireHttpsHrefs' | 'fetch'>;
   /** Called after a webhook changes (the receiver drops cached credentials). */

@@ -9,7 +9,8 @@
  * to resync (reload what they show).
  */
 import type { Listener } from '../db/listen.js';
-import { NOTIFICATIONS_CHANNEL, type NotificationsRepository, type StatusAnnouncement } from '../notifications/postgres.js';
+import type { NotificationLifecycle } from '../notifications/lifecycle.js';
+import { NOTIFICATIONS_CHANNEL, type StatusAnnouncement } from '../notifications/postgres.js';
 import type { NotificationStatus } from '../db/schema/index.js';
 import { serviceUnavailable } from '../lib/problem.js';
 import { withTimeout } from '../lib/timeout.js';
@@ -36,7 +37,7 @@ interface Subscriber {
 interface StreamDeps {
   /** Opens the LISTEN connection (db/listen.ts, bound to DATABASE_URL). */
   listen: (channels: string[], listener: Listener) => { stop: () => Promise<void> };
-  notifications: Pick<NotificationsRepository, 'summaries'>;
+  notifications: Pick<NotificationLifecycle, 'summaries'>;
   maxSubscribers: number;
   onError: (err: unknown) => void;
 }

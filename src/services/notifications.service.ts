@@ -5,7 +5,7 @@
  */
 import { and, asc, count, desc, eq, getTableColumns, gte, inArray, lt, lte, ne, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
-import type { NotificationsRepository } from '../notifications/postgres.js';
+import type { NotificationLifecycle } from '../notifications/lifecycle.js';
 import {
   companies,
   events,
@@ -121,7 +121,7 @@ const REPLAY_CHUNK = 1000;
 
 export function createNotificationsService(deps: {
   db: Database;
-  notifications: Pick<NotificationsRepository, 'replay' | 'queue'>;
+  notifications: Pick<NotificationLifecycle, 'replay' | 'queue'>;
   enqueuer: Pick<FetchEnqueuer, 'enqueue'>;
 }) {
   const { db } = deps;

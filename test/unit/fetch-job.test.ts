@@ -4,7 +4,7 @@
  */
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { FetchAttempt, FetchedSnapshot, Verdict } from '../../src/notifications/postgres.js';
+import type { FetchAttempt, FetchedSnapshot, Verdict } from '../../src/notifications/lifecycle.js';
 import { createMetrics } from '../../src/lib/metrics.js';
 import type { CompanyConnection } from '../../src/processing/company-connections.js';
 import { runFetchJob, type FetchJobDeps } from '../../src/processing/fetch-job.js';

@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { buildApp } from '../../../src/app.js';
 import type { AdminDeps } from '../../../src/admin/routes.js';
 import type { ConsoleDeps } from '../../../src/console/plugin.js';
-import type { InsertedStatus, NewNotification } from '../../../src/notifications/postgres.js';
+import type { InsertedStatus, NewNotification } from '../../../src/notifications/lifecycle.js';
 import { sha256 } from '../../../src/lib/crypto.js';
 import { BatchSummary } from '../../../src/lib/batch-summary.js';
 import { ErrorReporter } from '../../../src/lib/error-reporter.js';

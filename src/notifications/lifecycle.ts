@@ -1,0 +1,137 @@
+/**
+ * The notification lifecycle (SPEC §4, §5, §7.1) as an interface: every status change a notification can
+ * make, each named by intent and owning its transaction and the writes that go with it; the data they take
+ * and give. transitions.ts says which changes are allowed; postgres.ts is the implementation Skyhook runs
+ * (the only code that writes notification state), memory.ts the fast tier's. Callers take `Pick<>` views.
+ */
+import type { FetchAttemptOutcome } from '../db/schema/index.js';
+import type { SpanRef } from '../lib/tracing.js';
+
+export interface NewNotification {
+  companyId: string;
+  webhookId: string;
+  resourceId: string;
+  type: string;
+  href: string;
+  /** The body's text as received (already checked to be storable JSON). */
+  bodyJson: string;
+  authenticatedBy: 'basic' | 'oauth';
+}
+
+export type InsertedStatus = 'received' | 'queued' | 'discarded';
+
+export interface PendingKey {
+  id: number;
+  companyId: string;
+  href: string;
+}
+
+/** Claimed per job; a larger backlog for one href is taken by a follow-up job. */
+export const CLAIM_LIMIT = 5000;
+
+export interface Claimed {
+  /** The notifications the fetch covers, oldest first. */
+  ids: number[];
+  receivedAt: number[];
+  /** The latest notification's type and resource id: the snapshot is stored under them. */
+  type: string;
+  resourceId: string;
+  /** The snapshot stored before this fetch, if any: the changes are computed against it. */
+  previous: { version: number; body: unknown } | null;
+}
+
+/** One fetch attempt, as it is recorded (SPEC §7.1). */
+export interface FetchAttempt {
+  companyId: string;
+  href: string;
+  startedAt: Date;
+  finishedAt: Date;
+  /** Null for a network error or a timeout. */
+  httpStatus: number | null;
+  outcome: FetchAttemptOutcome;
+  error: string | null;
+  /** The notifications it covered. */
+  ids: number[];
+}
+
+/** What an attempt does to its notifications: nothing but the count (a retry), or a final status. */
+export type Verdict = { status: 'pending' } | { status: 'processed'; outcome: 'gone' } | { status: 'failed'; error: string };
+
+/** A fetch that got the resource: what the batched store needs of it. */
+export interface FetchedSnapshot {
+  companyId: string;
+  href: string;
+  claimed: Claimed;
+  fetchStartedAt: Date;
+  fetchFinishedAt: Date;
+  httpStatus: number;
+  resource: unknown;
+  /** RFC 6902 from the claimed previous snapshot to this one; null for the first. */
+  changes: unknown[] | null;
+  /** The fetch's snapshot span, when traces are exported: the type's handler is a span under it. */
+  trace?: SpanRef;
+}
+
+export interface Stored {
+  /** The version the notifications are covered by. */
+  version: number;
+  /** The version this fetch stored, or null when a fetch that started later had stored a newer copy. */
+  stored: number | null;
+  /** The event row of the stored version. */
+  eventId: number | null;
+}
+
+export interface ReplayedRow {
+  id: number;
+  companyId: string;
+  href: string;
+}
+
+export interface NotificationSummary {
+  id: number;
+  companyId: string;
+  webhookId: string;
+  type: string;
+  resourceId: string;
+}
+
+/** A company and one of its resources: where a fetch goes. */
+export interface ResourceRef {
+  companyId: string;
+  href: string;
+}
+
+export interface NotificationLifecycle {
+  /** accept: the receiver's commit of a batch, each in its status (transitions.ts); answers their ids in order. */
+  insert(rows: NewNotification[], statuses: InsertedStatus[]): Promise<number[]>;
+  /** queue: received -> queued, their jobs were added. */
+  queue(ids: number[]): Promise<void>;
+  /** unqueue: queued -> received, adding their jobs failed; the relay queues them later. */
+  unqueue(ids: number[]): Promise<void>;
+  /** The relay: committed rows nobody queued, older than the grace, oldest first. */
+  lockUnqueued(graceMs: number, limit: number): Promise<PendingKey[]>;
+  /** The relay: the next page of keys with rows left queued longer than `olderThanMs`, paused companies' left out. */
+  staleQueuedKeys(olderThanMs: number, after: ResourceRef | undefined, limit: number): Promise<ResourceRef[]>;
+  /** A company's resources with notifications still pending: what resuming it queues again. */
+  pendingResources(companyId: string): Promise<ResourceRef[]>;
+  /** What a fetch starting now covers, per key (indexed like `keys`; nothing pending: no entry). */
+  claimPending(keys: ResourceRef[]): Promise<(Claimed | undefined)[]>;
+  /** retry (`pending`) or finish (`processed` as gone, `failed`): the attempt recorded with its verdict. */
+  recordAttempt(attempt: FetchAttempt, verdict: Verdict): Promise<void>;
+  /** finish: fetched snapshots stored, their notifications processed; answers in input order. */
+  storeFetched(items: FetchedSnapshot[]): Promise<Stored[]>;
+  /** finish: processed, outcome `gone`, the stored snapshot flagged gone. */
+  markGone(attempt: FetchAttempt): Promise<void>;
+  /** retry, for refused credentials: the notifications left pending and the company paused, if `revision` is its current one. */
+  park(attempt: FetchAttempt, revision: number, reason: string): Promise<boolean>;
+  /** replay: back to received, keeping the final state each had; answers what was replayed. */
+  replay(ids: number[]): Promise<ReplayedRow[]>;
+  /** What the live stream says of each notification. */
+  summaries(ids: number[]): Promise<NotificationSummary[]>;
+  /** purge: one batch of final notifications older than `retentionDays`, with their history; answers how many. */
+  purgeBatch(retentionDays: number, limit: number): Promise<number>;
+  /** A webhook deleted with its notifications and their history. */
+  deleteWebhook(webhookId: string): Promise<void>;
+  /** A company deleted with everything of it. */
+  deleteCompany(companyId: string): Promise<void>;
+}
