@@ -1,0 +1,256 @@
+/**
+ * The notification lifecycle in memory: the same transitions as postgres.ts, guarded by the same table
+ * (transitions.ts), over plain maps. For the fast test tier; test/helpers/lifecycle-contract.ts holds it
+ * to what the PostgreSQL implementation does. Not for production: nothing survives the process.
+ */
+import type { NotificationStatus } from '../db/schema/index.js';
+import {
+  CLAIM_LIMIT,
+  type Claimed,
+  type FetchAttempt,
+  type FetchedSnapshot,
+  type InsertedStatus,
+  type NewNotification,
+  type NotificationLifecycle,
+  type NotificationSummary,
+  type ReplayedRow,
+  type ResourceRef,
+  type Stored,
+  type Verdict,
+} from './lifecycle.js';
+import { allowed, PENDING, TRANSITIONS } from './transitions.js';
+
+interface Row extends NewNotification {
+  id: number;
+  status: NotificationStatus;
+  attempts: number;
+  lastError: string | null;
+  outcome: 'stored' | 'gone' | null;
+  snapshotVersion: number | null;
+  fetchAttemptIds: number[];
+  receivedAt: Date;
+  queuedAt: Date | null;
+  finishedAt: Date | null;
+  processedAt: Date | null;
+}
+
+interface Resource {
+  type: string;
+  resourceId: string;
+  version: number;
+  fetchedAt: Date;
+  gone: boolean;
+  body: unknown;
+}
+
+const keyOf = (r: ResourceRef) => `${r.companyId} ${r.href}`;
+const isPending = (s: NotificationStatus) => (PENDING as readonly NotificationStatus[]).includes(s);
+
+export function createMemoryLifecycle(opts: { companies?: { id: string; revision: number }[]; now?: () => Date } = {}) {
+  const now = opts.now ?? (() => new Date());
+  const rows = new Map<number, Row>();
+  const attempts = new Map<number, FetchAttempt & { id: number; snapshotVersion: number | null }>();
+  const resources = new Map<string, Resource>();
+  const events: { id: number; companyId: string; href: string; version: number; changes: unknown[] | null }[] = [];
+  const replays: { notificationId: number; previousStatus: NotificationStatus }[] = [];
+  const companies = new Map((opts.companies ?? []).map((c) => [c.id, { revision: c.revision, paused: false, reason: null as string | null }]));
+  let nextId = 1;
+
+  const addAttempt = (attempt: FetchAttempt, snapshotVersion: number | null = null): number => {
+    const id = nextId++;
+    attempts.set(id, { ...attempt, id, snapshotVersion });
+    return id;
+  };
+  const deleteOrphanAttempts = () => {
+    for (const [id, a] of attempts) if (!a.ids.some((n) => rows.has(n))) attempts.delete(id);
+  };
+
+  const recordAttempt = async (attempt: FetchAttempt, verdict: Verdict): Promise<void> => {
+    const attemptId = addAttempt(attempt);
+    const at = now();
+    for (const id of attempt.ids) {
+      const row = rows.get(id);
+      if (!row || !isPending(row.status)) continue;
+      row.attempts++;
+      row.fetchAttemptIds.push(attemptId);
+      row.lastError = verdict.status === 'failed' ? verdict.error : attempt.error;
+      if (verdict.status === 'pending') continue;
+      row.status = verdict.status;
+      row.finishedAt = at;
+      if (verdict.status === 'processed') {
+        row.outcome = verdict.outcome;
+        row.processedAt = at;
+      }
+    }
+  };
+
+  const requeue = async (ids: number[], transition: 'queue' | 'unqueue'): Promise<void> => {
+    const [to] = TRANSITIONS[transition].to;
+    for (const id of ids) {
+      const row = rows.get(id);
+      if (!row || !allowed(transition, row.status, to)) continue;
+      row.status = to;
+      if (to === 'queued') row.queuedAt = now();
+    }
+  };
+
+  const lifecycle: NotificationLifecycle = {
+    async insert(batch: NewNotification[], statuses: InsertedStatus[]) {
+      for (const status of statuses) if (!allowed('accept', null, status)) throw new Error(`a notification cannot be accepted as ${status}`);
+      const at = now();
+      return batch.map((n, i) => {
+        const id = nextId++;
+        const status = statuses[i]!;
+        rows.set(id, {
+          ...n,
+          id,
+          status,
+          attempts: 0,
+          lastError: null,
+          outcome: null,
+          snapshotVersion: null,
+          fetchAttemptIds: [],
+          receivedAt: at,
+          queuedAt: status === 'queued' ? at : null,
+          finishedAt: status === 'discarded' ? at : null,
+          processedAt: null,
+        });
+        return id;
+      });
+    },
+    queue: (ids) => requeue(ids, 'queue'),
+    unqueue: (ids) => requeue(ids, 'unqueue'),
+    async lockUnqueued(graceMs, limit) {
+      const before = now().getTime() - graceMs;
+      return [...rows.values()]
+        .filter((r) => allowed('queue', r.status, 'queued') && r.receivedAt.getTime() < before)
+        .sort((a, b) => a.receivedAt.getTime() - b.receivedAt.getTime() || a.id - b.id)
+        .slice(0, limit)
+        .map((r) => ({ id: r.id, companyId: r.companyId, href: r.href }));
+    },
+    async staleQueuedKeys(olderThanMs, after, limit) {
+      const before = now().getTime() - olderThanMs;
+      const keys = new Map<string, ResourceRef>();
+      for (const r of rows.values()) {
+        if (r.status !== 'queued' || r.receivedAt.getTime() >= before || companies.get(r.companyId)?.paused) continue;
+        if (after && keyOf(r) <= keyOf(after)) continue;
+        keys.set(keyOf(r), { companyId: r.companyId, href: r.href });
+      }
+      return [...keys.entries()]
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .slice(0, limit)
+        .map(([, k]) => k);
+    },
+    async pendingResources(companyId) {
+      const hrefs = new Set([...rows.values()].filter((r) => r.companyId === companyId && isPending(r.status)).map((r) => r.href));
+      return [...hrefs].map((href) => ({ companyId, href }));
+    },
+    async claimPending(keys) {
+      return keys.map((k): Claimed | undefined => {
+        const pending = [...rows.values()]
+          .filter((r) => r.companyId === k.companyId && r.href === k.href && isPending(r.status))
+          .sort((a, b) => a.id - b.id)
+          .slice(0, CLAIM_LIMIT);
+        const latest = pending.at(-1);
+        if (!latest) return undefined;
+        const stored = resources.get(keyOf(k));
+        return {
+          ids: pending.map((r) => r.id),
+          receivedAt: pending.map((r) => r.receivedAt.getTime()),
+          type: latest.type,
+          resourceId: latest.resourceId,
+          previous: stored ? { version: stored.version, body: stored.body } : null,
+        };
+      });
+    },
+    recordAttempt,
+    async storeFetched(items: FetchedSnapshot[]): Promise<Stored[]> {
+      return items.map((item) => {
+        const key = keyOf(item);
+        const existing = resources.get(key);
+        let stored: number | null = null;
+        if (!existing || existing.fetchedAt <= item.fetchStartedAt) {
+          stored = (existing?.version ?? 0) + 1;
+          resources.set(key, { type: item.claimed.type, resourceId: item.claimed.resourceId, version: stored, fetchedAt: item.fetchStartedAt, gone: false, body: item.resource });
+        }
+        const version = stored ?? existing!.version;
+        let eventId: number | null = null;
+        if (stored !== null) {
+          eventId = nextId++;
+          const follows = stored === (item.claimed.previous?.version ?? 0) + 1;
+          events.push({ id: eventId, companyId: item.companyId, href: item.href, version: stored, changes: follows ? item.changes : null });
+        }
+        const attemptId = addAttempt(
+          { companyId: item.companyId, href: item.href, startedAt: item.fetchStartedAt, finishedAt: item.fetchFinishedAt, httpStatus: item.httpStatus, outcome: 'stored', error: null, ids: item.claimed.ids },
+          stored,
+        );
+        const at = now();
+        for (const id of item.claimed.ids) {
+          const row = rows.get(id);
+          if (!row || !allowed('finish', row.status, 'processed')) continue;
+          Object.assign(row, { status: 'processed', outcome: 'stored', snapshotVersion: version, lastError: null, processedAt: at, finishedAt: at });
+          row.attempts++;
+          row.fetchAttemptIds.push(attemptId);
+        }
+        return { version, stored, eventId };
+      });
+    },
+    async markGone(attempt) {
+      const resource = resources.get(keyOf(attempt));
+      if (resource && resource.fetchedAt <= attempt.startedAt) Object.assign(resource, { gone: true, fetchedAt: attempt.startedAt });
+      await recordAttempt(attempt, { status: 'processed', outcome: 'gone' });
+    },
+    async park(attempt, revision, reason) {
+      await recordAttempt(attempt, { status: 'pending' });
+      const company = companies.get(attempt.companyId);
+      if (!company || company.revision !== revision) return false;
+      Object.assign(company, { paused: true, reason });
+      return true;
+    },
+    async replay(ids): Promise<ReplayedRow[]> {
+      const replayed: ReplayedRow[] = [];
+      for (const id of [...ids].sort((a, b) => a - b)) {
+        const row = rows.get(id);
+        if (!row || !allowed('replay', row.status, 'received')) continue;
+        replays.push({ notificationId: id, previousStatus: row.status });
+        Object.assign(row, { status: 'received', lastError: null, outcome: null, snapshotVersion: null, queuedAt: null, processedAt: null, finishedAt: null });
+        replayed.push({ id, companyId: row.companyId, href: row.href });
+      }
+      return replayed;
+    },
+    async summaries(ids): Promise<NotificationSummary[]> {
+      return ids.flatMap((id) => {
+        const r = rows.get(id);
+        return r ? [{ id, companyId: r.companyId, webhookId: r.webhookId, type: r.type, resourceId: r.resourceId }] : [];
+      });
+    },
+    async purgeBatch(retentionDays, limit) {
+      const before = now().getTime() - retentionDays * 86_400_000;
+      const old = [...rows.values()].filter((r) => r.receivedAt.getTime() < before && allowed('purge', r.status, null)).sort((a, b) => a.id - b.id).slice(0, limit);
+      for (const r of old) rows.delete(r.id);
+      deleteOrphanAttempts();
+      return old.length;
+    },
+    async deleteWebhook(webhookId) {
+      for (const [id, r] of rows) if (r.webhookId === webhookId) rows.delete(id);
+      deleteOrphanAttempts();
+    },
+    async deleteCompany(companyId) {
+      for (const [id, r] of rows) if (r.companyId === companyId) rows.delete(id);
+      for (const [id, a] of attempts) if (a.companyId === companyId) attempts.delete(id);
+      for (const [key] of resources) if (key.startsWith(`${companyId} `)) resources.delete(key);
+      companies.delete(companyId);
+    },
+  };
+  return {
+    ...lifecycle,
+    /** For tests: what PostgreSQL's tables would show. */
+    inspect: {
+      row: (id: number) => rows.get(id),
+      resource: (ref: ResourceRef) => resources.get(keyOf(ref)),
+      company: (id: string) => companies.get(id),
+      events: () => events,
+      replays: () => replays,
+    },
+  };
+}

@@ -1,0 +1,167 @@
+/**
+ * The notification lifecycle's contract (src/notifications/lifecycle.ts), run against each implementation:
+ * PostgreSQL's (test/integration/lifecycle-postgres.test.ts) and the in-memory one of the fast tier
+ * (test/unit/lifecycle-memory.test.ts). Every status change moves exactly what the transition table
+ * (transitions.ts) allows; the claim, the store, the relay's views, a pause and the purge behave the same.
+ */
+import { randomBytes } from 'node:crypto';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { NotificationStatus } from '../../src/db/schema/index.js';
+import type { FetchAttempt, FetchedSnapshot, NotificationLifecycle } from '../../src/notifications/lifecycle.js';
+import { allowed, FINAL, PENDING, type TransitionName } from '../../src/notifications/transitions.js';
+
+export interface LifecycleHarness {
+  lifecycle: NotificationLifecycle;
+  company: { id: string; webhookId: string; revision: number };
+  /** Moves these notifications' received time `days` into the past. */
+  age(ids: number[], days: number): Promise<void>;
+  read(id: number): Promise<{ status: NotificationStatus; attempts: number; lastError: string | null; snapshotVersion: number | null } | undefined>;
+  paused(companyId: string): Promise<boolean>;
+  resource(ref: { companyId: string; href: string }): Promise<{ version: number; gone: boolean } | undefined>;
+}
+
+const STATUSES: NotificationStatus[] = [...PENDING, ...FINAL];
+
+export function lifecycleContract(implementation: string, setup: () => Promise<LifecycleHarness>): void {
+  let h: LifecycleHarness;
+  beforeAll(async () => {
+    h = await setup();
+  });
+
+  const newHref = () => `http://127.0.0.1:9/api/rfqs/${randomBytes(4).toString('hex')}`;
+  const accept = async (href: string, status: 'received' | 'queued' | 'discarded' = 'received', type = 'rfqs') =>
+    (await h.lifecycle.insert([{ companyId: h.company.id, webhookId: h.company.webhookId, resourceId: href.split('/').pop()!, type, href, bodyJson: '{}', authenticatedBy: 'basic' }], [status]))[0]!;
+  const attempt = (href: string, ids: number[], over: Partial<FetchAttempt> = {}): FetchAttempt => ({
+    companyId: h.company.id,
+    href,
+    startedAt: new Date(),
+    finishedAt: new Date(),
+    httpStatus: 400,
+    outcome: 'failed',
+    error: 'HTTP 400',
+    ids,
+    ...over,
+  });
+  /** A notification in `status`, brought there through the lifecycle itself. */
+  const rowIn = async (status: NotificationStatus): Promise<{ id: number; href: string }> => {
+    const href = newHref();
+    const id = await accept(href, status === 'queued' || status === 'discarded' ? status : 'received');
+    if (status === 'failed') await h.lifecycle.recordAttempt(attempt(href, [id]), { status: 'failed', error: 'HTTP 400' });
+    if (status === 'processed') await h.lifecycle.recordAttempt(attempt(href, [id], { httpStatus: 404, outcome: 'gone', error: null }), { status: 'processed', outcome: 'gone' });
+    expect((await h.read(id))?.status).toBe(status);
+    return { id, href };
+  };
+
+  const statements: { name: TransitionName; to: NotificationStatus | null; what: string; apply: (id: number, href: string) => Promise<unknown> }[] = [
+    { name: 'queue', to: 'queued', what: 'queue', apply: (id) => h.lifecycle.queue([id]) },
+    { name: 'unqueue', to: 'received', what: 'unqueue', apply: (id) => h.lifecycle.unqueue([id]) },
+    { name: 'retry', to: null, what: 'recordAttempt, pending', apply: (id, href) => h.lifecycle.recordAttempt(attempt(href, [id], { outcome: 'retry', httpStatus: 503 }), { status: 'pending' }) },
+    { name: 'finish', to: 'failed', what: 'recordAttempt, failed', apply: (id, href) => h.lifecycle.recordAttempt(attempt(href, [id]), { status: 'failed', error: 'HTTP 400' }) },
+    { name: 'finish', to: 'processed', what: 'markGone', apply: (id, href) => h.lifecycle.markGone(attempt(href, [id], { httpStatus: 410, outcome: 'gone', error: null })) },
+    { name: 'retry', to: null, what: 'park', apply: (id, href) => h.lifecycle.park(attempt(href, [id], { httpStatus: 401, outcome: 'unauthorized' }), -1, 'GET: 401') },
+    { name: 'replay', to: 'received', what: 'replay', apply: (id) => h.lifecycle.replay([id]) },
+  ];
+
+  describe(`the notification lifecycle (${implementation})`, () => {
+    for (const { name, to, what, apply } of statements) {
+      it(`${name}${to ? ` to ${to}` : ''} (${what}): moves exactly the statuses the table allows, and counts only the attempts it may`, async () => {
+        const seen: Record<string, string> = {};
+        const expected: Record<string, string> = {};
+        for (const status of STATUSES) {
+          const { id, href } = await rowIn(status);
+          const before = (await h.read(id))!;
+          await apply(id, href);
+          const after = (await h.read(id))!;
+          const moves = allowed(name, status, to ?? status);
+          seen[status] = `${after.status}${after.attempts > before.attempts ? ' (counted)' : ''}`;
+          expected[status] = `${moves ? (to ?? status) : status}${moves && (name === 'retry' || name === 'finish') ? ' (counted)' : ''}`;
+        }
+        expect(seen).toEqual(expected);
+      });
+    }
+
+    it('accept: refuses to insert a notification already final', async () => {
+      for (const status of ['processed', 'failed'] as const) {
+        await expect(
+          h.lifecycle.insert([{ companyId: h.company.id, webhookId: h.company.webhookId, resourceId: 'r', type: 'rfqs', href: newHref(), bodyJson: '{}', authenticatedBy: 'basic' }], [status as never]),
+        ).rejects.toThrow(`cannot be accepted as ${status}`);
+      }
+    });
+
+    it('claim and store: a fetch covers what is pending, oldest first; a later version follows; an older fetch stores nothing', async () => {
+      const href = newHref();
+      const ids = [await accept(href, 'queued', 'rfqs'), await accept(href, 'received', 'tripmsgs')];
+      const [claimed, nothing] = await h.lifecycle.claimPending([{ companyId: h.company.id, href }, { companyId: h.company.id, href: newHref() }]);
+      expect(nothing).toBeUndefined();
+      expect(claimed).toMatchObject({ ids, type: 'tripmsgs', previous: null });
+      const t0 = new Date();
+      const fetched = (over: Partial<FetchedSnapshot>): FetchedSnapshot => ({ companyId: h.company.id, href, claimed: claimed!, fetchStartedAt: t0, fetchFinishedAt: t0, httpStatus: 200, resource: { v: 1 }, changes: null, ...over });
+      const [first] = await h.lifecycle.storeFetched([fetched({})]);
+      expect(first).toMatchObject({ version: 1, stored: 1 });
+      for (const id of ids) expect(await h.read(id)).toMatchObject({ status: 'processed', snapshotVersion: 1, attempts: 1 });
+
+      const third = await accept(href);
+      const [again] = await h.lifecycle.claimPending([{ companyId: h.company.id, href }]);
+      expect(again).toMatchObject({ ids: [third], previous: { version: 1, body: { v: 1 } } });
+      const later = new Date(t0.getTime() + 1000);
+      expect((await h.lifecycle.storeFetched([fetched({ claimed: again!, fetchStartedAt: later, resource: { v: 2 } })]))[0]).toMatchObject({ version: 2, stored: 2 });
+      // A fetch that started before the stored one: its notifications are covered by the newer version.
+      const fourth = await accept(href);
+      const [late] = await h.lifecycle.claimPending([{ companyId: h.company.id, href }]);
+      expect((await h.lifecycle.storeFetched([fetched({ claimed: late!, fetchStartedAt: t0, resource: { v: 0 } })]))[0]).toMatchObject({ version: 2, stored: null, eventId: null });
+      expect(await h.read(fourth)).toMatchObject({ status: 'processed', snapshotVersion: 2 });
+      expect(await h.resource({ companyId: h.company.id, href })).toMatchObject({ version: 2, gone: false });
+    });
+
+    it('markGone flags the stored snapshot gone, unless a later fetch stored a newer one', async () => {
+      const href = newHref();
+      const id = await accept(href);
+      const [claimed] = await h.lifecycle.claimPending([{ companyId: h.company.id, href }]);
+      const t1 = new Date();
+      await h.lifecycle.storeFetched([{ companyId: h.company.id, href, claimed: claimed!, fetchStartedAt: t1, fetchFinishedAt: t1, httpStatus: 200, resource: {}, changes: null }]);
+      const gone = await accept(href);
+      await h.lifecycle.markGone(attempt(href, [gone], { startedAt: new Date(t1.getTime() - 1000), httpStatus: 404, outcome: 'gone', error: null }));
+      expect(await h.resource({ companyId: h.company.id, href })).toMatchObject({ gone: false });
+      await h.lifecycle.markGone(attempt(href, [gone], { startedAt: new Date(t1.getTime() + 1000), httpStatus: 404, outcome: 'gone', error: null }));
+      expect(await h.resource({ companyId: h.company.id, href })).toMatchObject({ gone: true });
+      expect(await h.read(id)).toMatchObject({ status: 'processed' });
+      expect(await h.read(gone)).toMatchObject({ status: 'processed', attempts: 1 });
+    });
+
+    it('the relay: received rows past the grace, and keys queued too long, but none of a paused company', async () => {
+      const received = await rowIn('received');
+      const queued = await rowIn('queued');
+      await h.age([received.id, queued.id], 1);
+      expect((await h.lifecycle.lockUnqueued(60_000, 10_000)).map((k) => k.id)).toContain(received.id);
+      expect(await h.lifecycle.lockUnqueued(3 * 86_400_000, 10_000)).toEqual([]);
+      const stale = await h.lifecycle.staleQueuedKeys(60_000, undefined, 10_000);
+      expect(stale).toContainEqual({ companyId: h.company.id, href: queued.href });
+      expect(stale.map((k) => `${k.companyId} ${k.href}`)).toEqual(stale.map((k) => `${k.companyId} ${k.href}`).sort());
+      const after = await h.lifecycle.staleQueuedKeys(60_000, { companyId: h.company.id, href: queued.href }, 10_000);
+      expect(after).not.toContainEqual({ companyId: h.company.id, href: queued.href });
+      expect(await h.lifecycle.pendingResources(h.company.id)).toContainEqual({ companyId: h.company.id, href: queued.href });
+
+      // Refused credentials of a replaced revision pause nothing; of the current one, the company.
+      expect(await h.lifecycle.park(attempt(queued.href, [queued.id], { httpStatus: 401, outcome: 'unauthorized' }), h.company.revision + 1, 'GET: 401')).toBe(false);
+      expect(await h.paused(h.company.id)).toBe(false);
+      expect(await h.lifecycle.park(attempt(queued.href, [queued.id], { httpStatus: 401, outcome: 'unauthorized' }), h.company.revision, 'GET: 401')).toBe(true);
+      expect(await h.paused(h.company.id)).toBe(true);
+      expect(await h.read(queued.id)).toMatchObject({ status: 'queued', attempts: 2 });
+      expect(await h.lifecycle.staleQueuedKeys(60_000, undefined, 10_000)).not.toContainEqual({ companyId: h.company.id, href: queued.href });
+    });
+
+    it('replay keeps the attempts and clears the outcome; purge deletes final notifications past retention, never a pending one', async () => {
+      const failed = await rowIn('failed');
+      const [replayed] = await h.lifecycle.replay([failed.id]);
+      expect(replayed).toEqual({ id: failed.id, companyId: h.company.id, href: failed.href });
+      expect(await h.read(failed.id)).toMatchObject({ status: 'received', attempts: 1, lastError: null, snapshotVersion: null });
+
+      const rows = Object.fromEntries(await Promise.all(STATUSES.map(async (s) => [s, (await rowIn(s)).id] as const)));
+      await h.age(Object.values(rows), 40);
+      while ((await h.lifecycle.purgeBatch(30, 1000)) > 0);
+      const kept: Record<string, boolean> = {};
+      for (const s of STATUSES) kept[s] = (await h.read(rows[s]!)) !== undefined;
+      expect(kept).toEqual(Object.fromEntries(STATUSES.map((s) => [s, !allowed('purge', s, null)])));
+    });
+  });
+}

@@ -1,0 +1,28 @@
+/**
+ * The lifecycle's contract (test/helpers/lifecycle-contract.ts) against its in-memory implementation,
+ * src/notifications/memory.ts: the fast tier's stand-in must do what PostgreSQL does.
+ */
+import { randomUUID } from 'node:crypto';
+import { createMemoryLifecycle } from '../../src/notifications/memory.js';
+import { lifecycleContract } from '../helpers/lifecycle-contract.js';
+
+lifecycleContract('in memory', async () => {
+  const company = { id: randomUUID(), webhookId: randomUUID(), revision: 1 };
+  const memory = createMemoryLifecycle({ companies: [{ id: company.id, revision: company.revision }] });
+  return {
+    lifecycle: memory,
+    company,
+    age: async (ids, days) => {
+      for (const id of ids) {
+        const row = memory.inspect.row(id)!;
+        row.receivedAt = new Date(row.receivedAt.getTime() - days * 86_400_000);
+      }
+    },
+    read: async (id) => {
+      const row = memory.inspect.row(id);
+      return row && { ...row };
+    },
+    paused: async (companyId) => memory.inspect.company(companyId)?.paused ?? false,
+    resource: async (ref) => memory.inspect.resource(ref),
+  };
+});
