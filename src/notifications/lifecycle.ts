@@ -16,9 +16,19 @@ export interface NewNotification {
   /** The body's text as received (already checked to be storable JSON). */
   bodyJson: string;
   authenticatedBy: 'basic' | 'oauth';
+  /** `discarded`: its webhook is deactivated; it is kept, and nothing more happens to it (SPEC §4). */
+  disposition: 'accepted' | 'discarded';
 }
 
 export type InsertedStatus = 'received' | 'queued' | 'discarded';
+
+/**
+ * The status a notification is accepted in: `queued` when its fetch job is added right after the commit
+ * (Redis up: one write instead of an INSERT and a later UPDATE), `received` for the relay otherwise, and
+ * `discarded` for a deactivated webhook's.
+ */
+export const statusOnAccept = (row: Pick<NewNotification, 'disposition'>, queueing: boolean): InsertedStatus =>
+  row.disposition === 'discarded' ? 'discarded' : queueing ? 'queued' : 'received';
 
 export interface PendingKey {
   id: number;
@@ -102,8 +112,8 @@ export interface ResourceRef {
 }
 
 export interface NotificationLifecycle {
-  /** accept: the receiver's commit of a batch, each in its status (transitions.ts); answers their ids in order. */
-  insert(rows: NewNotification[], statuses: InsertedStatus[]): Promise<number[]>;
+  /** accept: the receiver's commit of a batch, each in the status statusOnAccept gives it; answers ids and statuses in order. */
+  accept(rows: NewNotification[], opts: { queueing: boolean }): Promise<{ id: number; status: InsertedStatus }[]>;
   /** queue: received -> queued, their jobs were added. */
   queue(ids: number[]): Promise<void>;
   /** unqueue: queued -> received, adding their jobs failed; the relay queues them later. */

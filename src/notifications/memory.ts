@@ -9,7 +9,6 @@ import {
   type Claimed,
   type FetchAttempt,
   type FetchedSnapshot,
-  type InsertedStatus,
   type NewNotification,
   type NotificationLifecycle,
   type NotificationSummary,
@@ -17,6 +16,7 @@ import {
   type ResourceRef,
   type Stored,
   type Verdict,
+  statusOnAccept,
 } from './lifecycle.js';
 import { allowed, PENDING, TRANSITIONS } from './transitions.js';
 
@@ -95,12 +95,11 @@ export function createMemoryLifecycle(opts: { companies?: { id: string; revision
   };
 
   const lifecycle: NotificationLifecycle = {
-    async insert(batch: NewNotification[], statuses: InsertedStatus[]) {
-      for (const status of statuses) if (!allowed('accept', null, status)) throw new Error(`a notification cannot be accepted as ${status}`);
+    async accept(batch: NewNotification[], opts: { queueing: boolean }) {
       const at = now();
-      return batch.map((n, i) => {
+      return batch.map((n) => {
         const id = nextId++;
-        const status = statuses[i]!;
+        const status = statusOnAccept(n, opts.queueing);
         rows.set(id, {
           ...n,
           id,
@@ -115,7 +114,7 @@ export function createMemoryLifecycle(opts: { companies?: { id: string; revision
           finishedAt: status === 'discarded' ? at : null,
           processedAt: null,
         });
-        return id;
+        return { id, status };
       });
     },
     queue: (ids) => requeue(ids, 'queue'),

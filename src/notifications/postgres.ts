@@ -18,8 +18,8 @@ import pino, { type Logger } from 'pino';
 import { CachedPlans, type Statement } from '../db/cached-plans.js';
 import { inTransaction } from '../db/client.js';
 import type { NotificationStatus } from '../db/schema/index.js';
-import { CLAIM_LIMIT, type Claimed, type FetchAttempt, type FetchedSnapshot, type InsertedStatus, type NewNotification, type NotificationLifecycle, type NotificationSummary, type PendingKey, type ReplayedRow, type Stored, type Verdict } from './lifecycle.js';
-import { allowed, fromGuard, TRANSITIONS } from './transitions.js';
+import { CLAIM_LIMIT, statusOnAccept, type Claimed, type FetchAttempt, type FetchedSnapshot, type InsertedStatus, type NewNotification, type NotificationLifecycle, type NotificationSummary, type PendingKey, type ReplayedRow, type Stored, type Verdict } from './lifecycle.js';
+import { fromGuard, TRANSITIONS } from './transitions.js';
 
 export const NOTIFICATIONS_CHANNEL = 'skyhook_notifications';
 const EVENTS_CHANNEL = 'skyhook_events';
@@ -65,9 +65,9 @@ const INSERT_SQL = `
   )
   SELECT ins.id FROM ins, ${announce('ins')} AS announced(n) ORDER BY ins.id`;
 
-/** Inserts a batch of notifications, each with its status; answers their ids in order. */
-async function insertNotifications(sql: Sql, rows: NewNotification[], statuses: InsertedStatus[]): Promise<number[]> {
-  for (const status of statuses) if (!allowed('accept', null, status)) throw new Error(`a notification cannot be accepted as ${status}`);
+/** Inserts a batch of notifications, each in the status statusOnAccept gives it; answers their ids and statuses in order. */
+async function accept(sql: Sql, rows: NewNotification[], queueing: boolean): Promise<{ id: number; status: InsertedStatus }[]> {
+  const statuses = rows.map((r) => statusOnAccept(r, queueing));
   const column = <K extends keyof NewNotification>(key: K) => rows.map((r) => r[key]);
   // Named: each connection parses and plans it once.
   const result = await sql.query<{ id: string }>({ name: 'skyhook_insert_notifications', text: INSERT_SQL }, [
@@ -81,7 +81,7 @@ async function insertNotifications(sql: Sql, rows: NewNotification[], statuses: 
     statuses,
   ]);
   if (result.rows.length !== rows.length) throw new Error(`inserted ${result.rows.length} of ${rows.length} notifications`);
-  return result.rows.map((r) => Number(r.id));
+  return result.rows.map((r, i) => ({ id: Number(r.id), status: statuses[i]! }));
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -470,7 +470,7 @@ async function summaries(sql: Sql, ids: number[]): Promise<NotificationSummary[]
  */
 function bind(sql: Sql, plans?: CachedPlans) {
   return {
-    insert: (rows: NewNotification[], statuses: InsertedStatus[]) => insertNotifications(sql, rows, statuses),
+    accept: (rows: NewNotification[], opts: { queueing: boolean }) => accept(sql, rows, opts.queueing),
     /** received -> queued: their jobs were added. */
     queue: (ids: number[]) => requeue(sql, ids, 'queue'),
     /** queued -> received: adding their jobs failed; the relay queues them later. */

@@ -18,13 +18,11 @@ import { Batcher, splitOnFailure } from '../lib/batcher.js';
 import { endsWith, type SpanRef, type Tracing } from '../lib/tracing.js';
 
 export interface NewNotification extends NotificationRow {
-  /** `accepted` is stored `queued` or `received` (see above). */
-  disposition: 'accepted' | 'discarded';
   /** The request's wait for the commit, when traces are exported: the batch's span links to it. */
   trace?: SpanRef;
 }
 
-interface StoredNotification extends NotificationRow {
+interface StoredNotification extends Omit<NotificationRow, 'disposition'> {
   id: number;
   status: 'received' | 'queued' | 'discarded';
   /** As given: the fetch job added for the row continues its trace (processing/enqueue.ts). */
@@ -45,7 +43,7 @@ export class NotificationWriter {
   private readonly batcher: Batcher<NewNotification, StoredNotification>;
 
   constructor(
-    private readonly notifications: Pick<NotificationLifecycle, 'insert'>,
+    private readonly notifications: Pick<NotificationLifecycle, 'accept'>,
     private readonly followUp: CommitFollowUp,
     /** A follow-up that threw (a bug): reported, never turned into the batch's failure. */
     private readonly onFollowUpError: (err: unknown) => void,
@@ -63,10 +61,8 @@ export class NotificationWriter {
   }
 
   private async write(rows: NewNotification[]): Promise<StoredNotification[]> {
-    const accepted: Accepted['status'] = this.followUp.queueing ? 'queued' : 'received';
-    const statuses: StoredNotification['status'][] = rows.map((r) => (r.disposition === 'accepted' ? accepted : 'discarded'));
     const batch = this.tracing?.commitBatch(rows.map((r) => r.trace));
-    const ids = await endsWith(batch, this.notifications.insert(rows, statuses));
+    const inserted = await endsWith(batch, this.notifications.accept(rows, { queueing: this.followUp.queueing }));
     // Field by field: V8 copies an object rest (`{ disposition, ...row }`) through a slow generic path.
     const stored = rows.map(
       (r, i): StoredNotification => ({
@@ -77,8 +73,8 @@ export class NotificationWriter {
         href: r.href,
         bodyJson: r.bodyJson,
         authenticatedBy: r.authenticatedBy,
-        id: ids[i]!,
-        status: statuses[i]!,
+        id: inserted[i]!.id,
+        status: inserted[i]!.status,
         trace: r.trace,
       }),
     );

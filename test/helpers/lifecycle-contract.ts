@@ -29,8 +29,18 @@ export function lifecycleContract(implementation: string, setup: () => Promise<L
   });
 
   const newHref = () => `http://127.0.0.1:9/api/rfqs/${randomBytes(4).toString('hex')}`;
+  const notification = (href: string, type = 'rfqs', disposition: 'accepted' | 'discarded' = 'accepted') => ({
+    companyId: h.company.id,
+    webhookId: h.company.webhookId,
+    resourceId: href.split('/').pop()!,
+    type,
+    href,
+    bodyJson: '{}',
+    authenticatedBy: 'basic' as const,
+    disposition,
+  });
   const accept = async (href: string, status: 'received' | 'queued' | 'discarded' = 'received', type = 'rfqs') =>
-    (await h.lifecycle.insert([{ companyId: h.company.id, webhookId: h.company.webhookId, resourceId: href.split('/').pop()!, type, href, bodyJson: '{}', authenticatedBy: 'basic' }], [status]))[0]!;
+    (await h.lifecycle.accept([notification(href, type, status === 'discarded' ? 'discarded' : 'accepted')], { queueing: status === 'queued' }))[0]!.id;
   const attempt = (href: string, ids: number[], over: Partial<FetchAttempt> = {}): FetchAttempt => ({
     companyId: h.company.id,
     href,
@@ -80,12 +90,13 @@ export function lifecycleContract(implementation: string, setup: () => Promise<L
       });
     }
 
-    it('accept: refuses to insert a notification already final', async () => {
-      for (const status of ['processed', 'failed'] as const) {
-        await expect(
-          h.lifecycle.insert([{ companyId: h.company.id, webhookId: h.company.webhookId, resourceId: 'r', type: 'rfqs', href: newHref(), bodyJson: '{}', authenticatedBy: 'basic' }], [status as never]),
-        ).rejects.toThrow(`cannot be accepted as ${status}`);
-      }
+    it('accept: queued when its job follows the commit, received for the relay otherwise, discarded for a deactivated webhook', async () => {
+      const rows = [notification(newHref()), notification(newHref(), 'rfqs', 'discarded')];
+      const queueing = await h.lifecycle.accept(rows, { queueing: true });
+      const relayed = await h.lifecycle.accept(rows, { queueing: false });
+      expect([...queueing, ...relayed].map((r) => r.status)).toEqual(['queued', 'discarded', 'received', 'discarded']);
+      for (const r of [...queueing, ...relayed]) expect((await h.read(r.id))?.status).toBe(r.status);
+      expect(new Set([...queueing, ...relayed].map((r) => r.id)).size).toBe(4);
     });
 
     it('claim and store: a fetch covers what is pending, oldest first; a later version follows; an older fetch stores nothing', async () => {

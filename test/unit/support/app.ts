@@ -1,7 +1,7 @@
 /**
  * The HTTP app (buildApp) over in-memory fakes of its narrow dependencies, for the unit tier: requests go
  * through `app.inject`, nothing listens, and no PostgreSQL or Redis is involved. The receiver's storage is
- * the real NotificationWriter over a fake repository `insert`; the webhook lookup is the real
+ * the real NotificationWriter over the in-memory lifecycle (notifications/memory.ts); the webhook lookup is the real
  * WebhookDirectory over a fake loader; the OAuth nonces are remembered in a Set.
  */
 import type { FastifyInstance } from 'fastify';
@@ -18,6 +18,7 @@ import { createMetrics, type Metrics } from '../../../src/lib/metrics.js';
 import type { RedisClient } from '../../../src/lib/redis/connection.js';
 import { WebhookDirectory, type WebhookCredentials, type WebhookKey } from '../../../src/receiver/attribution.js';
 import { NotificationWriter } from '../../../src/receiver/ingest.js';
+import { createMemoryLifecycle } from '../../../src/notifications/memory.js';
 
 export const PUBLIC_BASE_URL = 'https://skyhook.example';
 export const API_BASE_URL = 'https://api.marketplace.example/v1';
@@ -110,16 +111,15 @@ export async function unitApp(opts: { webhooks?: FakeWebhook[]; services?: FakeS
     if (backstage.databaseDown) throw unreachable('PostgreSQL');
     return [...hooks.values()].find((w) => ('endpointKey' in key ? w.endpointKey === key.endpointKey : w.clientIdentifier === key.clientIdentifier)) ?? null;
   });
-  let nextId = 1;
+  const lifecycle = createMemoryLifecycle();
   const writer = new NotificationWriter(
     {
-      insert: async (rows, statuses) => {
+      // The in-memory lifecycle, behind a database that can be down.
+      accept: async (rows, queueing) => {
         if (backstage.databaseDown) throw unreachable('PostgreSQL');
-        return rows.map((row, i) => {
-          const id = nextId++;
-          backstage.rows.push({ ...row, id, status: statuses[i]! });
-          return id;
-        });
+        const accepted = await lifecycle.accept(rows, queueing);
+        rows.forEach((row, i) => backstage.rows.push({ ...row, ...accepted[i]! }));
+        return accepted;
       },
     },
     { queueing: true, afterCommit: (rows) => backstage.queued.push(...rows.map((r) => r.id)) },
