@@ -403,7 +403,8 @@ function fetchJobDeps(deps: {
     finish: (resource, max, answer) => void deps.finishes.finish({ ...resource, fetchKey: fetchKey(resource), max, answer }).catch(deps.onError),
     get: (href, connection) => fetchResource(marketplace, href, connection),
     store: (snapshot) => snapshots.store(snapshot),
-    recordAttempt: notifications.recordAttempt,
+    retry: notifications.retry,
+    fail: notifications.fail,
     markGone: notifications.markGone,
     pause: async (attempt, revision, why) => {
       const paused = await notifications.park(attempt, revision, `GET ${attempt.href}: ${why}`);

@@ -64,7 +64,7 @@ export interface FetchAttempt {
   ids: number[];
 }
 
-/** What an attempt does to its notifications: nothing but the count (a retry), or a final status. */
+/** What an attempt does to its notifications (the implementations' one statement for retry, fail and gone). */
 export type Verdict = { status: 'pending' } | { status: 'processed'; outcome: 'gone' } | { status: 'failed'; error: string };
 
 /** A fetch that got the resource: what the batched store needs of it. */
@@ -126,8 +126,10 @@ export interface NotificationLifecycle {
   pendingResources(companyId: string): Promise<ResourceRef[]>;
   /** What a fetch starting now covers, per key (indexed like `keys`; nothing pending: no entry). */
   claimPending(keys: ResourceRef[]): Promise<(Claimed | undefined)[]>;
-  /** retry (`pending`) or finish (`processed` as gone, `failed`): the attempt recorded with its verdict. */
-  recordAttempt(attempt: FetchAttempt, verdict: Verdict): Promise<void>;
+  /** retry: the attempt recorded and counted; its notifications stay pending, for the next one. */
+  retry(attempt: FetchAttempt): Promise<void>;
+  /** finish, failed: the attempt recorded, its notifications failed with `error`. */
+  fail(attempt: FetchAttempt, error: string): Promise<void>;
   /** finish: fetched snapshots stored, their notifications processed; answers in input order. */
   storeFetched(items: FetchedSnapshot[]): Promise<Stored[]>;
   /** finish: processed, outcome `gone`, the stored snapshot flagged gone. */

@@ -162,7 +162,8 @@ export function createMemoryLifecycle(opts: { companies?: { id: string; revision
         };
       });
     },
-    recordAttempt,
+    retry: (attempt) => recordAttempt(attempt, { status: 'pending' }),
+    fail: (attempt, error) => recordAttempt(attempt, { status: 'failed', error }),
     async storeFetched(items: FetchedSnapshot[]): Promise<Stored[]> {
       return items.map((item) => {
         const key = keyOf(item);

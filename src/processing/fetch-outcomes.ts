@@ -32,7 +32,10 @@ interface FetchContext {
 }
 
 export interface OutcomeDeps {
-  recordAttempt: NotificationLifecycle['recordAttempt'];
+  /** The attempt recorded, its notifications left pending for the next one. */
+  retry: NotificationLifecycle['retry'];
+  /** The attempt recorded, its notifications failed. */
+  fail: NotificationLifecycle['fail'];
   /** Stores the snapshot (batched with the other running jobs) and processes what it covers. */
   store(snapshot: FetchedSnapshot): Promise<Stored>;
   /** 404/410: the snapshot flagged gone and the attempt recorded, together. */
@@ -93,10 +96,10 @@ async function stored(result: Extract<FetchResult, { kind: 'ok' }>, ctx: FetchCo
     const why = `storing the snapshot failed: ${err instanceof Error ? err.message : String(err)}`;
     const attempt = attemptOf(ctx, result, deps.now(), ctx.lastAttempt ? 'failed' : 'retry', why);
     if (ctx.lastAttempt) {
-      await deps.recordAttempt(attempt, { status: 'failed', error: gaveUp(ctx, why) });
+      await deps.fail(attempt, gaveUp(ctx, why));
       return { final: 'failed', next: 'done' };
     }
-    await deps.recordAttempt(attempt, { status: 'pending' });
+    await deps.retry(attempt);
     return { final: null, next: 'retry', error: err instanceof Error ? err : new Error(why) };
   }
 }
@@ -108,7 +111,7 @@ async function gone(result: Extract<FetchResult, { kind: 'gone' }>, ctx: FetchCo
 
 async function refused(result: Extract<FetchResult, { kind: 'soft_error' | 'failed' }>, ctx: FetchContext, deps: OutcomeDeps): Promise<Applied> {
   const error = result.kind === 'soft_error' ? `soft error: ${result.message}` : result.message;
-  await deps.recordAttempt(attemptOf(ctx, result, deps.now(), result.kind, result.message), { status: 'failed', error });
+  await deps.fail(attemptOf(ctx, result, deps.now(), result.kind, result.message), error);
   return { final: 'failed', next: 'done' };
 }
 
@@ -124,10 +127,10 @@ async function unauthorized(result: Extract<FetchResult, { kind: 'unauthorized' 
 
 async function retry(result: Extract<FetchResult, { kind: 'retry' }>, ctx: FetchContext, deps: OutcomeDeps): Promise<Applied> {
   if (ctx.lastAttempt) {
-    await deps.recordAttempt(attemptOf(ctx, result, deps.now(), 'failed', result.message), { status: 'failed', error: gaveUp(ctx, result.message) });
+    await deps.fail(attemptOf(ctx, result, deps.now(), 'failed', result.message), gaveUp(ctx, result.message));
     return { final: 'failed', next: 'done' };
   }
-  await deps.recordAttempt(attemptOf(ctx, result, deps.now(), 'retry', result.message), { status: 'pending' });
+  await deps.retry(attemptOf(ctx, result, deps.now(), 'retry', result.message));
   return { final: null, next: 'retry', error: new RetryableFetchError(result.message, result.retryAfterMs) };
 }
 

@@ -56,8 +56,8 @@ export function lifecycleContract(implementation: string, setup: () => Promise<L
   const rowIn = async (status: NotificationStatus): Promise<{ id: number; href: string }> => {
     const href = newHref();
     const id = await accept(href, status === 'queued' || status === 'discarded' ? status : 'received');
-    if (status === 'failed') await h.lifecycle.recordAttempt(attempt(href, [id]), { status: 'failed', error: 'HTTP 400' });
-    if (status === 'processed') await h.lifecycle.recordAttempt(attempt(href, [id], { httpStatus: 404, outcome: 'gone', error: null }), { status: 'processed', outcome: 'gone' });
+    if (status === 'failed') await h.lifecycle.fail(attempt(href, [id]), 'HTTP 400');
+    if (status === 'processed') await h.lifecycle.markGone(attempt(href, [id], { httpStatus: 404, outcome: 'gone', error: null }));
     expect((await h.read(id))?.status).toBe(status);
     return { id, href };
   };
@@ -65,8 +65,8 @@ export function lifecycleContract(implementation: string, setup: () => Promise<L
   const statements: { name: TransitionName; to: NotificationStatus | null; what: string; apply: (id: number, href: string) => Promise<unknown> }[] = [
     { name: 'queue', to: 'queued', what: 'queue', apply: (id) => h.lifecycle.queue([id]) },
     { name: 'unqueue', to: 'received', what: 'unqueue', apply: (id) => h.lifecycle.unqueue([id]) },
-    { name: 'retry', to: null, what: 'recordAttempt, pending', apply: (id, href) => h.lifecycle.recordAttempt(attempt(href, [id], { outcome: 'retry', httpStatus: 503 }), { status: 'pending' }) },
-    { name: 'finish', to: 'failed', what: 'recordAttempt, failed', apply: (id, href) => h.lifecycle.recordAttempt(attempt(href, [id]), { status: 'failed', error: 'HTTP 400' }) },
+    { name: 'retry', to: null, what: 'retry', apply: (id, href) => h.lifecycle.retry(attempt(href, [id], { outcome: 'retry', httpStatus: 503 })) },
+    { name: 'finish', to: 'failed', what: 'fail', apply: (id, href) => h.lifecycle.fail(attempt(href, [id]), 'HTTP 400') },
     { name: 'finish', to: 'processed', what: 'markGone', apply: (id, href) => h.lifecycle.markGone(attempt(href, [id], { httpStatus: 410, outcome: 'gone', error: null })) },
     { name: 'retry', to: null, what: 'park', apply: (id, href) => h.lifecycle.park(attempt(href, [id], { httpStatus: 401, outcome: 'unauthorized' }), -1, 'GET: 401') },
     { name: 'replay', to: 'received', what: 'replay', apply: (id) => h.lifecycle.replay([id]) },

@@ -44,7 +44,8 @@ function world(answer: FetchResult | Error, opts: { start?: FetchStart; company?
       stored.push(snapshot);
       return { version: 2, stored: 2, eventId: 1 };
     },
-    recordAttempt: async (attempt, verdict) => void recorded.push({ attempt, verdict }),
+    retry: async (attempt) => void recorded.push({ attempt, verdict: { status: 'pending' } }),
+    fail: async (attempt, error) => void recorded.push({ attempt, verdict: { status: 'failed', error } }),
     markGone: async (attempt) => void gone.push(attempt),
     pause: async (attempt, _sealed, why) => {
       paused.push({ attempt, why });
