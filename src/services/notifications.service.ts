@@ -3,9 +3,10 @@
  * filters, one notification with its timeline, replays (one, or all matching a filter), and a resource's
  * versions with what changed. Every status it changes goes through the repository.
  */
-import { and, asc, count, desc, eq, getTableColumns, gte, inArray, lt, lte, ne, sql, type SQL } from 'drizzle-orm';
+import { and, asc, count, desc, eq, getTableColumns, gte, inArray, lt, lte, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';
+import { allowed, TRANSITIONS } from '../notifications/transitions.js';
 import {
   companies,
   events,
@@ -203,7 +204,7 @@ export function createNotificationsService(deps: {
     /** Fetches the resource again for this notification; a discarded one stays discarded. */
     async replay(id: number): Promise<ReplayedView> {
       const row = await getRow(id);
-      if (row.status === 'discarded') throw new Problem(409, 'Conflict', 'A discarded notification (its webhook was deactivated) cannot be replayed.', { code: 'not_replayable' });
+      if (!allowed('replay', row.status, 'received')) throw new Problem(409, 'Conflict', `A ${row.status} notification (its webhook was deactivated) cannot be replayed.`, { code: 'not_replayable' });
       await replayRows([id]);
       const [company] = await db.select({ name: companies.name, status: companies.connectionStatus, error: companies.connectionError }).from(companies).where(eq(companies.id, row.companyId));
       const note =
@@ -218,7 +219,7 @@ export function createNotificationsService(deps: {
      * never. With `dryRun` it only counts what would be replayed.
      */
     async replayMatching(filter: NotificationFilter & { limit: number; dryRun?: boolean }): Promise<{ matched: number; replayed: number }> {
-      const where = and(...filterSql(filter), ne(notifications.status, 'discarded'));
+      const where = and(...filterSql(filter), inArray(notifications.status, [...TRANSITIONS.replay.from]));
       const [{ matched } = { matched: 0 }] = await db.select({ matched: count() }).from(notifications).where(where);
       if (filter.dryRun) return { matched, replayed: 0 };
       const rows = await db.select({ id: notifications.id }).from(notifications).where(where).orderBy(asc(notifications.id)).limit(filter.limit);
