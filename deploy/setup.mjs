@@ -5,7 +5,9 @@
  * the simulator's config file, a Skyhook company (same name, the simulator's API, the company's token)
  * and an active webhook registered on the simulator, all through Skyhook's admin API.
  *
- * Idempotent: it only creates what is missing, so it runs on every `docker compose up`. The simulator
+ * Idempotent: it only creates what is missing, so it runs on every `docker compose up`. A call answered 502
+ * or 503 (the marketplace or a store not reachable for a moment: nothing was done) is tried again for a
+ * minute, as is a GET that got no answer. The simulator
  * keeps its state in memory, so after it restarts the webhook setting Skyhook registered is gone: then a
  * new webhook is registered (the old local row stays, unused).
  *
@@ -33,7 +35,23 @@ function fail(message) {
   process.exit(1);
 }
 
-async function request(url, { method = 'GET', token, body } = {}) {
+/** How long a call that meets a passing failure is tried again: 502 or 503 (nothing was done), or, for a GET, no answer. */
+const RETRY_FOR_MS = 60_000;
+
+async function request(url, options = {}) {
+  const deadline = Date.now() + RETRY_FOR_MS;
+  for (let wait = 1000; ; wait = Math.min(wait * 2, 8000)) {
+    const answer = await requestOnce(url, options).catch((err) => {
+      if ((options.method ?? 'GET') !== 'GET' || Date.now() + wait > deadline) throw err;
+      return { status: 0, body: err instanceof Error ? err.message : String(err) };
+    });
+    if ((answer.status !== 0 && answer.status !== 502 && answer.status !== 503) || Date.now() + wait > deadline) return answer;
+    console.log(`setup: ${options.method ?? 'GET'} ${url} answered ${answer.status || 'nothing'}; trying again in ${wait / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+}
+
+async function requestOnce(url, { method = 'GET', token, body } = {}) {
   const res = await fetch(url, {
     method,
     headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
@@ -74,7 +92,7 @@ async function listAll(path) {
 async function waitReady() {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
-    const ok = await request(`${skyhookUrl}/readyz`).then((r) => r.status === 200, () => false);
+    const ok = await requestOnce(`${skyhookUrl}/readyz`).then((r) => r.status === 200, () => false);
     if (ok) return;
     if (Date.now() > deadline) fail(`${skyhookUrl}/readyz did not answer 200 within ${READY_TIMEOUT_MS / 1000} s`);
     await new Promise((resolve) => setTimeout(resolve, 1000));

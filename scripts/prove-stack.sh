@@ -17,6 +17,8 @@
 #   PROVE_STACK_CA_FILE   CA bundle mounted for `npm ci` only (default: the system bundle when present)
 #   PROVE_STACK_NPMRC     an .npmrc mounted for `npm ci` only (registry mirror, auth)
 #   PROVE_STACK_NOTIFICATIONS  how many notifications to fire (default 20)
+#   PROVE_STACK_LOGS=1    print the services' last log lines even on success
+#   PROVE_STACK_KEEP=1    leave the stack up when a step fails, to look at it
 set -eEuo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -76,6 +78,7 @@ teardown() {
       [ -n "$id" ] && { echo "---- last log lines of $svc"; $ENGINE logs --tail 30 "$id" 2>&1 | sed 's/^/   /'; }
     done
   fi
+  if [ "$rc" != 0 ] && [ -n "${PROVE_STACK_KEEP:-}" ]; then echo "PROVE_STACK_KEEP: the stack is left up (project $PROJECT)"; exit "$rc"; fi
   $ENGINE rm -f -t 0 "${PROJECT}_readyz" >/dev/null 2>&1 || true
   compose down -v -t 5 >/dev/null 2>&1 || true
   # podman-compose 1.0.3 leaves what `down` missed: remove by label and name.
@@ -299,6 +302,29 @@ compose up -d api worker simulator >"$WORK/up.log" 2>&1 || { tail -n 20 "$WORK/u
 compose_health api
 compose_health worker
 compose_health simulator
+
+# Every Skyhook container must reach the others over the stack's network (the healthchecks above ask
+# 127.0.0.1 only): the api and the worker reach PostgreSQL, Redis and the simulator by their names. A
+# connection that fails is tried once more 5 s later: on these machines (gVisor underneath podman) a
+# container's connections to the others sometimes time out for several seconds, mostly under load.
+reach_peers() {
+  $ENGINE exec "$(container "$1")" node -e '
+    const net = require("net");
+    const reach = ([host, port]) => new Promise((resolve) => {
+      const t0 = Date.now();
+      const s = net.connect({ host, port, timeout: 5000 }, () => { s.destroy(); resolve(`${host} ${Date.now() - t0} ms`); });
+      s.on("timeout", () => { s.destroy(); resolve(`${host} TIMEOUT`); });
+      s.on("error", (e) => resolve(`${host} ${e.code}`));
+    });
+    Promise.all([["postgres", 5432], ["redis", 6379], ["simulator", 4010]].map(reach)).then((r) => {
+      console.log(`   ${process.argv[1]}: ${r.join(", ")}`);
+      process.exit(r.every((x) => x.endsWith(" ms")) ? 0 : 1);
+    });' "$1"
+}
+step "network: api and worker reach postgres, redis and simulator by name"
+for svc in api worker; do
+  reach_peers "$svc" || { sleep 5; reach_peers "$svc"; } || fail "$svc cannot reach every other service of the stack (above)"
+done
 
 step "setup (one-shot: the demo company and its webhook)"
 compose up -d setup >"$WORK/up.log" 2>&1 || { tail -n 20 "$WORK/up.log" >&2; fail "compose up setup"; }
