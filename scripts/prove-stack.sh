@@ -21,7 +21,6 @@
 #   PROVE_STACK_KEEP=1    leave the stack up when a step fails, to look at it
 set -eEuo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
 
 PROJECT=skyhookproof
 NOTIFICATIONS=${PROVE_STACK_NOTIFICATIONS:-20}
