@@ -169,6 +169,11 @@ describe.skipIf(!available)('the operator console in Chromium', () => {
     await page.locator('summary', { hasText: 'Decline…' }).click();
     const form = page.locator(`form[action$="/rfq-declines"]`);
     await form.getByLabel('Answer').selectOption(liftId);
+    // No reason is chosen for the seller: the form is not sent without one.
+    expect(await form.getByLabel('Reason').inputValue()).toBe('');
+    await form.getByRole('button', { name: 'Decline' }).click();
+    expect(await form.getByLabel('Reason').evaluate((el) => (el as unknown as { validity: { valueMissing: boolean } }).validity.valueMissing)).toBe(true);
+    expect(page.url()).not.toMatch(/done=declined/);
     await form.getByLabel('Reason').selectOption('UNATTRACTIVE_TRIP');
     await form.getByLabel('Message to the buyer (optional)').fill('Not this time.');
     await form.getByRole('button', { name: 'Decline' }).click();

@@ -43,7 +43,7 @@ export function rfqAnswerForms(ctx: PageContext, companyId: string, href: string
 <details><summary>Decline…</summary>
 <form method="post" action="${ctx.base}/companies/${companyId}/rfq-declines" class="stack">${csrfField(ctx)}${back}
   ${requestPicker('d', ids)}
-  <label for="d-reason">Reason</label><select id="d-reason" name="declineReason" required>${DECLINE_REASONS.map((r) => html`<option value="${r}">${r}</option>`)}</select>
+  <label for="d-reason">Reason</label><select id="d-reason" name="declineReason" required><option value="">Choose a reason</option>${DECLINE_REASONS.map((r) => html`<option value="${r}">${r}</option>`)}</select>
   <label for="d-message">Message to the buyer (optional)</label><textarea id="d-message" name="message" rows="3" maxlength="10000"></textarea>
   <label class="check"><input type="checkbox" name="suppressNotification" value="true"> Suppress the buyer's notification</label>
   <button type="submit">Decline</button>
