@@ -36,8 +36,7 @@ import { allCompanyStates } from './services/company-state.js';
 import { webhookSettingsApi } from './marketplace/webhook-settings.js';
 import { findCompany } from './db/company-connection.js';
 import { FetchEnqueuer } from './processing/enqueue.js';
-import type { FetchJobDeps } from './processing/fetch-job.js';
-import { fetchResource } from './processing/fetch-resource.js';
+import { fetchResource, type FetchJobDeps } from './processing/fetch-job.js';
 import { FetchStarts } from './processing/fetch-start.js';
 import { createFetchWorker } from './processing/fetch-worker.js';
 import { createFetchQueue, fetchKey, type ResourceKey } from './processing/fetch.queue.js';
@@ -47,9 +46,9 @@ import { builtInHandlers, type HandlerRegistry } from './processing/handlers/ind
 import { Relay } from './processing/relay.js';
 import { createRetention } from './processing/retention.js';
 import { listen } from './db/listen.js';
-import { listenForWebhookChanges, loadWebhookFrom, WebhookDirectory } from './receiver/attribution.js';
+import { listenForWebhookChanges, loadWebhookFrom, NonceStore, WebhookDirectory } from './receiver/authenticate.js';
 import { NotificationWriter } from './receiver/ingest.js';
-import { NonceStore } from './receiver/nonces.js';
+
 import { createSessionStore } from './console/sessions.js';
 import { createServices } from './services/index.js';
 import { NotificationStream } from './services/notification-stream.js';

@@ -55,7 +55,7 @@ export interface IncomingRequest {
   httpVersion: string;
 }
 
-/** What one GET of an href found (processing/fetch-resource.ts). */
+/** What one GET of an href found (processing/fetch-job.ts). */
 export interface GetAnswer {
   kind: string;
   status: number | null;

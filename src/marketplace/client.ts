@@ -3,7 +3,7 @@
  * headers come from connection.ts, its OAuth token from oauth2.ts), JSON, a timeout, a bounded answer, and
  * typed errors. `exchange` is the single HTTP transport; `call` adds the envelope and retries (only calls
  * that are safe to repeat, GET and PUT, and only on network errors, timeouts, 408, 429 and 5xx); the worker
- * classifies `exchange`'s answers into its own outcomes (processing/fetch-resource.ts).
+ * classifies `exchange`'s answers into its own outcomes (processing/fetch-job.ts).
  *
  * The transport is undici's request API rather than fetch(): the same HTTP client without the WHATWG
  * Request, Response and stream objects around every call, which cost the worker about a tenth of its CPU

@@ -1,23 +1,32 @@
 /**
- * One fetch job, as a plain function of narrow dependencies (built in runtime.ts): for one resource of a
- * company it passes the company's gate (company-gate.ts), claims the pending notifications, GETs the href
- * with the company's token, applies the outcome (fetch-outcomes.ts) and tells the gate how the marketplace
- * answered. Rows that arrive while it runs are not claimed: BullMQ (keepLastIfActive) runs one more job for
- * the resource afterwards (C2). The BullMQ side (delays, retries) is fetch-worker.ts.
+ * One fetch job, as a plain function of narrow dependencies (built in runtime.ts), top to bottom:
+ * 1. for one resource of a company it passes the company's gate, reserves the C5 slot and claims the
+ *    pending notifications (fetch-start.ts, company-gate.ts);
+ * 2. GETs the href exactly as received with the company's token, through the one marketplace client
+ *    (SPEC §5, §14), and classifies the answer (fetchResource);
+ * 3. applies what the answer means to the claimed notifications (applyOutcome, SPEC §5):
+ *    - 2xx: the snapshot is stored, with what changed (snapshots.ts); the notifications are processed;
+ *    - 404/410: processed, outcome `gone`; the stored snapshot is kept and flagged;
+ *    - a soft error, another 4xx: failed;
+ *    - 401/403, or client credentials the token endpoint refused: the company paused until its credentials
+ *      are replaced (unless they were replaced meanwhile), the notifications left waiting (SPEC §5.1 F4);
+ *    - a network error, a timeout, 408, 429, 5xx: retried with backoff, failed after the last attempt;
+ * 4. tells the gate how the marketplace answered (a 429 holds the company, SPEC §5.1 F3).
+ * Every attempt is recorded with the notifications it covered (notifications/postgres.ts). Rows that
+ * arrive while it runs are not claimed: BullMQ (keepLastIfActive) runs one more job for the resource
+ * afterwards (C2). The BullMQ side (delays, retries) is fetch-worker.ts.
  */
 import type { Logger } from 'pino';
-import { CLAIM_LIMIT } from '../notifications/lifecycle.js';
+import { CLAIM_LIMIT, type Claimed, type FetchAttempt, type FetchedSnapshot, type NotificationLifecycle, type Stored } from '../notifications/lifecycle.js';
 import type { BatchSummary } from '../lib/batch-summary.js';
 import type { Metrics } from '../lib/metrics.js';
-import type { FetchSpan } from '../lib/tracing.js';
-import type { ApiConnection } from '../marketplace/connection.js';
+import { endsWith, type FetchSpan } from '../lib/tracing.js';
+import { dataOf, isTransientStatus, MarketplaceError, MAX_ANSWER_BYTES, parseRetryAfter, softErrors, type ApiConnection, type MarketplaceClient } from '../marketplace/client.js';
 import type { CompanyConnection } from './company-connections.js';
 import type { GateAnswer } from './company-gate.js';
 import type { FetchStart, StartRequest } from './fetch-start.js';
-import { applyOutcome, type OutcomeDeps } from './fetch-outcomes.js';
-import type { FetchResult } from './fetch-resource.js';
-import type { FetchJob } from './fetch.queue.js';
-
+import { RetryableFetchError, type FetchJob, type ResourceKey } from './fetch.queue.js';
+import { changesBetween } from './snapshots.js';
 export interface FetchJobDeps extends OutcomeDeps {
   /** Role `all`: resolves when a job may start; a flooded receiver holds processing (ingest-first.ts). */
   admit?: () => Promise<void>;
@@ -99,7 +108,7 @@ export async function runFetchJob(
 
 /** What an answer tells the company's gate: a refusal to go faster holds the company (SPEC §5.1 F3). */
 function gateAnswer(result: FetchResult): GateAnswer {
-  // A refusal of the credentials pauses the company (fetch-outcomes.ts): it says nothing of its pace.
+  // A refusal of the credentials pauses the company (applyOutcome): it says nothing of its pace.
   if (result.kind === 'unauthorized') return { kind: 'none' };
   if (result.kind !== 'retry') return { kind: 'answered' };
   if (result.noAnswer) return { kind: 'no_answer', why: result.message };
@@ -107,4 +116,192 @@ function gateAnswer(result: FetchResult): GateAnswer {
     return { kind: 'throttled', retryAfterMs: result.retryAfterMs, why: result.message };
   }
   return { kind: 'answered' };
+}
+
+// 2. The GET, and what its answer is.
+
+/** What one GET found; `status` is the HTTP status, null when no answer came (a network error, a timeout). */
+export type FetchResult =
+  | { kind: 'ok'; status: number; resource: unknown }
+  | { kind: 'soft_error'; status: number; message: string }
+  | { kind: 'gone'; status: number }
+  /** `status` null: the OAuth token endpoint refused the client credentials, so the GET was never sent. */
+  | { kind: 'unauthorized'; status: number | null; message: string }
+  /** `noAnswer` says why no answer came (status null). */
+  | { kind: 'retry'; status: number | null; message: string; retryAfterMs?: number; noAnswer?: 'timeout' | 'network' }
+  | { kind: 'failed'; status: number; message: string };
+
+/** What a 401 or 403 refused, in the admin's words. */
+function refusedWhat(conn: ApiConnection, status: number): string {
+  if (conn.oauth) return status === 401 ? 'the OAuth access token was refused, a newly fetched one too' : 'the OAuth access token was refused';
+  return conn.profile === 'avinode' ? 'the auth token or API token was refused' : 'the API token was refused';
+}
+
+export async function fetchResource(client: MarketplaceClient, href: string, conn: ApiConnection): Promise<FetchResult> {
+  let answer;
+  try {
+    answer = await client.exchange(href, conn);
+  } catch (err) {
+    if (err instanceof MarketplaceError && err.kind === 'token_refused') return { kind: 'unauthorized', status: null, message: err.message };
+    // The notification keeps its href: its error says what went wrong, not where (failures group by reason).
+    const request = `GET ${href}`;
+    if (err instanceof MarketplaceError) {
+      const message = err.message.startsWith(request) ? `the GET ${err.message.slice(request.length).trim()}` : err.message;
+      return { kind: 'retry', status: null, message, noAnswer: err.kind === 'timeout' ? 'timeout' : 'network' };
+    }
+    throw err;
+  }
+  const { status, text } = answer;
+  if (status === 401 || status === 403) return { kind: 'unauthorized', status, message: `marketplace answered ${status}: ${refusedWhat(conn, status)}` };
+  if (status === 404 || status === 410) return { kind: 'gone', status };
+  if (isTransientStatus(status)) return { kind: 'retry', status, message: `marketplace answered ${status}`, retryAfterMs: parseRetryAfter(answer.header('retry-after')) };
+  if (status < 200 || status >= 300) return { kind: 'failed', status, message: `marketplace answered ${status}` };
+  if (text === null) return { kind: 'failed', status, message: `resource larger than ${MAX_ANSWER_BYTES} bytes` };
+
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // A 2xx without JSON is taken for a passing fault (a proxy's page, say): asked again with backoff.
+    return { kind: 'retry', status, message: `marketplace answered ${status} without a JSON body` };
+  }
+  const errors = softErrors(body);
+  if (errors) return { kind: 'soft_error', status, message: errors };
+  return { kind: 'ok', status, resource: dataOf(body) };
+}
+
+// 3. What each answer does to the claimed notifications.
+
+/** One fetch as its outcome sees it. */
+interface FetchContext {
+  resource: ResourceKey;
+  company: CompanyConnection;
+  claimed: Claimed;
+  startedAt: Date;
+  /** Attempts of this job made before this one. */
+  attemptsMade: number;
+  /** Whether this is the job's last attempt. */
+  lastAttempt: boolean;
+  /** The run's span, when traces are exported: storing the snapshot is a span under it. */
+  trace?: FetchSpan;
+}
+
+export interface OutcomeDeps {
+  /** The attempt recorded, its notifications left pending for the next one. */
+  retry: NotificationLifecycle['retry'];
+  /** The attempt recorded, its notifications failed. */
+  fail: NotificationLifecycle['fail'];
+  /** Stores the snapshot (batched with the other running jobs) and processes what it covers. */
+  store(snapshot: FetchedSnapshot): Promise<Stored>;
+  /** 404/410: the snapshot flagged gone and the attempt recorded, together. */
+  markGone(attempt: FetchAttempt): Promise<void>;
+  /**
+   * 401/403: pauses the company if `revision` is still its credentials revision, recording the attempt (the
+   * notifications stay pending), together, and parks the href; answers whether it did (false: the
+   * credentials were replaced meanwhile).
+   */
+  pause(attempt: FetchAttempt, revision: number, why: string): Promise<boolean>;
+  /** Forgets the cached connection of a company whose token was refused. */
+  forgetCompany(companyId: string): void;
+  requeue(resource: ResourceKey): Promise<void>;
+  now(): Date;
+}
+
+/** What became of the covered notifications, and what the job does next. */
+type Applied =
+  | { final: 'processed' | 'failed' | null; next: 'done' }
+  /** The company was paused: the notifications wait, parked, for its new credentials. */
+  | { final: null; next: 'parked' }
+  /** Spend an attempt and try again with backoff (BullMQ's retry). */
+  | { final: null; next: 'retry'; error: Error };
+
+const attemptOf = (ctx: FetchContext, result: FetchResult, finishedAt: Date, outcome: FetchAttempt['outcome'], error: string | null): FetchAttempt => ({
+  companyId: ctx.resource.companyId,
+  href: ctx.resource.href,
+  startedAt: ctx.startedAt,
+  finishedAt,
+  httpStatus: result.status,
+  outcome,
+  error,
+  ids: ctx.claimed.ids,
+});
+
+const gaveUp = (ctx: FetchContext, why: string) => `gave up after ${ctx.attemptsMade + 1} attempts: ${why}`;
+
+async function stored(result: Extract<FetchResult, { kind: 'ok' }>, ctx: FetchContext, deps: OutcomeDeps): Promise<Applied> {
+  const span = ctx.trace?.snapshot();
+  try {
+    await endsWith(
+      span,
+      deps.store({
+        companyId: ctx.resource.companyId,
+        href: ctx.resource.href,
+        claimed: ctx.claimed,
+        fetchStartedAt: ctx.startedAt,
+        fetchFinishedAt: deps.now(),
+        httpStatus: result.status,
+        resource: result.resource,
+        changes: changesBetween(ctx.claimed.previous, result.resource),
+        trace: span,
+      }),
+    );
+    return { final: 'processed', next: 'done' };
+  } catch (err) {
+    // A handler (or the store) failed: its transaction rolled back, nothing is half-written.
+    const why = `storing the snapshot failed: ${err instanceof Error ? err.message : String(err)}`;
+    const attempt = attemptOf(ctx, result, deps.now(), ctx.lastAttempt ? 'failed' : 'retry', why);
+    if (ctx.lastAttempt) {
+      await deps.fail(attempt, gaveUp(ctx, why));
+      return { final: 'failed', next: 'done' };
+    }
+    await deps.retry(attempt);
+    return { final: null, next: 'retry', error: err instanceof Error ? err : new Error(why) };
+  }
+}
+
+async function gone(result: Extract<FetchResult, { kind: 'gone' }>, ctx: FetchContext, deps: OutcomeDeps): Promise<Applied> {
+  await deps.markGone(attemptOf(ctx, result, deps.now(), 'gone', null));
+  return { final: 'processed', next: 'done' };
+}
+
+async function refused(result: Extract<FetchResult, { kind: 'soft_error' | 'failed' }>, ctx: FetchContext, deps: OutcomeDeps): Promise<Applied> {
+  const error = result.kind === 'soft_error' ? `soft error: ${result.message}` : result.message;
+  await deps.fail(attemptOf(ctx, result, deps.now(), result.kind, result.message), error);
+  return { final: 'failed', next: 'done' };
+}
+
+async function unauthorized(result: Extract<FetchResult, { kind: 'unauthorized' }>, ctx: FetchContext, deps: OutcomeDeps): Promise<Applied> {
+  const why = result.message;
+  deps.forgetCompany(ctx.resource.companyId);
+  const paused = await deps.pause(attemptOf(ctx, result, deps.now(), 'unauthorized', why), ctx.company.revision, why);
+  if (paused) return { final: null, next: 'parked' };
+  // Not this job's failure: the token was replaced meanwhile; fetch again with it (no attempt spent).
+  await deps.requeue(ctx.resource);
+  return { final: null, next: 'done' };
+}
+
+async function retry(result: Extract<FetchResult, { kind: 'retry' }>, ctx: FetchContext, deps: OutcomeDeps): Promise<Applied> {
+  if (ctx.lastAttempt) {
+    await deps.fail(attemptOf(ctx, result, deps.now(), 'failed', result.message), gaveUp(ctx, result.message));
+    return { final: 'failed', next: 'done' };
+  }
+  await deps.retry(attemptOf(ctx, result, deps.now(), 'retry', result.message));
+  return { final: null, next: 'retry', error: new RetryableFetchError(result.message, result.retryAfterMs) };
+}
+
+/** Applies one GET's answer to the notifications the fetch covered. */
+export function applyOutcome(result: FetchResult, ctx: FetchContext, deps: OutcomeDeps): Promise<Applied> {
+  switch (result.kind) {
+    case 'ok':
+      return stored(result, ctx, deps);
+    case 'gone':
+      return gone(result, ctx, deps);
+    case 'soft_error':
+    case 'failed':
+      return refused(result, ctx, deps);
+    case 'unauthorized':
+      return unauthorized(result, ctx, deps);
+    case 'retry':
+      return retry(result, ctx, deps);
+  }
 }

@@ -6,30 +6,19 @@
  */
 import basicAuth from '@fastify/basic-auth';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RequestPayload } from 'fastify';
-import { constantTimeEqual, sha256 } from '../lib/crypto.js';
-import type { ErrorReporter } from '../lib/error-reporter.js';
 import type { Metrics } from '../lib/metrics.js';
-import { Problem, serviceUnavailable } from '../lib/problem.js';
+import { Problem } from '../lib/problem.js';
 import { endsWith, type RequestSpan, type Tracing } from '../lib/tracing.js';
 import { fetchKey } from '../processing/fetch.queue.js';
-import { previousSecretValid, type WebhookCredentials, type WebhookDirectory } from './attribution.js';
-import type { NotificationWriter } from './ingest.js';
-import type { NonceStore } from './nonces.js';
-import { bodyHashMatches, readOAuthHeader, verifyOAuthHeader, type OAuthHeaderCheck } from './oauth1.js';
-import { checkHrefScope, parseNotification } from './validate.js';
+import { authenticateBasic, authenticateOAuth, BASIC_CHALLENGE, checkBodyHash, unauthorized, type AuthDeps, type Authenticated } from './authenticate.js';
+import { checkHrefScope, parseNotification, type NotificationWriter } from './ingest.js';
 
 export const MAX_NOTIFICATION_BYTES = 256 * 1024;
-const BASIC_CHALLENGE = 'Basic realm="skyhook"';
-const OAUTH_CHALLENGE = 'OAuth realm="skyhook"';
 const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json$/i;
 
-export interface ReceiverDeps {
-  directory: WebhookDirectory;
+export interface ReceiverDeps extends AuthDeps {
   writer: NotificationWriter;
-  nonces: Pick<NonceStore, 'firstUse'>;
-  publicBaseUrl: string;
   requireHttpsHrefs: boolean;
-  oauthTimestampSkewS: number;
   metrics: Pick<Metrics, 'received'>;
   /** Told how long each accepted notification's answer took (role `all`: the workers yield to a busy receiver, processing/ingest-first.ts). */
   answered?: (ms: number) => void;
@@ -37,14 +26,6 @@ export interface ReceiverDeps {
   summary: { add(companyId: string, outcome: string): void };
   /** Set when traces are exported (lib/tracing.ts): each notification's POST is a span. */
   tracing?: Pick<Tracing, 'request'>;
-  /** Counts and logs (rate-limited) what is answered 503 here: the nonce store not answering. */
-  reporter: Pick<ErrorReporter, 'report'>;
-}
-
-interface Authenticated {
-  webhook: WebhookCredentials;
-  by: 'basic' | 'oauth';
-  oauth?: OAuthHeaderCheck;
 }
 
 declare module 'fastify' {
@@ -58,9 +39,8 @@ declare module 'fastify' {
 const isJson = (req: FastifyRequest): boolean => JSON_TYPE.test(req.headers['content-type']?.split(';')[0]?.trim() ?? '');
 const unsupportedMediaType = () => new Problem(415, 'Unsupported Media Type', 'Notifications must be sent as application/json.', { code: 'unsupported_media_type' });
 
-/** One answer for "unknown webhook" and "wrong secret" alike: never reveal which part was wrong. */
-const unauthorized = (challenge: string, detail = 'The credentials were not accepted.') =>
-  new Problem(401, 'Unauthorized', detail, { code: 'unauthorized', headers: { 'www-authenticate': challenge } });
+/** What authentication needs of a request before its body is read. */
+const requestLine = (req: FastifyRequest) => ({ method: req.method, url: req.url, endpointKey: (req.params as { endpointKey?: string }).endpointKey });
 
 export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): Promise<void> {
   // The raw bytes of any body are kept, for the OAuth body hash; which bodies are read at all is decided
@@ -70,15 +50,13 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
 
   await app.register(basicAuth, {
     validate: async (clientIdentifier: string, secret: string, req: FastifyRequest) => {
-      const webhook = await resolveWebhook(deps, req, clientIdentifier).catch((err: unknown) => {
+      req.notificationAuth = await authenticateBasic(deps, requestLine(req), clientIdentifier, secret).catch((err: unknown) => {
         // @fastify/basic-auth answers 401 for any error without a status; a failed lookup (the database
         // is down, say) is not a wrong password: the app's error handler makes it a 503 or a 500.
         const e = err as { statusCode?: number };
         if (e.statusCode === undefined) e.statusCode = 500;
         throw err;
       });
-      if (!webhook || webhook.authType !== 'BASIC' || !basicSecretMatches(webhook, secret)) throw unauthorized(BASIC_CHALLENGE);
-      req.notificationAuth = { webhook, by: 'basic' };
     },
     authenticate: { realm: 'skyhook' },
     utf8: false,
@@ -90,7 +68,7 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
     const scheme = typeof header === 'string' ? /^\s*(\w+)/.exec(header)?.[1]?.toLowerCase() : undefined;
     if (scheme === 'basic') return app.basicAuth(req, reply, done);
     if (scheme === 'oauth' && typeof header === 'string') {
-      authenticateOAuth(deps, req, header).then((auth) => {
+      authenticateOAuth(deps, requestLine(req), header).then((auth) => {
         req.notificationAuth = auth;
         done();
       }, done);
@@ -112,7 +90,7 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
   const receive = async (req: FastifyRequest, reply: FastifyReply) => {
     const auth = req.notificationAuth!;
     const raw = req.body as Buffer | undefined;
-    if (auth.oauth && !bodyHashMatches(auth.oauth, raw ?? Buffer.alloc(0))) throw unauthorized(OAUTH_CHALLENGE);
+    checkBodyHash(auth, raw ?? Buffer.alloc(0));
     if (!isJson(req)) throw unsupportedMediaType();
     if (!raw || raw.length === 0) throw new Problem(400, 'Bad Request', 'The body is empty.', { code: 'invalid_input' });
 
@@ -207,51 +185,4 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
     },
     receive,
   );
-}
-
-/**
- * The webhook a request names: by its path key when it has one (then the credentials must name the
- * same webhook), else by the clientIdentifier in its credentials.
- */
-async function resolveWebhook(deps: ReceiverDeps, req: FastifyRequest, clientIdentifier: string): Promise<WebhookCredentials | null> {
-  const endpointKey = (req.params as { endpointKey?: string }).endpointKey;
-  if (endpointKey !== undefined) {
-    const webhook = await deps.directory.byEndpointKey(endpointKey);
-    return webhook && webhook.clientIdentifier === clientIdentifier ? webhook : null;
-  }
-  return deps.directory.byClientIdentifier(clientIdentifier);
-}
-
-function basicSecretMatches(webhook: WebhookCredentials, secret: string): boolean {
-  const given = sha256(secret);
-  // Both comparisons always run, so timing does not tell which secret matched.
-  const current = webhook.secretSha256 !== null && constantTimeEqual(given, webhook.secretSha256);
-  const previous = webhook.previousSecretSha256 !== null && previousSecretValid(webhook) && constantTimeEqual(given, webhook.previousSecretSha256);
-  return current || previous;
-}
-
-async function authenticateOAuth(deps: ReceiverDeps, req: FastifyRequest, header: string): Promise<Authenticated> {
-  const parsed = readOAuthHeader(header);
-  if (!parsed) throw unauthorized(OAUTH_CHALLENGE, 'The OAuth header is malformed.');
-  const webhook = await resolveWebhook(deps, req, parsed.clientIdentifier);
-  if (!webhook || webhook.authType !== 'OAUTH' || !webhook.secret) throw unauthorized(OAUTH_CHALLENGE);
-
-  const secrets = [webhook.secret, ...(webhook.previousSecret && previousSecretValid(webhook) ? [webhook.previousSecret] : [])];
-  const url = new URL(deps.publicBaseUrl + req.url);
-  const check = verifyOAuthHeader(parsed, { method: req.method, url }, secrets, {
-    nowSeconds: Math.floor(Date.now() / 1000),
-    skewSeconds: deps.oauthTimestampSkewS,
-  });
-  if (!check.ok) throw unauthorized(OAUTH_CHALLENGE, check.reason === 'stale_timestamp' ? 'The OAuth timestamp is outside the accepted window.' : undefined);
-
-  let fresh: boolean;
-  try {
-    fresh = await deps.nonces.firstUse(webhook.clientIdentifier, check.nonce, check.timestamp);
-  } catch (err) {
-    // Without the nonce store a replay cannot be ruled out: refuse for now, the marketplace retries.
-    deps.reporter.report('nonce_store', err, 'the OAuth nonce store (Redis) did not answer: OAuth notifications are answered 503 until it does');
-    throw serviceUnavailable('The OAuth nonce store is unavailable; retry later.', 'nonce_store_unavailable');
-  }
-  if (!fresh) throw unauthorized(OAUTH_CHALLENGE, 'The OAuth nonce was already used.');
-  return { webhook, by: 'oauth', oauth: check };
 }

@@ -11,7 +11,7 @@ import { resources, type declines, type quotes } from '../db/schema/index.js';
 import { Problem, notFound } from '../lib/problem.js';
 import type { ApiConnection, MarketplaceClient } from '../marketplace/client.js';
 import { NOTIFICATION_TYPE_BY_EVENT, rfqActionPath, type RfqAction } from '../marketplace/contract.js';
-import { checkHrefScope } from '../receiver/validate.js';
+import { checkHrefScope } from '../receiver/ingest.js';
 import type { CompaniesService } from './companies.service.js';
 import { sendOnce, type OutboundCall } from './send-once.js';
 

@@ -13,7 +13,7 @@ import type { ApiConnection } from '../marketplace/connection.js';
 import { MarketplaceError } from '../marketplace/errors.js';
 import type { ClientAuthenticationType, EventType, WebhookSetting, WebhookSettingBody } from '../marketplace/contract.js';
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
-import { WEBHOOK_CHANGES_CHANNEL } from '../receiver/attribution.js';
+import { WEBHOOK_CHANGES_CHANNEL } from '../receiver/authenticate.js';
 import type { CompaniesService } from './companies.service.js';
 import type { Drift, ReconciliationView, WebhookView } from './views.js';
 

@@ -9,7 +9,7 @@
  *    still accepts valid notifications.
  * 2. Seeded-random fuzzing of the parsers the receiver trusts: parseOAuthHeader / readOAuthHeader /
  *    verifyOAuthHeader (src/receiver/oauth1.ts) and parseNotification / checkHrefScope
- *    (src/receiver/validate.ts). They throw nothing but their documented errors and never accept what
+ *    (src/receiver/ingest.ts). They throw nothing but their documented errors and never accept what
  *    they must refuse. The seed is fixed (FUZZ_SEED overrides it), so a failure replays exactly.
  */
 import { request as httpRequest } from 'node:http';
@@ -27,7 +27,7 @@ import {
   type OAuthHeaderCheck,
 } from '../../src/receiver/oauth1.js';
 import { MAX_NOTIFICATION_BYTES } from '../../src/receiver/routes.js';
-import { checkHrefScope, parseNotification } from '../../src/receiver/validate.js';
+import { checkHrefScope, parseNotification } from '../../src/receiver/ingest.js';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
 import {
   basicAuthorization,

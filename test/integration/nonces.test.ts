@@ -1,5 +1,5 @@
 /**
- * The OAuth nonce store (receiver/nonces.ts) and its script (lib/redis.ts reserveKeys) against real Redis:
+ * The OAuth nonce store (receiver/authenticate.ts) and its script (lib/redis.ts reserveKeys) against real Redis:
  * nonces checked together go in one batch, and each is kept for as long as its own timestamp can be
  * accepted, not for one TTL shared by the batch.
  */
@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { deleteKeysWithPrefix } from '../../src/lib/redis/keys.js';
 import { reserveKeys } from '../../src/lib/redis/scripts.js';
-import { NonceStore } from '../../src/receiver/nonces.js';
+import { NonceStore } from '../../src/receiver/authenticate.js';
 import { REDIS_URL, testQueuePrefix } from '../helpers/database.js';
 
 const SKEW = 300;

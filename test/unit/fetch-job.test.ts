@@ -9,7 +9,7 @@ import { createMetrics } from '../../src/lib/metrics.js';
 import type { CompanyConnection } from '../../src/processing/company-connections.js';
 import { runFetchJob, type FetchJobDeps } from '../../src/processing/fetch-job.js';
 import type { GateAnswer } from '../../src/processing/company-gate.js';
-import type { FetchResult } from '../../src/processing/fetch-resource.js';
+import type { FetchResult } from '../../src/processing/fetch-job.js';
 import type { FetchStart } from '../../src/processing/fetch-start.js';
 import { RetryableFetchError } from '../../src/processing/fetch.queue.js';
 

@@ -3,7 +3,7 @@
  * webhooks from a cache"), over an in-memory loader that counts its loads.
  */
 import { describe, expect, it } from 'vitest';
-import { WebhookDirectory, type WebhookCredentials, type WebhookKey } from '../../src/receiver/attribution.js';
+import { WebhookDirectory, type WebhookCredentials, type WebhookKey } from '../../src/receiver/authenticate.js';
 
 const known: WebhookCredentials = {
   webhookId: 'w1',

@@ -16,7 +16,7 @@ import { BatchSummary } from '../../../src/lib/batch-summary.js';
 import { ErrorReporter } from '../../../src/lib/error-reporter.js';
 import { createMetrics, type Metrics } from '../../../src/lib/metrics.js';
 import type { RedisClient } from '../../../src/lib/redis/connection.js';
-import { WebhookDirectory, type WebhookCredentials, type WebhookKey } from '../../../src/receiver/attribution.js';
+import { WebhookDirectory, type WebhookCredentials, type WebhookKey } from '../../../src/receiver/authenticate.js';
 import { NotificationWriter } from '../../../src/receiver/ingest.js';
 import { createMemoryLifecycle } from '../../../src/notifications/memory.js';
 
