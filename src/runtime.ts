@@ -20,7 +20,7 @@ import { BatchSummary } from './lib/batch-summary.js';
 import { describeError, ErrorReporter } from './lib/error-reporter.js';
 import { loadTracing, type Tracing } from './lib/tracing.js';
 import { createMetrics } from './lib/metrics.js';
-import { connectRedis, type RedisClient } from './lib/redis/connection.js';
+import { connectRedis, redisRunId, type RedisClient } from './lib/redis/connection.js';
 import { errorPolicy, outageReports } from './lib/outages.js';
 import { TimeoutError, withTimeout } from './lib/timeout.js';
 import { drizzle } from 'drizzle-orm/node-postgres';
@@ -121,7 +121,7 @@ async function createCore(config: Config, log: Logger) {
     enqueuer,
     gateError,
     controls,
-    relay: new Relay(notifications, enqueuer, { intervalMs: config.relayIntervalMs, graceMs: config.relayGraceMs }, log, producer, report('relay', 'the relay could not queue committed notifications; it tries again shortly')),
+    relay: new Relay(notifications, enqueuer, { intervalMs: config.relayIntervalMs, graceMs: config.relayGraceMs }, log, () => redisRunId(producer), report('relay', 'the relay could not queue committed notifications; it tries again shortly')),
     companyStates: () => allCompanyStates(api.db, controls, gateError),
     // Roles api and all together: the workers yield to a flooded receiver (processing/ingest-first.ts).
     ingestFirst: runsApi && config.role !== 'api' ? new IngestFirst((n) => metrics.jobsHeld.set(n)) : undefined,

@@ -118,8 +118,11 @@ export interface NotificationLifecycle {
   queue(ids: number[]): Promise<void>;
   /** unqueue: queued -> received, adding their jobs failed; the relay queues them later. */
   unqueue(ids: number[]): Promise<void>;
-  /** The relay: committed rows nobody queued, older than the grace, oldest first. */
-  lockUnqueued(graceMs: number, limit: number): Promise<PendingKey[]>;
+  /**
+   * queue, for the relay: committed rows nobody queued, older than the grace, oldest first; `add` adds their
+   * jobs and they become queued, together (a failed add leaves them received). Answers the rows queued.
+   */
+  queueUnqueued(graceMs: number, limit: number, add: (rows: PendingKey[]) => Promise<void>): Promise<PendingKey[]>;
   /** The relay: the next page of keys with rows left queued longer than `olderThanMs`, paused companies' left out. */
   staleQueuedKeys(olderThanMs: number, after: ResourceRef | undefined, limit: number): Promise<ResourceRef[]>;
   /** A company's resources with notifications still pending: what resuming it queues again. */

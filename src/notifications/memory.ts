@@ -119,13 +119,18 @@ export function createMemoryLifecycle(opts: { companies?: { id: string; revision
     },
     queue: (ids) => requeue(ids, 'queue'),
     unqueue: (ids) => requeue(ids, 'unqueue'),
-    async lockUnqueued(graceMs, limit) {
+    async queueUnqueued(graceMs, limit, add) {
       const before = now().getTime() - graceMs;
-      return [...rows.values()]
+      const unqueued = [...rows.values()]
         .filter((r) => allowed('queue', r.status, 'queued') && r.receivedAt.getTime() < before)
         .sort((a, b) => a.receivedAt.getTime() - b.receivedAt.getTime() || a.id - b.id)
         .slice(0, limit)
         .map((r) => ({ id: r.id, companyId: r.companyId, href: r.href }));
+      if (unqueued.length > 0) {
+        await add(unqueued);
+        await requeue(unqueued.map((r) => r.id), 'queue');
+      }
+      return unqueued;
     },
     async staleQueuedKeys(olderThanMs, after, limit) {
       const before = now().getTime() - olderThanMs;

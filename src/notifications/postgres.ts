@@ -475,7 +475,6 @@ function bind(sql: Sql, plans?: CachedPlans) {
     queue: (ids: number[]) => requeue(sql, ids, 'queue'),
     /** queued -> received: adding their jobs failed; the relay queues them later. */
     unqueue: (ids: number[]) => requeue(sql, ids, 'unqueue'),
-    lockUnqueued: (graceMs: number, limit: number) => lockUnqueued(sql, graceMs, limit),
     staleQueuedKeys: (olderThanMs: number, after: { companyId: string; href: string } | undefined, limit: number) => staleQueuedKeys(sql, olderThanMs, after, limit),
     pendingResources: (companyId: string) => pendingResources(sql, companyId),
     claimPending: (keys: { companyId: string; href: string }[]) => claimPending(sql, plans, keys),
@@ -493,6 +492,16 @@ export function createNotificationsRepository(pool: pg.Pool, log: Logger = pino(
   const plans = new CachedPlans(pool, [CLAIM_STATEMENT, STORE_STATEMENT], log);
   const repository = {
     ...bind(pool, plans),
+    /** The relay's rows locked (SKIP LOCKED: every process may run it), their jobs added, and queued: one transaction. */
+    queueUnqueued: (graceMs: number, limit: number, add: (rows: PendingKey[]) => Promise<void>): Promise<PendingKey[]> =>
+      inTransaction(pool, async (client) => {
+        const rows = await lockUnqueued(client, graceMs, limit);
+        if (rows.length > 0) {
+          await add(rows);
+          await requeue(client, rows.map((r) => r.id), 'queue');
+        }
+        return rows;
+      }),
     /** processed, outcome `gone`, with the resource flagged gone: one transaction. */
     markGone: (attempt: FetchAttempt): Promise<void> => inTransaction(pool, (client) => markGone(client, attempt)),
     /** The attempt recorded, its notifications left pending, the company paused (if `revision` is current): one transaction. */

@@ -8,8 +8,7 @@
  * rows are taken with SKIP LOCKED.
  */
 import type { Logger } from 'pino';
-import type { NotificationsRepository } from '../notifications/postgres.js';
-import { redisRunId, type RedisClient } from '../lib/redis/connection.js';
+import type { NotificationLifecycle } from '../notifications/lifecycle.js';
 import type { FetchEnqueuer } from './enqueue.js';
 
 const BATCH = 1000;
@@ -19,16 +18,17 @@ export class Relay {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private lastStaleScan = 0;
-  private redisRunId: string | undefined;
+  private lastRunId: string | undefined;
   /** Where the stale scan resumes: the last key it re-added. */
   private staleCursor: { companyId: string; href: string } | undefined;
 
   constructor(
-    private readonly notifications: Pick<NotificationsRepository, 'transaction' | 'staleQueuedKeys'>,
+    private readonly notifications: Pick<NotificationLifecycle, 'queueUnqueued' | 'staleQueuedKeys'>,
     private readonly enqueuer: Pick<FetchEnqueuer, 'enqueue'>,
     private readonly opts: { intervalMs: number; graceMs: number },
     private readonly log: Logger,
-    private readonly redis: RedisClient,
+    /** Redis's run_id (on a cluster, its masters'): a change says Redis restarted, maybe empty (lib/redis/connection.ts redisRunId). */
+    private readonly redisRunId: () => Promise<string | undefined>,
     /** A pass that failed (Redis or PostgreSQL down, say): the next pass tries again. */
     private readonly onError: (err: unknown) => void,
   ) {}
@@ -54,8 +54,8 @@ export class Relay {
       total += n;
       if (n < BATCH) break;
     }
-    const runId = await redisRunId(this.redis);
-    const restarted = this.redisRunId !== undefined && runId !== undefined && runId !== this.redisRunId;
+    const runId = await this.redisRunId();
+    const restarted = this.lastRunId !== undefined && runId !== undefined && runId !== this.lastRunId;
     if (restarted) {
       // An empty Redis lost every job: all keys with queued rows get one again, page by page.
       this.log.warn('Redis restarted: queueing again every notification left queued');
@@ -69,21 +69,14 @@ export class Relay {
       this.lastStaleScan = Date.now();
     }
     // Only once its requeue has succeeded: a failure (Redis still loading, say) is retried next pass.
-    this.redisRunId = runId ?? this.redisRunId;
+    this.lastRunId = runId ?? this.lastRunId;
     if (total > 0) this.log.info({ count: total, byCompany }, 'relay queued notifications that were committed but not queued');
     return total;
   }
 
   /** In one transaction: the rows are locked, their jobs added, and they become `queued`; a failed add leaves them `received`. */
   private async queueUnqueued(byCompany: Record<string, { queued: number }>): Promise<number> {
-    const rows = await this.notifications.transaction(async (tx) => {
-      const rows = await tx.lockUnqueued(this.opts.graceMs, BATCH);
-      if (rows.length > 0) {
-        await this.enqueuer.enqueue(rows);
-        await tx.queue(rows.map((r) => r.id));
-      }
-      return rows;
-    });
+    const rows = await this.notifications.queueUnqueued(this.opts.graceMs, BATCH, (rows) => this.enqueuer.enqueue(rows));
     // Counted once committed: the log line names the companies whose notifications it queued.
     for (const r of rows) (byCompany[r.companyId] ??= { queued: 0 }).queued++;
     return rows.length;

@@ -143,8 +143,14 @@ export function lifecycleContract(implementation: string, setup: () => Promise<L
       const received = await rowIn('received');
       const queued = await rowIn('queued');
       await h.age([received.id, queued.id], 1);
-      expect((await h.lifecycle.lockUnqueued(60_000, 10_000)).map((k) => k.id)).toContain(received.id);
-      expect(await h.lifecycle.lockUnqueued(3 * 86_400_000, 10_000)).toEqual([]);
+      const added: number[] = [];
+      const add = async (rows: { id: number }[]) => void added.push(...rows.map((r) => r.id));
+      expect(await h.lifecycle.queueUnqueued(3 * 86_400_000, 10_000, add)).toEqual([]);
+      await expect(h.lifecycle.queueUnqueued(60_000, 10_000, () => Promise.reject(new Error('Redis is down')))).rejects.toThrow('Redis is down');
+      expect(await h.read(received.id)).toMatchObject({ status: 'received' });
+      expect((await h.lifecycle.queueUnqueued(60_000, 10_000, add)).map((k) => k.id)).toContain(received.id);
+      expect(added).toContain(received.id);
+      expect(await h.read(received.id)).toMatchObject({ status: 'queued' });
       const stale = await h.lifecycle.staleQueuedKeys(60_000, undefined, 10_000);
       expect(stale).toContainEqual({ companyId: h.company.id, href: queued.href });
       expect(stale.map((k) => `${k.companyId} ${k.href}`)).toEqual(stale.map((k) => `${k.companyId} ${k.href}`).sort());

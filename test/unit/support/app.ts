@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { buildApp } from '../../../src/app.js';
 import type { AdminDeps } from '../../../src/admin/routes.js';
 import type { ConsoleDeps } from '../../../src/console/plugin.js';
-import type { InsertedStatus, NewNotification } from '../../../src/notifications/lifecycle.js';
+import type { InsertedStatus, NewNotification, NotificationLifecycle } from '../../../src/notifications/lifecycle.js';
 import { sha256 } from '../../../src/lib/crypto.js';
 import { BatchSummary } from '../../../src/lib/batch-summary.js';
 import { ErrorReporter } from '../../../src/lib/error-reporter.js';
@@ -99,7 +99,19 @@ function services(given: FakeServices): Omit<AdminDeps, 'adminToken' | 'stream'>
   return Object.fromEntries(entries) as Omit<AdminDeps, 'adminToken' | 'stream'>;
 }
 
-export async function unitApp(opts: { webhooks?: FakeWebhook[]; services?: FakeServices; requireHttpsHrefs?: boolean } = {}): Promise<{ app: FastifyInstance; backstage: Backstage }> {
+/** What follows a commit (processing/enqueue.ts in Skyhook): here, by default, only recorded. */
+type CommitFollowUp = ConstructorParameters<typeof NotificationWriter>[1];
+
+export async function unitApp(
+  opts: {
+    webhooks?: FakeWebhook[];
+    services?: FakeServices;
+    requireHttpsHrefs?: boolean;
+    /** The lifecycle the receiver stores through (test/unit/flow.test.ts shares it with the fetch job). */
+    lifecycle?: Pick<NotificationLifecycle, 'accept'>;
+    followUp?: CommitFollowUp;
+  } = {},
+): Promise<{ app: FastifyInstance; backstage: Backstage }> {
   const metrics = createMetrics();
   const backstage: Backstage = { rows: [], queued: [], databaseDown: false, nonceStoreDown: false, started: true, lookups: 0, metrics, logLines: [] };
   const logger = pino({ level: 'debug' }, { write: (line: string) => void backstage.logLines.push(JSON.parse(line) as Record<string, unknown>) });
@@ -111,7 +123,7 @@ export async function unitApp(opts: { webhooks?: FakeWebhook[]; services?: FakeS
     if (backstage.databaseDown) throw unreachable('PostgreSQL');
     return [...hooks.values()].find((w) => ('endpointKey' in key ? w.endpointKey === key.endpointKey : w.clientIdentifier === key.clientIdentifier)) ?? null;
   });
-  const lifecycle = createMemoryLifecycle();
+  const lifecycle = opts.lifecycle ?? createMemoryLifecycle();
   const writer = new NotificationWriter(
     {
       // The in-memory lifecycle, behind a database that can be down.
@@ -122,7 +134,7 @@ export async function unitApp(opts: { webhooks?: FakeWebhook[]; services?: FakeS
         return accepted;
       },
     },
-    { queueing: true, afterCommit: (rows) => backstage.queued.push(...rows.map((r) => r.id)) },
+    opts.followUp ?? { queueing: true, afterCommit: (rows) => backstage.queued.push(...rows.map((r) => r.id)) },
     (err) => backstage.logLines.push({ followUpError: String(err) }),
   );
   const seen = new Set<string>();
