@@ -46,6 +46,7 @@ interface Resource {
 const keyOf = (r: ResourceRef) => `${r.companyId} ${r.href}`;
 const isPending = (s: NotificationStatus) => (PENDING as readonly NotificationStatus[]).includes(s);
 
+/** Over 80 lines on purpose: its body is the interface's methods, each short, over the maps they share. */
 export function createMemoryLifecycle(opts: { companies?: { id: string; revision: number }[]; now?: () => Date } = {}) {
   const now = opts.now ?? (() => new Date());
   const rows = new Map<number, Row>();

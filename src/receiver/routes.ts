@@ -42,6 +42,10 @@ const unsupportedMediaType = () => new Problem(415, 'Unsupported Media Type', 'N
 /** What authentication needs of a request before its body is read. */
 const requestLine = (req: FastifyRequest) => ({ method: req.method, url: req.url, endpointKey: (req.params as { endpointKey?: string }).endpointKey });
 
+/**
+ * Over 80 lines on purpose: the two routes and the hooks they share, each a named step below in the order
+ * a request meets them (authenticate, refuseUnreadBody, receive, onResponse), over one `deps`.
+ */
 export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): Promise<void> {
   // The raw bytes of any body are kept, for the OAuth body hash; which bodies are read at all is decided
   // before parsing (refuseUnreadBody): a JSON body always, another one only to check its hash first.
