@@ -195,7 +195,6 @@ const httpTimeouts = (requestTimeoutMs: number) => ({
   return503OnClosing: false,
 });
 
-
 type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues' | 'started' | 'reporter' | 'companyStates'>;
 
 /** A worker's own ops server (OPS_PORT): the probes and metrics alone, as quiet as the main app's. */

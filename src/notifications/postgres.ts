@@ -50,7 +50,6 @@ export interface StatusAnnouncement {
 // ---------------------------------------------------------------------------------------------------
 // Insert (the receiver's group commit)
 
-
 /**
  * INSERT from unnest(): one statement shape for any batch size, so PostgreSQL plans it once. The ids come
  * back in input order: unnest's rows are inserted in order, each taking the next id of the sequence.
@@ -100,7 +99,6 @@ async function requeue(sql: Sql, ids: number[], transition: 'queue' | 'unqueue')
   );
 }
 
-
 /** The relay: committed rows nobody queued, older than the grace, oldest first; locked (SKIP LOCKED) in the caller's transaction. */
 async function lockUnqueued(client: Sql, graceMs: number, limit: number): Promise<PendingKey[]> {
   const { rows } = await client.query<{ id: string; company_id: string; href: string }>(
@@ -138,7 +136,6 @@ async function pendingResources(sql: Sql, companyId: string): Promise<{ companyI
 // ---------------------------------------------------------------------------------------------------
 // The claim (C4): what a fetch starting now covers
 
-
 /**
  * Per key, one row: its pending notifications (committed before now), oldest first, at most CLAIM_LIMIT,
  * with the type and resource id of the latest, and the key's stored snapshot (for the changes, SPEC §5).
@@ -163,7 +160,6 @@ export const CLAIM_STATEMENT: Statement = {
   ORDER BY k.ord`,
 };
 
-
 /** Indexed like `keys`; a key with nothing pending has no entry. */
 async function claimPending(sql: Sql, plans: CachedPlans | undefined, keys: { companyId: string; href: string }[]): Promise<(Claimed | undefined)[]> {
   const { rows } = await sql.query<{ ord: string; ids: string[]; received_at: Date[]; type: string; resource_id: string; previous_version: number | null; previous_body: unknown }>({
@@ -186,7 +182,6 @@ async function claimPending(sql: Sql, plans: CachedPlans | undefined, keys: { co
 
 // ---------------------------------------------------------------------------------------------------
 // Outcomes: the fetch attempt and what it did to the notifications it covered
-
 
 /**
  * Records one attempt that did not store a snapshot, and applies its verdict to the covered notifications,
@@ -259,7 +254,6 @@ async function park(client: Sql, attempt: FetchAttempt, revision: number, reason
   );
   return (rowCount ?? 0) > 0;
 }
-
 
 /** The NOTIFY skyhook_events payload's ceiling: PostgreSQL refuses payloads of 8,000 bytes or more. */
 const EVENT_PAYLOAD_MAX = 7900;
@@ -374,7 +368,6 @@ async function storeFetched(sql: Sql, plans: CachedPlans | undefined, items: Fet
 // ---------------------------------------------------------------------------------------------------
 // Replay
 
-
 /**
  * Sets the notifications back to `received` (not a discarded one: its webhook was deactivated), keeping
  * the final state each had in notification_replays. The caller queues them (or the relay does).
@@ -452,7 +445,6 @@ async function deleteCompany(client: Sql, companyId: string): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------------
 // What the live stream says of each announced notification
-
 
 async function summaries(sql: Sql, ids: number[]): Promise<NotificationSummary[]> {
   const { rows } = await sql.query<{ id: string; company_id: string; webhook_id: string; type: string; resource_id: string }>(
