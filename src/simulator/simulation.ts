@@ -5,12 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import {
-  EVENT_TYPES,
-  NOTIFICATION_TYPE_BY_EVENT,
-  type EventType,
-  type NotificationBody,
-} from '../marketplace/contract.js';
+import { EVENT_TYPES, NOTIFICATION_TYPE_BY_EVENT, type EventType, type NotificationBody } from '../marketplace/contract.js';
 import { DeliveryQueue } from './delivery.js';
 import { parseInput, SimulatorInputError } from './errors.js';
 import { applyCompanyFaults, applyFaults, companyFaultsPatch, faultsPatch } from './faults.js';
@@ -97,7 +92,7 @@ export class Simulation {
 
   /** Forgets the company's webhook settings, as the marketplace's sandbox wipe does; its pending deliveries are dropped. */
   resetCompany(companyId: string): { forgotten: number } {
-    if (!this.state.hasCompany(companyId)) throw new SimulatorInputError(`companyId: unknown company "${companyId}"`);
+    this.requireCompany(companyId);
     const forgotten = this.state.forgetWebhooks(companyId);
     for (const id of forgotten) this.deliveries.dropWebhook(id);
     return { forgotten: forgotten.length };
@@ -105,19 +100,15 @@ export class Simulation {
 
   /** The company's access tokens stop working before they expire (a 401 makes Skyhook fetch a new one). */
   revokeTokens(companyId: string): { revoked: number } {
-    if (!this.state.hasCompany(companyId)) throw new SimulatorInputError(`companyId: unknown company "${companyId}"`);
+    this.requireCompany(companyId);
     return { revoked: this.state.revokeAccessTokens(companyId) };
   }
 
   /** Fires `count` events of one type for one company; each changes a resource and notifies its webhooks. */
   fire(input: unknown): EmittedNotification[] {
     const request = parseInput(fireRequest, input);
-    if (!this.state.hasCompany(request.companyId)) {
-      throw new SimulatorInputError(`companyId: unknown company "${request.companyId}"`);
-    }
-    return resourceIdsToChange(request).map((resourceId) =>
-      this.emit(request.companyId, request.eventType, resourceId, { extra: request.extra }),
-    );
+    this.requireCompany(request.companyId);
+    return resourceIdsToChange(request).map((resourceId) => this.emit(request.companyId, request.eventType, resourceId, { extra: request.extra }));
   }
 
   /**
@@ -150,7 +141,7 @@ export class Simulation {
 
   /** Changes some of one company's fault knobs (null clears one) and answers all of them. */
   setCompanyFaults(companyId: string, input: unknown): CompanyFaults {
-    if (!this.state.hasCompany(companyId)) throw new SimulatorInputError(`companyId: unknown company "${companyId}"`);
+    this.requireCompany(companyId);
     const faults = applyCompanyFaults(this.state.faultsOf(companyId), parseInput(companyFaultsPatch, input));
     this.state.setFaultsOf(companyId, faults);
     return faults;
@@ -171,6 +162,10 @@ export class Simulation {
       version,
     }));
     return this.ledger.report(this.deliveries.pendingCount, this.state.companyIds(), resources);
+  }
+
+  private requireCompany(companyId: string): void {
+    if (!this.state.hasCompany(companyId)) throw new SimulatorInputError(`companyId: unknown company "${companyId}"`);
   }
 }
 
