@@ -13,12 +13,6 @@ import { ERROR_SHAPES, type Simulator, type SimulatorOptions } from './types.js'
 
 export const DEFAULT_HOST = '127.0.0.1';
 
-/**
- * The largest request body the simulator reads: the largest quote the shared schema accepts (Fastify's
- * default, 1 MiB, would refuse quotes with attachments).
- */
-const SIMULATOR_BODY_LIMIT = MAX_QUOTE_BODY_BYTES;
-
 const simulationSettings = z.object({
   // Checked before listening, so a bad value leaves no server behind; kept as its origin.
   publicUrl: z
@@ -38,7 +32,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const settings = parseInput(simulationSettings, options);
   const simulation = new Simulation(settings);
   for (const company of options.companies ?? []) simulation.addCompany(company);
-  const app = Fastify({ logger: options.logger ?? false, bodyLimit: SIMULATOR_BODY_LIMIT });
+  // The largest quote the shared schema accepts: Fastify's default body limit (1 MiB) refuses quotes with attachments.
+  const app = Fastify({ logger: options.logger ?? false, bodyLimit: MAX_QUOTE_BODY_BYTES });
   await app.register(apiRoutes, { prefix: API_PREFIX, simulation });
   await app.register(controlRoutes, { prefix: CONTROL_PREFIX, simulation });
   try {

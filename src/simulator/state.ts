@@ -1,7 +1,4 @@
-/**
- * The marketplace's memory: companies and their tokens, webhook settings, leads, quotes, resources and
- * scripted answers.
- */
+/** The marketplace's memory: companies and their tokens, webhook settings, leads, quotes, resources, scripted answers. */
 import { z } from 'zod';
 import { randomToken } from '../lib/crypto.js';
 import { CONNECTION_PROFILES, HEADERS, SENT_TIMESTAMP_SKEW_MS, type ConnectionProfile } from '../marketplace/connection.js';

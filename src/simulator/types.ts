@@ -7,12 +7,9 @@ import type { DeclineReason } from '../marketplace/declines.js';
 export type AnswerRoute = 'assumed_path' | 'action_href';
 
 /**
- * A marketplace company account and how its API connection authenticates (SPEC §14). The `bearer` profile
- * (the default) knows the company by `Authorization: Bearer <token>`; the `avinode` profile by
- * `Authorization: Bearer <authToken>` and checks `X-Avinode-ApiToken: <token>`, `X-Avinode-SentTimestamp`
- * and `X-Avinode-Product` on every call. With `clientId` and `clientSecret`, the token endpoint issues
- * short-lived access tokens that stand in for the fixed bearer token (`token` for bearer, `authToken` for
- * avinode), which may then be left out.
+ * A marketplace company account (SPEC §14): `bearer` (the default) is known by `Authorization: Bearer <token>`,
+ * `avinode` by `Bearer <authToken>` and its X-Avinode-* headers (marketplace/connection.ts). With `clientId`
+ * and `clientSecret`, the token endpoint issues access tokens that stand in for the fixed bearer token.
  */
 export interface CompanyAccount {
   id: string;
