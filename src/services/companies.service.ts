@@ -11,11 +11,11 @@ import { companies, type CompanyRow } from '../db/schema/index.js';
 import { encryptSecret } from '../lib/crypto.js';
 import { decodeCursor, isUuid, pageOf } from '../db/pagination.js';
 import { badRequest, notFound, type FieldError } from '../lib/problem.js';
-import { isTransientStatus, MarketplaceError, type ApiConnection } from '../marketplace/client.js';
+import { MarketplaceError, type ApiConnection } from '../marketplace/client.js';
 import type { ConnectionProfile } from '../marketplace/connection.js';
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
 import type { GateView } from '../processing/company-gate.js';
-import { companyState, type CompanyControls } from './company-state.js';
+import { companyState, gateViews, type CompanyControls } from './company-state.js';
 import { companyThrottled, marketplaceCall } from './marketplace-call.js';
 import type { CompanyView } from './views.js';
 
@@ -86,8 +86,7 @@ type ConnectionColumns = Pick<
 /** What a credentials check found, from the one call's error (none: accepted). */
 export function credentialsVerdict(err: MarketplaceError | null): Pick<CompanyRow, 'credentialsStatus' | 'credentialsError'> {
   if (err === null) return { credentialsStatus: 'accepted', credentialsError: null };
-  const passing = err.kind === 'network' || err.kind === 'timeout' || err.kind === 'token_unavailable' || (err.kind === 'http' && isTransientStatus(err.status ?? 0));
-  return { credentialsStatus: passing ? 'unreachable' : 'refused', credentialsError: err.message };
+  return { credentialsStatus: err.transient ? 'unreachable' : 'refused', credentialsError: err.message };
 }
 
 export function createCompaniesService(deps: CompaniesDeps) {
@@ -181,10 +180,7 @@ export function createCompaniesService(deps: CompaniesDeps) {
 
   /** The views of these rows, with what their gates know (none if Redis cannot be read). */
   async function views(rows: CompanyRow[]): Promise<CompanyView[]> {
-    const gates = await deps.controls.views(rows.map((r) => r.id)).catch((err: unknown) => {
-      deps.onGateError(err);
-      return [];
-    });
+    const gates = await gateViews(deps.controls, rows.map((r) => r.id), deps.onGateError);
     return rows.map((r, i) => companyView(r, gates[i], deps.defaultMaxFetches));
   }
 

@@ -55,6 +55,14 @@ export function companyState(row: StateColumns, gate: GateView | undefined): Com
   return { status: 'ok', since: null, until: null, reason: null };
 }
 
+/** The gates' views of these companies; none when Redis cannot be read (the error goes to `onGateError`). */
+export function gateViews(controls: Pick<CompanyControls, 'views'>, companyIds: string[], onGateError: (err: unknown) => void): Promise<GateView[]> {
+  return controls.views(companyIds).catch((err: unknown) => {
+    onGateError(err);
+    return [];
+  });
+}
+
 /** Every company's state, in id order: one query and one read of their gates (the metrics, the console's overview). */
 export async function allCompanyStates(db: Database, controls: Pick<CompanyControls, 'views'>, onGateError: (err: unknown) => void): Promise<{ id: string; name: string; state: CompanyState; gate: GateView | undefined }[]> {
   const rows = await db
@@ -70,9 +78,6 @@ export async function allCompanyStates(db: Database, controls: Pick<CompanyContr
     })
     .from(companies)
     .orderBy(asc(companies.id));
-  const gates = await controls.views(rows.map((r) => r.id)).catch((err: unknown) => {
-    onGateError(err);
-    return [];
-  });
+  const gates = await gateViews(controls, rows.map((r) => r.id), onGateError);
   return rows.map((r, i) => ({ id: r.id, name: r.name, state: companyState(r, gates[i]), gate: gates[i] }));
 }

@@ -115,7 +115,6 @@ export interface NotificationFilter {
 
 const isId = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
 const isTimeKey = (v: unknown): v is [string, number] => Array.isArray(v) && v.length === 2 && isMicrosecondTime(v[0]) && isId(v[1]);
-const isVersionCursor = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
 const isResourceKey = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && isUuid(v[0]) && typeof v[1] === 'string';
 
 const REPLAY_CHUNK = 1000;
@@ -255,7 +254,7 @@ export function createNotificationsService(deps: {
 
     /** A resource's stored versions, newest first, each with what changed from the one before. */
     async resourceHistory(filter: { companyId: string; href: string; limit: number; cursor?: string }): Promise<{ items: ResourceVersionView[]; nextCursor: string | null }> {
-      const below = filter.cursor ? decodeCursor(filter.cursor, isVersionCursor) : undefined;
+      const below = filter.cursor ? decodeCursor(filter.cursor, isId) : undefined;
       const [resource] = await db
         .select({ version: resources.version })
         .from(resources)

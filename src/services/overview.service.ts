@@ -277,11 +277,12 @@ export function createOverviewService(deps: { db: Database; controls: Pick<Compa
         totals.pending += c.backlog.pending;
         totals.oldestPendingAgeS = Math.max(totals.oldestPendingAgeS, c.backlog.oldestPendingAgeS);
         const status = c.state.status;
-        if (status === 'paused' || status === 'throttled' || status === 'unreachable') totals[status] += 1;
+        const urgent = status === 'paused' || status === 'throttled' || status === 'unreachable';
+        if (urgent) totals[status] += 1;
 
         if (!matchesSearch(c, query.search)) continue;
         const why: AttentionReason[] = [
-          ...(status === 'paused' || status === 'throttled' || status === 'unreachable' ? [status] : []),
+          ...(urgent ? [status] : []),
           ...(c.lastHour.failed > 0 ? (['failing'] as const) : []),
           ...(oldest.has(c.id) ? (['oldest backlog'] as const) : []),
         ];

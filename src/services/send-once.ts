@@ -11,12 +11,14 @@
  * until the caller, having looked on the marketplace, asks to resend it (nothing documents that the
  * marketplace would drop a second submission of the same sellerUniqueQuoteIdentifier).
  */
-import { and, eq, getTableColumns, lt } from 'drizzle-orm';
+import { and, eq, getTableColumns, lt, type SQL } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { Database } from '../db/client.js';
+import { newestFirst, type Page } from '../db/pagination.js';
 import { quotes, type declines, type leads } from '../db/schema/index.js';
 import { Problem } from '../lib/problem.js';
 import { MarketplaceError } from '../marketplace/client.js';
+import type { CompaniesService } from './companies.service.js';
 
 /** The tables of outbound calls: a row is `sending` until its call is answered, then `created`. */
 type OutboundTable = typeof leads | typeof quotes | typeof declines;
@@ -156,4 +158,26 @@ function outcomeUnknown(status: 502 | 409, title: string, name: string, why: str
       'check on the marketplace, then repeat the request with resendUnknown: true (CLI: --resend-unknown) to send it again.',
     { code: 'outcome_unknown' },
   );
+}
+
+/** The company's calls of one table, newest first, with the given filters; a 404 for an unknown company. */
+export async function listOutbound<T extends OutboundTable, V>(
+  deps: { db: Database; companies: Pick<CompaniesService, 'get'> },
+  t: T,
+  companyId: string,
+  filters: (SQL | undefined)[],
+  opts: { limit: number; cursor?: string },
+  view: (row: T['$inferSelect']) => V,
+): Promise<Page<V>> {
+  // Drizzle's builders do not narrow over a union of tables; this query is valid for each of them.
+  const table = t as typeof quotes;
+  const keyset = newestFirst(table, opts.cursor);
+  await deps.companies.get(companyId);
+  const rows = await deps.db
+    .select({ ...getTableColumns(table), position: keyset.position })
+    .from(table)
+    .where(and(eq(table.companyId, companyId), ...filters, keyset.where))
+    .orderBy(...keyset.orderBy)
+    .limit(opts.limit + 1);
+  return keyset.page(rows, opts.limit, (row) => view(row as T['$inferSelect']));
 }

@@ -56,6 +56,10 @@ export function createWebhooksService(deps: WebhooksDeps) {
   const secretColumns = (authType: ClientAuthenticationType, secret: string) =>
     authType === 'BASIC' ? { secretSha256: sha256(secret), secretEncrypted: null } : { secretSha256: null, secretEncrypted: encryptSecret(deps.secretKey, secret) };
 
+  /** The setting `body` describes, deactivated on the marketplace (its secret is not sent again). */
+  const deactivate = (conn: ApiConnection, id: string, { clientSecret: _omit, ...body }: WebhookSettingBody, form: 'plural' | 'singular') =>
+    deps.settings.update(conn, id, { ...body, active: false }, form);
+
   async function changed(): Promise<void> {
     deps.onChange();
     await db.execute(sql`SELECT pg_notify(${WEBHOOK_CHANGES_CHANNEL}, '')`);
@@ -109,8 +113,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       } catch (err) {
         // Do not leave a live setting on the marketplace that Skyhook cannot authenticate; if that fails too,
         // the answer says so, so that the operator deactivates it there.
-        const { clientSecret: _omit, ...rest } = body;
-        const undoFailed = await deps.settings.update(conn, setting.id, { ...rest, active: false }, company.settingsPathForm).then(
+        const undoFailed = await deactivate(conn, setting.id, body, company.settingsPathForm).then(
           () => undefined,
           (undoError: unknown) => undoError,
         );
@@ -278,9 +281,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
       .where(eq(webhooks.id, row.id));
     let error: string | null = null;
     if (!row.active) {
-      const { clientSecret: _omit, ...rest } = body;
       try {
-        await deps.settings.update(conn, setting.id, { ...rest, active: false }, pathForm);
+        await deactivate(conn, setting.id, body, pathForm);
       } catch (err) {
         if (!(err instanceof MarketplaceError)) throw err;
         error = `re-created, but deactivating it again failed (${err.message}): it stays active on the marketplace; its notifications are acknowledged and discarded`;
