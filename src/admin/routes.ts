@@ -3,14 +3,14 @@
  * validates, calls a service, and answers; the CLI calls the same services. Each operation has a summary
  * and a description, so /docs reads as documentation.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { EventType } from '../marketplace/contract.js';
 import { MAX_QUOTE_BODY_BYTES } from '../marketplace/quotes.js';
 import type { CompaniesService } from '../services/companies.service.js';
 import type { DeclinesService } from '../services/declines.service.js';
-import type { DeletionsService } from '../services/deletions.service.js';
+import type { Deleted, DeletionsService } from '../services/deletions.service.js';
 import type { LeadsService } from '../services/leads.service.js';
 import type { NotificationStream } from '../services/notification-stream.js';
 import type { QuotesService } from '../services/quotes.service.js';
@@ -35,6 +35,9 @@ export interface AdminDeps {
 }
 
 const errors = { 400: s.problemSchema, 401: s.problemSchema, 404: s.problemSchema };
+/** A DELETE answers 204, or 200 with the settings a forced delete left active on the marketplace. */
+const deletedResponse = { 200: s.deletedSchema, 204: z.null().describe('deleted'), ...errors, 502: s.problemSchema };
+const answerDeleted = (reply: FastifyReply, deleted: Deleted) => (deleted.remainingRemoteSettings.length > 0 ? reply.code(200).send(deleted) : reply.code(204).send(null));
 
 export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limiter: AuthFailureLimiter): Promise<void> {
   const app = parent.withTypeProvider<ZodTypeProvider>();
@@ -112,13 +115,10 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
         ),
         params: s.companyIdParams,
         querystring: s.deleteQuery,
-        response: { 200: s.deletedSchema, 204: z.null().describe('deleted'), ...errors, 502: s.problemSchema },
+        response: deletedResponse,
       },
     },
-    async (req, reply) => {
-      const deleted = await deps.deletions.deleteCompany(req.params.companyId, { force: req.query.force });
-      return deleted.remainingRemoteSettings.length > 0 ? reply.code(200).send(deleted) : reply.code(204).send(null);
-    },
+    async (req, reply) => answerDeleted(reply, await deps.deletions.deleteCompany(req.params.companyId, { force: req.query.force })),
   );
 
   // ---- webhooks
@@ -192,13 +192,10 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
         ),
         params: s.webhookParams,
         querystring: s.deleteQuery,
-        response: { 200: s.deletedSchema, 204: z.null().describe('deleted'), ...errors, 502: s.problemSchema },
+        response: deletedResponse,
       },
     },
-    async (req, reply) => {
-      const deleted = await deps.deletions.deleteWebhook(req.params.companyId, req.params.webhookId, { force: req.query.force });
-      return deleted.remainingRemoteSettings.length > 0 ? reply.code(200).send(deleted) : reply.code(204).send(null);
-    },
+    async (req, reply) => answerDeleted(reply, await deps.deletions.deleteWebhook(req.params.companyId, req.params.webhookId, { force: req.query.force })),
   );
 
   // ---- leads, quotes and declines
