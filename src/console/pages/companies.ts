@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { createCompanyBody, createWebhookBody, fetchConcurrency, patchCompanyBody } from '../../admin/schemas.js';
+import { companyIdParams, createCompanyBody, createWebhookBody, fetchConcurrency, patchCompanyBody, webhookParams } from '../../admin/schemas.js';
 import { badRequest, type Problem } from '../../lib/problem.js';
 import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES, type EventType } from '../../marketplace/contract.js';
 import type { Deleted } from '../../services/deletions.service.js';
@@ -15,8 +15,6 @@ import type { ConsoleKit } from '../plugin.js';
 import { activityCharts, companyTable, count, failuresTable, stateBadge, stateDetail, stateNotice, stateWhen, tableForm, tableParams, tableQuery } from './company-parts.js';
 import { invalidForm, parseForm } from './notifications.js';
 
-const companyParams = z.object({ companyId: z.uuid() });
-const webhookParams = z.object({ companyId: z.uuid(), webhookId: z.uuid() });
 const form = (req: FastifyRequest) => (req.body ?? {}) as Record<string, string | string[] | undefined>;
 const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
 /** The limit form: a number, or `default` (COMPANY_FETCH_CONCURRENCY); checked by the admin API's own rule. */
@@ -211,9 +209,7 @@ ${
       if (typeof done === 'string') return kit.redirect(reply, `/companies/${companyId}${query({ done })}`);
       return companyPage(req, reply, companyId, undefined, done);
     } catch (err) {
-      const problem = kit.problem(err);
-      if (problem.status >= 500 && problem.status !== 502 && problem.status !== 503) throw err;
-      return companyPage(req, reply, companyId, problem);
+      return companyPage(req, reply, companyId, kit.refusal(err));
     }
   };
 
@@ -235,10 +231,10 @@ ${
     }
   });
 
-  scope.get('/companies/:companyId', async (req, reply) => companyPage(req, reply, parseForm(companyParams, req.params).companyId));
+  scope.get('/companies/:companyId', async (req, reply) => companyPage(req, reply, parseForm(companyIdParams, req.params).companyId));
 
   scope.post('/companies/:companyId', async (req, reply) => {
-    const { companyId } = parseForm(companyParams, req.params);
+    const { companyId } = parseForm(companyIdParams, req.params);
     return onCompanyPage(req, reply, companyId, async () => {
       const patch = parseForm(patchCompanyBody, req.body);
       await companies.update(companyId, patch);
@@ -247,7 +243,7 @@ ${
   });
 
   scope.post('/companies/:companyId/limit', async (req, reply) => {
-    const { companyId } = parseForm(companyParams, req.params);
+    const { companyId } = parseForm(companyIdParams, req.params);
     return onCompanyPage(req, reply, companyId, async () => {
       // The same update as PATCH /admin/companies/:id { fetchConcurrency }: it applies at the gate at once.
       await companies.update(companyId, parseForm(limitForm, req.body));
@@ -256,21 +252,21 @@ ${
   });
 
   scope.post('/companies/:companyId/delete', async (req, reply) => {
-    const { companyId } = parseForm(companyParams, req.params);
+    const { companyId } = parseForm(companyIdParams, req.params);
     try {
       const deleted = await deletions.deleteCompany(companyId, { force: form(req).force === 'true' });
       if (deleted.remainingRemoteSettings.length === 0) return kit.redirect(reply, '/companies?done=deleted');
       const ctx = kit.ctx(req);
       return kit.send(reply, page(ctx, { title: 'Deleted', section: '/companies', body: html`<h1>Company deleted</h1>${remaining(deleted)}<p><a href="${ctx.base}/companies">Companies</a></p>` }));
     } catch (err) {
-      const problem = kit.problem(err);
-      if (problem.status === 404 || (problem.status >= 500 && problem.status !== 502 && problem.status !== 503)) throw err;
+      const problem = kit.refusal(err);
+      if (problem.status === 404) throw err;
       return companyPage(req, reply, companyId, problem);
     }
   });
 
   scope.post('/companies/:companyId/webhooks', async (req, reply) => {
-    const { companyId } = parseForm(companyParams, req.params);
+    const { companyId } = parseForm(companyIdParams, req.params);
     return onCompanyPage(req, reply, companyId, async () => {
       const f = form(req);
       const input = createWebhookBody.safeParse({

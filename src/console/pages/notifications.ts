@@ -40,9 +40,9 @@ export function parseForm<S extends z.ZodType>(schema: S, raw: unknown): z.infer
   throw invalidForm(parsed.error);
 }
 
-/** A 400 naming each field a form got wrong. */
-export function invalidForm(error: z.ZodError): Problem {
-  const errors = error.issues.map((i) => ({ field: i.path.join('.') || 'form', message: i.message }));
+/** A 400 naming each field a form got wrong, as `field` names it (by default, its path). */
+export function invalidForm(error: z.ZodError, field = (path: PropertyKey[]) => path.join('.')): Problem {
+  const errors = error.issues.map((i) => ({ field: field(i.path) || 'form', message: i.message }));
   return badRequest(`Please correct: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
 }
 
