@@ -6,9 +6,8 @@
  * classifies `exchange`'s answers into its own outcomes (processing/fetch-resource.ts).
  *
  * The transport is undici's request API rather than fetch(): the same HTTP client without the WHATWG
- * Request, Response and stream objects around every call, which cost the worker about a tenth of its CPU
- * in the benchmark's profile. Connections are kept alive and reused; redirects are never followed, so a
- * token is never carried to another address.
+ * Request, Response and stream objects around every call, which showed in the worker's CPU profile.
+ * Redirects are never followed, so a token is never carried to another address.
  */
 import { Agent, request, type Dispatcher } from 'undici';
 import { DEFAULT_ACCESS_TOKEN_LIFETIME_S, readEnvelopeMessage, type EnvelopeEntry } from './contract.js';
