@@ -159,9 +159,9 @@ export function createNotificationsService(deps: {
   return {
     /**
      * Newest first: by id, or, when the filter bounds the time received, by (received_at, id). Ids follow
-     * arrival, but PostgreSQL cannot know it: for a window days back it walked the primary key from the
-     * newest row, through every later notification (docs/performance.md, "The console"), where
-     * the received_at index finds the window at once. The cursor says which order it continues.
+     * arrival, but PostgreSQL cannot know it: for a window days back it would walk the primary key through
+     * every later notification, where the received_at index finds the window at once (docs/performance.md,
+     * "The console"). The cursor says which order it continues.
      */
     async list(filter: NotificationFilter & { limit: number; cursor?: string }): Promise<{ items: NotificationView[]; nextCursor: string | null }> {
       if (filter.receivedAfter !== undefined || filter.receivedBefore !== undefined) {

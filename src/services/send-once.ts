@@ -1,15 +1,14 @@
 /**
  * Idempotent outbound calls (leads by clientIdentifier, quotes by sellerUniqueQuoteIdentifier, declines by
- * the lift or RFQ they decline): the
- * request that inserts the `sending` row is the only one that calls the marketplace; concurrent
- * repeats wait for its result and answer with the stored row.
+ * the lift or RFQ they decline): the request that inserts the `sending` row is the only one that calls the
+ * marketplace; concurrent repeats wait for its result and answer with the stored row.
  *
- * A call that fails leaves one of two things. Refused (a 4xx, a 503, a soft error, no connection): its
- * row is removed, so a later request may try again. Possibly acted on (a timeout, a dropped connection,
- * another 5xx, or a process that stopped mid-call): a lead is sent again by the next request, as the
- * marketplace keeps one lead per clientIdentifier; a quote or a decline is kept `unknown`, and a repeat is refused
- * until the caller, having looked on the marketplace, asks to resend it (nothing documents that the
- * marketplace would drop a second submission of the same sellerUniqueQuoteIdentifier).
+ * A call that fails leaves one of two things. Refused (a 4xx, a 503, a soft error, no connection): its row
+ * is removed, so a later request may try again. Possibly acted on (a timeout, a dropped connection, another
+ * 5xx, or a process that stopped mid-call): a lead is sent again by the next request, as the marketplace
+ * keeps one lead per clientIdentifier; a quote or a decline is kept `unknown`, and a repeat is refused until
+ * the caller, having looked on the marketplace, asks to resend it (nothing documents that the marketplace
+ * would drop a second submission of the same sellerUniqueQuoteIdentifier).
  */
 import { and, eq, getTableColumns, lt, type SQL } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
