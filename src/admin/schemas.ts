@@ -151,7 +151,6 @@ export const notificationsQuery = z.object({ ...notificationFilter, status: noti
 export const resourcesQuery = z.object({ companyId: z.uuid().optional(), type: text(128).optional(), limit, cursor: text(2000).optional() });
 export const resourceHistoryQuery = z.object({ companyId: z.uuid(), href: text(2048).min(1), limit, cursor: text(100).optional() });
 
-
 export const page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), nextCursor: z.string().nullable() });
 
 /** The statuses a replay selects by: every one but `discarded`, which is never replayed. */

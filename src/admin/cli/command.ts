@@ -1,10 +1,8 @@
 /**
- * The plumbing every admin command shares (SPEC §7): command groups, validation that names each bad flag
- * or field, opening the services, and printing. Output: results on stdout (short human text, or with
- * --json exactly the JSON the admin API answers), errors on stderr. Exit codes: 0 done; 2 a usage error
- * (a bad flag or argument, or a body file that fails validation), one line per bad field naming it; 1 a
- * failure while running (a Problem from a service: not found, conflict, the marketplace refusing, ...; or
- * the database being unreachable).
+ * The plumbing every admin command shares (SPEC §7): command groups, validation that names each bad flag or
+ * field, opening the services, printing. Results go to stdout (short text, or with --json exactly the admin
+ * API's JSON), errors to stderr. Exit codes: 0 done; 2 a usage error (a bad flag, argument or body file), one
+ * line per bad field; 1 a failure while running (a Problem from a service, or the database unreachable).
  */
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
