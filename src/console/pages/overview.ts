@@ -1,8 +1,7 @@
 /**
- * The overview (SPEC §13) for a deployment of any size: the whole deployment first, then every company
- * that needs attention as a card (its state, webhooks, backlog, last hour as charts, why it fails), most
- * urgent first and a page of cards at a time, then every other company as one row of a compact table,
- * searched and sorted through the query string.
+ * The overview page (SPEC §13; what it shows: services/overview.service.ts): the companies that need attention
+ * as cards, most urgent first and a page at a time, then the others as a compact table, searched and sorted
+ * through the query string.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
