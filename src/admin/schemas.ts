@@ -136,7 +136,9 @@ const instant = z.iso.datetime({ offset: true }).describe('an ISO 8601 date-time
 
 export const listQuery = z.object({ limit, cursor: text(500).optional() });
 
-/** The filters of the notification list and of a bulk replay (SPEC §7). */
+/** The filters of the notification list and of a bulk replay (SPEC §7), by name, in the order flags and links list them. */
+export const NOTIFICATION_FILTER_KEYS = ['companyId', 'webhookId', 'status', 'type', 'resourceId', 'href', 'receivedAfter', 'receivedBefore'] as const;
+
 const notificationFilter = {
   companyId: z.uuid().optional(),
   webhookId: z.uuid().optional(),

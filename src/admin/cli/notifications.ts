@@ -13,16 +13,7 @@ const STATUSES = s.notificationStatus.options.join(', ');
 const REPLAY_DEFAULTS = s.replayBody.parse({});
 const REPLAY_LIMIT = s.replayBody.shape.limit.unwrap();
 
-interface FilterFlags {
-  companyId?: string;
-  webhookId?: string;
-  status?: string;
-  type?: string;
-  resourceId?: string;
-  href?: string;
-  receivedAfter?: string;
-  receivedBefore?: string;
-}
+type FilterFlags = Partial<Record<(typeof s.NOTIFICATION_FILTER_KEYS)[number], string>>;
 
 /** The filters of SPEC §7 as flags, on list and replay-all alike. */
 function addFilterOptions(cmd: Command, statusHelp: string): Command {
@@ -37,16 +28,7 @@ function addFilterOptions(cmd: Command, statusHelp: string): Command {
     .option('--received-before <time>', 'received before this ISO 8601 time');
 }
 
-const filterOf = (flags: FilterFlags) => ({
-  companyId: flags.companyId,
-  webhookId: flags.webhookId,
-  status: flags.status,
-  type: flags.type,
-  resourceId: flags.resourceId,
-  href: flags.href,
-  receivedAfter: flags.receivedAfter,
-  receivedBefore: flags.receivedBefore,
-});
+const filterOf = (flags: FilterFlags) => Object.fromEntries(s.NOTIFICATION_FILTER_KEYS.map((k) => [k, flags[k]]));
 
 /** `Name (uuid)`: a company as tables show it. */
 const companyLabel = (names: Map<string, string>, id: string) => (names.has(id) ? `${names.get(id)} (${id})` : id);

@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { notificationsQuery, replayableStatus, resourceHistoryQuery } from '../../admin/schemas.js';
+import { NOTIFICATION_FILTER_KEYS as FILTER_KEYS, notificationsQuery, replayableStatus, resourceHistoryQuery } from '../../admin/schemas.js';
 import { streamToClient } from '../../admin/stream.js';
 import { notificationStatus } from '../../db/schema/index.js';
 import { NOTIFICATION_TYPE_BY_EVENT } from '../../marketplace/contract.js';
@@ -17,7 +17,6 @@ import { problemBox, jsonBlock, notice, page, query, statusBadge, time, csrfFiel
 import type { ConsoleKit } from '../plugin.js';
 import { rfqAnswerForms } from './rfq-forms.js';
 
-const FILTER_KEYS = ['companyId', 'webhookId', 'status', 'type', 'resourceId', 'href', 'receivedAfter', 'receivedBefore'] as const;
 type ListQuery = z.infer<typeof notificationsQuery>;
 
 /** A datetime-local field's value (no offset) is read as UTC, as the page says; ISO values pass as they are. */
