@@ -10,7 +10,7 @@ import { badRequest, type Problem } from '../../lib/problem.js';
 import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES, type EventType } from '../../marketplace/contract.js';
 import type { Deleted } from '../../services/deletions.service.js';
 import { html, type Html } from '../html.js';
-import { ago, csrfField, notice, page, problemBox, query, time, type PageContext } from '../layout.js';
+import { ago, csrfField, doneNotice, page, problemBox, query, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../plugin.js';
 import { activityCharts, companyTable, count, failuresTable, stateBadge, stateDetail, stateNotice, stateWhen, tableForm, tableParams, tableQuery } from './company-parts.js';
 import { invalidForm, parseForm } from './notifications.js';
@@ -33,10 +33,6 @@ const NOTICES: Record<string, string> = {
   webhookDeleted: 'The webhook was deleted.',
   deleted: 'The company was deleted.',
   limitChanged: 'The fetch limit was changed; it applies at once.',
-};
-const flash = (req: FastifyRequest) => {
-  const done = (req.query as { done?: string }).done;
-  return done && NOTICES[done] ? notice(NOTICES[done]) : undefined;
 };
 
 export function companyPages(scope: FastifyInstance, kit: ConsoleKit): void {
@@ -66,7 +62,7 @@ ${all.items.length === 0 ? html`<p class="muted">No company matches.</p>` : comp
   <button type="submit">Add the company</button>
 </form>
 </section>`;
-    return kit.send(reply, page(ctx, { title: 'Companies', section: '/companies', body, notice: flash(req) }), problem?.status ?? 200);
+    return kit.send(reply, page(ctx, { title: 'Companies', section: '/companies', body, notice: doneNotice(req.query, NOTICES) }), problem?.status ?? 200);
   };
 
   const webhookForms = (ctx: PageContext, companyId: string, w: Awaited<ReturnType<typeof webhooks.get>>) => {
@@ -199,7 +195,7 @@ ${
   <button type="submit" class="danger">Delete ${company.name}</button>
 </form>
 </section>`;
-    return kit.send(reply, page(ctx, { title: company.name, section: '/companies', charts: true, body, notice: flash(req) }), problem?.status ?? 200);
+    return kit.send(reply, page(ctx, { title: company.name, section: '/companies', charts: true, body, notice: doneNotice(req.query, NOTICES) }), problem?.status ?? 200);
   };
 
   /** Runs a form's action; a refusal (4xx, or the marketplace's 502) is shown on the company's page, with the form's fields named. */

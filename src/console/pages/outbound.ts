@@ -10,7 +10,7 @@ import { companyIdParams, resourceHistoryQuery } from '../../admin/schemas.js';
 import type { DeclineView } from '../../services/declines.service.js';
 import type { QuoteView } from '../../services/quotes.service.js';
 import { html } from '../html.js';
-import { csrfField, notice, page, problemBox, query, time, type PageContext } from '../layout.js';
+import { csrfField, doneNotice, page, problemBox, query, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../plugin.js';
 import { parseForm, resourcePage } from './notifications.js';
 import { declineForm, declineRequestOf, quoteForm, quoteRequestOf } from './rfq-forms.js';
@@ -101,8 +101,6 @@ export function outboundPages(scope: FastifyInstance, kit: ConsoleKit): void {
       html`<nav class="pager" aria-label="${label} pages">${q[cursor] ? html`<a href="${ctx.base}/outbound${query({ companyId })}">Newest</a>` : ''}${
         next ? html`<a href="${ctx.base}/outbound${query({ companyId, [cursor]: next })}">Older ${older} →</a>` : ''
       }</nav>`;
-    const doneKey = (req.query as { done?: unknown }).done;
-    const done = typeof doneKey === 'string' && Object.hasOwn(DONE, doneKey) ? notice(DONE[doneKey]!) : undefined;
     const body = html`<h1>Leads &amp; quotes</h1>
 ${picker}
 ${problem ? problemBox(problem) : ''}
@@ -140,7 +138,7 @@ ${
 }
 ${pager('Lead', 'leadsCursor', leadPage.nextCursor, 'leads')}
 </section>`;
-    return kit.send(reply, page(ctx, { title: 'Leads & quotes', section: '/outbound', body, notice: done }), problem?.status ?? 200);
+    return kit.send(reply, page(ctx, { title: 'Leads & quotes', section: '/outbound', body, notice: doneNotice(req.query, DONE) }), problem?.status ?? 200);
   };
 
   scope.get('/outbound', async (req, reply) => outboundPage(req, reply));
