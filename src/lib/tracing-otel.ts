@@ -50,6 +50,14 @@ export function urlForSpan(href: string): string {
   return changed ? url.toString() : href;
 }
 
+/** What every span of a fetch job carries: the queue, and the company and resource the job fetches. */
+const messagingOf = (job: { companyId: string; fetchKey: string }): Attributes => ({
+  'messaging.system': 'bullmq',
+  'messaging.destination.name': QUEUE,
+  'skyhook.company.id': job.companyId,
+  'skyhook.fetch.key': job.fetchKey,
+});
+
 const traceparentOf = (sc: SpanContext): string => `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
 
 /** `error.type` of a thrown error: its code, else its class name. */
@@ -152,12 +160,7 @@ class FetchRun implements FetchSpan {
   ) {
     const parent = job.traceparent ? parseTraceParent(job.traceparent) : null;
     const context = parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT;
-    const messaging: Attributes = {
-      'messaging.system': 'bullmq',
-      'messaging.destination.name': QUEUE,
-      'skyhook.company.id': job.companyId,
-      'skyhook.fetch.key': job.fetchKey,
-    };
+    const messaging = messagingOf(job);
     if (job.id !== undefined) messaging['messaging.message.id'] = job.id;
     // The wait is only the queue's on a job's first run: later runs were delayed or backed off on purpose.
     if (job.attemptsStarted <= 1) {
@@ -274,21 +277,8 @@ export function startTracing(config: TracingConfig, context: TracingContext): Tr
 
     enqueue(commitWait, job) {
       const parent = commitWait instanceof Ref ? commitWait.context : ROOT_CONTEXT;
-      const span = tracer.startSpan(
-        `send ${QUEUE}`,
-        {
-          kind: SpanKind.PRODUCER,
-          attributes: {
-            'messaging.system': 'bullmq',
-            'messaging.destination.name': QUEUE,
-            'messaging.operation.type': 'send',
-            'messaging.operation.name': 'add',
-            'skyhook.company.id': job.companyId,
-            'skyhook.fetch.key': job.fetchKey,
-          },
-        },
-        parent,
-      );
+      const attributes = { ...messagingOf(job), 'messaging.operation.type': 'send', 'messaging.operation.name': 'add' };
+      const span = tracer.startSpan(`send ${QUEUE}`, { kind: SpanKind.PRODUCER, attributes }, parent);
       return {
         traceparent: traceparentOf(span.spanContext()),
         added(jobId) {
