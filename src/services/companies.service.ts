@@ -6,7 +6,7 @@
  */
 import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
-import { connectionFromRow } from '../db/company-connection.js';
+import { connectionFromRow, findCompany } from '../db/company-connection.js';
 import { companies, type CompanyRow } from '../db/schema/index.js';
 import { encryptSecret } from '../lib/crypto.js';
 import { decodeCursor, isUuid, pageOf } from '../db/pagination.js';
@@ -147,7 +147,7 @@ export function createCompaniesService(deps: CompaniesDeps) {
   }
 
   async function getRow(companyId: string): Promise<CompanyRow> {
-    const [row] = await db.select().from(companies).where(eq(companies.id, companyId)).limit(1);
+    const row = await findCompany(db, companyId);
     if (!row) throw notFound(`Company ${companyId}`);
     return row;
   }

@@ -96,10 +96,7 @@ export async function sendOnce<T extends OutboundTable>(db: Database, call: Outb
         const why = err instanceof Error ? err.message : String(err);
         // If the row cannot be marked now (the database is down), it stays `sending`: a repeat finds it
         // stale after twice the call timeout and holds it `unknown` then. The caller gets the marketplace's error.
-        const held = await markUnknown(row.id, why).then(
-          (marked) => marked,
-          () => false,
-        );
+        const held = await markUnknown(row.id, why).catch(() => false);
         if (held) throw outcomeUnknown(502, 'Bad Gateway', call.name, why);
         throw err;
       }
@@ -108,10 +105,7 @@ export async function sendOnce<T extends OutboundTable>(db: Database, call: Outb
       await db
         .delete(table)
         .where(and(eq(table.id, row.id), eq(table.status, 'sending')))
-        .then(
-          () => undefined,
-          () => undefined,
-        );
+        .catch(() => undefined);
       throw err;
     }
   };
