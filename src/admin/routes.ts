@@ -56,7 +56,6 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
 
   const doc = (tag: string, summary: string, description: string) => ({ tags: [tag], summary, description, security: [{ adminToken: [] }] });
 
-  // ---- companies
   app.post(
     '/companies',
     {
@@ -67,14 +66,14 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
           'Adds a company (a tenant) with its marketplace API base URL, its API token and, optionally, its `connection`: the `bearer` profile (the default, `Authorization: Bearer <apiToken>`) or `avinode` (the real marketplace\'s headers), with a fixed auth token or OAuth 2.0 client credentials. Secrets are stored encrypted and never returned. The credentials are then checked with one harmless call (the webhook settings list): `credentials.status` says whether the marketplace accepted them (`accepted`, `refused`, `unreachable`); the company is created either way.',
         ),
         body: s.createCompanyBody,
-        response: { 201: s.companySchema, ...errors },
+        response: { 201: s.companyViewSchema, ...errors },
       },
     },
     async (req, reply) => reply.code(201).send(await deps.companies.create(req.body)),
   );
   app.get(
     '/companies',
-    { schema: { ...doc('companies', 'List companies', 'Every company, oldest id first, a page at a time.'), querystring: s.listQuery, response: { 200: s.page(s.companySchema), ...errors } } },
+    { schema: { ...doc('companies', 'List companies', 'Every company, oldest id first, a page at a time.'), querystring: s.listQuery, response: { 200: s.page(s.companyViewSchema), ...errors } } },
     async (req) => deps.companies.list(req.query),
   );
   app.get(
@@ -83,7 +82,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
       schema: {
         ...doc('companies', 'Show a company', 'One company: its connection (without secrets), the last credentials check, and its connection status (`unauthorized` once a fetch was refused).'),
         params: s.companyIdParams,
-        response: { 200: s.companySchema, ...errors },
+        response: { 200: s.companyViewSchema, ...errors },
       },
     },
     async (req) => deps.companies.get(req.params.companyId),
@@ -99,7 +98,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
         ),
         params: s.companyIdParams,
         body: s.patchCompanyBody,
-        response: { 200: s.companySchema, ...errors },
+        response: { 200: s.companyViewSchema, ...errors },
       },
     },
     async (req) => deps.companies.update(req.params.companyId, req.body),
@@ -121,7 +120,6 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
     async (req, reply) => answerDeleted(reply, await deps.deletions.deleteCompany(req.params.companyId, { force: req.query.force })),
   );
 
-  // ---- webhooks
   app.post(
     '/companies/:companyId/webhooks',
     {
@@ -133,7 +131,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
         ),
         params: s.companyIdParams,
         body: s.createWebhookBody,
-        response: { 201: s.webhookSchema, ...errors, 502: s.problemSchema },
+        response: { 201: s.webhookViewSchema, ...errors, 502: s.problemSchema },
       },
     },
     async (req, reply) => reply.code(201).send(await deps.webhooks.create(req.params.companyId, { ...req.body, eventTypes: req.body.eventTypes as EventType[] })),
@@ -150,19 +148,19 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
         params: s.companyIdParams,
         querystring: s.reconcileQuery,
         body: s.reconcileBody,
-        response: { 200: s.reconciliationSchema, ...errors, 502: s.problemSchema },
+        response: { 200: s.reconciliationViewSchema, ...errors, 502: s.problemSchema },
       },
     },
     async (req) => deps.webhooks.reconcile(req.params.companyId, { apply: req.body?.apply ?? req.query.apply ?? false }),
   );
   app.get(
     '/companies/:companyId/webhooks',
-    { schema: { ...doc('webhooks', "List a company's webhooks", 'All of them, as one page.'), params: s.companyIdParams, response: { 200: s.page(s.webhookSchema), ...errors } } },
+    { schema: { ...doc('webhooks', "List a company's webhooks", 'All of them, as one page.'), params: s.companyIdParams, response: { 200: s.page(s.webhookViewSchema), ...errors } } },
     async (req) => deps.webhooks.list(req.params.companyId),
   );
   app.get(
     '/companies/:companyId/webhooks/:webhookId',
-    { schema: { ...doc('webhooks', 'Show a webhook', 'One webhook (its secret is never shown).'), params: s.webhookParams, response: { 200: s.webhookSchema, ...errors } } },
+    { schema: { ...doc('webhooks', 'Show a webhook', 'One webhook (its secret is never shown).'), params: s.webhookParams, response: { 200: s.webhookViewSchema, ...errors } } },
     async (req) => deps.webhooks.get(req.params.companyId, req.params.webhookId),
   );
   app.patch(
@@ -176,7 +174,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
         ),
         params: s.webhookParams,
         body: s.patchWebhookBody,
-        response: { 200: s.webhookSchema, ...errors, 502: s.problemSchema },
+        response: { 200: s.webhookViewSchema, ...errors, 502: s.problemSchema },
       },
     },
     async (req) => deps.webhooks.update(req.params.companyId, req.params.webhookId, { ...req.body, eventTypes: req.body.eventTypes as EventType[] | undefined }),
@@ -198,7 +196,6 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
     async (req, reply) => answerDeleted(reply, await deps.deletions.deleteWebhook(req.params.companyId, req.params.webhookId, { force: req.query.force })),
   );
 
-  // ---- leads, quotes and declines
   /**
    * A call Skyhook sends once for a company: POST validates it and sends it (201 new, 200 a repeat that sent
    * nothing), GET lists the company's, newest first.
@@ -243,7 +240,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
   }
 
   sentOnce('leads', {
-    view: s.leadSchema,
+    view: s.leadViewSchema,
     send: {
       summary: 'Create a client lead',
       description: 'Validates the Client Lead and sends it to the marketplace. Idempotent by `clientIdentifier`: a repeat answers the stored lead (200) and sends nothing.',
@@ -293,14 +290,13 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
     async (req) => deps.declines.get(req.params.companyId, req.params.declineId),
   );
 
-  // ---- notifications
   app.get(
     '/notifications',
     {
       schema: {
         ...doc('notifications', 'List notifications', 'Newest first, with any of the filters. Times are ISO 8601 with their offset.'),
         querystring: s.notificationsQuery,
-        response: { 200: s.page(s.notificationSchema), ...errors },
+        response: { 200: s.page(s.notificationViewSchema), ...errors },
       },
     },
     async (req) => deps.notifications.list(req.query),
@@ -311,7 +307,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
       schema: {
         ...doc('notifications', 'Show a notification', 'One notification with its body and its timeline: received, queued, every fetch attempt, replays, and each final status (SPEC §7.1).'),
         params: s.notificationParams,
-        response: { 200: s.notificationSchema, ...errors },
+        response: { 200: s.notificationViewSchema, ...errors },
       },
     },
     async (req) => deps.notifications.get(req.params.id),
@@ -362,10 +358,9 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
     async (req, reply) => streamToClient(deps.stream, req, reply, { companyId: req.query.companyId }),
   );
 
-  // ---- resources
   app.get(
     '/resources',
-    { schema: { ...doc('resources', 'List stored resources', 'The latest snapshot of each href, by company and href.'), querystring: s.resourcesQuery, response: { 200: s.page(s.resourceSchema), ...errors } } },
+    { schema: { ...doc('resources', 'List stored resources', 'The latest snapshot of each href, by company and href.'), querystring: s.resourcesQuery, response: { 200: s.page(s.resourceViewSchema), ...errors } } },
     async (req) => deps.notifications.listResources(req.query),
   );
   app.get(
@@ -374,7 +369,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
       schema: {
         ...doc('resources', "List a resource's versions", 'Every stored version of one resource, newest first, each with the RFC 6902 JSON Patch from the version before (`changes`).'),
         querystring: s.resourceHistoryQuery,
-        response: { 200: s.page(s.resourceVersionSchema), ...errors },
+        response: { 200: s.page(s.resourceVersionViewSchema), ...errors },
       },
     },
     async (req) => deps.notifications.resourceHistory(req.query),

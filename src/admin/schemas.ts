@@ -10,20 +10,7 @@ import { quoteSubmissionSchema } from '../marketplace/quotes.js';
 
 export { clientLeadSchema as createLeadBody } from '../marketplace/leads.js';
 // The answers' shapes, written once beside the services that build them.
-export {
-  companyViewSchema as companySchema,
-  declineViewSchema,
-  reconciliationViewSchema as reconciliationSchema,
-  leadViewSchema as leadSchema,
-  notificationStatus,
-  notificationViewSchema as notificationSchema,
-  quoteViewSchema,
-  replayedNotificationSchema,
-  resourceVersionViewSchema as resourceVersionSchema,
-  resourceViewSchema as resourceSchema,
-  timelineEntrySchema,
-  webhookViewSchema as webhookSchema,
-} from '../services/views.js';
+export * from '../services/views.js';
 
 export const problemSchema = z
   .object({

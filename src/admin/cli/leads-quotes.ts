@@ -37,7 +37,7 @@ export function registerLeads(program: Command): void {
         input: (cmd, flags: RequestFlags, [companyId]) => fileRequest(cmd, flags, companyId, s.createLeadBody),
         // `created` says which text to print; --json prints the lead alone, as the admin API does.
         run: (svc, [params, lead]) => svc.leads.create(params.companyId, lead).then(({ lead: stored, created }) => ({ ...stored, created })),
-        output: s.leadSchema,
+        output: s.leadViewSchema,
         human: (stored) =>
           stored.created
             ? `created lead ${stored.id} (clientIdentifier ${stored.clientIdentifier}, marketplace id ${stored.remoteId ?? '-'})`
@@ -56,7 +56,7 @@ export function registerLeads(program: Command): void {
             () => validate(cmd, s.listQuery, { limit: flags.limit, cursor: flags.cursor }),
           ),
         run: (svc, [params, query]) => svc.leads.list(params.companyId, query),
-        output: s.page(s.leadSchema),
+        output: s.page(s.leadViewSchema),
         human: (page) =>
           listing(page, 'leads', ['ID', 'CLIENT IDENTIFIER', 'KIND', 'STATUS', 'MARKETPLACE ID', 'CREATED'], (l) => [l.id, l.clientIdentifier, l.kind, l.status, l.remoteId ?? '-', shortTime(l.createdAt)]),
       }),

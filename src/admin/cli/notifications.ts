@@ -49,7 +49,7 @@ export function registerNotifications(program: Command): void {
           const page = await svc.notifications.list(query);
           return { ...page, names: await svc.companies.names(page.items.map((n) => n.companyId)) };
         },
-        output: s.page(s.notificationSchema),
+        output: s.page(s.notificationViewSchema),
         human: (page) =>
           listing(page, 'notifications', ['ID', 'COMPANY', 'TYPE', 'RESOURCE ID', 'STATUS', 'ATTEMPTS', 'RECEIVED', 'LAST ERROR'], (n) => [
             n.id,
@@ -77,7 +77,7 @@ export function registerNotifications(program: Command): void {
           const notification = await svc.notifications.get(params.id);
           return { ...notification, names: await svc.companies.names([notification.companyId]) };
         },
-        output: s.notificationSchema,
+        output: s.notificationViewSchema,
         human: ({ names, ...notification }) => describeNotification(notification, names),
       }),
     );
@@ -202,7 +202,7 @@ export function registerResources(program: Command): void {
           const page = await svc.notifications.listResources(query);
           return { ...page, names: await svc.companies.names(page.items.map((r) => r.companyId)) };
         },
-        output: s.page(s.resourceSchema),
+        output: s.page(s.resourceViewSchema),
         human: (page) =>
           listing(page, 'resources', ['COMPANY', 'TYPE', 'RESOURCE ID', 'VERSION', 'GONE', 'FETCHED', 'HREF'], (r) => [
             companyLabel(page.names, r.companyId),
@@ -226,7 +226,7 @@ export function registerResources(program: Command): void {
         input: (cmd, flags: PageFlags & { companyId: string; href: string }) =>
           validate(cmd, s.resourceHistoryQuery, { companyId: flags.companyId, href: flags.href, limit: flags.limit, cursor: flags.cursor }),
         run: (svc, query) => svc.notifications.resourceHistory(query),
-        output: s.page(s.resourceVersionSchema),
+        output: s.page(s.resourceVersionViewSchema),
         human: (page) => listing(page, 'versions', ['VERSION', 'FETCHED', 'EVENT', 'CHANGES'], (v) => [String(v.version), shortTime(v.fetchedAt), v.eventId, describeChanges(v.changes)]),
       }),
     );
