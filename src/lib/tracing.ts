@@ -36,7 +36,6 @@ export interface RequestSpan {
   commitWait(): SpanRef;
   /** The row as committed. */
   stored(row: { id: number; type: string; status: string; fetchKey: string }): void;
-  /** The answer went out. */
   answered(statusCode: number): void;
   /** The client went away before the answer. */
   aborted(): void;

@@ -71,7 +71,6 @@ const RETRYABLE_METHODS = new Set(['GET', 'PUT']);
 const MAX_RETRIES = 2;
 /** A Retry-After longer than this is not waited for by a caller who is waiting for the answer. */
 const MAX_RETRY_WAIT_MS = 2000;
-/** The largest token endpoint answer read. */
 const MAX_TOKEN_ANSWER_BYTES = 64 * 1024;
 
 export class MarketplaceClient {

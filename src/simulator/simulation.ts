@@ -81,7 +81,6 @@ export class Simulation {
     return `${this.origin}${API_PREFIX}`;
   }
 
-  /** The absolute href of a path on the simulator. */
   hrefOf(path: string): string {
     return `${this.origin}${path}`;
   }
