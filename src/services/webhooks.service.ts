@@ -75,6 +75,9 @@ export function createWebhooksService(deps: WebhooksDeps) {
     /** Tells every process's receiver that webhooks changed (they drop their cached credentials). */
     changed,
 
+    /** The company's webhook row, or a 404 naming it. */
+    row: getRow,
+
     async create(companyId: string, input: { eventTypes: EventType[]; authType: ClientAuthenticationType; displayName?: string; sharedTarget?: boolean }): Promise<WebhookView> {
       const { row: company, conn, call } = await deps.companies.connection(companyId);
       const endpointKey = randomToken(24);
