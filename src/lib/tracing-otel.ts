@@ -1,12 +1,9 @@
 /**
- * Tracing with OpenTelemetry (lib/tracing.ts says what is traced; docs/operations.md, "Traces", how to use
- * it). Imported only when OTEL_EXPORTER_OTLP_ENDPOINT is set. Spans go over OTLP/HTTP, protobuf or JSON,
- * through a BatchSpanProcessor; the SDK reads the standard OTEL_* variables itself (endpoint, headers,
- * timeout, sampler, batch sizes, resource attributes, service name).
- *
- * No context manager and no global tracer provider: every parent is passed explicitly. A context manager
- * would be AsyncLocalStorage, which on Node 20 costs every promise of the process; a global provider
- * would turn on the spans drizzle-orm makes for each query.
+ * Tracing with OpenTelemetry (what is traced: lib/tracing.ts; how to use it: docs/operations.md, "Traces").
+ * Spans go over OTLP/HTTP, protobuf or JSON, through a BatchSpanProcessor; the SDK reads the standard OTEL_*
+ * variables itself. No context manager and no global tracer provider: every parent is passed explicitly. A
+ * context manager would be AsyncLocalStorage, which on Node 20 costs every promise of the process; a global
+ * provider would turn on the spans drizzle-orm makes for each query.
  */
 import { createRequire } from 'node:module';
 import { diag, DiagLogLevel, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
