@@ -90,10 +90,6 @@ export async function withServices<T>(access: Access, fn: (services: Services, c
   }
 }
 
-export function emit<S extends z.ZodType>(flags: JsonFlag, schema: S, data: z.output<S>, human: () => string): void {
-  process.stdout.write(flags.json ? `${JSON.stringify(schema.encode(data), null, 2)}\n` : `${human()}\n`);
-}
-
 /**
  * The action of a data command, the pattern every such command follows: its input validated (a usage
  * error, before anything is opened), run on the services, and printed (the admin API's JSON with --json,
@@ -114,7 +110,7 @@ export function dataAction<Input, Output extends Printed, Printed, Flags extends
     return execute(cmd, async () => {
       const input = await spec.input(cmd, flags, args);
       const output = await withServices(spec.access, (services, context) => spec.run(services, input, context));
-      emit(flags, spec.output as z.ZodType, output, () => spec.human(output, input, flags));
+      process.stdout.write(flags.json ? `${JSON.stringify(spec.output.encode(output), null, 2)}\n` : `${spec.human(output, input, flags)}\n`);
     });
   };
 }
