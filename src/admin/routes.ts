@@ -6,7 +6,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { EventType } from '../marketplace/contract.js';
 import { MAX_QUOTE_BODY_BYTES } from '../marketplace/quotes.js';
 import type { CompaniesService } from '../services/companies.service.js';
 import type { DeclinesService } from '../services/declines.service.js';
@@ -134,7 +133,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
         response: { 201: s.webhookViewSchema, ...errors, 502: s.problemSchema },
       },
     },
-    async (req, reply) => reply.code(201).send(await deps.webhooks.create(req.params.companyId, { ...req.body, eventTypes: req.body.eventTypes as EventType[] })),
+    async (req, reply) => reply.code(201).send(await deps.webhooks.create(req.params.companyId, req.body)),
   );
   app.post(
     '/companies/:companyId/webhooks/reconcile',
@@ -177,7 +176,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
         response: { 200: s.webhookViewSchema, ...errors, 502: s.problemSchema },
       },
     },
-    async (req) => deps.webhooks.update(req.params.companyId, req.params.webhookId, { ...req.body, eventTypes: req.body.eventTypes as EventType[] | undefined }),
+    async (req) => deps.webhooks.update(req.params.companyId, req.params.webhookId, req.body),
   );
   app.delete(
     '/companies/:companyId/webhooks/:webhookId',

@@ -1,6 +1,6 @@
 /** `skyhook webhooks …`: a company's webhook settings on the marketplace (Skyhook generates the credentials). */
 import type { Command } from 'commander';
-import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES, type EventType } from '../../marketplace/contract.js';
+import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES } from '../../marketplace/contract.js';
 import * as s from '../schemas.js';
 import { booleanText, dataAction, group, JSON_HELP, list, together, UsageError, validate, type JsonFlag } from './command.js';
 import { FORCE_HELP, remaining } from './companies.js';
@@ -27,7 +27,7 @@ export function registerWebhooks(program: Command): void {
             () => validate(cmd, s.companyIdParams, { companyId }),
             () => validate(cmd, s.createWebhookBody, { eventTypes: list(flags.eventTypes), authType: flags.authType, displayName: flags.displayName, sharedTarget: flags.sharedTarget }),
           ),
-        run: (svc, [params, body]) => svc.webhooks.create(params.companyId, { ...body, eventTypes: body.eventTypes as EventType[] }),
+        run: (svc, [params, body]) => svc.webhooks.create(params.companyId, body),
         output: s.webhookViewSchema,
         human: (webhook) => `created webhook ${webhook.id} (marketplace id ${webhook.remoteId})\n${keyValues(webhook)}`,
       }),
@@ -85,7 +85,7 @@ export function registerWebhooks(program: Command): void {
             () => validate(cmd, s.patchWebhookBody, patch),
           );
         },
-        run: (svc, [params, patch]) => svc.webhooks.update(params.companyId, params.webhookId, { ...patch, eventTypes: patch.eventTypes as EventType[] | undefined }),
+        run: (svc, [params, patch]) => svc.webhooks.update(params.companyId, params.webhookId, patch),
         output: s.webhookViewSchema,
         human: (webhook, [, patch]) => {
           const rotated = patch.rotateSecret ? `\nsecret rotated; the previous one is accepted until ${webhook.previousSecretExpiresAt}` : '';

@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { companyIdParams, createCompanyBody, createWebhookBody, fetchConcurrency, patchCompanyBody, webhookParams } from '../../admin/schemas.js';
 import { badRequest, type Problem } from '../../lib/problem.js';
-import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES, type EventType } from '../../marketplace/contract.js';
+import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES } from '../../marketplace/contract.js';
 import type { Deleted } from '../../services/deletions.service.js';
 import { html, type Html } from '../html.js';
 import { ago, csrfField, doneNotice, page, problemBox, query, time, type PageContext } from '../layout.js';
@@ -272,7 +272,7 @@ ${
         sharedTarget: f.sharedTarget === 'on',
       });
       if (!input.success) throw invalidForm(input.error);
-      await webhooks.create(companyId, { ...input.data, eventTypes: input.data.eventTypes as EventType[] });
+      await webhooks.create(companyId, input.data);
       return 'webhookCreated';
     });
   });
