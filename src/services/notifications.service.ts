@@ -118,6 +118,8 @@ const isTimeKey = (v: unknown): v is [string, number] => Array.isArray(v) && v.l
 const isResourceKey = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && isUuid(v[0]) && typeof v[1] === 'string';
 
 const REPLAY_CHUNK = 1000;
+/** The filters that select by equality with their column of the same name. */
+const EQUAL_FILTERS = ['companyId', 'webhookId', 'status', 'type', 'resourceId', 'href'] as const;
 
 export function createNotificationsService(deps: {
   db: Database;
@@ -127,12 +129,7 @@ export function createNotificationsService(deps: {
   const { db } = deps;
 
   const filterSql = (f: NotificationFilter): SQL[] => [
-    ...(f.companyId ? [eq(notifications.companyId, f.companyId)] : []),
-    ...(f.webhookId ? [eq(notifications.webhookId, f.webhookId)] : []),
-    ...(f.status ? [eq(notifications.status, f.status)] : []),
-    ...(f.type ? [eq(notifications.type, f.type)] : []),
-    ...(f.resourceId ? [eq(notifications.resourceId, f.resourceId)] : []),
-    ...(f.href ? [eq(notifications.href, f.href)] : []),
+    ...EQUAL_FILTERS.flatMap((k) => (f[k] ? [eq(notifications[k], f[k])] : [])),
     ...(f.receivedAfter ? [gte(notifications.receivedAt, new Date(f.receivedAfter))] : []),
     ...(f.receivedBefore ? [lt(notifications.receivedAt, new Date(f.receivedBefore))] : []),
   ];
