@@ -15,7 +15,7 @@ import { actAsAccountHeader, callHeaders, fixedBearerToken, tokenRequestHeaders,
 import { isTransientStatus, MarketplaceError } from './errors.js';
 import { AccessTokens, type AccessToken, type OAuthConnection } from './oauth2.js';
 
-export { isTransientStatus, MarketplaceError, type MarketplaceErrorKind } from './errors.js';
+export { isTransientStatus, MarketplaceError } from './errors.js';
 export type { ApiConnection } from './connection.js';
 
 /** The largest answer read; a larger one is refused while it is read, not after. */

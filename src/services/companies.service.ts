@@ -19,8 +19,6 @@ import { companyState, gateViews, type CompanyControls } from './company-state.j
 import { companyThrottled, marketplaceCall } from './marketplace-call.js';
 import type { CompanyView } from './views.js';
 
-export type { CompanyView };
-
 /** The `connection` object of POST and PATCH /admin/companies (admin/schemas.ts connectionBody). */
 interface ConnectionInput {
   profile: ConnectionProfile;

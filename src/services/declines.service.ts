@@ -9,8 +9,6 @@ import { findAnswer, heldUnknown, sendRfqAnswer, type RfqAnswerDeps } from './rf
 import { listOutbound } from './send-once.js';
 import type { DeclineView } from './views.js';
 
-export type { DeclineView };
-
 interface DeclineRequest {
   requestId: string;
   actAsAccount?: string;

@@ -8,8 +8,6 @@ import type { CompaniesService } from './companies.service.js';
 import { listOutbound, sendOnce } from './send-once.js';
 import type { LeadView } from './views.js';
 
-export type { LeadView };
-
 const view = (l: LeadRow): LeadView => ({
   id: l.id,
   companyId: l.companyId,

@@ -25,8 +25,6 @@ import { Problem, notFound } from '../lib/problem.js';
 import type { FetchEnqueuer } from '../processing/enqueue.js';
 import type { NotificationView, ReplayedView, ResourceVersionView, ResourceView, TimelineEntry } from './views.js';
 
-export type { NotificationView, ReplayedView, ResourceVersionView, ResourceView, TimelineEntry };
-
 const iso = (d: Date | null): string | null => d?.toISOString() ?? null;
 
 const notificationView = (n: NotificationRow): NotificationView => ({

@@ -11,8 +11,6 @@ import { heldUnknown, sendRfqAnswer, type RfqAnswerDeps } from './rfq-answers.js
 import { listOutbound } from './send-once.js';
 import type { QuoteView } from './views.js';
 
-export type { QuoteView };
-
 interface QuoteRequest {
   requestId: string;
   actAsAccount?: string;

@@ -17,8 +17,6 @@ import { WEBHOOK_CHANGES_CHANNEL } from '../receiver/attribution.js';
 import type { CompaniesService } from './companies.service.js';
 import type { Drift, ReconciliationView, WebhookView } from './views.js';
 
-export type { ReconciliationView, WebhookView };
-
 interface WebhooksDeps {
   db: Database;
   secretKey: Buffer;

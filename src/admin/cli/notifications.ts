@@ -1,6 +1,6 @@
 /** `skyhook notifications …` and `skyhook resources …`: what was received, what became of it, what was fetched. */
 import type { Command } from 'commander';
-import type { NotificationView, TimelineEntry } from '../../services/notifications.service.js';
+import type { NotificationView, TimelineEntry } from '../../services/views.js';
 import type { Services } from '../../services/index.js';
 import { describeError } from '../../lib/error-reporter.js';
 import * as s from '../schemas.js';
