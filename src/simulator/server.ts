@@ -13,18 +13,33 @@ import { ERROR_SHAPES, type Simulator, type SimulatorOptions } from './types.js'
 
 export const DEFAULT_HOST = '127.0.0.1';
 
-const simulationSettings = z.object({
-  // Checked before listening, so a bad value leaves no server behind; kept as its origin.
+/**
+ * What startSimulator reads of its options (types.ts SimulatorOptions): checked before it listens, so a bad
+ * value leaves no server behind.
+ */
+export const simulationSettings = z.object({
+  /**
+   * The origin other processes reach the simulator at (e.g. `http://simulator:4010` in docker compose); hrefs
+   * and the API base URL use it. Default: the listening address. Kept as its origin.
+   */
   publicUrl: z
     .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
     .transform((url) => new URL(url).origin)
     .optional(),
+  /** 1 = real time; 0.001 compresses the 48 h give-up to 172.8 s and the backoffs likewise. */
   timeScale: z.number().positive().finite().default(1),
+  /** A reply slower than this counts as undelivered. */
   replyTimeoutMs: z.number().int().positive().default(10_000),
   deliveryConcurrency: z.number().int().positive().default(64),
+  /** How many of each record the report lists (the newest): every resource stays in the state and answers GETs. */
   historyLimit: z.number().int().positive().default(100_000),
   faults: faultsPatch.default({}).transform((faults) => applyFaults(NO_FAULTS, faults)),
+  /**
+   * The error entries of its envelopes: `seed` `{code, message, field}`, the seed's assumption, or `titled`
+   * `{title, code, path}`, the real marketplace's (SPEC §14). Scripted bodies are sent as given.
+   */
   errorShape: z.enum(ERROR_SHAPES).default('seed'),
+  /** Seconds an access token from the token endpoint lives: short, so refreshes happen. */
   tokenLifetimeS: z.number().int().positive().max(86_400).default(60),
 });
 

@@ -17,13 +17,17 @@ import type { CompanyFaults, EmittedNotification, ErrorShape, Faults, SimulatorR
 /** Bounds one fire call (and the size of its answer); a longer burst is several calls. */
 const MAX_EVENTS_PER_FIRE = 100_000;
 
-const fireRequest = z
+export const fireRequest = z
   .object({
     companyId: z.string().min(1),
     eventType: z.enum(EVENT_TYPES),
+    /** Number of events. */
     count: z.number().int().min(1).max(MAX_EVENTS_PER_FIRE).default(1),
+    /** Every event changes this resource (created on first use). */
     resourceId: z.string().min(1).max(200).optional(),
+    /** The events go round-robin over this many new resources. Default: a new resource per event. */
     resources: z.number().int().min(1).max(MAX_EVENTS_PER_FIRE).optional(),
+    /** Extra notification properties; they are spread last, so tests can also override `type` or `href`. */
     extra: z.record(z.string(), z.unknown()).optional(),
   })
   .refine((request) => request.resourceId === undefined || request.resources === undefined, {
@@ -31,18 +35,14 @@ const fireRequest = z
     path: ['resources'],
   });
 
-const resourceProgram = z.object({
-  href: z.url(),
-  responses: z
-    .array(
-      z.object({
-        status: z.number().int().min(200).max(599),
-        body: z.unknown().optional(),
-        headers: z.record(z.string(), z.string()).optional(),
-      }),
-    )
-    .min(1),
+export const scriptedResponse = z.object({
+  status: z.number().int().min(200).max(599),
+  /** Default: an envelope (with an error for status >= 400, else the resource or null). */
+  body: z.unknown().optional(),
+  headers: z.record(z.string(), z.string()).optional(),
 });
+
+const resourceProgram = z.object({ href: z.url(), responses: z.array(scriptedResponse).min(1) });
 
 interface SimulationSettings {
   faults: Faults;
