@@ -7,31 +7,20 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { MAX_QUOTE_BODY_BYTES } from '../marketplace/quotes.js';
-import type { CompaniesService } from '../services/companies.service.js';
-import type { DeclinesService } from '../services/declines.service.js';
-import type { Deleted, DeletionsService } from '../services/deletions.service.js';
-import type { LeadsService } from '../services/leads.service.js';
+import type { Deleted } from '../services/deletions.service.js';
+import type { Services } from '../services/index.js';
 import type { NotificationStream } from '../services/notification-stream.js';
-import type { QuotesService } from '../services/quotes.service.js';
-import type { NotificationsService } from '../services/notifications.service.js';
-import type { WebhooksService } from '../services/webhooks.service.js';
 import type { AuthFailureLimiter } from '../lib/auth-failure-limiter.js';
 import { decodeJsonBody } from '../lib/json-body.js';
 import { adminTokenCheck } from './auth.js';
 import { streamToClient } from './stream.js';
 import * as s from './schemas.js';
 
-export interface AdminDeps {
+/** The services the routes call (the CLI and the console call the same ones), the admin token, the live stream. */
+export type AdminDeps = Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'declines'> & {
   adminToken: string;
-  companies: CompaniesService;
-  webhooks: WebhooksService;
-  deletions: DeletionsService;
-  notifications: NotificationsService;
-  leads: LeadsService;
-  quotes: QuotesService;
-  declines: DeclinesService;
   stream: NotificationStream;
-}
+};
 
 const errors = { 400: s.problemSchema, 401: s.problemSchema, 404: s.problemSchema };
 /** A DELETE answers 204, or 200 with the settings a forced delete left active on the marketplace. */
