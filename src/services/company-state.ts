@@ -4,22 +4,17 @@
  * shown the same way by the admin API, the CLI, the console, the metrics and the logs.
  */
 import { asc } from 'drizzle-orm';
+import type { z } from 'zod';
 import type { Database } from '../db/client.js';
 import { companies, type CompanyRow } from '../db/schema/index.js';
 import type { GateView } from '../processing/company-gate.js';
+import type { companyStateSchema } from './views.js';
 
 export const COMPANY_STATES = ['ok', 'paused', 'throttled', 'unreachable', 'unchecked'] as const;
 export type CompanyStateName = (typeof COMPANY_STATES)[number];
 
-export interface CompanyState {
-  status: CompanyStateName;
-  /** Since when (paused, unreachable), ISO 8601. */
-  since: string | null;
-  /** Until when (throttled), ISO 8601. */
-  until: string | null;
-  /** The marketplace's words, or what found no answer. */
-  reason: string | null;
-}
+/** A company's one state, as the admin API shows it (views.ts companyStateSchema says what each field is). */
+export type CompanyState = z.infer<typeof companyStateSchema>;
 
 /** What a company's controls do, wherever they are asked for (admin API, CLI, console): the gate and the pause. */
 export interface CompanyControls {
