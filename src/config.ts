@@ -126,54 +126,12 @@ const envSchema = z
     }
   });
 
-export interface Config {
-  env: 'development' | 'test' | 'production';
-  databaseUrl: string;
-  redisUrl: string;
-  /** Seed nodes of a Redis Cluster: every connection is then a cluster client (redisUrl gives credentials and TLS only). */
-  redisClusterNodes: RedisNodeAddress[] | undefined;
-  port: number;
-  host: string;
-  publicBaseUrl: string;
-  opsPort: number | undefined;
-  secretKey: Buffer;
-  adminToken: string;
-  role: 'api' | 'worker' | 'all';
-  logLevel: string;
-  trustProxy: string[];
-  queuePrefix: string;
-  /** Production requires https hrefs; elsewhere http is accepted for local marketplaces. */
-  requireHttpsHrefs: boolean;
-  fetch: {
-    minIntervalMs: number;
-    timeoutMs: number;
-    attempts: number;
-    backoffBaseMs: number;
-    backoffMaxMs: number;
-    concurrency: number;
-    /** The default per-company limit (SPEC §5.1 F2). */
-    companyConcurrency: number;
-    pausedProbeIntervalMs: number;
-  };
-  marketplaceTimeoutMs: number;
-  rotationGraceMs: number;
-  oauthTimestampSkewS: number;
-  relayIntervalMs: number;
-  relayGraceMs: number;
-  retentionDays: number;
-  dbPoolSize: number;
-  authFailureLimit: number;
-  shutdownTimeoutMs: number;
-  requestTimeoutMs: number;
-  /** Set when traces are exported (OTEL_EXPORTER_OTLP_ENDPOINT or ..._TRACES_ENDPOINT, not disabled): lib/tracing.ts. */
-  tracing: TracingConfig | undefined;
-  /** Warnings to print once the logger exists (development keys, a PUBLIC_BASE_URL that misses PORT). */
-  warnings: string[];
-}
+/** The configuration as the code reads it: loadConfig's answer. */
+export type Config = ReturnType<typeof loadConfig>;
 
 export class ConfigError extends Error {}
 
-export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
+export function loadConfig(source: Record<string, string | undefined> = process.env) {
   // Empty strings count as unset, the way shells and compose files usually mean them.
   const cleaned = Object.fromEntries(Object.entries(source).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = envSchema.safeParse(cleaned);
@@ -210,6 +168,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     env: env.NODE_ENV,
     databaseUrl: env.DATABASE_URL,
     redisUrl: env.REDIS_URL,
+    /** Seed nodes of a Redis Cluster: every connection is then a cluster client (redisUrl gives credentials and TLS only). */
     redisClusterNodes: env.REDIS_CLUSTER_NODES,
     port: env.PORT,
     host: env.HOST,
@@ -221,6 +180,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     logLevel: env.LOG_LEVEL,
     trustProxy: env.TRUST_PROXY.split(',').map((s) => s.trim()).filter(Boolean),
     queuePrefix: env.QUEUE_PREFIX,
+    /** Production requires https hrefs; elsewhere http is accepted for local marketplaces. */
     requireHttpsHrefs: env.NODE_ENV === 'production',
     fetch: {
       minIntervalMs: env.FETCH_MIN_INTERVAL_MS,
@@ -242,7 +202,9 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     authFailureLimit: env.AUTH_FAILURE_LIMIT,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
+    /** Set when traces are exported (an OTLP endpoint is set, and not disabled): lib/tracing.ts. */
     tracing: tracingConfig(env),
+    /** Warnings to print once the logger exists (development keys, a PUBLIC_BASE_URL that misses PORT). */
     warnings,
   };
 }

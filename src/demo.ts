@@ -253,7 +253,6 @@ async function deleteDemoCompanies(sql: pg.Pool): Promise<void> {
   await sql.query(`DELETE FROM companies WHERE name LIKE '${DEMO_NAME}%'`);
 }
 
-
 function printTable(say: (line: string) => void, rows: Record<string, string | number | null>[]): void {
   const headers = Object.keys(rows[0] ?? {});
   const width = (h: string) => Math.max(h.length, ...rows.map((r) => String(r[h] ?? '-').length));

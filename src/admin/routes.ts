@@ -3,38 +3,29 @@
  * validates, calls a service, and answers; the CLI calls the same services. Each operation has a summary
  * and a description, so /docs reads as documentation.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { EventType } from '../marketplace/contract.js';
 import { MAX_QUOTE_BODY_BYTES } from '../marketplace/quotes.js';
-import type { CompaniesService } from '../services/companies.service.js';
-import type { DeclinesService } from '../services/declines.service.js';
-import type { DeletionsService } from '../services/deletions.service.js';
-import type { LeadsService } from '../services/leads.service.js';
+import type { Deleted } from '../services/deletions.service.js';
+import type { Services } from '../services/index.js';
 import type { NotificationStream } from '../services/notification-stream.js';
-import type { QuotesService } from '../services/quotes.service.js';
-import type { NotificationsService } from '../services/notifications.service.js';
-import type { WebhooksService } from '../services/webhooks.service.js';
 import type { AuthFailureLimiter } from '../lib/auth-failure-limiter.js';
 import { decodeJsonBody } from '../lib/json-body.js';
 import { adminTokenCheck } from './auth.js';
 import { streamToClient } from './stream.js';
 import * as s from './schemas.js';
 
-export interface AdminDeps {
+/** The services the routes call (the CLI and the console call the same ones), the admin token, the live stream. */
+export type AdminDeps = Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'declines'> & {
   adminToken: string;
-  companies: CompaniesService;
-  webhooks: WebhooksService;
-  deletions: DeletionsService;
-  notifications: NotificationsService;
-  leads: LeadsService;
-  quotes: QuotesService;
-  declines: DeclinesService;
   stream: NotificationStream;
-}
+};
 
 const errors = { 400: s.problemSchema, 401: s.problemSchema, 404: s.problemSchema };
+/** A DELETE answers 204, or 200 with the settings a forced delete left active on the marketplace. */
+const deletedResponse = { 200: s.deletedSchema, 204: z.null().describe('deleted'), ...errors, 502: s.problemSchema };
+const answerDeleted = (reply: FastifyReply, deleted: Deleted) => (deleted.remainingRemoteSettings.length > 0 ? reply.code(200).send(deleted) : reply.code(204).send(null));
 
 export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limiter: AuthFailureLimiter): Promise<void> {
   const app = parent.withTypeProvider<ZodTypeProvider>();
@@ -53,7 +44,6 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
 
   const doc = (tag: string, summary: string, description: string) => ({ tags: [tag], summary, description, security: [{ adminToken: [] }] });
 
-  // ---- companies
   app.post(
     '/companies',
     {
@@ -64,14 +54,14 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
           'Adds a company (a tenant) with its marketplace API base URL, its API token and, optionally, its `connection`: the `bearer` profile (the default, `Authorization: Bearer <apiToken>`) or `avinode` (the real marketplace\'s headers), with a fixed auth token or OAuth 2.0 client credentials. Secrets are stored encrypted and never returned. The credentials are then checked with one harmless call (the webhook settings list): `credentials.status` says whether the marketplace accepted them (`accepted`, `refused`, `unreachable`); the company is created either way.',
         ),
         body: s.createCompanyBody,
-        response: { 201: s.companySchema, ...errors },
+        response: { 201: s.companyViewSchema, ...errors },
       },
     },
     async (req, reply) => reply.code(201).send(await deps.companies.create(req.body)),
   );
   app.get(
     '/companies',
-    { schema: { ...doc('companies', 'List companies', 'Every company, oldest id first, a page at a time.'), querystring: s.listQuery, response: { 200: s.page(s.companySchema), ...errors } } },
+    { schema: { ...doc('companies', 'List companies', 'Every company, oldest id first, a page at a time.'), querystring: s.listQuery, response: { 200: s.page(s.companyViewSchema), ...errors } } },
     async (req) => deps.companies.list(req.query),
   );
   app.get(
@@ -80,7 +70,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
       schema: {
         ...doc('companies', 'Show a company', 'One company: its connection (without secrets), the last credentials check, and its connection status (`unauthorized` once a fetch was refused).'),
         params: s.companyIdParams,
-        response: { 200: s.companySchema, ...errors },
+        response: { 200: s.companyViewSchema, ...errors },
       },
     },
     async (req) => deps.companies.get(req.params.companyId),
@@ -96,7 +86,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
         ),
         params: s.companyIdParams,
         body: s.patchCompanyBody,
-        response: { 200: s.companySchema, ...errors },
+        response: { 200: s.companyViewSchema, ...errors },
       },
     },
     async (req) => deps.companies.update(req.params.companyId, req.body),
@@ -112,16 +102,12 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
         ),
         params: s.companyIdParams,
         querystring: s.deleteQuery,
-        response: { 200: s.deletedSchema, 204: z.null().describe('deleted'), ...errors, 502: s.problemSchema },
+        response: deletedResponse,
       },
     },
-    async (req, reply) => {
-      const deleted = await deps.deletions.deleteCompany(req.params.companyId, { force: req.query.force });
-      return deleted.remainingRemoteSettings.length > 0 ? reply.code(200).send(deleted) : reply.code(204).send(null);
-    },
+    async (req, reply) => answerDeleted(reply, await deps.deletions.deleteCompany(req.params.companyId, { force: req.query.force })),
   );
 
-  // ---- webhooks
   app.post(
     '/companies/:companyId/webhooks',
     {
@@ -133,10 +119,10 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
         ),
         params: s.companyIdParams,
         body: s.createWebhookBody,
-        response: { 201: s.webhookSchema, ...errors, 502: s.problemSchema },
+        response: { 201: s.webhookViewSchema, ...errors, 502: s.problemSchema },
       },
     },
-    async (req, reply) => reply.code(201).send(await deps.webhooks.create(req.params.companyId, { ...req.body, eventTypes: req.body.eventTypes as EventType[] })),
+    async (req, reply) => reply.code(201).send(await deps.webhooks.create(req.params.companyId, req.body)),
   );
   app.post(
     '/companies/:companyId/webhooks/reconcile',
@@ -150,19 +136,19 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
         params: s.companyIdParams,
         querystring: s.reconcileQuery,
         body: s.reconcileBody,
-        response: { 200: s.reconciliationSchema, ...errors, 502: s.problemSchema },
+        response: { 200: s.reconciliationViewSchema, ...errors, 502: s.problemSchema },
       },
     },
     async (req) => deps.webhooks.reconcile(req.params.companyId, { apply: req.body?.apply ?? req.query.apply ?? false }),
   );
   app.get(
     '/companies/:companyId/webhooks',
-    { schema: { ...doc('webhooks', "List a company's webhooks", 'All of them, as one page.'), params: s.companyIdParams, response: { 200: s.page(s.webhookSchema), ...errors } } },
+    { schema: { ...doc('webhooks', "List a company's webhooks", 'All of them, as one page.'), params: s.companyIdParams, response: { 200: s.page(s.webhookViewSchema), ...errors } } },
     async (req) => deps.webhooks.list(req.params.companyId),
   );
   app.get(
     '/companies/:companyId/webhooks/:webhookId',
-    { schema: { ...doc('webhooks', 'Show a webhook', 'One webhook (its secret is never shown).'), params: s.webhookParams, response: { 200: s.webhookSchema, ...errors } } },
+    { schema: { ...doc('webhooks', 'Show a webhook', 'One webhook (its secret is never shown).'), params: s.webhookParams, response: { 200: s.webhookViewSchema, ...errors } } },
     async (req) => deps.webhooks.get(req.params.companyId, req.params.webhookId),
   );
   app.patch(
@@ -176,10 +162,10 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
         ),
         params: s.webhookParams,
         body: s.patchWebhookBody,
-        response: { 200: s.webhookSchema, ...errors, 502: s.problemSchema },
+        response: { 200: s.webhookViewSchema, ...errors, 502: s.problemSchema },
       },
     },
-    async (req) => deps.webhooks.update(req.params.companyId, req.params.webhookId, { ...req.body, eventTypes: req.body.eventTypes as EventType[] | undefined }),
+    async (req) => deps.webhooks.update(req.params.companyId, req.params.webhookId, req.body),
   );
   app.delete(
     '/companies/:companyId/webhooks/:webhookId',
@@ -192,16 +178,12 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
         ),
         params: s.webhookParams,
         querystring: s.deleteQuery,
-        response: { 200: s.deletedSchema, 204: z.null().describe('deleted'), ...errors, 502: s.problemSchema },
+        response: deletedResponse,
       },
     },
-    async (req, reply) => {
-      const deleted = await deps.deletions.deleteWebhook(req.params.companyId, req.params.webhookId, { force: req.query.force });
-      return deleted.remainingRemoteSettings.length > 0 ? reply.code(200).send(deleted) : reply.code(204).send(null);
-    },
+    async (req, reply) => answerDeleted(reply, await deps.deletions.deleteWebhook(req.params.companyId, req.params.webhookId, { force: req.query.force })),
   );
 
-  // ---- leads, quotes and declines
   /**
    * A call Skyhook sends once for a company: POST validates it and sends it (201 new, 200 a repeat that sent
    * nothing), GET lists the company's, newest first.
@@ -246,7 +228,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
   }
 
   sentOnce('leads', {
-    view: s.leadSchema,
+    view: s.leadViewSchema,
     send: {
       summary: 'Create a client lead',
       description: 'Validates the Client Lead and sends it to the marketplace. Idempotent by `clientIdentifier`: a repeat answers the stored lead (200) and sends nothing.',
@@ -296,14 +278,13 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
     async (req) => deps.declines.get(req.params.companyId, req.params.declineId),
   );
 
-  // ---- notifications
   app.get(
     '/notifications',
     {
       schema: {
         ...doc('notifications', 'List notifications', 'Newest first, with any of the filters. Times are ISO 8601 with their offset.'),
         querystring: s.notificationsQuery,
-        response: { 200: s.page(s.notificationSchema), ...errors },
+        response: { 200: s.page(s.notificationViewSchema), ...errors },
       },
     },
     async (req) => deps.notifications.list(req.query),
@@ -314,7 +295,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
       schema: {
         ...doc('notifications', 'Show a notification', 'One notification with its body and its timeline: received, queued, every fetch attempt, replays, and each final status (SPEC §7.1).'),
         params: s.notificationParams,
-        response: { 200: s.notificationSchema, ...errors },
+        response: { 200: s.notificationViewSchema, ...errors },
       },
     },
     async (req) => deps.notifications.get(req.params.id),
@@ -365,10 +346,9 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
     async (req, reply) => streamToClient(deps.stream, req, reply, { companyId: req.query.companyId }),
   );
 
-  // ---- resources
   app.get(
     '/resources',
-    { schema: { ...doc('resources', 'List stored resources', 'The latest snapshot of each href, by company and href.'), querystring: s.resourcesQuery, response: { 200: s.page(s.resourceSchema), ...errors } } },
+    { schema: { ...doc('resources', 'List stored resources', 'The latest snapshot of each href, by company and href.'), querystring: s.resourcesQuery, response: { 200: s.page(s.resourceViewSchema), ...errors } } },
     async (req) => deps.notifications.listResources(req.query),
   );
   app.get(
@@ -377,7 +357,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
       schema: {
         ...doc('resources', "List a resource's versions", 'Every stored version of one resource, newest first, each with the RFC 6902 JSON Patch from the version before (`changes`).'),
         querystring: s.resourceHistoryQuery,
-        response: { 200: s.page(s.resourceVersionSchema), ...errors },
+        response: { 200: s.page(s.resourceVersionViewSchema), ...errors },
       },
     },
     async (req) => deps.notifications.resourceHistory(req.query),

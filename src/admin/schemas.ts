@@ -10,20 +10,7 @@ import { quoteSubmissionSchema } from '../marketplace/quotes.js';
 
 export { clientLeadSchema as createLeadBody } from '../marketplace/leads.js';
 // The answers' shapes, written once beside the services that build them.
-export {
-  companyViewSchema as companySchema,
-  declineViewSchema,
-  reconciliationViewSchema as reconciliationSchema,
-  leadViewSchema as leadSchema,
-  notificationStatus,
-  notificationViewSchema as notificationSchema,
-  quoteViewSchema,
-  replayedNotificationSchema,
-  resourceVersionViewSchema as resourceVersionSchema,
-  resourceViewSchema as resourceSchema,
-  timelineEntrySchema,
-  webhookViewSchema as webhookSchema,
-} from '../services/views.js';
+export * from '../services/views.js';
 
 export const problemSchema = z
   .object({
@@ -136,7 +123,9 @@ const instant = z.iso.datetime({ offset: true }).describe('an ISO 8601 date-time
 
 export const listQuery = z.object({ limit, cursor: text(500).optional() });
 
-/** The filters of the notification list and of a bulk replay (SPEC §7). */
+/** The filters of the notification list and of a bulk replay (SPEC §7), by name, in the order flags and links list them. */
+export const NOTIFICATION_FILTER_KEYS = ['companyId', 'webhookId', 'status', 'type', 'resourceId', 'href', 'receivedAfter', 'receivedBefore'] as const;
+
 const notificationFilter = {
   companyId: z.uuid().optional(),
   webhookId: z.uuid().optional(),
@@ -150,7 +139,6 @@ const notificationFilter = {
 export const notificationsQuery = z.object({ ...notificationFilter, status: notificationStatus.optional(), limit, cursor: text(500).optional() });
 export const resourcesQuery = z.object({ companyId: z.uuid().optional(), type: text(128).optional(), limit, cursor: text(2000).optional() });
 export const resourceHistoryQuery = z.object({ companyId: z.uuid(), href: text(2048).min(1), limit, cursor: text(100).optional() });
-
 
 export const page = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item), nextCursor: z.string().nullable() });
 

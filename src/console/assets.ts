@@ -1,8 +1,7 @@
 /**
- * The console's static files, all served by Skyhook itself (SPEC §13: no asset from another origin):
- * htmx, its SSE extension and uPlot from their npm packages, and the console's own CSS and script from
- * public/console. Read once at start-up and kept in memory (about 170 KB); each is served under a URL
- * holding its content hash, so it can be cached for a year and a new version is a new URL.
+ * The console's static files, all served by Skyhook itself (SPEC §13: no asset from another origin): htmx,
+ * its SSE extension and uPlot from their npm packages, the console's own CSS and script from public/console.
+ * Read once at start-up; each is served under a URL holding its content hash, so it can be cached for a year.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -22,7 +21,6 @@ const FILES: Record<string, { path: string; type: string }> = {
   'console.css': { path: publicFile('console.css'), type: 'text/css; charset=utf-8' },
   'favicon.svg': { path: publicFile('favicon.svg'), type: 'image/svg+xml' },
 };
-
 
 interface Asset {
   body: Buffer;

@@ -62,6 +62,12 @@ export const csrfField = (ctx: PageContext): Html => html`<input type="hidden" n
 
 export const notice = (text: Interpolation, kind: 'ok' | 'error' | 'warn' = 'ok'): Html => html`<p class="notice ${kind}">${text}</p>`;
 
+/** What the action a redirect came back from did (`?done=<key>`), from the page's own `messages`. */
+export function doneNotice(query: unknown, messages: Record<string, string>): Html | undefined {
+  const done = (query as { done?: unknown }).done;
+  return typeof done === 'string' && Object.hasOwn(messages, done) ? notice(messages[done]!) : undefined;
+}
+
 /** An error in the page (SPEC §13: never a raw JSON dump): its title, what happened, and each field named. */
 export function errorBox(p: { status: number; title: string; detail?: string; errors?: { field: string; message: string }[] }): Html {
   return html`<div class="notice error" role="alert">

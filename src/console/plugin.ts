@@ -68,7 +68,12 @@ export interface ConsoleKit {
   redirect(reply: FastifyReply, path: string): FastifyReply;
   /** Any error as a problem (status, title, detail, fields), to show in a page. */
   problem(err: unknown): Problem;
+  /** `err` as a problem to show on the page the form came from, when the operator can act on it; else rethrown. */
+  refusal(err: unknown): Problem;
 }
+
+/** A refusal the operator can act on: a 4xx, or the marketplace's 502 or 503. Any other 5xx is Skyhook's own failure. */
+const actionable = (p: Problem): boolean => p.status < 500 || p.status === 502 || p.status === 503;
 
 const isHtmx = (req: FastifyRequest) => req.headers['hx-request'] === 'true';
 
@@ -101,6 +106,11 @@ export async function consoleRoutes(
     send: (reply, markup, status = 200) => reply.code(status).type('text/html; charset=utf-8').send(markup.text),
     redirect: (reply, path) => reply.code(303).header('location', `${base}${path}`).send(),
     problem: (err) => opts.toProblem(err instanceof Error ? err : new Error(String(err))),
+    refusal: (err) => {
+      const problem = kit.problem(err);
+      if (!actionable(problem)) throw err;
+      return problem;
+    },
   };
 
   // Pages, not an API: kept out of the OpenAPI document.
@@ -175,7 +185,7 @@ export async function consoleRoutes(
   // Errors as pages (or, for htmx, as a fragment shown in the page's notice area).
   scope.setErrorHandler((err: FastifyError, req, reply) => {
     const problem = opts.toProblem(err);
-    if (problem.status >= 500 && problem.status !== 502 && problem.status !== 503) req.log.error({ err }, 'console request failed');
+    if (!actionable(problem)) req.log.error({ err }, 'console request failed');
     for (const [name, value] of Object.entries(problem.extra.headers ?? {})) reply.header(name, value);
     const body = { status: problem.status, title: problem.title, detail: problem.detail, errors: problem.extra.errors };
     if (isHtmx(req)) return kit.send(reply, errorBox(body), problem.status);

@@ -1,18 +1,12 @@
 /**
- * When the worker's shared statements (the claim, the snapshot store) may be named, so that PostgreSQL
- * keeps their plans.
- *
- * For a named statement PostgreSQL makes, after five executions on a connection, a generic plan, and from
- * then on uses it whenever it looks no dearer than planning anew (plan_cache_mode auto). It keeps that
- * plan until something invalidates it (DDL, an ANALYZE). Made while the tables are small (a new database,
- * the first minutes of an install, before autovacuum has looked at them), the generic plan scans whole
- * tables, looks cheapest, and goes on scanning them as they grow.
- *
- * So these statements run unnamed, planned for every batch, until PostgreSQL's generic plan for each of
- * them reads no table sequentially (an EXPLAIN of that plan, on a connection of its own); from then on
- * they are named, and PostgreSQL chooses plan by plan again. The check runs when a statement is about to
- * run, at most every CHECK_INTERVAL_MS, until it passes once. A speed mechanism, kept for its measured
- * gain: docs/decisions.md, "Speed mechanisms".
+ * When the worker's shared statements (the claim, the snapshot store) may be named, so that PostgreSQL keeps
+ * their plans. After five executions of a named statement PostgreSQL makes a generic plan and keeps using it
+ * while it looks no dearer than planning anew (plan_cache_mode auto), until DDL or an ANALYZE invalidates it.
+ * Made while the tables are small (a new install, before autovacuum has looked at them), that plan scans
+ * whole tables, looks cheapest, and goes on scanning them as they grow. So the statements run unnamed,
+ * planned per batch, until an EXPLAIN of each one's generic plan (on a connection of its own) reads no table
+ * sequentially; the check runs at most every CHECK_INTERVAL_MS until it passes once. A speed mechanism:
+ * docs/decisions.md, "Speed mechanisms".
  */
 import type pg from 'pg';
 import type { Logger } from 'pino';

@@ -39,10 +39,7 @@ export async function migrateDatabase(url: string): Promise<void> {
     await migrate(drizzle({ client }), { migrationsFolder: MIGRATIONS_FOLDER });
   } finally {
     // Ending the session below releases the lock anyway: a failed unlock (a lost connection) changes nothing.
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).then(
-      () => undefined,
-      () => undefined,
-    );
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
     await client.end();
   }
 }

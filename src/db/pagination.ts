@@ -1,6 +1,6 @@
 /**
- * Paging lists (keyset pagination, next to the queries that use it). List cursors, opaque to clients: base64url of the last key seen. A cursor this API did not return
- * is a 400 naming `cursor`, never a query error.
+ * Keyset pagination. A cursor is opaque to clients (base64url of the last key seen); one this API did not
+ * return is a 400 naming `cursor`, never a query error.
  */
 import { desc, sql } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
@@ -58,7 +58,6 @@ export function newestFirst(table: { id: PgColumn; createdAt: PgColumn }, cursor
     position: microsecondText(table.createdAt),
     where: after ? sql`(${table.createdAt}, ${table.id}) < (${after[0]}::timestamptz, ${after[1]}::uuid)` : undefined,
     orderBy: [desc(table.createdAt), desc(table.id)],
-    /** `rows` as fetched with `limit + 1`: the page and the cursor of the next one. */
     page: <R extends { id: string; position: string }, V>(rows: R[], limit: number, view: (row: R) => V): Page<V> => pageOf(rows, limit, (last) => [last.position, last.id], view),
   };
 }

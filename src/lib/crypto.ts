@@ -19,7 +19,7 @@ export function decryptSecret(key: Buffer, sealed: string): string {
   return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
 }
 
-/** One-shot `crypto.hash`: about half the cost of a Hash object for the short inputs hashed per request. */
+/** One-shot `crypto.hash`: cheaper than a Hash object for the short inputs hashed per request. */
 export const sha256 = (value: string | Buffer): Buffer => hash('sha256', value, 'buffer');
 
 /** Unguessable text: 32 random bytes unless told otherwise, URL-safe. */

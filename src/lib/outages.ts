@@ -1,8 +1,6 @@
 /**
- * Outages and the errors of parts that carry on (SPEC §5): the one line said when Redis or PostgreSQL
- * becomes unreachable, what Skyhook does meanwhile (by role), rate-limited reminders while it lasts, and one
- * line when it is back; and the policy by which every other error is reported, counted, or folded into
- * the outage that explains it.
+ * Outages and the errors of parts that carry on (SPEC §5): what is said while Redis or PostgreSQL is out of
+ * reach, and how every other error is reported, counted, or folded into the outage that explains it.
  */
 import type { Config } from '../config.js';
 import { isDatabaseUnavailable } from '../db/client.js';

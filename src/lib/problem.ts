@@ -55,5 +55,4 @@ export const notFound = (what: string) => new Problem(404, 'Not Found', `${what}
 export const serviceUnavailable = (detail: string, code: string) =>
   new Problem(503, 'Service Unavailable', detail, { code, headers: { 'retry-after': '5' } });
 
-/** Nothing was stored. */
 export const databaseUnavailable = () => serviceUnavailable('The database is unavailable; nothing was stored. Retry later.', 'database_unavailable');

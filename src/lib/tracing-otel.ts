@@ -1,12 +1,9 @@
 /**
- * Tracing with OpenTelemetry (lib/tracing.ts says what is traced; docs/operations.md, "Traces", how to use
- * it). Imported only when OTEL_EXPORTER_OTLP_ENDPOINT is set. Spans go over OTLP/HTTP, protobuf or JSON,
- * through a BatchSpanProcessor; the SDK reads the standard OTEL_* variables itself (endpoint, headers,
- * timeout, sampler, batch sizes, resource attributes, service name).
- *
- * No context manager and no global tracer provider: every parent is passed explicitly. A context manager
- * would be AsyncLocalStorage, which on Node 20 costs every promise of the process; a global provider
- * would turn on the spans drizzle-orm makes for each query.
+ * Tracing with OpenTelemetry (what is traced: lib/tracing.ts; how to use it: docs/operations.md, "Traces").
+ * Spans go over OTLP/HTTP, protobuf or JSON, through a BatchSpanProcessor; the SDK reads the standard OTEL_*
+ * variables itself. No context manager and no global tracer provider: every parent is passed explicitly. A
+ * context manager would be AsyncLocalStorage, which on Node 20 costs every promise of the process; a global
+ * provider would turn on the spans drizzle-orm makes for each query.
  */
 import { createRequire } from 'node:module';
 import { diag, DiagLogLevel, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
@@ -49,6 +46,14 @@ export function urlForSpan(href: string): string {
   }
   return changed ? url.toString() : href;
 }
+
+/** What every span of a fetch job carries: the queue, and the company and resource the job fetches. */
+const messagingOf = (job: { companyId: string; fetchKey: string }): Attributes => ({
+  'messaging.system': 'bullmq',
+  'messaging.destination.name': QUEUE,
+  'skyhook.company.id': job.companyId,
+  'skyhook.fetch.key': job.fetchKey,
+});
 
 const traceparentOf = (sc: SpanContext): string => `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
 
@@ -152,12 +157,7 @@ class FetchRun implements FetchSpan {
   ) {
     const parent = job.traceparent ? parseTraceParent(job.traceparent) : null;
     const context = parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT;
-    const messaging: Attributes = {
-      'messaging.system': 'bullmq',
-      'messaging.destination.name': QUEUE,
-      'skyhook.company.id': job.companyId,
-      'skyhook.fetch.key': job.fetchKey,
-    };
+    const messaging = messagingOf(job);
     if (job.id !== undefined) messaging['messaging.message.id'] = job.id;
     // The wait is only the queue's on a job's first run: later runs were delayed or backed off on purpose.
     if (job.attemptsStarted <= 1) {
@@ -274,21 +274,8 @@ export function startTracing(config: TracingConfig, context: TracingContext): Tr
 
     enqueue(commitWait, job) {
       const parent = commitWait instanceof Ref ? commitWait.context : ROOT_CONTEXT;
-      const span = tracer.startSpan(
-        `send ${QUEUE}`,
-        {
-          kind: SpanKind.PRODUCER,
-          attributes: {
-            'messaging.system': 'bullmq',
-            'messaging.destination.name': QUEUE,
-            'messaging.operation.type': 'send',
-            'messaging.operation.name': 'add',
-            'skyhook.company.id': job.companyId,
-            'skyhook.fetch.key': job.fetchKey,
-          },
-        },
-        parent,
-      );
+      const attributes = { ...messagingOf(job), 'messaging.operation.type': 'send', 'messaging.operation.name': 'add' };
+      const span = tracer.startSpan(`send ${QUEUE}`, { kind: SpanKind.PRODUCER, attributes }, parent);
       return {
         traceparent: traceparentOf(span.spanContext()),
         added(jobId) {

@@ -1,9 +1,7 @@
 /**
- * Traces (SPEC §15): what the code tells about a notification's way, in its own words. The only
- * implementation, lib/tracing-otel.ts (OpenTelemetry, OTLP over HTTP), is imported by loadTracing when
- * OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set; otherwise nothing of it is
- * loaded, every `tracing` dependency is undefined, and each place that would trace costs one check.
- * Which trace each span joins is in docs/decisions.md ("Traces").
+ * Traces (SPEC §15): a notification's way, in the code's own words. The implementation, lib/tracing-otel.ts,
+ * is imported by loadTracing only when an OTLP endpoint is set; otherwise every `tracing` dependency is
+ * undefined and each place that would trace costs one check. Which trace each span joins: docs/decisions.md.
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -38,7 +36,6 @@ export interface RequestSpan {
   commitWait(): SpanRef;
   /** The row as committed. */
   stored(row: { id: number; type: string; status: string; fetchKey: string }): void;
-  /** The answer went out. */
   answered(statusCode: number): void;
   /** The client went away before the answer. */
   aborted(): void;

@@ -6,17 +6,16 @@
  * classifies `exchange`'s answers into its own outcomes (processing/fetch-job.ts).
  *
  * The transport is undici's request API rather than fetch(): the same HTTP client without the WHATWG
- * Request, Response and stream objects around every call, which cost the worker about a tenth of its CPU
- * in the benchmark's profile. Connections are kept alive and reused; redirects are never followed, so a
- * token is never carried to another address.
+ * Request, Response and stream objects around every call, which showed in the worker's CPU profile.
+ * Redirects are never followed, so a token is never carried to another address.
  */
 import { Agent, request, type Dispatcher } from 'undici';
 import { DEFAULT_ACCESS_TOKEN_LIFETIME_S, readEnvelopeMessage, type EnvelopeEntry } from './contract.js';
 import { actAsAccountHeader, callHeaders, fixedBearerToken, tokenRequestHeaders, type ApiConnection } from './connection.js';
-import { MarketplaceError } from './errors.js';
+import { isTransientStatus, MarketplaceError } from './errors.js';
 import { AccessTokens, type AccessToken, type OAuthConnection } from './oauth2.js';
 
-export { MarketplaceError, type MarketplaceErrorKind } from './errors.js';
+export { isTransientStatus, MarketplaceError } from './errors.js';
 export type { ApiConnection } from './connection.js';
 
 /** The largest answer read; a larger one is refused while it is read, not after. */
@@ -57,9 +56,6 @@ export function envelopeErrors(body: unknown): EnvelopeEntry[] {
 /** The envelope's `data`; a body without the envelope is taken whole. */
 export const dataOf = (body: unknown): unknown => (typeof body === 'object' && body !== null && 'meta' in body && 'data' in body ? body.data : body);
 
-/** Answers worth asking again: the marketplace was busy or briefly failing. */
-export const isTransientStatus = (status: number): boolean => status === 408 || status === 429 || status >= 500;
-
 interface RequestOptions {
   body?: unknown;
   headers?: Record<string, string>;
@@ -75,12 +71,7 @@ const RETRYABLE_METHODS = new Set(['GET', 'PUT']);
 const MAX_RETRIES = 2;
 /** A Retry-After longer than this is not waited for by a caller who is waiting for the answer. */
 const MAX_RETRY_WAIT_MS = 2000;
-/** The largest token endpoint answer read. */
 const MAX_TOKEN_ANSWER_BYTES = 64 * 1024;
-
-/** No answer worth acting on came: worth asking again later (the call was never sent to the marketplace). */
-const isTransientKind = (e: MarketplaceError): boolean =>
-  e.kind === 'network' || e.kind === 'timeout' || e.kind === 'token_unavailable' || (e.kind === 'http' && isTransientStatus(e.status ?? 0));
 
 export class MarketplaceClient {
   private readonly dispatcher: Agent;
@@ -198,7 +189,7 @@ export class MarketplaceClient {
       } catch (err) {
         const e = err as MarketplaceError;
         this.opts.onCall?.(options.operation ?? method, e.kind === 'http' ? `http_${e.status}` : (e.kind ?? 'error'));
-        const transient = e instanceof MarketplaceError && isTransientKind(e);
+        const transient = e instanceof MarketplaceError && e.transient;
         const waitMs = Math.max(e.retryAfterMs ?? 0, (this.opts.retryDelayMs ?? 250) * 2 ** attempt);
         if (!transient || attempt >= retries || waitMs > MAX_RETRY_WAIT_MS) throw err;
         await new Promise((r) => setTimeout(r, waitMs));

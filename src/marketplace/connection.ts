@@ -43,7 +43,6 @@ export interface OAuthClientCredentials {
 
 /** A company's connection as a call needs it: decrypted, never logged, never returned by the admin API. */
 export interface ApiConnection {
-  /** The company's marketplace API base URL. */
   baseUrl: string;
   /** The OAuth token cache is per company; absent for a connection that is not a stored company's. */
   companyId?: string;

@@ -11,6 +11,9 @@ import type { EnvelopeEntry } from './contract.js';
  */
 export type MarketplaceErrorKind = 'network' | 'timeout' | 'http' | 'soft' | 'invalid_response' | 'invalid_request' | 'token_refused' | 'token_unavailable';
 
+/** Answers worth asking again: the marketplace was busy or briefly failing. */
+export const isTransientStatus = (status: number): boolean => status === 408 || status === 429 || status >= 500;
+
 /** Network errors raised while connecting: the request was never sent. */
 const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
@@ -32,6 +35,11 @@ export class MarketplaceError extends Error {
     this.errors = details.errors ?? [];
     this.retryAfterMs = details.retryAfterMs;
     this.code = details.code;
+  }
+
+  /** No answer worth acting on came (no answer, or a transient status): worth asking again later. */
+  get transient(): boolean {
+    return this.kind === 'network' || this.kind === 'timeout' || this.kind === 'token_unavailable' || (this.kind === 'http' && isTransientStatus(this.status ?? 0));
   }
 
   /**

@@ -6,20 +6,18 @@
  */
 import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
-import { connectionFromRow } from '../db/company-connection.js';
+import { connectionFromRow, findCompany } from '../db/company-connection.js';
 import { companies, type CompanyRow } from '../db/schema/index.js';
 import { encryptSecret } from '../lib/crypto.js';
 import { decodeCursor, isUuid, pageOf } from '../db/pagination.js';
 import { badRequest, notFound, type FieldError } from '../lib/problem.js';
-import { isTransientStatus, MarketplaceError, type ApiConnection } from '../marketplace/client.js';
+import { MarketplaceError, type ApiConnection } from '../marketplace/client.js';
 import type { ConnectionProfile } from '../marketplace/connection.js';
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
 import type { GateView } from '../processing/company-gate.js';
-import { companyState, type CompanyControls } from './company-state.js';
+import { companyState, gateViews, type CompanyControls } from './company-state.js';
 import { companyThrottled, marketplaceCall } from './marketplace-call.js';
 import type { CompanyView } from './views.js';
-
-export type { CompanyView };
 
 /** The `connection` object of POST and PATCH /admin/companies (admin/schemas.ts connectionBody). */
 interface ConnectionInput {
@@ -86,8 +84,7 @@ type ConnectionColumns = Pick<
 /** What a credentials check found, from the one call's error (none: accepted). */
 export function credentialsVerdict(err: MarketplaceError | null): Pick<CompanyRow, 'credentialsStatus' | 'credentialsError'> {
   if (err === null) return { credentialsStatus: 'accepted', credentialsError: null };
-  const passing = err.kind === 'network' || err.kind === 'timeout' || err.kind === 'token_unavailable' || (err.kind === 'http' && isTransientStatus(err.status ?? 0));
-  return { credentialsStatus: passing ? 'unreachable' : 'refused', credentialsError: err.message };
+  return { credentialsStatus: err.transient ? 'unreachable' : 'refused', credentialsError: err.message };
 }
 
 export function createCompaniesService(deps: CompaniesDeps) {
@@ -148,7 +145,7 @@ export function createCompaniesService(deps: CompaniesDeps) {
   }
 
   async function getRow(companyId: string): Promise<CompanyRow> {
-    const [row] = await db.select().from(companies).where(eq(companies.id, companyId)).limit(1);
+    const row = await findCompany(db, companyId);
     if (!row) throw notFound(`Company ${companyId}`);
     return row;
   }
@@ -181,10 +178,7 @@ export function createCompaniesService(deps: CompaniesDeps) {
 
   /** The views of these rows, with what their gates know (none if Redis cannot be read). */
   async function views(rows: CompanyRow[]): Promise<CompanyView[]> {
-    const gates = await deps.controls.views(rows.map((r) => r.id)).catch((err: unknown) => {
-      deps.onGateError(err);
-      return [];
-    });
+    const gates = await gateViews(deps.controls, rows.map((r) => r.id), deps.onGateError);
     return rows.map((r, i) => companyView(r, gates[i], deps.defaultMaxFetches));
   }
 

@@ -4,22 +4,17 @@
  * shown the same way by the admin API, the CLI, the console, the metrics and the logs.
  */
 import { asc } from 'drizzle-orm';
+import type { z } from 'zod';
 import type { Database } from '../db/client.js';
 import { companies, type CompanyRow } from '../db/schema/index.js';
 import type { GateView } from '../processing/company-gate.js';
+import type { companyStateSchema } from './views.js';
 
 export const COMPANY_STATES = ['ok', 'paused', 'throttled', 'unreachable', 'unchecked'] as const;
 export type CompanyStateName = (typeof COMPANY_STATES)[number];
 
-export interface CompanyState {
-  status: CompanyStateName;
-  /** Since when (paused, unreachable), ISO 8601. */
-  since: string | null;
-  /** Until when (throttled), ISO 8601. */
-  until: string | null;
-  /** The marketplace's words, or what found no answer. */
-  reason: string | null;
-}
+/** A company's one state, as the admin API shows it (views.ts companyStateSchema says what each field is). */
+export type CompanyState = z.infer<typeof companyStateSchema>;
 
 /** What a company's controls do, wherever they are asked for (admin API, CLI, console): the gate and the pause. */
 export interface CompanyControls {
@@ -55,6 +50,14 @@ export function companyState(row: StateColumns, gate: GateView | undefined): Com
   return { status: 'ok', since: null, until: null, reason: null };
 }
 
+/** The gates' views of these companies; none when Redis cannot be read (the error goes to `onGateError`). */
+export function gateViews(controls: Pick<CompanyControls, 'views'>, companyIds: string[], onGateError: (err: unknown) => void): Promise<GateView[]> {
+  return controls.views(companyIds).catch((err: unknown) => {
+    onGateError(err);
+    return [];
+  });
+}
+
 /** Every company's state, in id order: one query and one read of their gates (the metrics, the console's overview). */
 export async function allCompanyStates(db: Database, controls: Pick<CompanyControls, 'views'>, onGateError: (err: unknown) => void): Promise<{ id: string; name: string; state: CompanyState; gate: GateView | undefined }[]> {
   const rows = await db
@@ -70,9 +73,6 @@ export async function allCompanyStates(db: Database, controls: Pick<CompanyContr
     })
     .from(companies)
     .orderBy(asc(companies.id));
-  const gates = await controls.views(rows.map((r) => r.id)).catch((err: unknown) => {
-    onGateError(err);
-    return [];
-  });
+  const gates = await gateViews(controls, rows.map((r) => r.id), onGateError);
   return rows.map((r, i) => ({ id: r.id, name: r.name, state: companyState(r, gates[i]), gate: gates[i] }));
 }

@@ -5,10 +5,9 @@
 import { eq } from 'drizzle-orm';
 import { declines, type DeclineRow } from '../db/schema/index.js';
 import type { Decline, DeclineAnswered } from '../marketplace/declines.js';
-import { findAnswer, heldUnknown, listAnswers, sendRfqAnswer, type RfqAnswerDeps } from './rfq-answers.js';
+import { findAnswer, heldUnknown, sendRfqAnswer, type RfqAnswerDeps } from './rfq-answers.js';
+import { listOutbound } from './send-once.js';
 import type { DeclineView } from './views.js';
-
-export type { DeclineView };
 
 interface DeclineRequest {
   requestId: string;
@@ -72,7 +71,7 @@ export function createDeclinesService(deps: RfqAnswerDeps) {
 
     /** Newest first; `requestId` finds the decline of a lift or an RFQ. */
     async list(companyId: string, opts: { requestId?: string; status?: DeclineRow['status']; limit: number; cursor?: string }): Promise<{ items: DeclineView[]; nextCursor: string | null }> {
-      return listAnswers(deps, declines, companyId, [opts.requestId ? eq(declines.requestId, opts.requestId) : undefined, opts.status ? eq(declines.status, opts.status) : undefined], opts, view);
+      return listOutbound(deps, declines, companyId, [opts.requestId ? eq(declines.requestId, opts.requestId) : undefined, opts.status ? eq(declines.status, opts.status) : undefined], opts, view);
     },
   };
   return service;

@@ -4,7 +4,7 @@
  * `force`, which deletes locally all the same and says which settings stay active there. Deleting takes
  * the notifications with it, and their history.
  */
-import { and, eq } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { companies, webhooks, type WebhookRow } from '../db/schema/index.js';
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';
@@ -24,7 +24,7 @@ export interface Deleted {
 
 export function createDeletionsService(deps: {
   db: Database;
-  webhooks: Pick<WebhooksService, 'update' | 'changed'>;
+  webhooks: Pick<WebhooksService, 'row' | 'update' | 'changed'>;
   notifications: Pick<NotificationLifecycle, 'deleteWebhook' | 'deleteCompany'>;
 }) {
   const { db } = deps;
@@ -54,9 +54,7 @@ export function createDeletionsService(deps: {
 
   return {
     async deleteWebhook(companyId: string, webhookId: string, opts: { force?: boolean }): Promise<Deleted> {
-      const [row] = await db.select().from(webhooks).where(and(eq(webhooks.id, webhookId), eq(webhooks.companyId, companyId)));
-      if (!row) throw notFound(`Webhook ${webhookId}`);
-      const refused = await deactivate([row]);
+      const refused = await deactivate([await deps.webhooks.row(companyId, webhookId)]);
       if (refused.length > 0 && !opts.force) throw refusedProblem(`Webhook ${webhookId}`, refused);
       await deps.notifications.deleteWebhook(webhookId);
       await deps.webhooks.changed();

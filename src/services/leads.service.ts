@@ -1,15 +1,12 @@
 /** Client leads (SPEC §6): validated, idempotent by clientIdentifier per company, sent once. */
-import { and, eq, getTableColumns } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { leads, type LeadRow } from '../db/schema/index.js';
-import { newestFirst } from '../db/pagination.js';
 import type { MarketplaceClient } from '../marketplace/client.js';
 import { LEADS_PATH, leadKind, type ClientLead, type LeadCreated } from '../marketplace/leads.js';
 import type { CompaniesService } from './companies.service.js';
-import { sendOnce } from './send-once.js';
+import { listOutbound, sendOnce } from './send-once.js';
 import type { LeadView } from './views.js';
-
-export type { LeadView };
 
 const view = (l: LeadRow): LeadView => ({
   id: l.id,
@@ -58,15 +55,7 @@ export function createLeadsService(deps: { db: Database; companies: CompaniesSer
     },
 
     async list(companyId: string, opts: { limit: number; cursor?: string }): Promise<{ items: LeadView[]; nextCursor: string | null }> {
-      const keyset = newestFirst(leads, opts.cursor);
-      await deps.companies.get(companyId);
-      const rows = await db
-        .select({ ...getTableColumns(leads), position: keyset.position })
-        .from(leads)
-        .where(and(eq(leads.companyId, companyId), keyset.where))
-        .orderBy(...keyset.orderBy)
-        .limit(opts.limit + 1);
-      return keyset.page(rows, opts.limit, view);
+      return listOutbound(deps, leads, companyId, [], opts, view);
     },
   };
 }

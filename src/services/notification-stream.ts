@@ -1,12 +1,10 @@
 /**
  * Live status changes of notifications (SPEC §7 `GET /admin/stream`, `skyhook notifications tail`): one
- * LISTEN connection per process on skyhook_notifications, opened with the first subscriber, fanned out to
- * every subscriber whose filter matches. The repository announces each change as a batch of ids per status;
- * the stream looks the notifications up (one query per announcement, only while someone listens) and
- * hands each subscriber one event per notification, in the order the announcements came.
- *
- * Announcements sent while the connection is lost are lost to it: when it is back, subscribers are told
- * to resync (reload what they show).
+ * LISTEN connection per process, opened with the first subscriber. The repository announces each change as
+ * a batch of ids per status; the stream looks them up (one query per announcement, only while someone
+ * listens) and hands each matching subscriber one event per notification, in the order announced.
+ * Announcements sent while the connection is lost are lost to it: when it is back, subscribers are told to
+ * resync (reload what they show).
  */
 import type { Listener } from '../db/listen.js';
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';

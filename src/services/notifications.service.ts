@@ -25,8 +25,6 @@ import { Problem, notFound } from '../lib/problem.js';
 import type { FetchEnqueuer } from '../processing/enqueue.js';
 import type { NotificationView, ReplayedView, ResourceVersionView, ResourceView, TimelineEntry } from './views.js';
 
-export type { NotificationView, ReplayedView, ResourceVersionView, ResourceView, TimelineEntry };
-
 const iso = (d: Date | null): string | null => d?.toISOString() ?? null;
 
 const notificationView = (n: NotificationRow): NotificationView => ({
@@ -115,10 +113,11 @@ export interface NotificationFilter {
 
 const isId = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
 const isTimeKey = (v: unknown): v is [string, number] => Array.isArray(v) && v.length === 2 && isMicrosecondTime(v[0]) && isId(v[1]);
-const isVersionCursor = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
 const isResourceKey = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && isUuid(v[0]) && typeof v[1] === 'string';
 
 const REPLAY_CHUNK = 1000;
+/** The filters that select by equality with their column of the same name. */
+const EQUAL_FILTERS = ['companyId', 'webhookId', 'status', 'type', 'resourceId', 'href'] as const;
 
 export function createNotificationsService(deps: {
   db: Database;
@@ -128,12 +127,7 @@ export function createNotificationsService(deps: {
   const { db } = deps;
 
   const filterSql = (f: NotificationFilter): SQL[] => [
-    ...(f.companyId ? [eq(notifications.companyId, f.companyId)] : []),
-    ...(f.webhookId ? [eq(notifications.webhookId, f.webhookId)] : []),
-    ...(f.status ? [eq(notifications.status, f.status)] : []),
-    ...(f.type ? [eq(notifications.type, f.type)] : []),
-    ...(f.resourceId ? [eq(notifications.resourceId, f.resourceId)] : []),
-    ...(f.href ? [eq(notifications.href, f.href)] : []),
+    ...EQUAL_FILTERS.flatMap((k) => (f[k] ? [eq(notifications[k], f[k])] : [])),
     ...(f.receivedAfter ? [gte(notifications.receivedAt, new Date(f.receivedAfter))] : []),
     ...(f.receivedBefore ? [lt(notifications.receivedAt, new Date(f.receivedBefore))] : []),
   ];
@@ -160,9 +154,9 @@ export function createNotificationsService(deps: {
   return {
     /**
      * Newest first: by id, or, when the filter bounds the time received, by (received_at, id). Ids follow
-     * arrival, but PostgreSQL cannot know it: for a window days back it walked the primary key from the
-     * newest row, through every later notification (docs/performance.md, "The console"), where
-     * the received_at index finds the window at once. The cursor says which order it continues.
+     * arrival, but PostgreSQL cannot know it: for a window days back it would walk the primary key through
+     * every later notification, where the received_at index finds the window at once (docs/performance.md,
+     * "The console"). The cursor says which order it continues.
      */
     async list(filter: NotificationFilter & { limit: number; cursor?: string }): Promise<{ items: NotificationView[]; nextCursor: string | null }> {
       if (filter.receivedAfter !== undefined || filter.receivedBefore !== undefined) {
@@ -255,7 +249,7 @@ export function createNotificationsService(deps: {
 
     /** A resource's stored versions, newest first, each with what changed from the one before. */
     async resourceHistory(filter: { companyId: string; href: string; limit: number; cursor?: string }): Promise<{ items: ResourceVersionView[]; nextCursor: string | null }> {
-      const below = filter.cursor ? decodeCursor(filter.cursor, isVersionCursor) : undefined;
+      const below = filter.cursor ? decodeCursor(filter.cursor, isId) : undefined;
       const [resource] = await db
         .select({ version: resources.version })
         .from(resources)

@@ -1,9 +1,8 @@
 /**
- * The operator console's overview (SPEC §13) for a deployment of any size: the whole deployment's totals,
- * then every company that needs attention (paused, throttled, unreachable, failing in the last hour, or
- * among the oldest backlogs) with its last hour minute by minute and why it fails, then every other
- * company as one compact row. Read-only, and the same handful of grouped queries whatever the number of
- * companies: one per kind for all of them, never one per company.
+ * The console's overview (SPEC §13) for a deployment of any size: the deployment's totals, every company
+ * that needs attention (paused, throttled, unreachable, failing in the last hour, or among the oldest
+ * backlogs) with its last hour minute by minute and why it fails, then every other company as one compact
+ * row. The same handful of grouped queries whatever the number of companies: one per kind, never one per company.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
@@ -277,11 +276,12 @@ export function createOverviewService(deps: { db: Database; controls: Pick<Compa
         totals.pending += c.backlog.pending;
         totals.oldestPendingAgeS = Math.max(totals.oldestPendingAgeS, c.backlog.oldestPendingAgeS);
         const status = c.state.status;
-        if (status === 'paused' || status === 'throttled' || status === 'unreachable') totals[status] += 1;
+        const urgent = status === 'paused' || status === 'throttled' || status === 'unreachable';
+        if (urgent) totals[status] += 1;
 
         if (!matchesSearch(c, query.search)) continue;
         const why: AttentionReason[] = [
-          ...(status === 'paused' || status === 'throttled' || status === 'unreachable' ? [status] : []),
+          ...(urgent ? [status] : []),
           ...(c.lastHour.failed > 0 ? (['failing'] as const) : []),
           ...(oldest.has(c.id) ? (['oldest backlog'] as const) : []),
         ];

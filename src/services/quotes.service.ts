@@ -7,10 +7,9 @@ import { eq } from 'drizzle-orm';
 import { quotes, type QuoteRow } from '../db/schema/index.js';
 import { Problem, badRequest } from '../lib/problem.js';
 import { priceMismatch, type QuoteSubmission, type QuoteSubmitted } from '../marketplace/quotes.js';
-import { heldUnknown, listAnswers, sendRfqAnswer, type RfqAnswerDeps } from './rfq-answers.js';
+import { heldUnknown, sendRfqAnswer, type RfqAnswerDeps } from './rfq-answers.js';
+import { listOutbound } from './send-once.js';
 import type { QuoteView } from './views.js';
-
-export type { QuoteView };
 
 interface QuoteRequest {
   requestId: string;
@@ -94,7 +93,7 @@ export function createQuotesService(deps: RfqAnswerDeps) {
 
     /** Newest first; `liftId` finds the quote for an availability upload's activity.tripId. */
     async list(companyId: string, opts: { liftId?: string; status?: QuoteRow['status']; limit: number; cursor?: string }): Promise<{ items: QuoteView[]; nextCursor: string | null }> {
-      return listAnswers(deps, quotes, companyId, [opts.liftId ? eq(quotes.liftId, opts.liftId) : undefined, opts.status ? eq(quotes.status, opts.status) : undefined], opts, view);
+      return listOutbound(deps, quotes, companyId, [opts.liftId ? eq(quotes.liftId, opts.liftId) : undefined, opts.status ? eq(quotes.status, opts.status) : undefined], opts, view);
     },
   };
   return service;

@@ -4,9 +4,8 @@
  * each goes to the action href of the RFQ snapshot Skyhook stored when it has one (seed §6.5: use the href
  * the marketplace gives), else to the assumed path under the company's API base URL (contract.ts).
  */
-import { and, desc, eq, getTableColumns, or, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, or, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
-import { newestFirst } from '../db/pagination.js';
 import { resources, type declines, type quotes } from '../db/schema/index.js';
 import { Problem, notFound } from '../lib/problem.js';
 import type { ApiConnection, MarketplaceClient } from '../marketplace/client.js';
@@ -166,25 +165,4 @@ export async function heldUnknown<T extends AnswerTable>(db: Database, t: T, com
   const row = await findAnswer(db, t, companyId, id, noun);
   if (row.status !== 'unknown') throw new Problem(409, 'Conflict', `${name(row)} is ${row.status}, not unknown: there is nothing to resend.`, { code: 'not_unknown' });
   return row;
-}
-
-/** The company's answers newest first, with the given filters; a 404 for an unknown company. */
-export async function listAnswers<T extends AnswerTable, V>(
-  deps: Pick<RfqAnswerDeps, 'db' | 'companies'>,
-  t: T,
-  companyId: string,
-  filters: (SQL | undefined)[],
-  opts: { limit: number; cursor?: string },
-  view: (row: Row<T>) => V,
-): Promise<{ items: V[]; nextCursor: string | null }> {
-  const table = t as typeof quotes;
-  const keyset = newestFirst(table, opts.cursor);
-  await deps.companies.get(companyId);
-  const rows = await deps.db
-    .select({ ...getTableColumns(table), position: keyset.position })
-    .from(table)
-    .where(and(eq(table.companyId, companyId), ...filters, keyset.where))
-    .orderBy(...keyset.orderBy)
-    .limit(opts.limit + 1);
-  return keyset.page(rows, opts.limit, (row) => view(row as Row<T>));
 }

@@ -1,22 +1,23 @@
 /**
  * Idempotent outbound calls (leads by clientIdentifier, quotes by sellerUniqueQuoteIdentifier, declines by
- * the lift or RFQ they decline): the
- * request that inserts the `sending` row is the only one that calls the marketplace; concurrent
- * repeats wait for its result and answer with the stored row.
+ * the lift or RFQ they decline): the request that inserts the `sending` row is the only one that calls the
+ * marketplace; concurrent repeats wait for its result and answer with the stored row.
  *
- * A call that fails leaves one of two things. Refused (a 4xx, a 503, a soft error, no connection): its
- * row is removed, so a later request may try again. Possibly acted on (a timeout, a dropped connection,
- * another 5xx, or a process that stopped mid-call): a lead is sent again by the next request, as the
- * marketplace keeps one lead per clientIdentifier; a quote or a decline is kept `unknown`, and a repeat is refused
- * until the caller, having looked on the marketplace, asks to resend it (nothing documents that the
- * marketplace would drop a second submission of the same sellerUniqueQuoteIdentifier).
+ * A call that fails leaves one of two things. Refused (a 4xx, a 503, a soft error, no connection): its row
+ * is removed, so a later request may try again. Possibly acted on (a timeout, a dropped connection, another
+ * 5xx, or a process that stopped mid-call): a lead is sent again by the next request, as the marketplace
+ * keeps one lead per clientIdentifier; a quote or a decline is kept `unknown`, and a repeat is refused until
+ * the caller, having looked on the marketplace, asks to resend it (nothing documents that the marketplace
+ * would drop a second submission of the same sellerUniqueQuoteIdentifier).
  */
-import { and, eq, getTableColumns, lt } from 'drizzle-orm';
+import { and, eq, getTableColumns, lt, type SQL } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { Database } from '../db/client.js';
+import { newestFirst, type Page } from '../db/pagination.js';
 import { quotes, type declines, type leads } from '../db/schema/index.js';
 import { Problem } from '../lib/problem.js';
 import { MarketplaceError } from '../marketplace/client.js';
+import type { CompaniesService } from './companies.service.js';
 
 /** The tables of outbound calls: a row is `sending` until its call is answered, then `created`. */
 type OutboundTable = typeof leads | typeof quotes | typeof declines;
@@ -95,10 +96,7 @@ export async function sendOnce<T extends OutboundTable>(db: Database, call: Outb
         const why = err instanceof Error ? err.message : String(err);
         // If the row cannot be marked now (the database is down), it stays `sending`: a repeat finds it
         // stale after twice the call timeout and holds it `unknown` then. The caller gets the marketplace's error.
-        const held = await markUnknown(row.id, why).then(
-          (marked) => marked,
-          () => false,
-        );
+        const held = await markUnknown(row.id, why).catch(() => false);
         if (held) throw outcomeUnknown(502, 'Bad Gateway', call.name, why);
         throw err;
       }
@@ -107,10 +105,7 @@ export async function sendOnce<T extends OutboundTable>(db: Database, call: Outb
       await db
         .delete(table)
         .where(and(eq(table.id, row.id), eq(table.status, 'sending')))
-        .then(
-          () => undefined,
-          () => undefined,
-        );
+        .catch(() => undefined);
       throw err;
     }
   };
@@ -156,4 +151,26 @@ function outcomeUnknown(status: 502 | 409, title: string, name: string, why: str
       'check on the marketplace, then repeat the request with resendUnknown: true (CLI: --resend-unknown) to send it again.',
     { code: 'outcome_unknown' },
   );
+}
+
+/** The company's calls of one table, newest first, with the given filters; a 404 for an unknown company. */
+export async function listOutbound<T extends OutboundTable, V>(
+  deps: { db: Database; companies: Pick<CompaniesService, 'get'> },
+  t: T,
+  companyId: string,
+  filters: (SQL | undefined)[],
+  opts: { limit: number; cursor?: string },
+  view: (row: T['$inferSelect']) => V,
+): Promise<Page<V>> {
+  // Drizzle's builders do not narrow over a union of tables; this query is valid for each of them.
+  const table = t as typeof quotes;
+  const keyset = newestFirst(table, opts.cursor);
+  await deps.companies.get(companyId);
+  const rows = await deps.db
+    .select({ ...getTableColumns(table), position: keyset.position })
+    .from(table)
+    .where(and(eq(table.companyId, companyId), ...filters, keyset.where))
+    .orderBy(...keyset.orderBy)
+    .limit(opts.limit + 1);
+  return keyset.page(rows, opts.limit, (row) => view(row as T['$inferSelect']));
 }

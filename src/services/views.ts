@@ -42,7 +42,7 @@ const credentialsViewSchema = z.object({
 });
 
 /** A company's one state (SPEC §5.1 F5; services/company-state.ts works it out). */
-const companyStateSchema = z.object({
+export const companyStateSchema = z.object({
   status: z
     .enum(COMPANY_STATES)
     .describe(

@@ -17,8 +17,6 @@ import { WEBHOOK_CHANGES_CHANNEL } from '../receiver/authenticate.js';
 import type { CompaniesService } from './companies.service.js';
 import type { Drift, ReconciliationView, WebhookView } from './views.js';
 
-export type { ReconciliationView, WebhookView };
-
 interface WebhooksDeps {
   db: Database;
   secretKey: Buffer;
@@ -56,6 +54,10 @@ export function createWebhooksService(deps: WebhooksDeps) {
   const secretColumns = (authType: ClientAuthenticationType, secret: string) =>
     authType === 'BASIC' ? { secretSha256: sha256(secret), secretEncrypted: null } : { secretSha256: null, secretEncrypted: encryptSecret(deps.secretKey, secret) };
 
+  /** The setting `body` describes, deactivated on the marketplace (its secret is not sent again). */
+  const deactivate = (conn: ApiConnection, id: string, { clientSecret: _omit, ...body }: WebhookSettingBody, form: 'plural' | 'singular') =>
+    deps.settings.update(conn, id, { ...body, active: false }, form);
+
   async function changed(): Promise<void> {
     deps.onChange();
     await db.execute(sql`SELECT pg_notify(${WEBHOOK_CHANGES_CHANNEL}, '')`);
@@ -70,6 +72,9 @@ export function createWebhooksService(deps: WebhooksDeps) {
   return {
     /** Tells every process's receiver that webhooks changed (they drop their cached credentials). */
     changed,
+
+    /** The company's webhook row, or a 404 naming it. */
+    row: getRow,
 
     async create(companyId: string, input: { eventTypes: EventType[]; authType: ClientAuthenticationType; displayName?: string; sharedTarget?: boolean }): Promise<WebhookView> {
       const { row: company, conn, call } = await deps.companies.connection(companyId);
@@ -109,8 +114,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       } catch (err) {
         // Do not leave a live setting on the marketplace that Skyhook cannot authenticate; if that fails too,
         // the answer says so, so that the operator deactivates it there.
-        const { clientSecret: _omit, ...rest } = body;
-        const undoFailed = await deps.settings.update(conn, setting.id, { ...rest, active: false }, company.settingsPathForm).then(
+        const undoFailed = await deactivate(conn, setting.id, body, company.settingsPathForm).then(
           () => undefined,
           (undoError: unknown) => undoError,
         );
@@ -278,9 +282,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
       .where(eq(webhooks.id, row.id));
     let error: string | null = null;
     if (!row.active) {
-      const { clientSecret: _omit, ...rest } = body;
       try {
-        await deps.settings.update(conn, setting.id, { ...rest, active: false }, pathForm);
+        await deactivate(conn, setting.id, body, pathForm);
       } catch (err) {
         if (!(err instanceof MarketplaceError)) throw err;
         error = `re-created, but deactivating it again failed (${err.message}): it stays active on the marketplace; its notifications are acknowledged and discarded`;

@@ -1,7 +1,4 @@
-/**
- * Small collections: two queues that stay fast at a hundred thousand entries (where `Array.shift` would not),
- * and an index per company.
- */
+/** Two queues that stay fast at a hundred thousand entries (where `Array.shift` would not), and an index per company. */
 
 /** Keeps the newest `capacity` entries, so a long demo does not grow the report without limit. */
 export class BoundedLog<T> {

@@ -320,34 +320,20 @@ function fireSummary(flags: FireFlags, notifications: EmittedNotification[]): st
     : `${fired}; no active webhook of ${flags.company} subscribes to ${flags.event}, so nothing was delivered`;
 }
 
-/** Number(value), but NaN for blank text, which Number() would read as 0. */
-const numeric = (value: string): number => (value.trim() === '' ? Number.NaN : Number(value));
+/** A flag's parser: `value` as a number (NaN for blank text, which Number() would read as 0) when `ok` holds, else `why`. */
+const numberFlag =
+  (ok: (n: number) => boolean, why: string) =>
+  (value: string): number => {
+    const n = value.trim() === '' ? Number.NaN : Number(value);
+    if (!ok(n)) throw new InvalidArgumentError(why);
+    return n;
+  };
 
-function parsePort(value: string): number {
-  const port = numeric(value);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new InvalidArgumentError('must be a port number (0-65535)');
-  }
-  return port;
-}
-
-function parsePositiveInteger(value: string): number {
-  const number = numeric(value);
-  if (!Number.isInteger(number) || number < 1) throw new InvalidArgumentError('must be a positive integer');
-  return number;
-}
-
-function parseNonNegativeInteger(value: string): number {
-  const number = numeric(value);
-  if (!Number.isInteger(number) || number < 0) throw new InvalidArgumentError('must be a whole number of milliseconds');
-  return number;
-}
-
-function parsePositiveNumber(value: string): number {
-  const number = numeric(value);
-  if (!Number.isFinite(number) || number <= 0) throw new InvalidArgumentError('must be a positive number');
-  return number;
-}
+const parsePort = numberFlag((n) => Number.isInteger(n) && n >= 0 && n <= 65_535, 'must be a port number (0-65535)');
+const parsePositiveInteger = numberFlag((n) => Number.isInteger(n) && n >= 1, 'must be a positive integer');
+const parseNonNegativeInteger = numberFlag((n) => Number.isInteger(n) && n >= 0, 'must be a whole number of milliseconds');
+const parsePositiveNumber = numberFlag((n) => Number.isFinite(n) && n > 0, 'must be a positive number');
+const parseShare = numberFlag((n) => n >= 0 && n <= 1, 'must be a share between 0 and 1');
 
 /** A switch given alone means on; `--flag false` turns it off. */
 function parseSwitch(value: string): boolean {
@@ -364,12 +350,6 @@ function parseRateLimit(value: string): ResourceRateLimit | 'off' {
   const retryAfterS = Number(match?.[2]);
   if (!match || perSecond < 1) throw new InvalidArgumentError('must be <perSecond>:<retryAfterS> (e.g. 10:2, perSecond at least 1) or off');
   return { perSecond, retryAfterS };
-}
-
-function parseShare(value: string): number {
-  const share = numeric(value);
-  if (!(share >= 0 && share <= 1)) throw new InvalidArgumentError('must be a share between 0 and 1');
-  return share;
 }
 
 function parseHttpUrl(value: string): string {

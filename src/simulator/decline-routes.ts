@@ -5,20 +5,15 @@
  */
 import { envelope } from '../marketplace/contract.js';
 import { declineSchema, type DeclineAnswered } from '../marketplace/declines.js';
-import { issueErrors, softError } from './answers.js';
-import { callerOf } from './auth.js';
 import { actAsAccountOf, rfqActionRoutes } from './rfq-actions.js';
 import { newId } from './state.js';
 
 export const declineRoutes = rfqActionRoutes(
   'decline',
+  declineSchema,
   (ledger) => ledger.calls.declines++,
-  (simulation) => async (request, params, via) => {
+  (simulation) => (request, { requestId, body, company, via }) => {
     const { state, ledger } = simulation;
-    const body = declineSchema.safeParse(request.body);
-    if (!body.success || !params.success) return softError(issueErrors([...(params.error?.issues ?? []), ...(body.error?.issues ?? [])]));
-    const company = callerOf(request);
-    const { requestId } = params.data;
     // (assumed) A lift or an RFQ is declined once: a repeat answers the first decline and notifies nothing.
     const earlier = state.declines.get(company.id, requestId);
     if (earlier) return envelope(earlier);
@@ -27,9 +22,9 @@ export const declineRoutes = rfqActionRoutes(
     state.declines.set(company.id, requestId, answered);
     const actAsAccount = actAsAccountOf(request, company);
     simulation.emit(company.id, 'TripRequestSellerResponse', answered.tripmsgs.id, {
-      fields: { requestId, declined: true, actAsAccount, shownAs: actAsAccount ?? company.name, ...body.data },
+      fields: { requestId, declined: true, actAsAccount, shownAs: actAsAccount ?? company.name, ...body },
     });
-    ledger.declined({ companyId: company.id, requestId, declineReason: body.data.declineReason, tripMessageId: answered.tripmsgs.id, actAsAccount, via });
+    ledger.declined({ companyId: company.id, requestId, declineReason: body.declineReason, tripMessageId: answered.tripmsgs.id, actAsAccount, via });
     return envelope(answered);
   },
 );

@@ -18,16 +18,25 @@ export const NO_FAULTS: Faults = {
 const share = z.number().min(0).max(1);
 const latencyMs = z.number().int().min(0).max(600_000);
 
-/** A partial update of the faults; unknown keys are refused so a misspelt knob is not silently ignored. */
+/** A partial update of the faults (types.ts Faults); unknown keys are refused so a misspelt knob is not silently ignored. */
 export const faultsPatch = z.strictObject({
+  /** Share of deliveries sent twice. */
   duplicateRate: share.optional(),
+  /** Share of 200 answers treated as lost (retried anyway). */
   lostAckRate: share.optional(),
+  /** Added before each delivery attempt. */
   deliveryLatencyMs: latencyMs.optional(),
+  /** Added before each resource GET answer. */
   resourceLatencyMs: latencyMs.optional(),
+  /** Added after a lead, a quote or a decline was handled, before its answer: the marketplace acted, the caller may time out. */
   submitLatencyMs: latencyMs.optional(),
+  /** Share of resource GETs answering 503. */
   resource5xxRate: share.optional(),
+  /** Share of resource GETs answering 429 with `Retry-After: 1`. */
   resource429Rate: share.optional(),
+  /** The plural PUT /webhooks/settings/{id} answers 404 (to test Skyhook's singular fallback). */
   pluralPutMissing: z.boolean().optional(),
+  /** The OAuth token endpoint answers 503. */
   tokenEndpointDown: z.boolean().optional(),
 });
 

@@ -2,25 +2,5 @@
 export { startSimulator } from './server.js';
 export { registerSimulatorCommands } from './command.js';
 export { SimulatorInputError } from './errors.js';
-export type {
-  CompanyAccount,
-  CompanyFaults,
-  CompanyFaultsPatch,
-  DeliveryStatus,
-  EmittedNotification,
-  ErrorShape,
-  Faults,
-  FetchRecord,
-  FireRequest,
-  LeadRecord,
-  NotificationRecord,
-  QuoteRecord,
-  DeclineRecord,
-  AnswerRoute,
-  ResourceRateLimit,
-  ResourceRecord,
-  ScriptedResponse,
-  Simulator,
-  SimulatorOptions,
-  SimulatorReport,
-} from './types.js';
+/** Its public shapes: options, control inputs, the report. */
+export type * from './types.js';

@@ -5,13 +5,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { envelope } from '../marketplace/contract.js';
-import {
-  CLIENT_LEAD_STATUS,
-  clientLeadSchema,
-  leadKind,
-  LEADS_PATH,
-  type LeadCreated,
-} from '../marketplace/leads.js';
+import { CLIENT_LEAD_STATUS, clientLeadSchema, leadKind, LEADS_PATH, type LeadCreated } from '../marketplace/leads.js';
 import { issueErrors, softError } from './answers.js';
 import { lateAnswer } from './faults.js';
 import { countCall } from './ledger.js';

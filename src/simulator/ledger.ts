@@ -1,18 +1,7 @@
 /** What the simulator did, kept so a test can compare what was sent with what Skyhook stored. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BoundedLog } from './collections.js';
-import type {
-  ApiCallRecord,
-  DeclineRecord,
-  DeliveryStatus,
-  FetchRecord,
-  LeadRecord,
-  NotificationRecord,
-  QuoteRecord,
-  ResourceRecord,
-  SimulatorReport,
-  TokenRecord,
-} from './types.js';
+import type { ApiCallRecord, DeclineRecord, DeliveryStatus, FetchRecord, LeadRecord, NotificationRecord, QuoteRecord, ResourceRecord, SimulatorReport, TokenRecord } from './types.js';
 
 type FinalStatus = Exclude<DeliveryStatus, 'pending'>;
 

@@ -6,21 +6,16 @@
  */
 import { envelope } from '../marketplace/contract.js';
 import { quoteSubmissionSchema, type QuoteSubmitted } from '../marketplace/quotes.js';
-import { issueErrors, softError } from './answers.js';
-import { callerOf } from './auth.js';
 import { actAsAccountOf, rfqActionRoutes } from './rfq-actions.js';
 import { newId } from './state.js';
 
 export const quoteRoutes = rfqActionRoutes(
   'submitQuote',
+  quoteSubmissionSchema,
   (ledger) => ledger.calls.quotes++,
-  (simulation) => async (request, params, via) => {
+  (simulation) => (request, { requestId, body: submission, company, via }) => {
     const { state, ledger } = simulation;
-    const parsed = quoteSubmissionSchema.safeParse(request.body);
-    if (!params.success || !parsed.success) return softError(issueErrors([...(params.error?.issues ?? []), ...(parsed.error?.issues ?? [])]));
-    const submission = parsed.data;
     const { sellerUniqueQuoteIdentifier } = submission.quote;
-    const company = callerOf(request);
     // (assumed) The seed leaves idempotency to the caller (SPEC §6: Skyhook's sellerUniqueQuoteIdentifier).
     // A repeat of a company's identifier answers the stored ids and fires nothing, as if the marketplace
     // kept it too; otherwise the quote a retried submission ends in would depend on the simulator, not on
@@ -34,7 +29,6 @@ export const quoteRoutes = rfqActionRoutes(
       lift: { id: newId('lift') },
     };
     state.quotes.set(company.id, sellerUniqueQuoteIdentifier, submitted);
-    const { requestId } = params.data;
     const actAsAccount = actAsAccountOf(request, company);
     // Seed §4.2: the broker sees the acting user when the header is sent, else the company name.
     const shownAs = actAsAccount ?? company.name;

@@ -1,9 +1,7 @@
 /**
- * A marketplace-style rate limit: at most `perSecond` calls admitted in any sliding window of one second.
- * It keeps the times of the last `perSecond` admitted calls in a ring: a call is admitted when fewer than
- * `perSecond` were admitted in the second before it, i.e. when the oldest of those `perSecond` is at least
- * 1000 ms old. O(1) a call, whatever the rate; a refused call takes no place in the window. No imports, so
- * the bench's resource server (bench/resource-server.ts) uses it without loading the simulator.
+ * A marketplace-style rate limit: at most `perSecond` calls in any sliding second, as a ring of the last
+ * `perSecond` admitted times (O(1) a call at any rate; a refused call takes no place in the window). No
+ * imports, so bench/resource-server.ts uses it without loading the simulator.
  */
 export const WINDOW_MS = 1000;
 

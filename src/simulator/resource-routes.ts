@@ -22,6 +22,9 @@ const resourceView = (resource: Resource) => ({
   ...resource.fields,
 });
 
+const tooManyRequests = (reply: FastifyReply, retryAfterS: number, message: string) =>
+  reply.code(429).header('retry-after', String(retryAfterS)).send(envelope(null, [{ code: 'rate_limited', message }]));
+
 const pathOf = (url: string): string => {
   const query = url.indexOf('?');
   return query === -1 ? url : url.slice(0, query);
@@ -69,12 +72,7 @@ export const resourceRoutes: FastifyPluginAsync<{ simulation: Simulation }> = as
     if (faults.resourceLatencyMs > 0) await sleep(faults.resourceLatencyMs);
     // The company's own knobs: its rate limit first (a refusal is answered at once), then its latency.
     const admission = state.admitResourceGet(caller.id);
-    if (!admission.admitted) {
-      return reply
-        .code(429)
-        .header('retry-after', String(admission.retryAfterS))
-        .send(envelope(null, [{ code: 'rate_limited', message: 'too many requests for this company' }]));
-    }
+    if (!admission.admitted) return tooManyRequests(reply, admission.retryAfterS, 'too many requests for this company');
     const own = state.faultsOf(caller.id);
     if (own.resourceLatencyMs > 0) await sleep(own.resourceLatencyMs);
     const scripted = state.nextScriptedResponse(path);
@@ -82,12 +80,7 @@ export const resourceRoutes: FastifyPluginAsync<{ simulation: Simulation }> = as
     if (happens(faults.resource5xxRate)) {
       return reply.code(503).send(envelope(null, [{ code: 'unavailable', message: 'temporarily unavailable' }]));
     }
-    if (happens(faults.resource429Rate)) {
-      return reply
-        .code(429)
-        .header('retry-after', '1')
-        .send(envelope(null, [{ code: 'rate_limited', message: 'too many requests' }]));
-    }
+    if (happens(faults.resource429Rate)) return tooManyRequests(reply, 1, 'too many requests');
     const resource = ownedBy(path, caller);
     if (!resource) return reply.code(404).send(notFound('resource'));
     return envelope(resourceView(resource));

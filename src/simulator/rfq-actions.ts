@@ -8,14 +8,13 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import { z } from 'zod';
 import { actAsAccountHeader } from '../marketplace/connection.js';
 import { marketplaceId, rfqActionPath, RFQ_ACTIONS, type RfqAction } from '../marketplace/contract.js';
-import { notFound } from './answers.js';
+import { issueErrors, notFound, softError } from './answers.js';
 import { callerOf } from './auth.js';
 import { lateAnswer } from './faults.js';
 import { countCall, type Ledger } from './ledger.js';
 import type { Simulation } from './simulation.js';
 import { API_PREFIX, newId, resourcePath, type Company, type MarketplaceState } from './state.js';
 import type { AnswerRoute } from './types.js';
-
 
 /** The requested lifts of a new RFQ resource: two, so one can be quoted and the other declined. */
 const LIFTS_PER_RFQ = 2;
@@ -50,18 +49,29 @@ export function actAsAccountOf(request: FastifyRequest, company: Company): strin
 /** The id Skyhook validates before sending it, checked again here as the marketplace would (a decoded `a%2Fb` is refused). */
 const requestParams = z.object({ requestId: marketplaceId });
 
-/** What a handler gets: the request id as validated (its issues, when not valid), and how it came. */
-type AnswerHandler = (request: FastifyRequest, requestId: z.ZodSafeParseResult<{ requestId: string }>, via: AnswerRoute) => Promise<unknown>;
+/** What a handler gets once the request id and the body are valid; otherwise the caller gets a soft error naming each issue. */
+type Answer<B> = { requestId: string; body: B; company: Company; via: AnswerRoute };
 
 /**
  * The plugin of one action: every call counted (`count`), its answer held for submitLatencyMs as a lead's is
  * (the marketplace acted, the caller may time out), and served where serveRfqAction says.
  */
-export function rfqActionRoutes(action: RfqAction, count: (ledger: Ledger) => void, handler: (simulation: Simulation) => AnswerHandler): FastifyPluginAsync<{ simulation: Simulation }> {
+export function rfqActionRoutes<B>(
+  action: RfqAction,
+  schema: z.ZodType<B>,
+  count: (ledger: Ledger) => void,
+  handler: (simulation: Simulation) => (request: FastifyRequest, answer: Answer<B>) => unknown,
+): FastifyPluginAsync<{ simulation: Simulation }> {
   return async (api, { simulation }) => {
     api.addHook('onSend', countCall(() => count(simulation.ledger)));
     api.addHook('onSend', lateAnswer(simulation.state));
-    serveRfqAction(api, simulation.state, action, handler(simulation));
+    const handle = handler(simulation);
+    serveRfqAction(api, simulation.state, action, async (request, params, via) => {
+      const id = requestParams.safeParse(params);
+      const body = schema.safeParse(request.body);
+      if (!id.success || !body.success) return softError(issueErrors([...(id.error?.issues ?? []), ...(body.error?.issues ?? [])]));
+      return handle(request, { requestId: id.data.requestId, body: body.data, company: callerOf(request), via });
+    });
   };
 }
 
@@ -69,16 +79,14 @@ export function rfqActionRoutes(action: RfqAction, count: (ledger: Ledger) => vo
  * Serves one action at the assumed path and at the RFQ's and each lift's action href. An action href names
  * an RFQ of the caller's (and one of its lifts): anything else is a 404, as for a resource.
  */
-function serveRfqAction(api: FastifyInstance, state: MarketplaceState, action: RfqAction, handle: AnswerHandler): void {
-  api.post<{ Params: { requestId: string } }>(rfqActionPath(action, 'REQUEST_ID').replace('REQUEST_ID', ':requestId'), async (request) =>
-    handle(request, requestParams.safeParse(request.params), 'assumed_path'),
-  );
+function serveRfqAction(api: FastifyInstance, state: MarketplaceState, action: RfqAction, answer: (request: FastifyRequest, params: unknown, via: AnswerRoute) => Promise<unknown>): void {
+  api.post(rfqActionPath(action, 'REQUEST_ID').replace('REQUEST_ID', ':requestId'), async (request) => answer(request, request.params, 'assumed_path'));
   const viaHref = async (request: FastifyRequest, reply: FastifyReply, rfqId: string, liftId: string | null) => {
     const rfq = state.resourceAt(resourcePath('rfqs', rfqId));
     const lifts = rfq?.fields.sellerLift;
     const known = rfq?.companyId === callerOf(request).id && (liftId === null || (Array.isArray(lifts) && lifts.some((l: { id?: unknown }) => l.id === liftId)));
     if (!known) return reply.code(404).send(notFound(liftId === null ? 'rfq' : 'requested lift'));
-    return handle(request, requestParams.safeParse({ requestId: liftId ?? rfqId }), 'action_href');
+    return answer(request, { requestId: liftId ?? rfqId }, 'action_href');
   };
   api.post<{ Params: { rfqId: string } }>(`/rfqs/:rfqId/${action}`, async (request, reply) => viaHref(request, reply, request.params.rfqId, null));
   api.post<{ Params: { rfqId: string; liftId: string } }>(`/rfqs/:rfqId/lifts/:liftId/${action}`, async (request, reply) =>

@@ -5,12 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import {
-  EVENT_TYPES,
-  NOTIFICATION_TYPE_BY_EVENT,
-  type EventType,
-  type NotificationBody,
-} from '../marketplace/contract.js';
+import { EVENT_TYPES, NOTIFICATION_TYPE_BY_EVENT, type EventType, type NotificationBody } from '../marketplace/contract.js';
 import { DeliveryQueue } from './delivery.js';
 import { parseInput, SimulatorInputError } from './errors.js';
 import { applyCompanyFaults, applyFaults, companyFaultsPatch, faultsPatch } from './faults.js';
@@ -22,13 +17,17 @@ import type { CompanyFaults, EmittedNotification, ErrorShape, Faults, SimulatorR
 /** Bounds one fire call (and the size of its answer); a longer burst is several calls. */
 const MAX_EVENTS_PER_FIRE = 100_000;
 
-const fireRequest = z
+export const fireRequest = z
   .object({
     companyId: z.string().min(1),
     eventType: z.enum(EVENT_TYPES),
+    /** Number of events. */
     count: z.number().int().min(1).max(MAX_EVENTS_PER_FIRE).default(1),
+    /** Every event changes this resource (created on first use). */
     resourceId: z.string().min(1).max(200).optional(),
+    /** The events go round-robin over this many new resources. Default: a new resource per event. */
     resources: z.number().int().min(1).max(MAX_EVENTS_PER_FIRE).optional(),
+    /** Extra notification properties; they are spread last, so tests can also override `type` or `href`. */
     extra: z.record(z.string(), z.unknown()).optional(),
   })
   .refine((request) => request.resourceId === undefined || request.resources === undefined, {
@@ -36,18 +35,14 @@ const fireRequest = z
     path: ['resources'],
   });
 
-const resourceProgram = z.object({
-  href: z.url(),
-  responses: z
-    .array(
-      z.object({
-        status: z.number().int().min(200).max(599),
-        body: z.unknown().optional(),
-        headers: z.record(z.string(), z.string()).optional(),
-      }),
-    )
-    .min(1),
+export const scriptedResponse = z.object({
+  status: z.number().int().min(200).max(599),
+  /** Default: an envelope (with an error for status >= 400, else the resource or null). */
+  body: z.unknown().optional(),
+  headers: z.record(z.string(), z.string()).optional(),
 });
+
+const resourceProgram = z.object({ href: z.url(), responses: z.array(scriptedResponse).min(1) });
 
 interface SimulationSettings {
   faults: Faults;
@@ -86,7 +81,6 @@ export class Simulation {
     return `${this.origin}${API_PREFIX}`;
   }
 
-  /** The absolute href of a path on the simulator. */
   hrefOf(path: string): string {
     return `${this.origin}${path}`;
   }
@@ -97,7 +91,7 @@ export class Simulation {
 
   /** Forgets the company's webhook settings, as the marketplace's sandbox wipe does; its pending deliveries are dropped. */
   resetCompany(companyId: string): { forgotten: number } {
-    if (!this.state.hasCompany(companyId)) throw new SimulatorInputError(`companyId: unknown company "${companyId}"`);
+    this.requireCompany(companyId);
     const forgotten = this.state.forgetWebhooks(companyId);
     for (const id of forgotten) this.deliveries.dropWebhook(id);
     return { forgotten: forgotten.length };
@@ -105,19 +99,15 @@ export class Simulation {
 
   /** The company's access tokens stop working before they expire (a 401 makes Skyhook fetch a new one). */
   revokeTokens(companyId: string): { revoked: number } {
-    if (!this.state.hasCompany(companyId)) throw new SimulatorInputError(`companyId: unknown company "${companyId}"`);
+    this.requireCompany(companyId);
     return { revoked: this.state.revokeAccessTokens(companyId) };
   }
 
   /** Fires `count` events of one type for one company; each changes a resource and notifies its webhooks. */
   fire(input: unknown): EmittedNotification[] {
     const request = parseInput(fireRequest, input);
-    if (!this.state.hasCompany(request.companyId)) {
-      throw new SimulatorInputError(`companyId: unknown company "${request.companyId}"`);
-    }
-    return resourceIdsToChange(request).map((resourceId) =>
-      this.emit(request.companyId, request.eventType, resourceId, { extra: request.extra }),
-    );
+    this.requireCompany(request.companyId);
+    return resourceIdsToChange(request).map((resourceId) => this.emit(request.companyId, request.eventType, resourceId, { extra: request.extra }));
   }
 
   /**
@@ -150,7 +140,7 @@ export class Simulation {
 
   /** Changes some of one company's fault knobs (null clears one) and answers all of them. */
   setCompanyFaults(companyId: string, input: unknown): CompanyFaults {
-    if (!this.state.hasCompany(companyId)) throw new SimulatorInputError(`companyId: unknown company "${companyId}"`);
+    this.requireCompany(companyId);
     const faults = applyCompanyFaults(this.state.faultsOf(companyId), parseInput(companyFaultsPatch, input));
     this.state.setFaultsOf(companyId, faults);
     return faults;
@@ -171,6 +161,10 @@ export class Simulation {
       version,
     }));
     return this.ledger.report(this.deliveries.pendingCount, this.state.companyIds(), resources);
+  }
+
+  private requireCompany(companyId: string): void {
+    if (!this.state.hasCompany(companyId)) throw new SimulatorInputError(`companyId: unknown company "${companyId}"`);
   }
 }
 

@@ -1,10 +1,7 @@
-/**
- * The marketplace's memory: companies and their tokens, webhook settings, leads, quotes, resources and
- * scripted answers.
- */
+/** The marketplace's memory: companies and their tokens, webhook settings, leads, quotes, resources, scripted answers. */
 import { z } from 'zod';
 import { randomToken } from '../lib/crypto.js';
-import { CONNECTION_PROFILES, HEADERS, SENT_TIMESTAMP_SKEW_MS, type ConnectionProfile } from '../marketplace/connection.js';
+import { CONNECTION_PROFILES, HEADERS, SENT_TIMESTAMP_SKEW_MS } from '../marketplace/connection.js';
 import type { EventType, SeedEnvelopeMessage, WebhookSetting } from '../marketplace/contract.js';
 import type { LeadCreated } from '../marketplace/leads.js';
 import type { DeclineAnswered } from '../marketplace/declines.js';
@@ -13,21 +10,24 @@ import { PerCompany } from './collections.js';
 import { SimulatorInputError } from './errors.js';
 import { NO_COMPANY_FAULTS } from './faults.js';
 import { SlidingWindow } from './rate-window.js';
-import type { CompanyAccount, CompanyFaults, Faults, ScriptedResponse } from './types.js';
+import type { CompanyFaults, Faults, ScriptedResponse } from './types.js';
 
 /** Where the marketplace API lives on the simulator; the rest of the origin is the simulator's URL. */
 export const API_PREFIX = '/api';
 
 const secret = z.string().min(1).max(500);
 
-/** A company account as the control surface and the CLI accept it (types.ts CompanyAccount says what each field is). */
+/** A company account as the control surface and the CLI accept it (types.ts CompanyAccount). */
 export const companyAccount = z
   .object({
     id: z.string().min(1).max(200),
     name: z.string().min(1).max(200).optional(),
+    /** bearer: the Authorization token (optional with OAuth client credentials); avinode: the X-Avinode-ApiToken (required). */
     token: secret.optional(),
     profile: z.enum(CONNECTION_PROFILES).default('bearer'),
+    /** avinode: the fixed Authorization token (optional with OAuth client credentials). */
     authToken: secret.optional(),
+    /** OAuth 2.0 client credentials the token endpoint accepts for this company. */
     clientId: secret.optional(),
     clientSecret: secret.optional(),
   })
@@ -45,16 +45,8 @@ export const companyAccount = z
     }
   });
 
-export interface Company {
-  id: string;
-  name: string;
-  profile: ConnectionProfile;
-  /** bearer: the Authorization token; avinode: the X-Avinode-ApiToken. */
-  token?: string;
-  authToken?: string;
-  clientId?: string;
-  clientSecret?: string;
-}
+/** A company the marketplace knows: its account, named (by its id when it was given no name). */
+export type Company = z.output<typeof companyAccount> & { name: string };
 
 /** Who a request's credentials name, or why they are refused (status and envelope entry). */
 type Identification = { company: Company; refused?: undefined } | Refusal;
@@ -153,7 +145,7 @@ export class MarketplaceState {
   ) {}
 
   /** Adds a company, or replaces the name and credentials of a known one (its issued access tokens stay valid until they expire). */
-  addCompany(account: z.output<typeof companyAccount> | (CompanyAccount & { profile: ConnectionProfile })): Company {
+  addCompany(account: z.output<typeof companyAccount>): Company {
     const company: Company = { ...account, name: account.name ?? account.id };
     const bearer = fixedBearer(company);
     const holder = bearer === undefined ? undefined : this.companiesByBearer.get(bearer);

@@ -1,54 +1,24 @@
 /** The public shapes of the marketplace simulator: its options, its control inputs and its report. */
-import type { ConnectionProfile } from '../marketplace/connection.js';
+import type { z } from 'zod';
 import type { EventType, NotificationBody } from '../marketplace/contract.js';
 import type { DeclineReason } from '../marketplace/declines.js';
+import type { companyFaultsPatch, faultsPatch } from './faults.js';
+import type { simulationSettings } from './server.js';
+import type { fireRequest, scriptedResponse } from './simulation.js';
+import type { companyAccount } from './state.js';
 
 /** How a quote or a decline reached the simulator: the assumed path, or an action href of an RFQ resource (rfq-actions.ts). */
 export type AnswerRoute = 'assumed_path' | 'action_href';
 
 /**
- * A marketplace company account and how its API connection authenticates (SPEC §14). The `bearer` profile
- * (the default) knows the company by `Authorization: Bearer <token>`; the `avinode` profile by
- * `Authorization: Bearer <authToken>` and checks `X-Avinode-ApiToken: <token>`, `X-Avinode-SentTimestamp`
- * and `X-Avinode-Product` on every call. With `clientId` and `clientSecret`, the token endpoint issues
- * short-lived access tokens that stand in for the fixed bearer token (`token` for bearer, `authToken` for
- * avinode), which may then be left out.
+ * A marketplace company account (SPEC §14): `bearer` (the default) is known by `Authorization: Bearer <token>`,
+ * `avinode` by `Bearer <authToken>` and its X-Avinode-* headers (marketplace/connection.ts). With `clientId`
+ * and `clientSecret`, the token endpoint issues access tokens that stand in for the fixed bearer token.
  */
-export interface CompanyAccount {
-  id: string;
-  name?: string;
-  /** bearer: the Authorization token (optional with OAuth client credentials); avinode: the X-Avinode-ApiToken (required). */
-  token?: string;
-  /** Default `bearer`. */
-  profile?: ConnectionProfile;
-  /** avinode: the fixed Authorization token (optional with OAuth client credentials). */
-  authToken?: string;
-  /** OAuth 2.0 client credentials the token endpoint accepts for this company. */
-  clientId?: string;
-  clientSecret?: string;
-}
+export type CompanyAccount = z.input<typeof companyAccount>;
 
 /** Fault knobs, so tests can see how Skyhook copes with an imperfect marketplace. Rates are shares in [0, 1]. */
-export interface Faults {
-  /** Share of deliveries sent twice. */
-  duplicateRate: number;
-  /** Share of 200 answers treated as lost (retried anyway). */
-  lostAckRate: number;
-  /** Added before each delivery attempt. */
-  deliveryLatencyMs: number;
-  /** Added before each resource GET answer. */
-  resourceLatencyMs: number;
-  /** Added after a lead, a quote or a decline was handled, before its answer: the marketplace acted, the caller may time out. */
-  submitLatencyMs: number;
-  /** Share of resource GETs answering 503. */
-  resource5xxRate: number;
-  /** Share of resource GETs answering 429 with `Retry-After: 1`. */
-  resource429Rate: number;
-  /** The plural PUT /webhooks/settings/{id} answers 404 (to test Skyhook's singular fallback). */
-  pluralPutMissing: boolean;
-  /** The OAuth token endpoint answers 503. */
-  tokenEndpointDown: boolean;
-}
+export type Faults = Required<z.output<typeof faultsPatch>>;
 
 /** A company's rate limit on resource GETs: above `perSecond` in any sliding second, `429` with `Retry-After: <retryAfterS>`. */
 export interface ResourceRateLimit {
@@ -71,61 +41,24 @@ export interface CompanyFaults {
 }
 
 /** A partial update of a company's faults: an absent knob keeps its value, `null` clears it. */
-export interface CompanyFaultsPatch {
-  resourceLatencyMs?: number | null;
-  resourceRateLimit?: ResourceRateLimit | null;
-}
+export type CompanyFaultsPatch = z.input<typeof companyFaultsPatch>;
 
-export interface SimulatorOptions {
+/** startSimulator's options: the simulation's settings (server.ts) and where it listens. */
+export type SimulatorOptions = z.input<typeof simulationSettings> & {
   /** 0 = a random free port. Default 0. */
   port?: number;
   /** Default 127.0.0.1. */
   host?: string;
-  /**
-   * The origin other processes reach the simulator at (e.g. `http://simulator:4010` in docker compose);
-   * hrefs and the API base URL use it. Default: the listening address.
-   */
-  publicUrl?: string;
   companies?: CompanyAccount[];
-  /** 1 = real time; 0.001 compresses the 48 h give-up to 172.8 s and the backoffs likewise. */
-  timeScale?: number;
-  /** Default 10 000; a reply slower than this counts as undelivered. */
-  replyTimeoutMs?: number;
-  /** Default 64 parallel deliveries. */
-  deliveryConcurrency?: number;
-  faults?: Partial<Faults>;
-  /**
-   * How many notifications, fetches, leads, quotes and resources the report lists (the newest). Default
-   * 100 000. Only the report is trimmed: every resource stays in the simulator's state and answers GETs.
-   */
-  historyLimit?: number;
-  /**
-   * The shape of the error entries in its envelopes: `seed` (default) `{code, message, field}`, the seed's
-   * assumption; `titled` `{title, code, path}`, the real marketplace's (SPEC §14). Scripted bodies are sent as given.
-   */
-  errorShape?: ErrorShape;
   /** Log every request (pino). Default false. */
   logger?: boolean;
-  /** Seconds an access token from the token endpoint lives. Default 60 (short-lived, so refreshes happen). */
-  tokenLifetimeS?: number;
-}
+};
 
 export const ERROR_SHAPES = ['seed', 'titled'] as const;
 export type ErrorShape = (typeof ERROR_SHAPES)[number];
 
 /** Fire events on demand (POST /_sim/events). */
-export interface FireRequest {
-  companyId: string;
-  eventType: EventType;
-  /** Number of events. Default 1. */
-  count?: number;
-  /** Every event changes this resource (created on first use). */
-  resourceId?: string;
-  /** The events go round-robin over this many new resources. Default: a new resource per event. */
-  resources?: number;
-  /** Extra notification properties; they are spread last, so tests can also override `type` or `href`. */
-  extra?: Record<string, unknown>;
-}
+export type FireRequest = z.input<typeof fireRequest>;
 
 /** One fired event: the notification body and the webhooks it was queued for. */
 export interface EmittedNotification {
@@ -136,12 +69,7 @@ export interface EmittedNotification {
 }
 
 /** A scripted answer for the next GET of a resource href. */
-export interface ScriptedResponse {
-  status: number;
-  /** Default: an envelope (with an error for status >= 400, else the resource or null). */
-  body?: unknown;
-  headers?: Record<string, string>;
-}
+export type ScriptedResponse = z.input<typeof scriptedResponse>;
 
 export type DeliveryStatus = 'delivered' | 'pending' | 'gave_up' | 'dropped';
 

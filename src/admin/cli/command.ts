@@ -1,10 +1,8 @@
 /**
- * The plumbing every admin command shares (SPEC §7): command groups, validation that names each bad flag
- * or field, opening the services, and printing. Output: results on stdout (short human text, or with
- * --json exactly the JSON the admin API answers), errors on stderr. Exit codes: 0 done; 2 a usage error
- * (a bad flag or argument, or a body file that fails validation), one line per bad field naming it; 1 a
- * failure while running (a Problem from a service: not found, conflict, the marketplace refusing, ...; or
- * the database being unreachable).
+ * The plumbing every admin command shares (SPEC §7): command groups, validation that names each bad flag or
+ * field, opening the services, printing. Results go to stdout (short text, or with --json exactly the admin
+ * API's JSON), errors to stderr. Exit codes: 0 done; 2 a usage error (a bad flag, argument or body file), one
+ * line per bad field; 1 a failure while running (a Problem from a service, or the database unreachable).
  */
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
@@ -92,10 +90,6 @@ export async function withServices<T>(access: Access, fn: (services: Services, c
   }
 }
 
-export function emit<S extends z.ZodType>(flags: JsonFlag, schema: S, data: z.output<S>, human: () => string): void {
-  process.stdout.write(flags.json ? `${JSON.stringify(schema.encode(data), null, 2)}\n` : `${human()}\n`);
-}
-
 /**
  * The action of a data command, the pattern every such command follows: its input validated (a usage
  * error, before anything is opened), run on the services, and printed (the admin API's JSON with --json,
@@ -116,7 +110,7 @@ export function dataAction<Input, Output extends Printed, Printed, Flags extends
     return execute(cmd, async () => {
       const input = await spec.input(cmd, flags, args);
       const output = await withServices(spec.access, (services, context) => spec.run(services, input, context));
-      emit(flags, spec.output as z.ZodType, output, () => spec.human(output, input, flags));
+      process.stdout.write(flags.json ? `${JSON.stringify(spec.output.encode(output), null, 2)}\n` : `${spec.human(output, input, flags)}\n`);
     });
   };
 }

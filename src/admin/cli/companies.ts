@@ -76,7 +76,7 @@ export function registerCompanies(program: Command): void {
           return validate(cmd, s.createCompanyBody, { name: flags.name, apiBaseUrl: flags.apiBaseUrl, apiToken: secret.apiToken, connection: connectionOf(flags, secret) });
         },
         run: (svc, body) => svc.companies.create(body),
-        output: s.companySchema,
+        output: s.companyViewSchema,
         human: (company) => `created company ${company.id}; ${checked(company)}\n${keyValues(company)}`,
       }),
     );
@@ -88,7 +88,7 @@ export function registerCompanies(program: Command): void {
         access: 'read',
         input: (cmd, flags: PageFlags) => validate(cmd, s.listQuery, { limit: flags.limit, cursor: flags.cursor }),
         run: (svc, query) => svc.companies.list(query),
-        output: s.page(s.companySchema),
+        output: s.page(s.companyViewSchema),
         human: (page) =>
           listing(page, 'companies', ['ID', 'NAME', 'STATE', 'FETCHES', 'PARKED', 'API BASE URL', 'PROFILE', 'CREATED'], (c) => [
             c.id,
@@ -113,7 +113,7 @@ export function registerCompanies(program: Command): void {
         access: 'read',
         input: (cmd, _flags, [companyId]) => validate(cmd, s.companyIdParams, { companyId }),
         run: (svc, params) => svc.companies.get(params.companyId),
-        output: s.companySchema,
+        output: s.companyViewSchema,
         human: (company) => keyValues(company),
       }),
     );
@@ -145,7 +145,7 @@ export function registerCompanies(program: Command): void {
           );
         },
         run: (svc, [params, patch]) => svc.companies.update(params.companyId, patch),
-        output: s.companySchema,
+        output: s.companyViewSchema,
         human: (company, [, patch]) => `updated company ${company.id}${patch.apiToken !== undefined || patch.connection !== undefined ? `; ${checked(company)}` : ''}\n${keyValues(company)}`,
       }),
     );

@@ -24,6 +24,16 @@ export interface AdminContext {
   close(): Promise<void>;
 }
 
+/** That Redis is out of reach and what follows, said once on stderr (stdout may be a --json document). */
+function redisNote(consequence: string): (err: unknown) => void {
+  let said = false;
+  return (err) => {
+    if (said) return;
+    said = true;
+    process.stderr.write(`skyhook: note: Redis is not reachable (${describeError(err)}): ${consequence}\n`);
+  };
+}
+
 /** `migrate`: create and migrate the database first, as `skyhook start` does (commands that write); a read opens it as it is. */
 export async function openAdminContext(env: Record<string, string | undefined>, opts: { migrate: boolean }): Promise<AdminContext> {
   const config = loadConfig(env);
@@ -40,12 +50,7 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
     });
     const readOnly = { enqueue: () => Promise.reject(new Error('a command that only reads queues nothing')) };
     // The companies' states read their gates in Redis; without Redis they show what PostgreSQL knows.
-    let noted = false;
-    const gateNote = (err: unknown) => {
-      if (noted) return;
-      noted = true;
-      process.stderr.write(`skyhook: note: Redis is not reachable (${describeError(err)}): company states show what PostgreSQL knows\n`);
-    };
+    const gateNote = redisNote('company states show what PostgreSQL knows');
     const redis = connectRedis(config, 'producer', 'skyhook-cli');
     const gated = companyControls(new CompanyGate(redis, config.queuePrefix, gateOptions(config.fetch)), { pendingResources: notifications.pendingResources, ...readOnly }, { timeoutMs: 1000, log });
     // Only a command that shows companies waits for Redis, and only once.
@@ -61,27 +66,21 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
       },
     };
   }
-  // Only replays need Redis: without it their notifications stay `received` and a running Skyhook's relay
-  // queues them. Said once on stderr (stdout may be a --json document).
-  let said = false;
-  const redisNote = (err: unknown) => {
-    if (said) return;
-    said = true;
-    process.stderr.write(`skyhook: note: Redis is not reachable (${describeError(err)}): replayed notifications are queued by a running Skyhook's relay\n`);
-  };
+  // Only replays need Redis: without it their notifications stay `received` and a running Skyhook's relay queues them.
+  const replayNote = redisNote("replayed notifications are queued by a running Skyhook's relay");
   const redis = connectRedis(config, 'producer', 'skyhook-cli');
-  await redisReady(redis, 2000).catch(redisNote);
+  await redisReady(redis, 2000).catch(replayNote);
   const queue = createFetchQueue(redis, config.queuePrefix);
-  queue.on('error', redisNote);
+  queue.on('error', replayNote);
   const gate = new CompanyGate(redis, config.queuePrefix, gateOptions(config.fetch));
   const enqueuer = new FetchEnqueuer(queue, redis, notifications, gate, { attempts: config.fetch.attempts, timeoutMs: 2000 }, log);
   const controls = companyControls(gate, { pendingResources: notifications.pendingResources, enqueue: (r) => enqueuer.enqueue(r) }, { timeoutMs: 2000, log });
   return {
     config,
     notifications,
-    services: createServices({ db: handle.db, notifications, enqueuer, config, controls, onGateError: redisNote }),
+    services: createServices({ db: handle.db, notifications, enqueuer, config, controls, onGateError: replayNote }),
     async close() {
-      await queue.close().catch(redisNote);
+      await queue.close().catch(replayNote);
       redis.disconnect();
       await handle.pool.end();
     },

@@ -8,8 +8,8 @@ import { listing, shortTime } from './output.js';
 
 type RequestFlags = JsonFlag & { file?: string; resendUnknown?: boolean };
 
-/** The --file request (or stdin) of a quote or a decline, `--resend-unknown` folded in as resendUnknown: true. */
-async function requestWithResend<S extends z.ZodType>(cmd: Command, flags: RequestFlags, companyId: string | undefined, body: S) {
+/** The --file request (or stdin) of a lead, a quote or a decline, `--resend-unknown` folded in as resendUnknown: true. */
+async function fileRequest<S extends z.ZodType>(cmd: Command, flags: RequestFlags, companyId: string | undefined, body: S) {
   const file = await readJsonFile(flags.file);
   return together(
     () => validate(cmd, s.companyIdParams, { companyId }),
@@ -34,19 +34,10 @@ export function registerLeads(program: Command): void {
     .action(
       dataAction({
         access: 'write',
-        input: async (cmd, flags: JsonFlag & { file?: string }, [companyId]) => {
-          const file = await readJsonFile(flags.file);
-          return together(
-            () => validate(cmd, s.companyIdParams, { companyId }),
-            () => validateBody(s.createLeadBody, file),
-          );
-        },
+        input: (cmd, flags: RequestFlags, [companyId]) => fileRequest(cmd, flags, companyId, s.createLeadBody),
         // `created` says which text to print; --json prints the lead alone, as the admin API does.
-        run: async (svc, [params, lead]) => {
-          const { lead: stored, created } = await svc.leads.create(params.companyId, lead);
-          return { ...stored, created };
-        },
-        output: s.leadSchema,
+        run: (svc, [params, lead]) => svc.leads.create(params.companyId, lead).then(({ lead: stored, created }) => ({ ...stored, created })),
+        output: s.leadViewSchema,
         human: (stored) =>
           stored.created
             ? `created lead ${stored.id} (clientIdentifier ${stored.clientIdentifier}, marketplace id ${stored.remoteId ?? '-'})`
@@ -65,7 +56,7 @@ export function registerLeads(program: Command): void {
             () => validate(cmd, s.listQuery, { limit: flags.limit, cursor: flags.cursor }),
           ),
         run: (svc, [params, query]) => svc.leads.list(params.companyId, query),
-        output: s.page(s.leadSchema),
+        output: s.page(s.leadViewSchema),
         human: (page) =>
           listing(page, 'leads', ['ID', 'CLIENT IDENTIFIER', 'KIND', 'STATUS', 'MARKETPLACE ID', 'CREATED'], (l) => [l.id, l.clientIdentifier, l.kind, l.status, l.remoteId ?? '-', shortTime(l.createdAt)]),
       }),
@@ -85,11 +76,8 @@ export function registerQuotes(program: Command): void {
     .action(
       dataAction({
         access: 'write',
-        input: (cmd, flags: RequestFlags, [companyId]) => requestWithResend(cmd, flags, companyId, s.createQuoteBody),
-        run: async (svc, [params, request]) => {
-          const { quote, created } = await svc.quotes.submit(params.companyId, request);
-          return { ...quote, created };
-        },
+        input: (cmd, flags: RequestFlags, [companyId]) => fileRequest(cmd, flags, companyId, s.createQuoteBody),
+        run: (svc, [params, request]) => svc.quotes.submit(params.companyId, request).then(({ quote, created }) => ({ ...quote, created })),
         output: s.quoteViewSchema,
         human: (quote) => {
           const ids = `tripmsgs ${quote.tripMessageId ?? '-'}, sellerQuote ${quote.sellerQuoteId ?? '-'}, lift ${quote.liftId ?? '-'}`;
@@ -141,11 +129,8 @@ export function registerDeclines(program: Command): void {
     .action(
       dataAction({
         access: 'write',
-        input: (cmd, flags: RequestFlags, [companyId]) => requestWithResend(cmd, flags, companyId, s.createDeclineBody),
-        run: async (svc, [params, request]) => {
-          const { decline, created } = await svc.declines.decline(params.companyId, request);
-          return { ...decline, created };
-        },
+        input: (cmd, flags: RequestFlags, [companyId]) => fileRequest(cmd, flags, companyId, s.createDeclineBody),
+        run: (svc, [params, request]) => svc.declines.decline(params.companyId, request).then(({ decline, created }) => ({ ...decline, created })),
         output: s.declineViewSchema,
         human: (d) =>
           d.created

@@ -1,6 +1,6 @@
 /** `skyhook notifications …` and `skyhook resources …`: what was received, what became of it, what was fetched. */
 import type { Command } from 'commander';
-import type { NotificationView, TimelineEntry } from '../../services/notifications.service.js';
+import type { NotificationView, TimelineEntry } from '../../services/views.js';
 import type { Services } from '../../services/index.js';
 import { describeError } from '../../lib/error-reporter.js';
 import * as s from '../schemas.js';
@@ -13,16 +13,7 @@ const STATUSES = s.notificationStatus.options.join(', ');
 const REPLAY_DEFAULTS = s.replayBody.parse({});
 const REPLAY_LIMIT = s.replayBody.shape.limit.unwrap();
 
-interface FilterFlags {
-  companyId?: string;
-  webhookId?: string;
-  status?: string;
-  type?: string;
-  resourceId?: string;
-  href?: string;
-  receivedAfter?: string;
-  receivedBefore?: string;
-}
+type FilterFlags = Partial<Record<(typeof s.NOTIFICATION_FILTER_KEYS)[number], string>>;
 
 /** The filters of SPEC §7 as flags, on list and replay-all alike. */
 function addFilterOptions(cmd: Command, statusHelp: string): Command {
@@ -37,16 +28,7 @@ function addFilterOptions(cmd: Command, statusHelp: string): Command {
     .option('--received-before <time>', 'received before this ISO 8601 time');
 }
 
-const filterOf = (flags: FilterFlags) => ({
-  companyId: flags.companyId,
-  webhookId: flags.webhookId,
-  status: flags.status,
-  type: flags.type,
-  resourceId: flags.resourceId,
-  href: flags.href,
-  receivedAfter: flags.receivedAfter,
-  receivedBefore: flags.receivedBefore,
-});
+const filterOf = (flags: FilterFlags) => Object.fromEntries(s.NOTIFICATION_FILTER_KEYS.map((k) => [k, flags[k]]));
 
 /** `Name (uuid)`: a company as tables show it. */
 const companyLabel = (names: Map<string, string>, id: string) => (names.has(id) ? `${names.get(id)} (${id})` : id);
@@ -67,7 +49,7 @@ export function registerNotifications(program: Command): void {
           const page = await svc.notifications.list(query);
           return { ...page, names: await svc.companies.names(page.items.map((n) => n.companyId)) };
         },
-        output: s.page(s.notificationSchema),
+        output: s.page(s.notificationViewSchema),
         human: (page) =>
           listing(page, 'notifications', ['ID', 'COMPANY', 'TYPE', 'RESOURCE ID', 'STATUS', 'ATTEMPTS', 'RECEIVED', 'LAST ERROR'], (n) => [
             n.id,
@@ -95,7 +77,7 @@ export function registerNotifications(program: Command): void {
           const notification = await svc.notifications.get(params.id);
           return { ...notification, names: await svc.companies.names([notification.companyId]) };
         },
-        output: s.notificationSchema,
+        output: s.notificationViewSchema,
         human: ({ names, ...notification }) => describeNotification(notification, names),
       }),
     );
@@ -220,7 +202,7 @@ export function registerResources(program: Command): void {
           const page = await svc.notifications.listResources(query);
           return { ...page, names: await svc.companies.names(page.items.map((r) => r.companyId)) };
         },
-        output: s.page(s.resourceSchema),
+        output: s.page(s.resourceViewSchema),
         human: (page) =>
           listing(page, 'resources', ['COMPANY', 'TYPE', 'RESOURCE ID', 'VERSION', 'GONE', 'FETCHED', 'HREF'], (r) => [
             companyLabel(page.names, r.companyId),
@@ -244,7 +226,7 @@ export function registerResources(program: Command): void {
         input: (cmd, flags: PageFlags & { companyId: string; href: string }) =>
           validate(cmd, s.resourceHistoryQuery, { companyId: flags.companyId, href: flags.href, limit: flags.limit, cursor: flags.cursor }),
         run: (svc, query) => svc.notifications.resourceHistory(query),
-        output: s.page(s.resourceVersionSchema),
+        output: s.page(s.resourceVersionViewSchema),
         human: (page) => listing(page, 'versions', ['VERSION', 'FETCHED', 'EVENT', 'CHANGES'], (v) => [String(v.version), shortTime(v.fetchedAt), v.eventId, describeChanges(v.changes)]),
       }),
     );

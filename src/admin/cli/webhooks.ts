@@ -1,6 +1,6 @@
 /** `skyhook webhooks …`: a company's webhook settings on the marketplace (Skyhook generates the credentials). */
 import type { Command } from 'commander';
-import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES, type EventType } from '../../marketplace/contract.js';
+import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES } from '../../marketplace/contract.js';
 import * as s from '../schemas.js';
 import { booleanText, dataAction, group, JSON_HELP, list, together, UsageError, validate, type JsonFlag } from './command.js';
 import { FORCE_HELP, remaining } from './companies.js';
@@ -27,8 +27,8 @@ export function registerWebhooks(program: Command): void {
             () => validate(cmd, s.companyIdParams, { companyId }),
             () => validate(cmd, s.createWebhookBody, { eventTypes: list(flags.eventTypes), authType: flags.authType, displayName: flags.displayName, sharedTarget: flags.sharedTarget }),
           ),
-        run: (svc, [params, body]) => svc.webhooks.create(params.companyId, { ...body, eventTypes: body.eventTypes as EventType[] }),
-        output: s.webhookSchema,
+        run: (svc, [params, body]) => svc.webhooks.create(params.companyId, body),
+        output: s.webhookViewSchema,
         human: (webhook) => `created webhook ${webhook.id} (marketplace id ${webhook.remoteId})\n${keyValues(webhook)}`,
       }),
     );
@@ -43,7 +43,7 @@ export function registerWebhooks(program: Command): void {
         access: 'read',
         input: (cmd, _flags, [companyId]) => validate(cmd, s.companyIdParams, { companyId }),
         run: (svc, params) => svc.webhooks.list(params.companyId),
-        output: s.page(s.webhookSchema),
+        output: s.page(s.webhookViewSchema),
         human: (page) => listing(page, 'webhooks', ['ID', 'AUTH', 'ACTIVE', 'EVENT TYPES', 'TARGET URI'], (w) => [w.id, w.authType, yesNo(w.active), w.eventTypes.join(','), w.targetURI]),
       }),
     );
@@ -59,7 +59,7 @@ export function registerWebhooks(program: Command): void {
         access: 'read',
         input: (cmd, _flags, [companyId, webhookId]) => validate(cmd, s.webhookParams, { companyId, webhookId }),
         run: (svc, params) => svc.webhooks.get(params.companyId, params.webhookId),
-        output: s.webhookSchema,
+        output: s.webhookViewSchema,
         human: (webhook) => keyValues(webhook),
       }),
     );
@@ -85,8 +85,8 @@ export function registerWebhooks(program: Command): void {
             () => validate(cmd, s.patchWebhookBody, patch),
           );
         },
-        run: (svc, [params, patch]) => svc.webhooks.update(params.companyId, params.webhookId, { ...patch, eventTypes: patch.eventTypes as EventType[] | undefined }),
-        output: s.webhookSchema,
+        run: (svc, [params, patch]) => svc.webhooks.update(params.companyId, params.webhookId, patch),
+        output: s.webhookViewSchema,
         human: (webhook, [, patch]) => {
           const rotated = patch.rotateSecret ? `\nsecret rotated; the previous one is accepted until ${webhook.previousSecretExpiresAt}` : '';
           return `updated webhook ${webhook.id}${rotated}\n${keyValues(webhook)}`;
@@ -105,7 +105,7 @@ export function registerWebhooks(program: Command): void {
         access: 'write',
         input: (cmd, flags: JsonFlag & { apply?: boolean }, [companyId]) => ({ ...validate(cmd, s.companyIdParams, { companyId }), apply: flags.apply ?? false }),
         run: (svc, input) => svc.webhooks.reconcile(input.companyId, { apply: input.apply }),
-        output: s.reconciliationSchema,
+        output: s.reconciliationViewSchema,
         human: (result) => {
           const summary = `${result.inSync} in sync, ${result.drift.length} drifted, ${result.remoteSettings} settings on the marketplace${result.applied ? '' : ' (report only: --apply re-creates what is missing)'}`;
           if (result.drift.length === 0) return summary;

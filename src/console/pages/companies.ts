@@ -5,18 +5,16 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { createCompanyBody, createWebhookBody, fetchConcurrency, patchCompanyBody } from '../../admin/schemas.js';
+import { companyIdParams, createCompanyBody, createWebhookBody, fetchConcurrency, patchCompanyBody, webhookParams } from '../../admin/schemas.js';
 import { badRequest, type Problem } from '../../lib/problem.js';
-import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES, type EventType } from '../../marketplace/contract.js';
+import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES } from '../../marketplace/contract.js';
 import type { Deleted } from '../../services/deletions.service.js';
 import { html, type Html } from '../html.js';
-import { ago, csrfField, notice, page, problemBox, query, time, type PageContext } from '../layout.js';
+import { ago, csrfField, doneNotice, page, problemBox, query, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../plugin.js';
 import { activityCharts, companyTable, count, failuresTable, stateBadge, stateDetail, stateNotice, stateWhen, tableForm, tableParams, tableQuery } from './company-parts.js';
 import { invalidForm, parseForm } from './notifications.js';
 
-const companyParams = z.object({ companyId: z.uuid() });
-const webhookParams = z.object({ companyId: z.uuid(), webhookId: z.uuid() });
 const form = (req: FastifyRequest) => (req.body ?? {}) as Record<string, string | string[] | undefined>;
 const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
 /** The limit form: a number, or `default` (COMPANY_FETCH_CONCURRENCY); checked by the admin API's own rule. */
@@ -35,10 +33,6 @@ const NOTICES: Record<string, string> = {
   webhookDeleted: 'The webhook was deleted.',
   deleted: 'The company was deleted.',
   limitChanged: 'The fetch limit was changed; it applies at once.',
-};
-const flash = (req: FastifyRequest) => {
-  const done = (req.query as { done?: string }).done;
-  return done && NOTICES[done] ? notice(NOTICES[done]) : undefined;
 };
 
 export function companyPages(scope: FastifyInstance, kit: ConsoleKit): void {
@@ -68,7 +62,7 @@ ${all.items.length === 0 ? html`<p class="muted">No company matches.</p>` : comp
   <button type="submit">Add the company</button>
 </form>
 </section>`;
-    return kit.send(reply, page(ctx, { title: 'Companies', section: '/companies', body, notice: flash(req) }), problem?.status ?? 200);
+    return kit.send(reply, page(ctx, { title: 'Companies', section: '/companies', body, notice: doneNotice(req.query, NOTICES) }), problem?.status ?? 200);
   };
 
   const webhookForms = (ctx: PageContext, companyId: string, w: Awaited<ReturnType<typeof webhooks.get>>) => {
@@ -201,7 +195,7 @@ ${
   <button type="submit" class="danger">Delete ${company.name}</button>
 </form>
 </section>`;
-    return kit.send(reply, page(ctx, { title: company.name, section: '/companies', charts: true, body, notice: flash(req) }), problem?.status ?? 200);
+    return kit.send(reply, page(ctx, { title: company.name, section: '/companies', charts: true, body, notice: doneNotice(req.query, NOTICES) }), problem?.status ?? 200);
   };
 
   /** Runs a form's action; a refusal (4xx, or the marketplace's 502) is shown on the company's page, with the form's fields named. */
@@ -211,9 +205,7 @@ ${
       if (typeof done === 'string') return kit.redirect(reply, `/companies/${companyId}${query({ done })}`);
       return companyPage(req, reply, companyId, undefined, done);
     } catch (err) {
-      const problem = kit.problem(err);
-      if (problem.status >= 500 && problem.status !== 502 && problem.status !== 503) throw err;
-      return companyPage(req, reply, companyId, problem);
+      return companyPage(req, reply, companyId, kit.refusal(err));
     }
   };
 
@@ -235,10 +227,10 @@ ${
     }
   });
 
-  scope.get('/companies/:companyId', async (req, reply) => companyPage(req, reply, parseForm(companyParams, req.params).companyId));
+  scope.get('/companies/:companyId', async (req, reply) => companyPage(req, reply, parseForm(companyIdParams, req.params).companyId));
 
   scope.post('/companies/:companyId', async (req, reply) => {
-    const { companyId } = parseForm(companyParams, req.params);
+    const { companyId } = parseForm(companyIdParams, req.params);
     return onCompanyPage(req, reply, companyId, async () => {
       const patch = parseForm(patchCompanyBody, req.body);
       await companies.update(companyId, patch);
@@ -247,7 +239,7 @@ ${
   });
 
   scope.post('/companies/:companyId/limit', async (req, reply) => {
-    const { companyId } = parseForm(companyParams, req.params);
+    const { companyId } = parseForm(companyIdParams, req.params);
     return onCompanyPage(req, reply, companyId, async () => {
       // The same update as PATCH /admin/companies/:id { fetchConcurrency }: it applies at the gate at once.
       await companies.update(companyId, parseForm(limitForm, req.body));
@@ -256,21 +248,21 @@ ${
   });
 
   scope.post('/companies/:companyId/delete', async (req, reply) => {
-    const { companyId } = parseForm(companyParams, req.params);
+    const { companyId } = parseForm(companyIdParams, req.params);
     try {
       const deleted = await deletions.deleteCompany(companyId, { force: form(req).force === 'true' });
       if (deleted.remainingRemoteSettings.length === 0) return kit.redirect(reply, '/companies?done=deleted');
       const ctx = kit.ctx(req);
       return kit.send(reply, page(ctx, { title: 'Deleted', section: '/companies', body: html`<h1>Company deleted</h1>${remaining(deleted)}<p><a href="${ctx.base}/companies">Companies</a></p>` }));
     } catch (err) {
-      const problem = kit.problem(err);
-      if (problem.status === 404 || (problem.status >= 500 && problem.status !== 502 && problem.status !== 503)) throw err;
+      const problem = kit.refusal(err);
+      if (problem.status === 404) throw err;
       return companyPage(req, reply, companyId, problem);
     }
   });
 
   scope.post('/companies/:companyId/webhooks', async (req, reply) => {
-    const { companyId } = parseForm(companyParams, req.params);
+    const { companyId } = parseForm(companyIdParams, req.params);
     return onCompanyPage(req, reply, companyId, async () => {
       const f = form(req);
       const input = createWebhookBody.safeParse({
@@ -280,7 +272,7 @@ ${
         sharedTarget: f.sharedTarget === 'on',
       });
       if (!input.success) throw invalidForm(input.error);
-      await webhooks.create(companyId, { ...input.data, eventTypes: input.data.eventTypes as EventType[] });
+      await webhooks.create(companyId, input.data);
       return 'webhookCreated';
     });
   });

@@ -6,18 +6,18 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { notificationsQuery, replayableStatus, resourceHistoryQuery } from '../../admin/schemas.js';
+import { NOTIFICATION_FILTER_KEYS as FILTER_KEYS, notificationsQuery, replayableStatus, resourceHistoryQuery } from '../../admin/schemas.js';
 import { streamToClient } from '../../admin/stream.js';
 import { notificationStatus } from '../../db/schema/index.js';
 import { NOTIFICATION_TYPE_BY_EVENT } from '../../marketplace/contract.js';
 import { badRequest, Problem } from '../../lib/problem.js';
-import type { NotificationFilter, NotificationView, TimelineEntry } from '../../services/notifications.service.js';
+import type { NotificationFilter } from '../../services/notifications.service.js';
+import type { NotificationView, TimelineEntry } from '../../services/views.js';
 import { html, type Html } from '../html.js';
 import { problemBox, jsonBlock, notice, page, query, statusBadge, time, csrfField, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../plugin.js';
 import { rfqAnswerForms } from './rfq-forms.js';
 
-const FILTER_KEYS = ['companyId', 'webhookId', 'status', 'type', 'resourceId', 'href', 'receivedAfter', 'receivedBefore'] as const;
 type ListQuery = z.infer<typeof notificationsQuery>;
 
 /** A datetime-local field's value (no offset) is read as UTC, as the page says; ISO values pass as they are. */
@@ -40,9 +40,9 @@ export function parseForm<S extends z.ZodType>(schema: S, raw: unknown): z.infer
   throw invalidForm(parsed.error);
 }
 
-/** A 400 naming each field a form got wrong. */
-export function invalidForm(error: z.ZodError): Problem {
-  const errors = error.issues.map((i) => ({ field: i.path.join('.') || 'form', message: i.message }));
+/** A 400 naming each field a form got wrong, as `field` names it (by default, its path). */
+export function invalidForm(error: z.ZodError, field = (path: PropertyKey[]) => path.join('.')): Problem {
+  const errors = error.issues.map((i) => ({ field: field(i.path) || 'form', message: i.message }));
   return badRequest(`Please correct: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
 }
 

@@ -6,11 +6,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Problem } from '../../lib/problem.js';
-import { resourceHistoryQuery } from '../../admin/schemas.js';
-import type { DeclineView } from '../../services/declines.service.js';
-import type { QuoteView } from '../../services/quotes.service.js';
+import { companyIdParams, resourceHistoryQuery } from '../../admin/schemas.js';
+import type { DeclineView, QuoteView } from '../../services/views.js';
 import { html } from '../html.js';
-import { csrfField, notice, page, problemBox, query, time, type PageContext } from '../layout.js';
+import { csrfField, doneNotice, page, problemBox, query, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../plugin.js';
 import { parseForm, resourcePage } from './notifications.js';
 import { declineForm, declineRequestOf, quoteForm, quoteRequestOf } from './rfq-forms.js';
@@ -18,7 +17,6 @@ import { declineForm, declineRequestOf, quoteForm, quoteRequestOf } from './rfq-
 const cursor = z.string().max(200).optional();
 const outboundQuery = z.object({ companyId: z.uuid().optional(), leadsCursor: cursor, quotesCursor: cursor, declinesCursor: cursor });
 const answerParams = z.object({ companyId: z.uuid(), id: z.uuid() });
-const companyParams = z.object({ companyId: z.uuid() });
 const PAGE = 25;
 /** What a finished action says when the page comes back. */
 const DONE: Record<string, string> = {
@@ -97,8 +95,11 @@ export function outboundPages(scope: FastifyInstance, kit: ConsoleKit): void {
       declines.list(companyId, { limit: PAGE, cursor: q.declinesCursor }),
       leads.list(companyId, { limit: PAGE, cursor: q.leadsCursor }),
     ]);
-    const doneKey = (req.query as { done?: unknown }).done;
-    const done = typeof doneKey === 'string' && Object.hasOwn(DONE, doneKey) ? notice(DONE[doneKey]!) : undefined;
+    /** Newest and Older links of one of the three lists: each pages with a cursor of its own. */
+    const pager = (label: string, cursor: 'quotesCursor' | 'declinesCursor' | 'leadsCursor', next: string | null, older: string) =>
+      html`<nav class="pager" aria-label="${label} pages">${q[cursor] ? html`<a href="${ctx.base}/outbound${query({ companyId })}">Newest</a>` : ''}${
+        next ? html`<a href="${ctx.base}/outbound${query({ companyId, [cursor]: next })}">Older ${older} →</a>` : ''
+      }</nav>`;
     const body = html`<h1>Leads &amp; quotes</h1>
 ${picker}
 ${problem ? problemBox(problem) : ''}
@@ -115,16 +116,12 @@ ${
 <section aria-labelledby="quotes">
 <h2 id="quotes">Quotes</h2>
 ${quotePage.items.length === 0 ? html`<p class="muted">No quote submitted.</p>` : quotesTable(ctx, quotePage.items, false)}
-<nav class="pager" aria-label="Quote pages">${q.quotesCursor ? html`<a href="${ctx.base}/outbound${query({ companyId })}">Newest</a>` : ''}${
-      quotePage.nextCursor ? html`<a href="${ctx.base}/outbound${query({ companyId, quotesCursor: quotePage.nextCursor })}">Older quotes →</a>` : ''
-    }</nav>
+${pager('Quote', 'quotesCursor', quotePage.nextCursor, 'quotes')}
 </section>
 <section aria-labelledby="declines">
 <h2 id="declines">Declines</h2>
 ${declinePage.items.length === 0 ? html`<p class="muted">No lift or RFQ declined.</p>` : declinesTable(ctx, declinePage.items, false)}
-<nav class="pager" aria-label="Decline pages">${q.declinesCursor ? html`<a href="${ctx.base}/outbound${query({ companyId })}">Newest</a>` : ''}${
-      declinePage.nextCursor ? html`<a href="${ctx.base}/outbound${query({ companyId, declinesCursor: declinePage.nextCursor })}">Older declines →</a>` : ''
-    }</nav>
+${pager('Decline', 'declinesCursor', declinePage.nextCursor, 'declines')}
 </section>
 <section aria-labelledby="leads">
 <h2 id="leads">Leads</h2>
@@ -138,11 +135,9 @@ ${
   )}</tbody>
 </table></div>`
 }
-<nav class="pager" aria-label="Lead pages">${q.leadsCursor ? html`<a href="${ctx.base}/outbound${query({ companyId })}">Newest</a>` : ''}${
-      leadPage.nextCursor ? html`<a href="${ctx.base}/outbound${query({ companyId, leadsCursor: leadPage.nextCursor })}">Older leads →</a>` : ''
-    }</nav>
+${pager('Lead', 'leadsCursor', leadPage.nextCursor, 'leads')}
 </section>`;
-    return kit.send(reply, page(ctx, { title: 'Leads & quotes', section: '/outbound', body, notice: done }), problem?.status ?? 200);
+    return kit.send(reply, page(ctx, { title: 'Leads & quotes', section: '/outbound', body, notice: doneNotice(req.query, DONE) }), problem?.status ?? 200);
   };
 
   scope.get('/outbound', async (req, reply) => outboundPage(req, reply));
@@ -153,9 +148,7 @@ ${
       await work();
       return kit.redirect(reply, then);
     } catch (err) {
-      const problem = kit.problem(err);
-      if (problem.status >= 500 && problem.status !== 502 && problem.status !== 503) throw err;
-      return refused(problem);
+      return refused(kit.refusal(err));
     }
   };
 
@@ -174,7 +167,7 @@ ${
    */
   const rfqAnswer = <S extends z.ZodType<{ href: string }>>(path: string, formSchema: S, send: (companyId: string, form: z.infer<S>) => Promise<unknown>, done: string) =>
     scope.post(`/companies/:companyId/${path}`, async (req, reply) => {
-      const { companyId } = parseForm(companyParams, req.params);
+      const { companyId } = parseForm(companyIdParams, req.params);
       const form = parseForm(formSchema, req.body);
       return act(reply, () => send(companyId, form), `/outbound${query({ companyId, done })}`, (problem) =>
         resourcePage(kit, req, reply, parseForm(resourceHistoryQuery, { companyId, href: form.href }), problem),

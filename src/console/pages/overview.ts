@@ -1,8 +1,7 @@
 /**
- * The overview (SPEC §13) for a deployment of any size: the whole deployment first, then every company
- * that needs attention as a card (its state, webhooks, backlog, last hour as charts, why it fails), most
- * urgent first and a page of cards at a time, then every other company as one row of a compact table,
- * searched and sorted through the query string.
+ * The overview page (SPEC §13; what it shows: services/overview.service.ts): the companies that need attention
+ * as cards, most urgent first and a page at a time, then the others as a compact table, searched and sorted
+ * through the query string.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -21,10 +20,8 @@ const ATTENTION_PER_PAGE = 10;
 
 const pageParams = z.object({ page: z.coerce.number().int().min(1).max(100_000).optional() });
 
-const REASON_TEXT: Record<Exclude<AttentionReason, 'paused' | 'throttled' | 'unreachable'>, string> = {
-  failing: 'failing',
-  'oldest backlog': 'oldest backlog',
-};
+/** The reasons a card tags beside the state's badge: the ones that are not the state itself. */
+const tagsOf = (c: CompanyOverview): AttentionReason[] => c.attention.filter((a) => a === 'failing' || a === 'oldest backlog');
 
 export function overviewPage(scope: FastifyInstance, kit: ConsoleKit): void {
   scope.get('/', async (req, reply) => {
@@ -35,12 +32,11 @@ export function overviewPage(scope: FastifyInstance, kit: ConsoleKit): void {
     const notifications = (q: Record<string, string>) => `${kit.base}/notifications${query(q)}`;
 
     const card = (c: CompanyOverview): Html => {
-      const tags = c.attention.filter((a): a is keyof typeof REASON_TEXT => a in REASON_TEXT);
       const worstP95 = worst(c.series.p95Ms);
       return html`<article class="card" aria-labelledby="c-${c.id}">
   <header class="card-head">
     <h3 id="c-${c.id}"><a href="${kit.base}/companies/${c.id}">${c.name}</a></h3>
-    ${stateBadge(c.state)}${tags.map((t) => html` <span class="badge tag">${REASON_TEXT[t]}</span>`)}
+    ${stateBadge(c.state)}${tagsOf(c).map((t) => html` <span class="badge tag">${t}</span>`)}
   </header>
   ${stateNotice(c.state)}
   <dl class="facts">
@@ -75,8 +71,7 @@ export function overviewPage(scope: FastifyInstance, kit: ConsoleKit): void {
   <tbody>${all.map((c, i) => {
     const onPage = Math.floor(i / ATTENTION_PER_PAGE) + 1;
     const href = onPage === shown ? `#c-${c.id}` : pageLink(onPage).replace(/#attention$/, `#c-${c.id}`);
-    const why = c.attention.filter((a): a is keyof typeof REASON_TEXT => a in REASON_TEXT).map((a) => REASON_TEXT[a]);
-    return html`<tr><td><a href="${href}">${c.name}</a></td><td>${stateBadge(c.state)} <span class="small muted">${stateWhen(c.state)}</span></td><td class="small">${why.join(', ')}</td><td class="num">${count(c.backlog.pending)}</td><td class="num">${
+    return html`<tr><td><a href="${href}">${c.name}</a></td><td>${stateBadge(c.state)} <span class="small muted">${stateWhen(c.state)}</span></td><td class="small">${tagsOf(c).join(', ')}</td><td class="num">${count(c.backlog.pending)}</td><td class="num">${
       c.backlog.pending ? ago(c.backlog.oldestPendingAgeS) : '–'
     }</td><td class="num">${count(c.lastHour.failed)}</td></tr>`;
   })}</tbody>

@@ -10,6 +10,7 @@ import { badRequest, Problem } from '../../lib/problem.js';
 import { DECLINE_REASONS } from '../../marketplace/declines.js';
 import { html, type Html } from '../html.js';
 import { csrfField, type PageContext } from '../layout.js';
+import { invalidForm } from './notifications.js';
 
 /** The ids an RFQ can be answered on: the RFQ's own, then each requested lift's (`sellerLift[].id`). */
 function answerableIds(body: unknown): { id: string; label: string }[] {
@@ -60,11 +61,10 @@ export const quoteForm = z.object({ ...common, submission: z.string().optional()
 export const declineForm = z.object({ ...common, declineReason: text.optional(), message: text.optional(), suppressNotification: flag });
 
 /** A request schema's answer for a form, or a 400 naming each field as the form names it (`field`). */
-function asRequest<S extends z.ZodType>(schema: S, request: unknown, field: (path: PropertyKey[]) => string): z.output<S> {
+function asRequest<S extends z.ZodType>(schema: S, request: unknown, field?: (path: PropertyKey[]) => string): z.output<S> {
   const parsed = schema.safeParse(request);
   if (parsed.success) return parsed.data;
-  const errors = parsed.error.issues.map((i) => ({ field: field(i.path) || 'form', message: i.message }));
-  throw badRequest(`Please correct: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
+  throw invalidForm(parsed.error, field);
 }
 
 /** The quote form as the admin API's quote request; the submission is JSON text. */
@@ -79,7 +79,7 @@ export function quoteRequestOf(form: z.infer<typeof quoteForm>): z.output<typeof
     throw badRequest(`Please correct: submission must be JSON, such as the "submission" of examples/quote.json (${why})`, [{ field: 'submission', message: 'must be JSON' }]);
   }
   const { requestId, actAsAccount, allowPriceMismatch } = form;
-  return asRequest(createQuoteBody, { requestId, actAsAccount, allowPriceMismatch: allowPriceMismatch === 'true', submission }, (path) => path.join('.'));
+  return asRequest(createQuoteBody, { requestId, actAsAccount, allowPriceMismatch: allowPriceMismatch === 'true', submission });
 }
 
 /** The decline form as the admin API's decline request. */

@@ -4,7 +4,7 @@ import { companies } from './companies.js';
 /**
  * `sending` marks the one request allowed to call the marketplace for a (company, key); concurrent
  * repeats wait for it to become `created`. `unknown`: the call may have reached the marketplace, but
- * no success was read (services/send-once.ts); only quotes are kept so, as a lead is safe to send again.
+ * no success was read (services/send-once.ts); only quotes and declines are held so: a lead is safe to resend.
  */
 export const outboundStatus = pgEnum('outbound_status', ['sending', 'created', 'unknown']);
 

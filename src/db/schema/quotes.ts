@@ -3,7 +3,7 @@ import { companies } from './companies.js';
 import { outboundStatus } from './leads.js';
 
 /**
- * Where a quote or a decline was sent (services/rfq-actions.ts): the action href of the stored RFQ snapshot,
+ * Where a quote or a decline was sent (services/rfq-answers.ts): the action href of the stored RFQ snapshot,
  * or the assumed path under the company's API base URL when Skyhook has no snapshot carrying one.
  */
 export const rfqActionTarget = pgEnum('rfq_action_target', ['snapshot_href', 'assumed_path']);

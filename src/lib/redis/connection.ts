@@ -26,6 +26,8 @@ export interface RedisTarget {
 type RedisKind = 'producer' | 'worker';
 
 const retryStrategy = (times: number): number => Math.min(200 * times, 2000);
+/** A producer's command fails fast; a worker's waits and retries forever, as BullMQ requires. */
+const perRequest = (kind: RedisKind): RedisOptions => (kind === 'producer' ? { maxRetriesPerRequest: 1, commandTimeout: 2000 } : { maxRetriesPerRequest: null });
 const keepHostNames: DNSLookupFunction = (address, callback) => callback(null, address);
 
 /** The last error of each connection, so that a caller waiting for it (redisReady) can say why it is not ready. */
@@ -48,12 +50,7 @@ export function connectRedis(target: RedisTarget, kind: RedisKind, name: string,
 }
 
 function connectStandalone(url: string, kind: RedisKind, name: string): Redis {
-  const common: RedisOptions = { connectionName: name, lazyConnect: false, retryStrategy };
-  const options: RedisOptions =
-    kind === 'producer'
-      ? { ...common, enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 2000 }
-      : { ...common, maxRetriesPerRequest: null };
-  return new Redis(url, options);
+  return new Redis(url, { connectionName: name, lazyConnect: false, retryStrategy, enableOfflineQueue: kind === 'worker', ...perRequest(kind) });
 }
 
 function connectCluster(url: string, nodes: RedisNodeAddress[], kind: RedisKind, name: string): Cluster {
@@ -64,7 +61,7 @@ function connectCluster(url: string, nodes: RedisNodeAddress[], kind: RedisKind,
   const redisOptions: RedisOptions = {
     connectionName: name,
     ...credentialsOf(url),
-    ...(kind === 'producer' ? { maxRetriesPerRequest: 1, commandTimeout: 2000 } : { maxRetriesPerRequest: null }),
+    ...perRequest(kind),
   };
   const options: ClusterOptions = {
     lazyConnect: false,

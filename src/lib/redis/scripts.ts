@@ -4,9 +4,9 @@ import type { RedisClient } from './connection.js';
 /**
  * SET NX PX per key, in one script: 0 for a key set now (this caller has it for its TTL), else how long
  * it stays taken. The TTL is ARGV[i] for the i-th key when there is one per key, else ARGV[1] for all.
- * All of a call's keys must share one hash tag (Skyhook's are under the queue prefix's),
- * so on a Redis Cluster they live in one slot and a multi-key script is allowed. Used for the OAuth nonces
- * (the C5 fetch slots are taken by the company gate's start script): one command for a whole batch.
+ * A call's keys share one hash tag (the queue prefix's), so on a Redis Cluster they live in one slot and
+ * a multi-key script is allowed. One command for a whole batch of OAuth nonces (the C5 fetch slots are
+ * taken by the company gate's own script).
  */
 const RESERVE_KEYS = `
 local out = {}
