@@ -2,9 +2,10 @@
  * What a pipeline asks of Redis and PostgreSQL (issue #33, part 2): counts read around a window, per
  * notification or per second, for Skyhook and the minimal pipeline (bench/baseline.ts) alike.
  *
- * - Redis: `INFO commandstats`, server-wide (the bench's own INFO calls left out). A command a Lua script
- *   runs counts too, under its own name: `total` is every command Redis executed, `evalsha`, `eval` and
- *   `fcall` (their `_ro` forms included) the scripts called.
+ * - Redis: `INFO commandstats`, server-wide: another client's commands count too (a test suite running
+ *   beside the bench), the bench's own INFO calls do not. A command a Lua script runs counts, under its own
+ *   name: `total` is every command Redis executed, `evalsha`, `eval` and `fcall` (their `_ro` forms
+ *   included) the scripts called.
  * - PostgreSQL: `pg_stat_database` for the measured database: transactions (commits and rollbacks; a
  *   statement outside BEGIN is one) and rows written. Read from a connection to another database, so the
  *   reading is not counted. A backend publishes its counts at most once a second, and those of its last
@@ -49,11 +50,14 @@ export async function openCallsReader(server: string, redisUrl: string): Promise
     await sql.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
   }
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 3 });
+  /** This reader's INFO calls so far: a reading counts those before it, not itself. */
+  let ownInfo = 0;
 
   const readRedis = async (): Promise<Calls['redis']> => {
-    const counts = { total: 0, evalsha: 0, eval: 0, fcall: 0 };
-    for (const [, name, calls] of (await redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-      if (name === 'info') continue;
+    const counts = { total: -ownInfo, evalsha: 0, eval: 0, fcall: 0 };
+    const info = await redis.info('commandstats');
+    ownInfo++;
+    for (const [, name, calls] of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
       const n = Number(calls);
       counts.total += n;
       const family = name!.replace(/_ro$/, '');
