@@ -828,6 +828,9 @@ function printTable(
   console.log(`                          the minimal pipeline: ${formatCalls(b.steady30.callsPerNotification)}`);
   console.log(`Per second idle: Skyhook: ${formatCalls(y.idle.callsPerSecond)}; CPU, % of a core: ${y.idle.cpuPercent.skyhook} / ${y.idle.cpuPercent.postgres} / ${y.idle.cpuPercent.redis}`);
   console.log(`                 the minimal pipeline: ${formatCalls(b.idle.callsPerSecond)}; CPU, % of a core: ${nodeCpu(b.idle.cpuPercent)}`);
+  const busy = Math.max(y.idle.cpuPercent.postgres, y.idle.cpuPercent.redis, b.idle.cpuPercent.postgres, b.idle.cpuPercent.redis);
+  // Idle, either pipeline leaves both databases at about 1 % of a core: more is another program's work, read as theirs.
+  if (busy >= 5) console.log(`(PostgreSQL or Redis used ${busy} % of a core while a pipeline was idle: other work on this machine; the ratios and counts above include it)`);
   if (!y.pgStatStatements) console.log('(PostgreSQL statements are not counted: pg_stat_statements is not in shared_preload_libraries; transactions from pg_stat_database instead)');
   if (f.ingestErrors! > 0) console.log(`\n${f.ingestErrors} ingest requests were not answered 2xx`);
 }
