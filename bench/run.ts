@@ -540,7 +540,8 @@ interface BaselineResult {
 /**
  * The second yardstick: the minimal durable pipeline (bench/baseline.ts) in its own process, on a database
  * and a Redis prefix of its own, both created anew and removed afterwards. Warmed up as Skyhook is, then
- * the same steady 500/s as Skyhook's phase 6, then idle and a light day as Skyhook's phases 8 and 9.
+ * (once PostgreSQL's autovacuum is done) the same steady 500/s as Skyhook's phase 6, then idle and a light
+ * day as Skyhook's phases 8 and 9.
  */
 async function measureBaseline(reader: CallsReader, resources: string[]): Promise<BaselineResult> {
   await adminQuery(`DROP DATABASE IF EXISTS ${BASELINE_DB} WITH (FORCE)`);
@@ -554,6 +555,7 @@ async function measureBaseline(reader: CallsReader, resources: string[]): Promis
     const p: Pipeline = { name: 'minimal pipeline', url: `http://127.0.0.1:${PORTS.baseline}/hooks`, authorization, pid: proc.pid!, database: BASELINE_DB, sql, probe: BASELINE_PROBE };
     await warmUp(p.url, inTurn(resources.map((r) => ({ headers: { ...JSON_HEADERS, authorization }, body: notification(r) }))));
     await waitProcessed(sql, 0, WARM_UP_REQUESTS, 120_000, BASELINE_PROBE);
+    await autovacuumDone(sql);
     await sleep(1500);
     log('   a steady 500 notifications/s');
     const steady = await steady500(p);
@@ -582,7 +584,7 @@ async function main(): Promise<void> {
   if (TRACES) await startTs('./otlp-sink.ts', PORTS.otlpSink);
 
   const reader = await openCallsReader(SERVER, REDIS_URL);
-  log('1/9 ceiling: bare Fastify JSON route');
+  log('1/10 ceiling: bare Fastify JSON route');
   const redisBefore = await reader.redis();
   const ceilingStarted = performance.now();
   const ceilingBefore = await measureCeiling();
@@ -590,15 +592,16 @@ async function main(): Promise<void> {
   const othersRedis = ((await reader.redis()).total - redisBefore.total) / ((performance.now() - ceilingStarted) / 1000);
   log(`    Redis meanwhile: ${Math.round(othersRedis)} commands/s from other clients${othersRedis >= 1 ? ' (they are counted with the pipelines\' below)' : ''}`);
   const resources = Array.from({ length: 2000 }, (_, i) => `rfq-${i}`);
-  // The second yardstick runs before Skyhook starts and is stopped, its database dropped and its Redis keys
-  // deleted before Skyhook starts: PostgreSQL's and Redis's CPU is read machine-wide, and an idle Skyhook
-  // still polls both, so neither pipeline may exist while the other is measured. Once, not around Skyhook as
-  // the ceiling is: CPU per notification moves little within minutes (the ceiling's process stayed at 19–21 µs
-  // a request while its requests/s moved by a quarter), and a second reading would add a minute.
-  let baseline: BaselineResult | undefined;
+  // The second yardstick runs before Skyhook starts, and again once Skyhook has stopped; each time it is
+  // stopped itself, its database dropped and its Redis keys deleted, before Skyhook starts or the bench ends.
+  // PostgreSQL's and Redis's CPU is read machine-wide, and an idle Skyhook still polls both: neither pipeline
+  // may run while the other is measured. Twice, around Skyhook, as the ceiling is, and the ratios divide by
+  // the mean: with one reading before Skyhook, the minimal pipeline's 500/s p50 was 2.1–5.3 ms in four full
+  // runs and 18.5 ms in a fifth whose minute was busier than Skyhook's (a p50 ratio of 0.45 against 7–12).
+  const baselines: BaselineResult[] = [];
   if (ROLE !== 'api') {
-    log('2/9 the minimal pipeline (bench/baseline.ts): warm-up, a steady 500/s, idle, a steady 30/s');
-    baseline = await measureBaseline(reader, resources);
+    log('2/10 the minimal pipeline (bench/baseline.ts): warm-up, a steady 500/s, idle, a steady 30/s');
+    baselines.push(await measureBaseline(reader, resources));
   }
 
   const skyhook = await startSkyhook();
@@ -643,13 +646,13 @@ async function main(): Promise<void> {
   signedDuringLoad = 0;
   await sleep(1500);
 
-  log('3/9 ingest, Basic');
+  log('3/10 ingest, Basic');
   let cpu = cpuReading(skyhook.pid!);
   const basic = await load({ url: `${SKYHOOK_URL}${seeded.basic.path}`, setup: basicSetup });
   const basicCpu = cpuPerNotification(cpu, (cpu = cpuReading(skyhook.pid!)), basic.ok);
   let ingestPeakRss = peakRssMb(skyhook.pid!);
 
-  log('4/9 ingest, OAuth 1.0a HMAC-SHA1 with body hash');
+  log('4/10 ingest, OAuth 1.0a HMAC-SHA1 with body hash');
   const oauthResult = await load({ url: `${SKYHOOK_URL}/hooks`, setup: oauthSetup });
   const oauthCpu = cpuPerNotification(cpu, cpuReading(skyhook.pid!), oauthResult.ok);
   if (signedDuringLoad > 0) log(`    ${signedDuringLoad} requests were signed during the load (the presigned ones ran out)`);
@@ -672,7 +675,7 @@ async function main(): Promise<void> {
     return;
   }
 
-  log('5/9 end to end: distinct resources, as fast as they come');
+  log('5/10 end to end: distinct resources, as fast as they come');
   const e2eCount = QUICK ? 3000 : 20_000;
   let start = await maxId(sql);
   const e2eSetup = inTurn(Array.from({ length: e2eCount }, (_, k) => ({ headers: basicHeaders, body: notification(`e2e-${k}`) })));
@@ -683,7 +686,7 @@ async function main(): Promise<void> {
   log(`    ${Math.round(e2eRps)} processed/s, received to processed`);
   const e2eCpu = cpuPerNotification(cpu, cpuReading(skyhook.pid!), e2eCount);
 
-  log('6/9 received -> processed latency at a steady 500 notifications/s');
+  log('6/10 received -> processed latency at a steady 500 notifications/s');
   const pipeline: Pipeline = {
     name: 'Skyhook',
     url: `${SKYHOOK_URL}${seeded.basic.path}`,
@@ -696,7 +699,7 @@ async function main(): Promise<void> {
   const steady = await steady500(pipeline);
   const steadyCpu = steady.cpu;
 
-  log('7/9 burst: 1,000 notifications over 10 resources within one second');
+  log('7/10 burst: 1,000 notifications over 10 resources within one second');
   start = await maxId(sql);
   const burstIds = Array.from({ length: 10 }, (_, k) => `burst-${k}`);
   const burstSetup = inTurn(burstIds.map((id) => ({ headers: basicHeaders, body: notification(id) })));
@@ -708,7 +711,11 @@ async function main(): Promise<void> {
   // Spans still queued in Skyhook are not counted: compare with the notifications sent, as a floor.
   const traces = TRACES ? await traceCounts() : undefined;
   // The last phases: they end the bench's connection to Skyhook's database (for PostgreSQL's counts).
-  const { idle, light } = await idleThenLightDay(pipeline, reader, [`8/9 Skyhook idle for ${IDLE_S} s`, `9/9 a light day: a steady 30 notifications/s for ${LIGHT_S} s`]);
+  const { idle, light } = await idleThenLightDay(pipeline, reader, [`8/10 Skyhook idle for ${IDLE_S} s`, `9/10 a light day: a steady 30 notifications/s for ${LIGHT_S} s`]);
+
+  log('10/10 the minimal pipeline again, Skyhook stopped');
+  await stopProcess(skyhook);
+  baselines.push(await measureBaseline(reader, resources));
   await reader.close();
   const figures = {
     ceilingRps: Math.round(ceilingRps),
@@ -728,8 +735,8 @@ async function main(): Promise<void> {
   // The second yardstick (SPEC §11's last three rows): Skyhook as a multiple of the minimal pipeline.
   const cpuTotal = (c: CpuReading) => c.skyhook + c.postgres + c.redis;
   const withTotal = (c: CpuReading) => ({ ...c, total: cpuTotal(c) });
-  const asNode = (c: CpuReading) => ({ node: c.skyhook, postgres: c.postgres, redis: c.redis, total: cpuTotal(c) });
-  const b = baseline!;
+  const asNode = (c: CpuReading) => ({ node: Math.round(c.skyhook), postgres: Math.round(c.postgres), redis: Math.round(c.redis), total: Math.round(cpuTotal(c)) });
+  const b = meanOf(baselines[0]!, baselines[1]!);
   const ratios = {
     cpu500: round(cpuTotal(steadyCpu) / cpuTotal(b.steady500.cpu), 2),
     p50_500: round(steady.p50Ms / b.steady500.p50Ms, 2),
@@ -741,16 +748,19 @@ async function main(): Promise<void> {
     baseline: {
       steady500: { cpuUs: asNode(b.steady500.cpu), p50Ms: round(b.steady500.p50Ms, 1), p99Ms: round(b.steady500.p99Ms, 1) },
       steady30: { cpuUs: asNode(b.light.cpu), p50Ms: round(b.light.p50Ms, 1), p99Ms: round(b.light.p99Ms, 1), callsPerNotification: b.light.callsPerNotification },
-      idle: { cpuPercent: { node: b.idle.cpuPercent.skyhook, postgres: b.idle.cpuPercent.postgres, redis: b.idle.cpuPercent.redis }, callsPerSecond: b.idle.callsPerSecond },
+      idle: { cpuPercent: { node: round(b.idle.cpuPercent.skyhook, 1), postgres: round(b.idle.cpuPercent.postgres, 1), redis: round(b.idle.cpuPercent.redis, 1) }, callsPerSecond: b.idle.callsPerSecond },
     },
     ratios,
+    baselineBeforeAfter: baselines.map((r) => ({ cpu500: cpuTotal(r.steady500.cpu), p50_500: round(r.steady500.p50Ms, 1), cpu30: cpuTotal(r.light.cpu) })),
     pgStatStatements: reader.statements,
   };
   const ceilings = [ceilingBefore, ceilingAfter];
   const ceilingCpuUs = Math.round(ceilingMean((c) => c.cpuUs));
   const ceilingRpsBeforeAfter = ceilings.map((c) => Math.round(c.rps));
   const loadGeneratorCpuUsPerRequest = { ceiling: Math.round(ceilingMean((c) => c.loadGenCpuUs)), basic: basic.loadGenCpuUs, oauth: oauthResult.loadGenCpuUs };
-  printTable(figures, { ceilings, basic, oauthResult, burstFetches, cpuUsPerNotification, ceilingCpuUs, loadGeneratorCpuUsPerRequest, yardstick, steady500: steady });
+  // Idle, either pipeline leaves both databases at about 1 % of a core: more is another program's work, read as theirs.
+  const busyPercent = Math.max(...[idle, ...baselines.map((r) => r.idle)].flatMap((i) => [i.cpuPercent.postgres, i.cpuPercent.redis]));
+  printTable(figures, { ceilings, basic, oauthResult, burstFetches, cpuUsPerNotification, ceilingCpuUs, loadGeneratorCpuUsPerRequest, yardstick, steady500: steady, busyPercent });
   if (traces) log(`traces: ${traces.spans} spans exported in ${traces.requests} requests (${Math.round(traces.bytes / 1e6)} MB), ${traces.dropped} dropped`);
   if (JSON_OUT) console.log(JSON.stringify({ ...figures, ceilingRpsBeforeAfter, cpuUsPerNotification, ceilingCpuUsPerRequest: ceilingCpuUs, loadGeneratorCpuUsPerRequest, ...yardstick, ...(traces ? { traces } : {}) }));
   // The CI smoke run (.ci/run) fails on this exit code: every figure measured, every ingest request 2xx.
@@ -768,6 +778,13 @@ async function main(): Promise<void> {
 const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 ** digits;
 
 type NodeCpu = { node: number; postgres: number; redis: number };
+
+/** The mean of two readings of the same shape, number by number to 2 decimals (a null stays null). */
+function meanOf<T>(a: T, b: T): T {
+  if (typeof a === 'number') return round(((a as number) + (b as number)) / 2, 2) as T;
+  if (a === null || typeof a !== 'object') return a;
+  return Object.fromEntries(Object.entries(a).map(([k, v]) => [k, meanOf(v, (b as Record<string, unknown>)[k])])) as T;
+}
 /** The second yardstick's figures, as the JSON line gives them (SPEC §11's last three rows: `ratios`). */
 interface Yardstick {
   /** Skyhook at 30/s and idle. */
@@ -780,6 +797,8 @@ interface Yardstick {
     idle: { cpuPercent: NodeCpu; callsPerSecond: Calls };
   };
   ratios: { cpu500: number; p50_500: number; cpu30: number };
+  /** The minimal pipeline's two readings, before Skyhook and after it (CPU per notification in all, µs; p50, ms): `baseline` is their mean. */
+  baselineBeforeAfter: { cpu500: number; p50_500: number; cpu30: number }[];
   /** Whether PostgreSQL statements were counted (pg_stat_statements), or only transactions. */
   pgStatStatements: boolean;
 }
@@ -796,6 +815,8 @@ function printTable(
     loadGeneratorCpuUsPerRequest: Record<string, number>;
     yardstick: Yardstick;
     steady500: Steady;
+    /** The most CPU PostgreSQL or Redis used while a pipeline was idle, per cent of a core. */
+    busyPercent: number;
   },
 ): void {
   const y = extra.yardstick;
@@ -823,14 +844,14 @@ function printTable(
   console.log('CPU per request of the load generator, µs: ' + Object.entries(extra.loadGeneratorCpuUsPerRequest).map(([load, us]) => `${load} ${us}`).join(', '));
   const nodeCpu = (c: NodeCpu) => `${c.node} / ${c.postgres} / ${c.redis}`;
   console.log(`\nThe minimal pipeline (bench/baseline.ts), CPU per notification, µs (its process / PostgreSQL / Redis): steady500 ${nodeCpu(b.steady500.cpuUs)}, steady30 ${nodeCpu(b.steady30.cpuUs)}`);
+  const [before, after] = y.baselineBeforeAfter;
+  console.log(`its two readings, before Skyhook / after: CPU per notification at 500/s ${before?.cpu500} / ${after?.cpu500} µs, p50 ${before?.p50_500} / ${after?.p50_500} ms; at 30/s ${before?.cpu30} / ${after?.cpu30} µs`);
   console.log(`received -> processed p50 (p99), ms: Skyhook at 500/s ${round(extra.steady500.p50Ms, 1)} (${round(extra.steady500.p99Ms, 1)}), at 30/s ${y.steady30.p50Ms} (${y.steady30.p99Ms}); the minimal pipeline at 500/s ${b.steady500.p50Ms} (${b.steady500.p99Ms}), at 30/s ${b.steady30.p50Ms} (${b.steady30.p99Ms})`);
   console.log(`Per notification at 30/s: Skyhook: ${formatCalls(y.steady30.callsPerNotification)}`);
   console.log(`                          the minimal pipeline: ${formatCalls(b.steady30.callsPerNotification)}`);
   console.log(`Per second idle: Skyhook: ${formatCalls(y.idle.callsPerSecond)}; CPU, % of a core: ${y.idle.cpuPercent.skyhook} / ${y.idle.cpuPercent.postgres} / ${y.idle.cpuPercent.redis}`);
   console.log(`                 the minimal pipeline: ${formatCalls(b.idle.callsPerSecond)}; CPU, % of a core: ${nodeCpu(b.idle.cpuPercent)}`);
-  const busy = Math.max(y.idle.cpuPercent.postgres, y.idle.cpuPercent.redis, b.idle.cpuPercent.postgres, b.idle.cpuPercent.redis);
-  // Idle, either pipeline leaves both databases at about 1 % of a core: more is another program's work, read as theirs.
-  if (busy >= 5) console.log(`(PostgreSQL or Redis used ${busy} % of a core while a pipeline was idle: other work on this machine; the ratios and counts above include it)`);
+  if (extra.busyPercent >= 5) console.log(`(PostgreSQL or Redis used ${extra.busyPercent} % of a core while a pipeline was idle: other work on this machine; the ratios and counts above include it)`);
   if (!y.pgStatStatements) console.log('(PostgreSQL statements are not counted: pg_stat_statements is not in shared_preload_libraries; transactions from pg_stat_database instead)');
   if (f.ingestErrors! > 0) console.log(`\n${f.ingestErrors} ingest requests were not answered 2xx`);
 }
