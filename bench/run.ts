@@ -851,6 +851,7 @@ function printTable(
   console.log(`                          the minimal pipeline: ${formatCalls(b.steady30.callsPerNotification)}`);
   console.log(`Per second idle: Skyhook: ${formatCalls(y.idle.callsPerSecond)}; CPU, % of a core: ${y.idle.cpuPercent.skyhook} / ${y.idle.cpuPercent.postgres} / ${y.idle.cpuPercent.redis}`);
   console.log(`                 the minimal pipeline: ${formatCalls(b.idle.callsPerSecond)}; CPU, % of a core: ${nodeCpu(b.idle.cpuPercent)}`);
+  if (QUICK) console.log(`(quick run: ${SETTLE_MS / 1000} s of quiet around the counting windows, not 11: PostgreSQL's counts hold some of the phases before)`);
   if (extra.busyPercent >= 5) console.log(`(PostgreSQL or Redis used ${extra.busyPercent} % of a core while a pipeline was idle: other work on this machine; the ratios and counts above include it)`);
   if (!y.pgStatStatements) console.log('(PostgreSQL statements are not counted: pg_stat_statements is not in shared_preload_libraries; transactions from pg_stat_database instead)');
   if (f.ingestErrors! > 0) console.log(`\n${f.ingestErrors} ingest requests were not answered 2xx`);
