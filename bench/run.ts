@@ -1,8 +1,11 @@
 /**
  * `npm run bench` (SPEC §11): every figure in one run on this machine, against the local PostgreSQL
  * and Redis. Skyhook runs as its own `all` process (`node dist/cli.js start`, built first), the ceiling is a bare
- * Fastify process, resources come from a local resource server, and autocannon is the load generator
- * for both. `-- --json` ends the output with one JSON line; `-- --quick` is the short CI smoke run, which
+ * Fastify process, the second yardstick a minimal durable pipeline in its own process (bench/baseline.ts,
+ * measured before Skyhook starts), resources come from a local resource server, and autocannon is the load
+ * generator for all of them (paced() for the steady rates). It also counts the Redis commands and PostgreSQL
+ * transactions of a notification at 30/s and of a second idle, for Skyhook and the minimal pipeline
+ * (bench/calls.ts). `-- --json` ends the output with one JSON line; `-- --quick` is the short CI smoke run, which
  * exits non-zero when a figure is missing or not finite or an ingest request was not answered 2xx.
  * Throughput counts 2xx answers only. `-- --console` measures the operator console on 5 million stored
  * notifications instead (bench/console.ts). `-- --tenants` measures SPEC §5.1's many-companies rows
@@ -19,6 +22,7 @@ import { Pool } from 'undici';
 import { encryptSecret, randomToken, sha256 } from '../src/lib/crypto.js';
 import { runConsoleBench } from './console.js';
 import { runTenantsBench } from './tenants.js';
+import { callsBetween, formatCalls, openCallsReader, type Calls, type CallsReader } from './calls.js';
 import { deleteKeysWithPrefix } from '../src/lib/redis/keys.js';
 
 const args = new Set(process.argv.slice(2));
@@ -34,7 +38,20 @@ const DATABASE_URL = `${SERVER}/${DB_NAME}`;
 const SECRET_KEY = randomBytes(32).toString('base64');
 /** Skyhook's admin token for this run (`--tenants` replaces a token through the admin API, and signs in to the console). */
 const ADMIN_TOKEN = randomToken(24);
-const PORTS = { ceiling: 3901, skyhook: 3902, resources: 3903, otlpSink: 3904 };
+const PORTS = { ceiling: 3901, skyhook: 3902, resources: 3903, otlpSink: 3904, baseline: 3905 };
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** The minimal pipeline's (bench/baseline.ts) database, Redis key prefix and Basic credential (user:secret). */
+const BASELINE_DB = 'skyhook_bench_baseline';
+const BASELINE_PREFIX = '{skyhook-bench-baseline}';
+const BASELINE_CREDENTIAL = `bench:${randomToken(24)}`;
+/** A light day (30 notifications/s) lasts this long; the idle reading before it, IDLE_S. */
+const LIGHT_S = QUICK ? 5 : 20;
+const IDLE_S = QUICK ? 3 : 10;
+/**
+ * Quiet before the idle and light-day readings: PostgreSQL publishes a backend's transaction counts up to
+ * 10 s after its last transaction (bench/calls.ts). The quick run waits less; its counts are only a smoke test.
+ */
+const SETTLE_MS = QUICK ? 2000 : 11_000;
 const SKYHOOK_URL = `http://127.0.0.1:${PORTS.skyhook}`;
 const API_BASE = `http://127.0.0.1:${PORTS.resources}/api`;
 const children: ChildProcess[] = [];
@@ -44,8 +61,13 @@ const ROLE = process.env.BENCH_ROLE ?? 'all';
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function startTs(file: string, port: number): Promise<ChildProcess> {
-  const child = fork(new URL(file, import.meta.url), [], { env: { ...process.env, PORT: String(port) }, execArgv: ['--import', 'tsx'], stdio: 'ignore' });
+/** A bench/ server in its own process, ready when it says so; `env` is added to its environment (and its stderr shown). */
+function startTs(file: string, port: number, env?: Record<string, string>): Promise<ChildProcess> {
+  const child = fork(new URL(file, import.meta.url), [], {
+    env: { ...process.env, ...env, PORT: String(port) },
+    execArgv: ['--import', 'tsx'],
+    stdio: env ? ['ignore', 'ignore', 'inherit', 'ipc'] : 'ignore',
+  });
   children.push(child);
   return new Promise((resolve, reject) => {
     child.once('message', () => resolve(child));
@@ -93,7 +115,7 @@ async function resetState(): Promise<void> {
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${DB_NAME} WITH (FORCE)`);
   await admin.end();
-  await deleteKeysWithPrefix(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', '{skyhook-bench}');
+  await deleteKeysWithPrefix(REDIS_URL, '{skyhook-bench}');
 }
 
 interface Seeded {
@@ -288,13 +310,28 @@ function cpuReading(skyhookPid?: number): CpuReading {
   return reading;
 }
 
-/** CPU µs per notification between two readings, logged under the load's own line. */
-function cpuPerNotification(before: CpuReading, after: CpuReading, notifications: number): CpuReading {
+/** CPU µs per notification between two readings, logged under the load's own line (`name`: whose process `skyhook` is). */
+function cpuPerNotification(before: CpuReading, after: CpuReading, notifications: number, name = 'Skyhook'): CpuReading {
   const per = (k: keyof CpuReading) => Math.round(((after[k] - before[k]) * 1e6) / notifications);
   const cost = { skyhook: per('skyhook'), postgres: per('postgres'), redis: per('redis') };
-  log(`    CPU per notification: Skyhook ${cost.skyhook} µs, PostgreSQL ${cost.postgres} µs, Redis ${cost.redis} µs`);
+  log(`    CPU per notification: ${name} ${cost.skyhook} µs, PostgreSQL ${cost.postgres} µs, Redis ${cost.redis} µs`);
   return cost;
 }
+
+/** How to tell a pipeline's pending notifications from its done ones (`$1`: the load's first id - 1). */
+interface Probe {
+  pending: string;
+  doneSince: string;
+}
+const SKYHOOK_PROBE: Probe = {
+  pending: `SELECT EXISTS (SELECT 1 FROM notifications WHERE status IN ('received', 'queued')) AS pending`,
+  doneSince: `SELECT count(*)::int AS n FROM notifications WHERE id > $1 AND status IN ('processed', 'failed')`,
+};
+/** The minimal pipeline's (bench/baseline.ts): the same probe on its own partial index of pending rows. */
+const BASELINE_PROBE: Probe = {
+  pending: `SELECT EXISTS (SELECT 1 FROM notifications WHERE processed_at IS NULL) AS pending`,
+  doneSince: `SELECT count(*)::int AS n FROM notifications WHERE id > $1 AND processed_at IS NOT NULL`,
+};
 
 /**
  * Waits until every notification after `minId` is done, and returns when. Every 20 ms it asks whether any
@@ -304,13 +341,13 @@ function cpuPerNotification(before: CpuReading, after: CpuReading, notifications
  * pending ones, whose bitmap scan visits every row the index still lists, processed ones included, until
  * vacuum. Once none is pending, one full count checks that all `count` arrived.
  */
-async function waitProcessed(sql: pg.Client, minId: number, count: number, timeoutMs = 120_000): Promise<number> {
+async function waitProcessed(sql: pg.Client, minId: number, count: number, timeoutMs = 120_000, probe = SKYHOOK_PROBE): Promise<number> {
   const started = Date.now();
   for (;;) {
-    const { rows } = await sql.query(`SELECT EXISTS (SELECT 1 FROM notifications WHERE status IN ('received', 'queued')) AS pending`);
+    const { rows } = await sql.query(probe.pending);
     const now = Date.now();
     if (!rows[0].pending) {
-      const done = await sql.query(`SELECT count(*)::int AS n FROM notifications WHERE id > $1 AND status IN ('processed', 'failed')`, [minId]);
+      const done = await sql.query(probe.doneSince, [minId]);
       if (done.rows[0].n < count) throw new Error(`only ${done.rows[0].n} of ${count} notifications were processed; the rest never arrived`);
       return now;
     }
@@ -361,6 +398,177 @@ async function measureCeiling(skyhookPid?: number): Promise<CeilingResult> {
   }
 }
 
+/** A pipeline under measure at a steady rate: Skyhook, or the minimal pipeline (bench/baseline.ts). */
+interface Pipeline {
+  /** In the log lines. */
+  name: string;
+  /** Where its notifications are POSTed, and their Basic credential. */
+  url: string;
+  authorization: string;
+  /** Its process: `skyhook` in a CpuReading. */
+  pid: number;
+  database: string;
+  /** The bench's connection to its database. */
+  sql: pg.Client;
+  probe: Probe;
+}
+
+/** A steady load's figures: CPU per notification (µs) and received -> processed latency (ms). */
+interface Steady {
+  cpu: CpuReading;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+/** A pipeline idle: its CPU (and both databases'), per cent of a core, and its calls to them per second. */
+interface Idle {
+  cpuPercent: CpuReading;
+  callsPerSecond: Calls;
+}
+
+/** Ends a child process gracefully, and resolves once it has exited. */
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+/** received -> processed of the notifications after `minId` (both pipelines have these columns), ms. */
+async function latency(sql: pg.Client, minId: number): Promise<{ p50Ms: number; p99Ms: number }> {
+  const { rows } = await sql.query(
+    `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99
+     FROM (SELECT extract(epoch FROM processed_at - received_at) * 1000 AS ms FROM notifications WHERE id > $1) t`,
+    [minId],
+  );
+  return { p50Ms: Number(rows[0].p50), p99Ms: Number(rows[0].p99) };
+}
+
+/** A steady 500 notifications/s of distinct resources, the same load for both pipelines. */
+async function steady500(p: Pipeline): Promise<Steady> {
+  const start = await maxId(p.sql);
+  const count = 500 * DURATION_S;
+  let seq = 0;
+  const cpu = cpuReading(p.pid);
+  await paced({ url: p.url, rate: 500, count, connections: 16, request: () => ({ headers: { authorization: p.authorization }, body: notification(`steady-${seq++}`) }) });
+  await waitProcessed(p.sql, start, count, 120_000, p.probe);
+  // At a steady rate every batch is small: a notification pays each stage's fixed costs nearly alone.
+  const cost = cpuPerNotification(cpu, cpuReading(p.pid), count, p.name);
+  return { cpu: cost, ...(await latency(p.sql, start)) };
+}
+
+/**
+ * The pipeline idle for IDLE_S, then a light day, 30 notifications/s for LIGHT_S: what it costs when little
+ * happens, where its fixed costs (timers, polls, lock renewals) weigh. Both windows start after SETTLE_MS of
+ * quiet and after autovacuum, so that PostgreSQL's counts hold only their own window (bench/calls.ts). The
+ * light day's CPU and Redis readings are taken as soon as nothing is pending (polled as waitProcessed does,
+ * every 20 ms; each poll is one transaction, taken off the counts); its PostgreSQL reading SETTLE_MS later,
+ * once every backend has published its counts, less what the pipeline does idle in that time.
+ */
+async function idleThenLightDay(p: Pipeline, reader: CallsReader, labels: [string, string]): Promise<{ idle: Idle; light: Steady & { callsPerNotification: Calls } }> {
+  const start = await maxId(p.sql);
+  await autovacuumDone(p.sql);
+  await sleep(SETTLE_MS);
+
+  log(labels[0]);
+  const cpu0 = cpuReading(p.pid);
+  const calls0 = await reader.read(p.database);
+  const t0 = performance.now();
+  await sleep(IDLE_S * 1000);
+  const cpu1 = cpuReading(p.pid);
+  const calls1 = await reader.read(p.database);
+  const seconds = (performance.now() - t0) / 1000;
+  const share = (k: keyof CpuReading) => round(((cpu1[k] - cpu0[k]) / seconds) * 100, 1);
+  const idle: Idle = { cpuPercent: { skyhook: share('skyhook'), postgres: share('postgres'), redis: share('redis') }, callsPerSecond: callsBetween(calls0, calls1, seconds) };
+  log(`    of a core: ${p.name} ${idle.cpuPercent.skyhook} %, PostgreSQL ${idle.cpuPercent.postgres} %, Redis ${idle.cpuPercent.redis} %`);
+  log(`    per second: ${formatCalls(idle.callsPerSecond)}`);
+
+  log(labels[1]);
+  const count = 30 * LIGHT_S;
+  let seq = 0;
+  await paced({ url: p.url, rate: 30, count, connections: 16, request: () => ({ headers: { authorization: p.authorization }, body: notification(`light-${seq++}`) }) });
+  let polls = 0;
+  for (const since = Date.now(); ; await sleep(20)) {
+    polls++;
+    if (!(await p.sql.query(p.probe.pending)).rows[0].pending) break;
+    if (Date.now() - since > 60_000) throw new Error(`${p.name}: notifications still pending 60 s after the light day`);
+  }
+  const cpu2 = cpuReading(p.pid);
+  const redis2 = await reader.redis();
+  const t2 = performance.now();
+  await p.sql.end(); // its polls' counts are published as its backend ends
+  await sleep(SETTLE_MS);
+  const postgres2 = await reader.postgres(p.database);
+  const quiet = (performance.now() - t2) / 1000;
+  const idlePg = idle.callsPerSecond.postgres;
+  postgres2.xacts -= polls + idlePg.xacts * quiet;
+  postgres2.rowsInserted -= idlePg.rowsInserted * quiet;
+  postgres2.rowsUpdated -= idlePg.rowsUpdated * quiet;
+  postgres2.rowsDeleted -= idlePg.rowsDeleted * quiet;
+  if (postgres2.statements !== null) postgres2.statements -= polls + (idlePg.statements ?? 0) * quiet;
+  const cpu = cpuPerNotification(cpu1, cpu2, count, p.name);
+  const callsPerNotification = callsBetween(calls1, { redis: redis2, postgres: postgres2 }, count);
+  log(`    per notification: ${formatCalls(callsPerNotification)}`);
+
+  const sql = new pg.Client({ connectionString: `${SERVER}/${p.database}` });
+  await sql.connect();
+  try {
+    const done = (await sql.query(p.probe.doneSince, [start])).rows[0].n as number;
+    if (done < count) throw new Error(`${p.name}: only ${done} of ${count} light-day notifications were processed; the rest never arrived`);
+    return { idle, light: { cpu, ...(await latency(sql, start)), callsPerNotification } };
+  } finally {
+    await sql.end();
+  }
+}
+
+async function adminQuery(text: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: `${SERVER}/postgres` });
+  await admin.connect();
+  try {
+    await admin.query(text);
+  } finally {
+    await admin.end();
+  }
+}
+
+interface BaselineResult {
+  steady500: Steady;
+  idle: Idle;
+  light: Steady & { callsPerNotification: Calls };
+}
+
+/**
+ * The second yardstick: the minimal durable pipeline (bench/baseline.ts) in its own process, on a database
+ * and a Redis prefix of its own, both created anew and removed afterwards. Warmed up as Skyhook is, then
+ * (once PostgreSQL's autovacuum is done) the same steady 500/s as Skyhook's phase 6, then idle and a light
+ * day as Skyhook's phases 8 and 9.
+ */
+async function measureBaseline(reader: CallsReader, resources: string[]): Promise<BaselineResult> {
+  await adminQuery(`DROP DATABASE IF EXISTS ${BASELINE_DB} WITH (FORCE)`);
+  await adminQuery(`CREATE DATABASE ${BASELINE_DB}`);
+  await deleteKeysWithPrefix(REDIS_URL, BASELINE_PREFIX);
+  const proc = await startTs('./baseline.ts', PORTS.baseline, { DATABASE_URL: `${SERVER}/${BASELINE_DB}`, REDIS_URL, QUEUE_PREFIX: BASELINE_PREFIX, BASIC_CREDENTIAL: BASELINE_CREDENTIAL });
+  const sql = new pg.Client({ connectionString: `${SERVER}/${BASELINE_DB}` });
+  try {
+    await sql.connect();
+    const authorization = `Basic ${Buffer.from(BASELINE_CREDENTIAL).toString('base64')}`;
+    const p: Pipeline = { name: 'minimal pipeline', url: `http://127.0.0.1:${PORTS.baseline}/hooks`, authorization, pid: proc.pid!, database: BASELINE_DB, sql, probe: BASELINE_PROBE };
+    await warmUp(p.url, inTurn(resources.map((r) => ({ headers: { ...JSON_HEADERS, authorization }, body: notification(r) }))));
+    await waitProcessed(sql, 0, WARM_UP_REQUESTS, 120_000, BASELINE_PROBE);
+    await autovacuumDone(sql);
+    await sleep(1500);
+    log('   a steady 500 notifications/s');
+    const steady = await steady500(p);
+    const { idle, light } = await idleThenLightDay(p, reader, [`   idle for ${IDLE_S} s`, `   a steady 30 notifications/s for ${LIGHT_S} s`]);
+    return { steady500: steady, idle, light };
+  } finally {
+    await sql.end();
+    await stopProcess(proc);
+    await adminQuery(`DROP DATABASE IF EXISTS ${BASELINE_DB} WITH (FORCE)`);
+    await deleteKeysWithPrefix(REDIS_URL, BASELINE_PREFIX);
+  }
+}
+
 /** What the sink received, and what Skyhook dropped from its full span queue (its own counter). */
 async function traceCounts(): Promise<{ requests: number; bytes: number; spans: number; dropped: number }> {
   const sink = (await (await fetch(`http://127.0.0.1:${PORTS.otlpSink}/_counts`)).json()) as { requests: number; bytes: number; spans: number };
@@ -375,14 +583,31 @@ async function main(): Promise<void> {
   await startTs('./resource-server.ts', PORTS.resources);
   if (TRACES) await startTs('./otlp-sink.ts', PORTS.otlpSink);
 
-  log('1/6 ceiling: bare Fastify JSON route');
+  const reader = await openCallsReader(SERVER, REDIS_URL);
+  log('1/10 ceiling: bare Fastify JSON route');
+  const redisBefore = await reader.redis();
+  const ceilingStarted = performance.now();
   const ceilingBefore = await measureCeiling();
+  // Redis's command counts are server-wide: nothing of the bench uses Redis yet, so this is other clients'.
+  const othersRedis = ((await reader.redis()).total - redisBefore.total) / ((performance.now() - ceilingStarted) / 1000);
+  log(`    Redis meanwhile: ${Math.round(othersRedis)} commands/s from other clients${othersRedis >= 1 ? ' (they are counted with the pipelines\' below)' : ''}`);
+  const resources = Array.from({ length: 2000 }, (_, i) => `rfq-${i}`);
+  // The second yardstick runs before Skyhook starts, and again once Skyhook has stopped; each time it is
+  // stopped itself, its database dropped and its Redis keys deleted, before Skyhook starts or the bench ends.
+  // PostgreSQL's and Redis's CPU is read machine-wide, and an idle Skyhook still polls both: neither pipeline
+  // may run while the other is measured. Twice, around Skyhook, as the ceiling is, and the ratios divide by
+  // the mean: with one reading before Skyhook, the minimal pipeline's 500/s p50 was 2.1–5.3 ms in four full
+  // runs and 18.5 ms in a fifth whose minute was busier than Skyhook's (a p50 ratio of 0.45 against 7–12).
+  const baselines: BaselineResult[] = [];
+  if (ROLE !== 'api') {
+    log('2/10 the minimal pipeline (bench/baseline.ts): warm-up, a steady 500/s, idle, a steady 30/s');
+    baselines.push(await measureBaseline(reader, resources));
+  }
 
   const skyhook = await startSkyhook();
   const sql = new pg.Client({ connectionString: DATABASE_URL });
   await sql.connect();
   const seeded = await seed(sql);
-  const resources = Array.from({ length: 2000 }, (_, i) => `rfq-${i}`);
   let i = 0;
 
   const basicHeaders = { ...JSON_HEADERS, authorization: seeded.basic.authorization };
@@ -421,13 +646,13 @@ async function main(): Promise<void> {
   signedDuringLoad = 0;
   await sleep(1500);
 
-  log('2/6 ingest, Basic');
+  log('3/10 ingest, Basic');
   let cpu = cpuReading(skyhook.pid!);
   const basic = await load({ url: `${SKYHOOK_URL}${seeded.basic.path}`, setup: basicSetup });
   const basicCpu = cpuPerNotification(cpu, (cpu = cpuReading(skyhook.pid!)), basic.ok);
   let ingestPeakRss = peakRssMb(skyhook.pid!);
 
-  log('3/6 ingest, OAuth 1.0a HMAC-SHA1 with body hash');
+  log('4/10 ingest, OAuth 1.0a HMAC-SHA1 with body hash');
   const oauthResult = await load({ url: `${SKYHOOK_URL}/hooks`, setup: oauthSetup });
   const oauthCpu = cpuPerNotification(cpu, cpuReading(skyhook.pid!), oauthResult.ok);
   if (signedDuringLoad > 0) log(`    ${signedDuringLoad} requests were signed during the load (the presigned ones ran out)`);
@@ -446,10 +671,11 @@ async function main(): Promise<void> {
     // Diagnosis only: without a worker nothing gets processed, so the ingest figures are all there is.
     log(`ROLE=api: Basic ${Math.round(basic.rps)} req/s (${round(basic.rps / ceilingRps, 3)}), OAuth ${Math.round(oauthResult.rps)} req/s (${round(oauthResult.rps / ceilingRps, 3)}), peak RSS ${Math.round(ingestPeakRss)} MB`);
     await sql.end();
+    await reader.close();
     return;
   }
 
-  log('4/6 end to end: distinct resources, as fast as they come');
+  log('5/10 end to end: distinct resources, as fast as they come');
   const e2eCount = QUICK ? 3000 : 20_000;
   let start = await maxId(sql);
   const e2eSetup = inTurn(Array.from({ length: e2eCount }, (_, k) => ({ headers: basicHeaders, body: notification(`e2e-${k}`) })));
@@ -460,22 +686,20 @@ async function main(): Promise<void> {
   log(`    ${Math.round(e2eRps)} processed/s, received to processed`);
   const e2eCpu = cpuPerNotification(cpu, cpuReading(skyhook.pid!), e2eCount);
 
-  log('5/6 received -> processed latency at a steady 500 notifications/s');
-  start = await maxId(sql);
-  const steadyCount = 500 * DURATION_S;
-  let seq = 0;
-  cpu = cpuReading(skyhook.pid!);
-  await paced({ url: `${SKYHOOK_URL}${seeded.basic.path}`, rate: 500, count: steadyCount, connections: 16, request: () => ({ headers: { authorization: seeded.basic.authorization }, body: notification(`steady-${seq++}`) }) });
-  await waitProcessed(sql, start, steadyCount);
-  // At a steady rate every batch is small: a notification pays each stage's fixed costs nearly alone.
-  const steadyCpu = cpuPerNotification(cpu, cpuReading(skyhook.pid!), steadyCount);
-  const { rows: lat } = await sql.query(
-    `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99
-     FROM (SELECT extract(epoch FROM processed_at - received_at) * 1000 AS ms FROM notifications WHERE id > $1) t`,
-    [start],
-  );
+  log('6/10 received -> processed latency at a steady 500 notifications/s');
+  const pipeline: Pipeline = {
+    name: 'Skyhook',
+    url: `${SKYHOOK_URL}${seeded.basic.path}`,
+    authorization: seeded.basic.authorization,
+    pid: skyhook.pid!,
+    database: DB_NAME,
+    sql,
+    probe: SKYHOOK_PROBE,
+  };
+  const steady = await steady500(pipeline);
+  const steadyCpu = steady.cpu;
 
-  log('6/6 burst: 1,000 notifications over 10 resources within one second');
+  log('7/10 burst: 1,000 notifications over 10 resources within one second');
   start = await maxId(sql);
   const burstIds = Array.from({ length: 10 }, (_, k) => `burst-${k}`);
   const burstSetup = inTurn(burstIds.map((id) => ({ headers: basicHeaders, body: notification(id) })));
@@ -484,9 +708,15 @@ async function main(): Promise<void> {
   const counts = (await (await fetch(`http://127.0.0.1:${PORTS.resources}/_counts`)).json()) as Record<string, number>;
   const burstFetches = burstIds.map((id) => counts[`/api/rfqs/${id}`] ?? 0);
 
-  await sql.end();
   // Spans still queued in Skyhook are not counted: compare with the notifications sent, as a floor.
   const traces = TRACES ? await traceCounts() : undefined;
+  // The last phases: they end the bench's connection to Skyhook's database (for PostgreSQL's counts).
+  const { idle, light } = await idleThenLightDay(pipeline, reader, [`8/10 Skyhook idle for ${IDLE_S} s`, `9/10 a light day: a steady 30 notifications/s for ${LIGHT_S} s`]);
+
+  log('10/10 the minimal pipeline again, Skyhook stopped');
+  await stopProcess(skyhook);
+  baselines.push(await measureBaseline(reader, resources));
+  await reader.close();
   const figures = {
     ceilingRps: Math.round(ceilingRps),
     basicRps: Math.round(basic.rps),
@@ -495,24 +725,48 @@ async function main(): Promise<void> {
     oauthRatio: round(oauthResult.rps / ceilingRps, 3),
     ingestP99Ms: Math.max(basic.p99, oauthResult.p99),
     e2eRps: Math.round(e2eRps),
-    e2eP50Ms: round(Number(lat[0].p50), 1),
-    e2eP99Ms: round(Number(lat[0].p99), 1),
+    e2eP50Ms: round(steady.p50Ms, 1),
+    e2eP99Ms: round(steady.p99Ms, 1),
     burstFetchesPerResource: round(Math.max(...burstFetches), 1),
     peakRssMb: Math.round(ingestPeakRss),
     ingestErrors: basic.non2xx + oauthResult.non2xx,
   };
-  const cpuUsPerNotification = { basic: basicCpu, oauth: oauthCpu, e2e: e2eCpu, steady500: steadyCpu };
+  const cpuUsPerNotification = { basic: basicCpu, oauth: oauthCpu, e2e: e2eCpu, steady500: steadyCpu, steady30: light.cpu };
+  // The second yardstick (SPEC §11's last three rows): Skyhook as a multiple of the minimal pipeline.
+  const cpuTotal = (c: CpuReading) => c.skyhook + c.postgres + c.redis;
+  const withTotal = (c: CpuReading) => ({ ...c, total: cpuTotal(c) });
+  const asNode = (c: CpuReading) => ({ node: Math.round(c.skyhook), postgres: Math.round(c.postgres), redis: Math.round(c.redis), total: Math.round(cpuTotal(c)) });
+  const b = meanOf(baselines[0]!, baselines[1]!);
+  const ratios = {
+    cpu500: round(cpuTotal(steadyCpu) / cpuTotal(b.steady500.cpu), 2),
+    p50_500: round(steady.p50Ms / b.steady500.p50Ms, 2),
+    cpu30: round(cpuTotal(light.cpu) / cpuTotal(b.light.cpu), 2),
+  };
+  const yardstick: Yardstick = {
+    steady30: { cpuUs: withTotal(light.cpu), p50Ms: round(light.p50Ms, 1), p99Ms: round(light.p99Ms, 1), callsPerNotification: light.callsPerNotification },
+    idle: { cpuPercent: idle.cpuPercent, callsPerSecond: idle.callsPerSecond },
+    baseline: {
+      steady500: { cpuUs: asNode(b.steady500.cpu), p50Ms: round(b.steady500.p50Ms, 1), p99Ms: round(b.steady500.p99Ms, 1) },
+      steady30: { cpuUs: asNode(b.light.cpu), p50Ms: round(b.light.p50Ms, 1), p99Ms: round(b.light.p99Ms, 1), callsPerNotification: b.light.callsPerNotification },
+      idle: { cpuPercent: { node: round(b.idle.cpuPercent.skyhook, 1), postgres: round(b.idle.cpuPercent.postgres, 1), redis: round(b.idle.cpuPercent.redis, 1) }, callsPerSecond: b.idle.callsPerSecond },
+    },
+    ratios,
+    baselineBeforeAfter: baselines.map((r) => ({ cpu500: cpuTotal(r.steady500.cpu), p50_500: round(r.steady500.p50Ms, 1), cpu30: cpuTotal(r.light.cpu) })),
+    pgStatStatements: reader.statements,
+  };
   const ceilings = [ceilingBefore, ceilingAfter];
   const ceilingCpuUs = Math.round(ceilingMean((c) => c.cpuUs));
   const ceilingRpsBeforeAfter = ceilings.map((c) => Math.round(c.rps));
   const loadGeneratorCpuUsPerRequest = { ceiling: Math.round(ceilingMean((c) => c.loadGenCpuUs)), basic: basic.loadGenCpuUs, oauth: oauthResult.loadGenCpuUs };
-  printTable(figures, { ceilings, basic, oauthResult, burstFetches, cpuUsPerNotification, ceilingCpuUs, loadGeneratorCpuUsPerRequest });
+  // Idle, either pipeline leaves both databases at about 1 % of a core: more is another program's work, read as theirs.
+  const busyPercent = Math.max(...[idle, ...baselines.map((r) => r.idle)].flatMap((i) => [i.cpuPercent.postgres, i.cpuPercent.redis]));
+  printTable(figures, { ceilings, basic, oauthResult, burstFetches, cpuUsPerNotification, ceilingCpuUs, loadGeneratorCpuUsPerRequest, yardstick, steady500: steady, busyPercent });
   if (traces) log(`traces: ${traces.spans} spans exported in ${traces.requests} requests (${Math.round(traces.bytes / 1e6)} MB), ${traces.dropped} dropped`);
-  if (JSON_OUT) console.log(JSON.stringify({ ...figures, ceilingRpsBeforeAfter, cpuUsPerNotification, ceilingCpuUsPerRequest: ceilingCpuUs, loadGeneratorCpuUsPerRequest, ...(traces ? { traces } : {}) }));
+  if (JSON_OUT) console.log(JSON.stringify({ ...figures, ceilingRpsBeforeAfter, cpuUsPerNotification, ceilingCpuUsPerRequest: ceilingCpuUs, loadGeneratorCpuUsPerRequest, ...yardstick, ...(traces ? { traces } : {}) }));
   // The CI smoke run (.ci/run) fails on this exit code: every figure measured, every ingest request 2xx.
   // The §11 targets stay printed, not asserted.
   if (QUICK) {
-    const missing = Object.entries(figures)
+    const missing = Object.entries({ ...figures, ...ratios, baselineP50Ms: b.steady500.p50Ms, baseline30P50Ms: b.light.p50Ms, steady30P50Ms: light.p50Ms })
       .filter(([, v]) => typeof v !== 'number' || !Number.isFinite(v))
       .map(([k]) => k);
     if (missing.length > 0) log(`bench: figures missing or not finite: ${missing.join(', ')}`);
@@ -522,6 +776,32 @@ async function main(): Promise<void> {
 }
 
 const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+type NodeCpu = { node: number; postgres: number; redis: number };
+
+/** The mean of two readings of the same shape, number by number to 2 decimals (a null stays null). */
+function meanOf<T>(a: T, b: T): T {
+  if (typeof a === 'number') return round(((a as number) + (b as number)) / 2, 2) as T;
+  if (a === null || typeof a !== 'object') return a;
+  return Object.fromEntries(Object.entries(a).map(([k, v]) => [k, meanOf(v, (b as Record<string, unknown>)[k])])) as T;
+}
+/** The second yardstick's figures, as the JSON line gives them (SPEC §11's last three rows: `ratios`). */
+interface Yardstick {
+  /** Skyhook at 30/s and idle. */
+  steady30: { cpuUs: CpuReading & { total: number }; p50Ms: number; p99Ms: number; callsPerNotification: Calls };
+  idle: { cpuPercent: CpuReading; callsPerSecond: Calls };
+  /** The minimal pipeline (bench/baseline.ts); `node` is its process. */
+  baseline: {
+    steady500: { cpuUs: NodeCpu & { total: number }; p50Ms: number; p99Ms: number };
+    steady30: { cpuUs: NodeCpu & { total: number }; p50Ms: number; p99Ms: number; callsPerNotification: Calls };
+    idle: { cpuPercent: NodeCpu; callsPerSecond: Calls };
+  };
+  ratios: { cpu500: number; p50_500: number; cpu30: number };
+  /** The minimal pipeline's two readings, before Skyhook and after it (CPU per notification in all, µs; p50, ms): `baseline` is their mean. */
+  baselineBeforeAfter: { cpu500: number; p50_500: number; cpu30: number }[];
+  /** Whether PostgreSQL statements were counted (pg_stat_statements), or only transactions. */
+  pgStatStatements: boolean;
+}
 
 function printTable(
   f: Record<string, number>,
@@ -533,8 +813,16 @@ function printTable(
     cpuUsPerNotification: Record<string, CpuReading>;
     ceilingCpuUs: number;
     loadGeneratorCpuUsPerRequest: Record<string, number>;
+    yardstick: Yardstick;
+    steady500: Steady;
+    /** The most CPU PostgreSQL or Redis used while a pipeline was idle, per cent of a core. */
+    busyPercent: number;
   },
 ): void {
+  const y = extra.yardstick;
+  const b = y.baseline;
+  const skyhook500 = extra.cpuUsPerNotification.steady500!;
+  const skyhook500Total = skyhook500.skyhook + skyhook500.postgres + skyhook500.redis;
   const rows: [string, string, string, boolean][] = [
     ['ceiling: bare Fastify JSON route, req/s', `${f.ceilingRps} (mean of ${extra.ceilings.map((c) => `${Math.round(c.rps)} at p99 ${c.p99} ms`).join(' and ')})`, '-', true],
     ['ingest Basic, req/s (ratio to ceiling)', `${f.basicRps} (${f.basicRatio})`, '>= 0.35', f.basicRatio! >= 0.35],
@@ -544,6 +832,9 @@ function printTable(
     ['received -> processed at 500/s, p50 ms', `${f.e2eP50Ms} (p99 ${f.e2eP99Ms})`, '<= 20', f.e2eP50Ms! <= 20],
     ['burst 1,000 over 10 resources, fetches/resource', `${f.burstFetchesPerResource} (${extra.burstFetches.join(' ')})`, '<= 2', f.burstFetchesPerResource! <= 2],
     ['peak RSS of the all process under ingest, MB', `${f.peakRssMb}`, '<= 300', f.peakRssMb! <= 300],
+    ['500/s: CPU per notification / minimal pipeline', `${y.ratios.cpu500} (${skyhook500Total} / ${b.steady500.cpuUs.total} µs)`, '<= 1.05', y.ratios.cpu500 <= 1.05],
+    ['500/s: received -> processed p50 / minimal pipeline', `${y.ratios.p50_500} (${round(extra.steady500.p50Ms, 1)} / ${b.steady500.p50Ms} ms)`, '<= 1.5', y.ratios.p50_500 <= 1.5],
+    ['30/s: CPU per notification / minimal pipeline', `${y.ratios.cpu30} (${y.steady30.cpuUs.total} / ${b.steady30.cpuUs.total} µs)`, '<= 1.2', y.ratios.cpu30 <= 1.2],
   ];
   const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length)), 8];
   console.log(`\n${'figure'.padEnd(w[0]!)}  ${'measured'.padEnd(w[1]!)}  ${'target'.padEnd(w[2]!)}  met`);
@@ -551,6 +842,18 @@ function printTable(
   console.log('\nCPU per notification, µs (Skyhook / PostgreSQL / Redis): ' + Object.entries(extra.cpuUsPerNotification).map(([load, c]) => `${load} ${c.skyhook} / ${c.postgres} / ${c.redis}`).join(', '));
   console.log(`CPU per request of the bare route's process: ${extra.ceilingCpuUs} µs`);
   console.log('CPU per request of the load generator, µs: ' + Object.entries(extra.loadGeneratorCpuUsPerRequest).map(([load, us]) => `${load} ${us}`).join(', '));
+  const nodeCpu = (c: NodeCpu) => `${c.node} / ${c.postgres} / ${c.redis}`;
+  console.log(`\nThe minimal pipeline (bench/baseline.ts), CPU per notification, µs (its process / PostgreSQL / Redis): steady500 ${nodeCpu(b.steady500.cpuUs)}, steady30 ${nodeCpu(b.steady30.cpuUs)}`);
+  const [before, after] = y.baselineBeforeAfter;
+  console.log(`its two readings, before Skyhook / after: CPU per notification at 500/s ${before?.cpu500} / ${after?.cpu500} µs, p50 ${before?.p50_500} / ${after?.p50_500} ms; at 30/s ${before?.cpu30} / ${after?.cpu30} µs`);
+  console.log(`received -> processed p50 (p99), ms: Skyhook at 500/s ${round(extra.steady500.p50Ms, 1)} (${round(extra.steady500.p99Ms, 1)}), at 30/s ${y.steady30.p50Ms} (${y.steady30.p99Ms}); the minimal pipeline at 500/s ${b.steady500.p50Ms} (${b.steady500.p99Ms}), at 30/s ${b.steady30.p50Ms} (${b.steady30.p99Ms})`);
+  console.log(`Per notification at 30/s: Skyhook: ${formatCalls(y.steady30.callsPerNotification)}`);
+  console.log(`                          the minimal pipeline: ${formatCalls(b.steady30.callsPerNotification)}`);
+  console.log(`Per second idle: Skyhook: ${formatCalls(y.idle.callsPerSecond)}; CPU, % of a core: ${y.idle.cpuPercent.skyhook} / ${y.idle.cpuPercent.postgres} / ${y.idle.cpuPercent.redis}`);
+  console.log(`                 the minimal pipeline: ${formatCalls(b.idle.callsPerSecond)}; CPU, % of a core: ${nodeCpu(b.idle.cpuPercent)}`);
+  if (QUICK) console.log(`(quick run: ${SETTLE_MS / 1000} s of quiet around the counting windows, not 11: PostgreSQL's counts hold some of the phases before)`);
+  if (extra.busyPercent >= 5) console.log(`(PostgreSQL or Redis used ${extra.busyPercent} % of a core while a pipeline was idle: other work on this machine; the ratios and counts above include it)`);
+  if (!y.pgStatStatements) console.log('(PostgreSQL statements are not counted: pg_stat_statements is not in shared_preload_libraries; transactions from pg_stat_database instead)');
   if (f.ingestErrors! > 0) console.log(`\n${f.ingestErrors} ingest requests were not answered 2xx`);
 }
 
