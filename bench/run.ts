@@ -444,6 +444,23 @@ async function latency(sql: pg.Client, minId: number): Promise<{ p50Ms: number; 
   return { p50Ms: Number(rows[0].p50), p99Ms: Number(rows[0].p99) };
 }
 
+/**
+ * Where Skyhook's notifications waited during a load (issue #33): p50s, in ms, from the row's insert to its
+ * fetch's start (the queue, the company gate, the claim), of the GET, and from the answer to the store (the
+ * batched store's wait). The fetch is the attempt that processed the row; `received_at` and `processed_at`
+ * are their transactions' start times, as the p50 of received -> processed reads them.
+ */
+async function waitSegments(sql: pg.Client, minId: number): Promise<{ toFetchMs: number; getMs: number; toStoreMs: number }> {
+  const p50 = (interval: string) => `percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM ${interval}) * 1000)`;
+  const { rows } = await sql.query(
+    `SELECT ${p50('a.started_at - n.received_at')} AS to_fetch, ${p50('a.finished_at - a.started_at')} AS get, ${p50('n.processed_at - a.finished_at')} AS to_store
+     FROM notifications n JOIN fetch_attempts a ON a.id = n.fetch_attempt_ids[cardinality(n.fetch_attempt_ids)]
+     WHERE n.id > $1 AND n.status = 'processed'`,
+    [minId],
+  );
+  return { toFetchMs: round(Number(rows[0].to_fetch), 1), getMs: round(Number(rows[0].get), 1), toStoreMs: round(Number(rows[0].to_store), 1) };
+}
+
 /** A steady 500 notifications/s of distinct resources, the same load for both pipelines. */
 async function steady500(p: Pipeline): Promise<Steady> {
   const start = await maxId(p.sql);
@@ -696,8 +713,11 @@ async function main(): Promise<void> {
     sql,
     probe: SKYHOOK_PROBE,
   };
+  const steadyStart = await maxId(sql);
   const steady = await steady500(pipeline);
   const steadyCpu = steady.cpu;
+  const wait500 = await waitSegments(sql, steadyStart);
+  log(`    where the wait went (p50): insert -> fetch start ${wait500.toFetchMs} ms (queue, gate, claim), the GET ${wait500.getMs} ms, answer -> store ${wait500.toStoreMs} ms`);
 
   log('7/10 burst: 1,000 notifications over 10 resources within one second');
   start = await maxId(sql);
@@ -762,7 +782,7 @@ async function main(): Promise<void> {
   const busyPercent = Math.max(...[idle, ...baselines.map((r) => r.idle)].flatMap((i) => [i.cpuPercent.postgres, i.cpuPercent.redis]));
   printTable(figures, { ceilings, basic, oauthResult, burstFetches, cpuUsPerNotification, ceilingCpuUs, loadGeneratorCpuUsPerRequest, yardstick, steady500: steady, busyPercent });
   if (traces) log(`traces: ${traces.spans} spans exported in ${traces.requests} requests (${Math.round(traces.bytes / 1e6)} MB), ${traces.dropped} dropped`);
-  if (JSON_OUT) console.log(JSON.stringify({ ...figures, ceilingRpsBeforeAfter, cpuUsPerNotification, ceilingCpuUsPerRequest: ceilingCpuUs, loadGeneratorCpuUsPerRequest, ...yardstick, ...(traces ? { traces } : {}) }));
+  if (JSON_OUT) console.log(JSON.stringify({ ...figures, ceilingRpsBeforeAfter, cpuUsPerNotification, ceilingCpuUsPerRequest: ceilingCpuUs, loadGeneratorCpuUsPerRequest, wait500, ...yardstick, ...(traces ? { traces } : {}) }));
   // The CI smoke run (.ci/run) fails on this exit code: every figure measured, every ingest request 2xx.
   // The §11 targets stay printed, not asserted.
   if (QUICK) {
