@@ -39,6 +39,7 @@ async function freePort(): Promise<number> {
  * `keep`: once the summary is printed the stack keeps running (the console to explore) until `stopped`
  * resolves (Ctrl-C by default); the clean-up follows then.
  */
+// Over 80 lines on purpose: the demo's steps in the order they run, read top to bottom.
 export async function runDemo(
   opts: { events?: number; out?: NodeJS.WriteStream; keep?: boolean; stopped?: Promise<unknown> } = {},
 ): Promise<{ fired: number; processed: number; failed: number }> {

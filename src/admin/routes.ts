@@ -27,6 +27,7 @@ const errors = { 400: s.problemSchema, 401: s.problemSchema, 404: s.problemSchem
 const deletedResponse = { 200: s.deletedSchema, 204: z.null().describe('deleted'), ...errors, 502: s.problemSchema };
 const answerDeleted = (reply: FastifyReply, deleted: Deleted) => (deleted.remainingRemoteSettings.length > 0 ? reply.code(200).send(deleted) : reply.code(204).send(null));
 
+// Over 80 lines on purpose: a registrar, one route after another, each a few lines; the helpers it shares sit above it.
 export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limiter: AuthFailureLimiter): Promise<void> {
   const app = parent.withTypeProvider<ZodTypeProvider>();
   app.addHook('onRequest', adminTokenCheck(deps.adminToken, { allowBasic: false, limiter }));

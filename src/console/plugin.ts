@@ -85,6 +85,7 @@ function readCookie(req: FastifyRequest, name: string): string | undefined {
   return undefined;
 }
 
+// Over 80 lines on purpose: a registrar, one hook or route after another, each a few lines; the helpers it shares sit above it.
 export async function consoleRoutes(
   scope: FastifyInstance,
   deps: ConsoleDeps,

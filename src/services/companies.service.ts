@@ -87,6 +87,7 @@ export function credentialsVerdict(err: MarketplaceError | null): Pick<CompanyRo
   return { credentialsStatus: err.transient ? 'unreachable' : 'refused', credentialsError: err.message };
 }
 
+// Over 80 lines on purpose: its body is the service's methods, each short, over the dependencies they share.
 export function createCompaniesService(deps: CompaniesDeps) {
   const { db, secretKey } = deps;
 

@@ -119,6 +119,7 @@ const REPLAY_CHUNK = 1000;
 /** The filters that select by equality with their column of the same name. */
 const EQUAL_FILTERS = ['companyId', 'webhookId', 'status', 'type', 'resourceId', 'href'] as const;
 
+// Over 80 lines on purpose: its body is the service's methods, each short, over the dependencies they share.
 export function createNotificationsService(deps: {
   db: Database;
   notifications: Pick<NotificationLifecycle, 'replay' | 'queue'>;

@@ -49,6 +49,8 @@ const POLL_MS = 50;
  * One INSERT claims the call. Otherwise each turn is one SELECT of the row (an UPDATE only when it
  * looks stale or is taken over, another INSERT only when it was removed), until it is `created`.
  */
+// Over 80 lines on purpose: the claim, the call and every way a row can be found, in one loop; split, the
+// guarantee (sent once, never twice) would have to be read across functions.
 export async function sendOnce<T extends OutboundTable>(db: Database, call: OutboundCall<T>): Promise<{ row: T['$inferSelect']; created: boolean }> {
   type Row = T['$inferSelect'];
   // Drizzle's builders do not narrow over a union of tables; these statements are valid for each of them.

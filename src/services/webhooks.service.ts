@@ -32,6 +32,7 @@ interface WebhooksDeps {
 export const targetUri = (publicBaseUrl: string, w: Pick<WebhookRow, 'endpointKey'> & { shared: boolean }) =>
   w.shared ? `${publicBaseUrl}/hooks` : `${publicBaseUrl}/hooks/${w.endpointKey}`;
 
+// Over 80 lines on purpose: its body is the service's methods, each short, over the dependencies they share.
 export function createWebhooksService(deps: WebhooksDeps) {
   const { db } = deps;
 

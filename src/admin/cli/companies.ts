@@ -56,6 +56,7 @@ function withConnectionOptions(cmd: Command): Command {
 const checked = (company: { credentials: { status: string; error: string | null } }) =>
   `credentials ${company.credentials.status}${company.credentials.error ? `: ${company.credentials.error}` : ''}`;
 
+// Over 80 lines on purpose: a registrar, one command after another, each a few lines; the helpers it shares sit above it.
 export function registerCompanies(program: Command): void {
   const companies = group(program, 'companies', 'companies (tenants) and their marketplace API connection');
 

@@ -36,6 +36,7 @@ const companyLabel = (names: Map<string, string>, id: string) => (names.has(id) 
 /** An error's reason: without the attempt count ahead of it (the row says how many). */
 const errorReason = (error: string | null): string => (error ? error.replace(/^gave up after (\d+) attempts: (.*)$/s, '$2 (gave up after $1 attempts)') : '-');
 
+// Over 80 lines on purpose: a registrar, one command after another, each a few lines; the helpers it shares sit above it.
 export function registerNotifications(program: Command): void {
   const notifications = group(program, 'notifications', 'received notifications: list, inspect, replay, follow live');
 

@@ -6,6 +6,7 @@ import { booleanText, dataAction, group, JSON_HELP, list, together, UsageError, 
 import { FORCE_HELP, remaining } from './companies.js';
 import { keyValues, listing, table, yesNo } from './output.js';
 
+// Over 80 lines on purpose: a registrar, one command after another, each a few lines; the helpers it shares sit above it.
 export function registerWebhooks(program: Command): void {
   const webhooks = group(program, 'webhooks', "a company's webhook settings on the marketplace (Skyhook generates the credentials)");
   const eventTypesHelp = `comma-separated event types: ${EVENT_TYPES.join(', ')}`;

@@ -156,6 +156,7 @@ const bulkForm = z.object({
   limit: z.coerce.number().int().min(1).max(10_000).default(1000),
 });
 
+// Over 80 lines on purpose: a registrar, one page or form after another, each a few lines; the helpers it shares sit above it.
 export function notificationPages(scope: FastifyInstance, kit: ConsoleKit): void {
   const { notifications, companies, webhooks } = kit.deps.services;
 

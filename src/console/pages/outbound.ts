@@ -73,6 +73,7 @@ function declinesTable(ctx: PageContext, declines: DeclineView[], withResend: bo
 </table></div>`;
 }
 
+// Over 80 lines on purpose: a registrar, one page or form after another, each a few lines; the helpers it shares sit above it.
 export function outboundPages(scope: FastifyInstance, kit: ConsoleKit): void {
   const { companies, leads, quotes, declines } = kit.deps.services;
 
