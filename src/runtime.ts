@@ -223,7 +223,7 @@ async function apiRole(core: Core): Promise<RolePart> {
     receiver: {
       directory,
       writer: new NotificationWriter(notifications, enqueuer, report('enqueue', 'queueing committed notifications failed; the relay queues them'), tracing),
-      // Twice the accepted skew: a nonce is remembered for both sides of the timestamp window.
+      // A nonce is remembered while its timestamp is within the accepted skew (receiver/authenticate.ts).
       nonces: new NonceStore(producer, config.queuePrefix, config.oauthTimestampSkewS),
       publicBaseUrl: config.publicBaseUrl,
       requireHttpsHrefs: config.requireHttpsHrefs,
@@ -383,8 +383,7 @@ function fetchJobDeps(deps: {
   const { notifications, config } = deps;
   const connections = new CompanyConnections(deps.db.db, config.secretKey, config.fetch.companyConcurrency);
   const starts = new FetchStarts(notifications, deps.gate, deps.connection, config.queuePrefix, config.fetch.minIntervalMs, deps.onError);
-  // Handlers write through drizzle, on the connection of the transaction that stores their snapshot. A
-  // stored batch's jobs all complete in one turn, each with a BullMQ script: sent in one write.
+  // Handlers write through drizzle, on the connection of the transaction that stores their snapshot.
   const snapshots = new SnapshotStore(notifications, deps.handlers, (client) => drizzle({ client, schema }), deps.tracing);
   const marketplace = new MarketplaceClient({
     timeoutMs: config.fetch.timeoutMs,
