@@ -55,6 +55,8 @@ describe.skipIf(!available)('the operator console in Chromium', () => {
     await page.goto(`${origin}/console/notifications?companyId=${company.companyId}`);
     // Not signed in: the sign-in page, with the token field focused.
     await page.waitForURL(/\/console\/sign-in\?next=/);
+    // Typed only once the field has the focus: on a loaded machine autofocus can come after 'load'.
+    await expect.poll(() => page.evaluate('document.activeElement?.id')).toBe('token');
     await page.keyboard.type(ADMIN_TOKEN);
     // The live list opens the stream (an EventSource) once the page has loaded.
     const streamOpened = page.waitForResponse((r) => r.url().includes('/console/stream'), { timeout: 15_000 });
