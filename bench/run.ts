@@ -55,8 +55,14 @@ const SETTLE_MS = QUICK ? 2000 : 11_000;
 const SKYHOOK_URL = `http://127.0.0.1:${PORTS.skyhook}`;
 const API_BASE = `http://127.0.0.1:${PORTS.resources}/api`;
 const children: ChildProcess[] = [];
-/** `all` is what §11 measures; BENCH_ROLE=api measures ingest without the in-process worker (diagnosis). */
+/**
+ * `all` is what §11 measures; BENCH_ROLE=api measures ingest without the in-process worker (diagnosis);
+ * BENCH_ROLE=split runs an `api` process and a `worker` process, the deployment shape of a bigger machine
+ * (Skyhook's CPU is then both processes', its peak RSS the api's).
+ */
 const ROLE = process.env.BENCH_ROLE ?? 'all';
+/** The `worker` process of BENCH_ROLE=split. */
+let splitWorker: ChildProcess | undefined;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -82,6 +88,23 @@ function build(): void {
 }
 
 async function startSkyhook(): Promise<ChildProcess> {
+  const child = spawnSkyhook(ROLE === 'split' ? 'api' : ROLE);
+  for (let i = 0; i < 100; i++) {
+    // Ready, not only alive: the database is migrated (it listens before that).
+    if (await fetch(`${SKYHOOK_URL}/readyz`).then((r) => r.ok, () => false)) {
+      // The worker starts on the migrated database; the warm-up waits until it has processed its share.
+      if (ROLE === 'split') splitWorker = spawnSkyhook('worker');
+      return child;
+    }
+    await sleep(200);
+  }
+  throw new Error('Skyhook did not start');
+}
+
+/** Skyhook's processes: the `all` (or `api`) one, and the worker of BENCH_ROLE=split. */
+const skyhookPids = (skyhook: ChildProcess): number[] => [skyhook.pid!, ...(splitWorker ? [splitWorker.pid!] : [])];
+
+function spawnSkyhook(role: string): ChildProcess {
   // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles Skyhook during the run.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawn(process.execPath, [...nodeArgs, 'dist/cli.js', 'start'], {
@@ -94,7 +117,7 @@ async function startSkyhook(): Promise<ChildProcess> {
       PUBLIC_BASE_URL: SKYHOOK_URL,
       SECRET_KEY,
       ADMIN_TOKEN,
-      ROLE,
+      ROLE: role,
       QUEUE_PREFIX: '{skyhook-bench}',
       LOG_LEVEL: 'warn',
       ...(TRACES ? { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${PORTS.otlpSink}` } : {}),
@@ -102,12 +125,7 @@ async function startSkyhook(): Promise<ChildProcess> {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   children.push(child);
-  for (let i = 0; i < 100; i++) {
-    // Ready, not only alive: the database is migrated (it listens before that).
-    if (await fetch(`${SKYHOOK_URL}/readyz`).then((r) => r.ok, () => false)) return child;
-    await sleep(200);
-  }
-  throw new Error('Skyhook did not start');
+  return child;
 }
 
 async function resetState(): Promise<void> {
@@ -296,8 +314,8 @@ function cpuSeconds(pid: number | string): number {
   return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / USER_HZ;
 }
 
-function cpuReading(skyhookPid?: number): CpuReading {
-  const reading = { skyhook: skyhookPid === undefined ? 0 : cpuSeconds(skyhookPid), postgres: 0, redis: 0 };
+function cpuReading(skyhookPids: number[] = []): CpuReading {
+  const reading = { skyhook: skyhookPids.reduce((sum, pid) => sum + cpuSeconds(pid), 0), postgres: 0, redis: 0 };
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
       const comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
@@ -378,15 +396,15 @@ type CeilingResult = LoadResult & { cpuUs: number };
  * second reading is not lowered by work left from the loads, it waits for PostgreSQL's autovacuum to finish,
  * and each reading prints the CPU that Skyhook and both databases used during it.
  */
-async function measureCeiling(skyhookPid?: number): Promise<CeilingResult> {
+async function measureCeiling(skyhookPids: number[] = []): Promise<CeilingResult> {
   const proc = await startTs('./ceiling-server.ts', PORTS.ceiling);
   try {
     const setup = inTurn([{ headers: JSON_HEADERS, body: notification('ceiling') }]);
     await warmUp(`http://127.0.0.1:${PORTS.ceiling}/hooks`, setup);
     const cpuBefore = cpuSeconds(proc.pid!);
-    const othersBefore = cpuReading(skyhookPid);
+    const othersBefore = cpuReading(skyhookPids);
     const result = await load({ url: `http://127.0.0.1:${PORTS.ceiling}/hooks`, setup });
-    const others = cpuReading(skyhookPid);
+    const others = cpuReading(skyhookPids);
     // What Node's HTTP and Fastify alone cost a request, to set beside Skyhook's CPU per notification.
     const cpuUs = Math.round(((cpuSeconds(proc.pid!) - cpuBefore) * 1e6) / result.ok);
     const share = (k: keyof CpuReading) => `${Math.round(((others[k] - othersBefore[k]) / DURATION_S) * 100)} %`;
@@ -405,8 +423,8 @@ interface Pipeline {
   /** Where its notifications are POSTed, and their Basic credential. */
   url: string;
   authorization: string;
-  /** Its process: `skyhook` in a CpuReading. */
-  pid: number;
+  /** Its processes: `skyhook` in a CpuReading. */
+  pids: number[];
   database: string;
   /** The bench's connection to its database. */
   sql: pg.Client;
@@ -466,11 +484,11 @@ async function steady500(p: Pipeline): Promise<Steady> {
   const start = await maxId(p.sql);
   const count = 500 * DURATION_S;
   let seq = 0;
-  const cpu = cpuReading(p.pid);
+  const cpu = cpuReading(p.pids);
   await paced({ url: p.url, rate: 500, count, connections: 16, request: () => ({ headers: { authorization: p.authorization }, body: notification(`steady-${seq++}`) }) });
   await waitProcessed(p.sql, start, count, 120_000, p.probe);
   // At a steady rate every batch is small: a notification pays each stage's fixed costs nearly alone.
-  const cost = cpuPerNotification(cpu, cpuReading(p.pid), count, p.name);
+  const cost = cpuPerNotification(cpu, cpuReading(p.pids), count, p.name);
   return { cpu: cost, ...(await latency(p.sql, start)) };
 }
 
@@ -488,11 +506,11 @@ async function idleThenLightDay(p: Pipeline, reader: CallsReader, labels: [strin
   await sleep(SETTLE_MS);
 
   log(labels[0]);
-  const cpu0 = cpuReading(p.pid);
+  const cpu0 = cpuReading(p.pids);
   const calls0 = await reader.read(p.database);
   const t0 = performance.now();
   await sleep(IDLE_S * 1000);
-  const cpu1 = cpuReading(p.pid);
+  const cpu1 = cpuReading(p.pids);
   const calls1 = await reader.read(p.database);
   const seconds = (performance.now() - t0) / 1000;
   const share = (k: keyof CpuReading) => round(((cpu1[k] - cpu0[k]) / seconds) * 100, 1);
@@ -510,7 +528,7 @@ async function idleThenLightDay(p: Pipeline, reader: CallsReader, labels: [strin
     if (!(await p.sql.query(p.probe.pending)).rows[0].pending) break;
     if (Date.now() - since > 60_000) throw new Error(`${p.name}: notifications still pending 60 s after the light day`);
   }
-  const cpu2 = cpuReading(p.pid);
+  const cpu2 = cpuReading(p.pids);
   const redis2 = await reader.redis();
   const t2 = performance.now();
   await p.sql.end(); // its polls' counts are published as its backend ends
@@ -569,7 +587,7 @@ async function measureBaseline(reader: CallsReader, resources: string[]): Promis
   try {
     await sql.connect();
     const authorization = `Basic ${Buffer.from(BASELINE_CREDENTIAL).toString('base64')}`;
-    const p: Pipeline = { name: 'minimal pipeline', url: `http://127.0.0.1:${PORTS.baseline}/hooks`, authorization, pid: proc.pid!, database: BASELINE_DB, sql, probe: BASELINE_PROBE };
+    const p: Pipeline = { name: 'minimal pipeline', url: `http://127.0.0.1:${PORTS.baseline}/hooks`, authorization, pids: [proc.pid!], database: BASELINE_DB, sql, probe: BASELINE_PROBE };
     await warmUp(p.url, inTurn(resources.map((r) => ({ headers: { ...JSON_HEADERS, authorization }, body: notification(r) }))));
     await waitProcessed(sql, 0, WARM_UP_REQUESTS, 120_000, BASELINE_PROBE);
     await autovacuumDone(sql);
@@ -664,14 +682,14 @@ async function main(): Promise<void> {
   await sleep(1500);
 
   log('3/10 ingest, Basic');
-  let cpu = cpuReading(skyhook.pid!);
+  let cpu = cpuReading(skyhookPids(skyhook));
   const basic = await load({ url: `${SKYHOOK_URL}${seeded.basic.path}`, setup: basicSetup });
-  const basicCpu = cpuPerNotification(cpu, (cpu = cpuReading(skyhook.pid!)), basic.ok);
+  const basicCpu = cpuPerNotification(cpu, (cpu = cpuReading(skyhookPids(skyhook))), basic.ok);
   let ingestPeakRss = peakRssMb(skyhook.pid!);
 
   log('4/10 ingest, OAuth 1.0a HMAC-SHA1 with body hash');
   const oauthResult = await load({ url: `${SKYHOOK_URL}/hooks`, setup: oauthSetup });
-  const oauthCpu = cpuPerNotification(cpu, cpuReading(skyhook.pid!), oauthResult.ok);
+  const oauthCpu = cpuPerNotification(cpu, cpuReading(skyhookPids(skyhook)), oauthResult.ok);
   if (signedDuringLoad > 0) log(`    ${signedDuringLoad} requests were signed during the load (the presigned ones ran out)`);
   presigned = [];
   ingestPeakRss = Math.max(ingestPeakRss, peakRssMb(skyhook.pid!));
@@ -679,7 +697,7 @@ async function main(): Promise<void> {
   await autovacuumDone(sql);
 
   log('   ceiling again, Skyhook idle');
-  const ceilingAfter = await measureCeiling(skyhook.pid!);
+  const ceilingAfter = await measureCeiling(skyhookPids(skyhook));
   // Every ceiling figure is the mean of the two readings: req/s (what the ratios divide by), CPU per request.
   const ceilingMean = (f: (c: CeilingResult) => number) => (f(ceilingBefore) + f(ceilingAfter)) / 2;
   const ceilingRps = ceilingMean((c) => c.rps);
@@ -697,18 +715,18 @@ async function main(): Promise<void> {
   let start = await maxId(sql);
   const e2eSetup = inTurn(Array.from({ length: e2eCount }, (_, k) => ({ headers: basicHeaders, body: notification(`e2e-${k}`) })));
   const t0 = Date.now();
-  cpu = cpuReading(skyhook.pid!);
+  cpu = cpuReading(skyhookPids(skyhook));
   await load({ url: `${SKYHOOK_URL}${seeded.basic.path}`, amount: e2eCount, setup: e2eSetup });
   const e2eRps = e2eCount / ((await waitProcessed(sql, start, e2eCount, 300_000)) - t0) * 1000;
   log(`    ${Math.round(e2eRps)} processed/s, received to processed`);
-  const e2eCpu = cpuPerNotification(cpu, cpuReading(skyhook.pid!), e2eCount);
+  const e2eCpu = cpuPerNotification(cpu, cpuReading(skyhookPids(skyhook)), e2eCount);
 
   log('6/10 received -> processed latency at a steady 500 notifications/s');
   const pipeline: Pipeline = {
     name: 'Skyhook',
     url: `${SKYHOOK_URL}${seeded.basic.path}`,
     authorization: seeded.basic.authorization,
-    pid: skyhook.pid!,
+    pids: skyhookPids(skyhook),
     database: DB_NAME,
     sql,
     probe: SKYHOOK_PROBE,
@@ -735,6 +753,7 @@ async function main(): Promise<void> {
 
   log('10/10 the minimal pipeline again, Skyhook stopped');
   await stopProcess(skyhook);
+  if (splitWorker) await stopProcess(splitWorker);
   baselines.push(await measureBaseline(reader, resources));
   await reader.close();
   const figures = {
