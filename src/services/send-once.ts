@@ -96,14 +96,14 @@ export async function sendOnce<T extends OutboundTable>(db: Database, call: Outb
       const refused = err instanceof MarketplaceError && !err.mayHaveActed;
       if (hold && !refused) {
         const why = err instanceof Error ? err.message : String(err);
-        // If the row cannot be marked now (the database is down), it stays `sending`: a repeat finds it
-        // stale after twice the call timeout and holds it `unknown` then. The caller gets the marketplace's error.
+        // Not logged: if the row cannot be marked now (the database is down), it stays `sending`, a repeat finds
+        // it stale after twice the call timeout and holds it `unknown` then; the caller gets the marketplace's error.
         const held = await markUnknown(row.id, why).catch(() => false);
         if (held) throw outcomeUnknown(502, 'Bad Gateway', call.name, why);
         throw err;
       }
-      // If the refused row cannot be removed now, it stays `sending` and a repeat takes it over once stale
-      // (a quote is then held `unknown`: the cautious side). The caller gets the marketplace's error.
+      // Not logged: if the refused row cannot be removed now, it stays `sending` and a repeat takes it over once
+      // stale (a quote is then held `unknown`: the cautious side); the caller gets the marketplace's error.
       await db
         .delete(table)
         .where(and(eq(table.id, row.id), eq(table.status, 'sending')))
