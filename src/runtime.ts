@@ -98,7 +98,7 @@ async function createCore(config: Config, log: Logger) {
   const queue = createFetchQueue(producer, config.queuePrefix);
   queue.on('error', report('fetch_queue', 'the fetch queue met an error', 'redis'));
   const gate = new CompanyGate(producer, config.queuePrefix, gateOptions(config.fetch));
-  const enqueuer = new FetchEnqueuer(queue, producer, notifications, gate, { attempts: config.fetch.attempts, timeoutMs: ENQUEUE_TIMEOUT_MS }, log, tracing);
+  const enqueuer = new FetchEnqueuer(queue, notifications, gate, { attempts: config.fetch.attempts, timeoutMs: ENQUEUE_TIMEOUT_MS }, log, tracing);
   const gateError = report('company_gate', 'the company gate could not be read or told in Redis; states show what PostgreSQL knows', 'redis');
   const controls = companyControls(gate, { pendingResources: notifications.pendingResources, enqueue: (r) => enqueuer.enqueue(r) }, { timeoutMs: ENQUEUE_TIMEOUT_MS, log });
   return {
@@ -261,9 +261,14 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
   const { config, log, outages, report, enqueuer, ingestFirst } = core;
   // The jobs share their statements (fetch-start.ts, snapshots.ts), so a few connections serve any
   // concurrency; the rest wait for rare per-job writes (a failure, a gone resource).
+  // Generic plans: PostgreSQL would otherwise plan the claim and the store anew for every batch (their
+  // custom plans look cheaper than a generic one sized for ten keys), which at a steady rate costs more than
+  // running them. Their names, and so their kept plans, wait for db/cached-plans.ts; the worker's other
+  // statements are lookups by key, whose generic plan is the custom one.
   const workerDb = connectDatabase(config.databaseUrl, {
     max: Math.min(config.fetch.concurrency, WORKER_DB_CONNECTIONS),
     applicationName: 'skyhook-worker',
+    genericPlans: true,
     ...outages.postgresEvents,
   });
   const connection = connectRedis(config, 'worker', 'skyhook-worker', outages.redisDown);

@@ -20,11 +20,19 @@ export interface DbHandle {
  */
 export function connectDatabase(
   url: string,
-  opts: { max: number; applicationName: string; onError?: (err: Error) => void; onConnect?: () => void },
+  opts: {
+    max: number;
+    applicationName: string;
+    /** Set: every statement on the pool's connections is planned generically (runtime.ts says why). */
+    genericPlans?: boolean;
+    onError?: (err: Error) => void;
+    onConnect?: () => void;
+  },
 ): DbHandle {
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.max,
+    ...(opts.genericPlans ? { options: '-c plan_cache_mode=force_generic_plan' } : {}),
     connectionTimeoutMillis: 3000,
     query_timeout: 15_000,
     idleTimeoutMillis: 30_000,

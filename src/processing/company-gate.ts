@@ -18,7 +18,8 @@
  *                            paused-company loop (paused-companies.ts) keeps in step.
  *
  * The three moments, each one script for a whole batch:
- *  - admit (enqueue.ts): a resource gets a job while its company has a free slot; else it is parked;
+ *  - admit (enqueue.ts): a resource gets a job while its company has a free slot; else it is parked (and
+ *    one whose key's job already covers it gets none: the same script asks BullMQ's keys);
  *  - start (fetch-start.ts): a paused company's job parks; a held or paced one is delayed to a booked start
  *    (no attempt spent); one beyond the limit parks (a retried one waits, so it keeps its attempts);
  *  - finish (fetch-job.ts): the slot is freed, the answer adjusts the limit and the pace, and as many parked
@@ -55,6 +56,19 @@ const OVER_LIMIT_RETRY_MS = 1000;
 const ADMIT_LEASE_MS = 120_000;
 /** A booked start this close is started now. */
 const EARLY_MS = 25;
+
+/** Where BullMQ keeps a queue's deduplication keys, jobs and delayed set (COVERED_LUA reads them). */
+export interface QueueKeys {
+  dedup: string;
+  job: string;
+  delayed: string;
+}
+
+/**
+ * What admission answers for a resource: its job is to be added with this priority; it is parked; or its
+ * key's job, waiting or already followed up, covers it (BullMQ would ignore the add).
+ */
+export type Admission = number | 'parked' | 'covered';
 
 /**
  * A resource the gate admitted: its job's BullMQ priority is its company's count of jobs queued or running
@@ -130,21 +144,50 @@ end
 `;
 
 /**
- * KEYS: the paused set (every key of the gate shares its hash tag: on a Redis Cluster the script runs on
- * that slot's node). ARGV: gate prefix, paused set, now, default max, slow start, lease, then per resource
- * (company id, fetch key, href). Answers per resource 0 (parked), or the priority of its job: its company's
- * count of jobs queued or running, itself included.
+ * Whether BullMQ's add of a deduplicated job would change nothing (the `covered` admission): mirrors the
+ * deduplicate path of BullMQ's add script (keepLastIfActive). The key's job exists and
+ *  - is not active (waiting, or delayed): the add does nothing (C1). Safe to skip: when the job runs it
+ *    claims every row committed before its claim, and the rows being queued are committed before this check;
+ *  - or is active and its follow-up is already stored (`dn:<id>`): the add would only store the same
+ *    follow-up again (C2). The follow-up job is created when the active one ends and claims these rows.
+ * Anything else (no job, a job whose hash is gone, an active job without a follow-up) needs BullMQ's add.
+ * "Active" is read from the job itself, in constant time: BullMQ sets `processedOn` in the same script
+ * that moves a job to `active`, and an active job is not in the `delayed` set. A job that ran before and
+ * waits again (a retry, a stalled job) also counts as active: the side that adds.
+ * Reads BullMQ's key layout (`de:<id>` holds the job id; the job is the hash `<queue>:<jobId>`; `delayed`
+ * is a sorted set); test/integration/fetch-queue.test.ts holds it to the pinned BullMQ's behaviour.
+ * Under a flood most adds find their key's job still waiting, and BullMQ's add script then does nothing
+ * useful at a high price: a speed mechanism kept for its measured gain (docs/decisions.md).
  */
-const ADMIT_LUA = `${LIB}
+const COVERED_LUA = `
+local function covered(dedup, job, delayed, fk)
+  local id = redis.call('GET', dedup .. fk)
+  if not id or redis.call('EXISTS', job .. id) == 0 then return false end
+  local mayBeActive = redis.call('HEXISTS', job .. id, 'processedOn') == 1 and not redis.call('ZSCORE', delayed, id)
+  return not mayBeActive or redis.call('EXISTS', job .. 'dn:' .. fk) == 1
+end
+`;
+
+/**
+ * KEYS: the paused set (every key of the gate shares its hash tag: on a Redis Cluster the script runs on
+ * that slot's node). ARGV: gate prefix, paused set, now, default max, slow start, lease, then the queue's
+ * dedup prefix, job prefix and delayed set (three empty strings: no queue to ask), then per resource
+ * (company id, fetch key, href). Answers per resource -1 (its job covers it already), 0 (parked), or the
+ * priority of its job: its company's count of jobs queued or running, itself included.
+ */
+const ADMIT_LUA = `${LIB}${COVERED_LUA}
 local gp, pausedSet, now, default, slow, lease = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local dedup, job, delayed = ARGV[7], ARGV[8], ARGV[9]
 local out = {}
-for i = 1, (#ARGV - 6) / 3 do
-  local b = 6 + (i - 1) * 3
+for i = 1, (#ARGV - 9) / 3 do
+  local b = 9 + (i - 1) * 3
   local cid, fk, href = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
   local g = gp .. cid
   local R = g .. ':running'
   out[i] = 0
-  if redis.call('SISMEMBER', pausedSet, cid) == 0 then
+  if dedup ~= '' and covered(dedup, job, delayed, fk) then
+    out[i] = -1
+  elseif redis.call('SISMEMBER', pausedSet, cid) == 0 then
     local max = tonumber(redis.call('HGET', g, 'max')) or default
     if redis.call('ZSCORE', R, fk) or runningOf(R, now) < limitOf(g, max, slow) then
       redis.call('ZADD', R, now + lease, fk)
@@ -348,12 +391,18 @@ export class CompanyGate {
     this.viewScript = redisScript(redis, 'skyhookGateView', VIEW_LUA);
   }
 
-  /** Admits each resource (its job is to be added, with this priority) or parks it (null). */
-  async admit(resources: (ResourceKey & { fetchKey: string })[]): Promise<(number | null)[]> {
+  /**
+   * Admits each resource (its job is to be added, with this priority) or parks it. Given the queue's keys,
+   * a resource whose key's job covers it already is `covered` (COVERED_LUA).
+   */
+  async admit(resources: (ResourceKey & { fetchKey: string })[], queue?: QueueKeys): Promise<Admission[]> {
     if (resources.length === 0) return [];
     const args = resources.flatMap((r) => [r.companyId, r.fetchKey, r.href]);
-    const out = await this.admitScript([this.pausedSet], [this.gatePrefix, this.pausedSet, Date.now(), this.opts.defaultMax, SLOW_START, ADMIT_LEASE_MS, ...args]);
-    return out.map((priority) => (priority === 0 ? null : priority));
+    const out = await this.admitScript(
+      [this.pausedSet],
+      [this.gatePrefix, this.pausedSet, Date.now(), this.opts.defaultMax, SLOW_START, ADMIT_LEASE_MS, queue?.dedup ?? '', queue?.job ?? '', queue?.delayed ?? '', ...args],
+    );
+    return out.map((n) => (n === -1 ? 'covered' : n === 0 ? 'parked' : n));
   }
 
   /** Decides each job's start (and takes its C5 slot of `intervalMs` when it goes). */

@@ -1,56 +1,17 @@
 /**
  * Adding fetch jobs (the queue's contract is fetch.queue.ts): after each commit, one job per distinct
  * resource of the batch, deduplicated by BullMQ (C1-C3), while its company has a free slot; else its href
- * is parked at the company's gate until one frees (company-gate.ts, SPEC §5.1).
- *
- * Under a flood most adds find their key's job still waiting, and BullMQ's add script then does nothing
- * useful at a high price. So each batch first asks, in one small script, which adds BullMQ would ignore,
- * and makes only the rest: a speed mechanism kept for its measured gain (docs/decisions.md, "Speed
- * mechanisms").
+ * is parked at the company's gate until one frees (company-gate.ts, SPEC §5.1). One script admits the
+ * batch and leaves out the adds BullMQ would ignore (their key's job covers them already), so that under
+ * a flood BullMQ's dear add script runs only when it changes something.
  */
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';
-import { type RedisClient } from '../lib/redis/connection.js';
-import { redisScript } from '../lib/redis/scripts.js';
 import { withTimeout } from '../lib/timeout.js';
 import type { SpanRef, Tracing } from '../lib/tracing.js';
-import type { Admitted, CompanyGate } from './company-gate.js';
+import type { Admitted, CompanyGate, QueueKeys } from './company-gate.js';
 import { fetchJobOptions, fetchKey, type FetchJob, type ResourceKey } from './fetch.queue.js';
-
-/**
- * 1 for each key whose add BullMQ would ignore, else 0. Mirrors the deduplicate path of BullMQ's add
- * script (keepLastIfActive): the key's job exists and
- *  - is not active (waiting, or delayed): the add does nothing (C1). Safe to skip: when the job runs it
- *    claims every row committed before its claim, and this batch's rows are committed before this check;
- *  - or is active and its follow-up is already stored (`dn:<id>`): the add would only store the same
- *    follow-up again (C2). The follow-up job is created when the active one ends and claims these rows.
- * Anything else (no job, a job whose hash is gone, an active job without a follow-up) gets BullMQ's add.
- * "Active" is read from the job itself, in constant time: BullMQ sets `processedOn` in the same script
- * that moves a job to `active`, and an active job is not in the `delayed` set. A job that ran before and
- * waits again (a retry, a stalled job) also counts as active: the side that adds.
- * Reads BullMQ's key layout (`de:<id>` holds the job id; the job is the hash `<queue>:<jobId>`; `delayed`
- * is a sorted set); test/integration/fetch-queue.test.ts holds it to the pinned BullMQ's behaviour.
- */
-const ADD_WOULD_BE_NO_OP = `
-local prefix, delayed = ARGV[1], ARGV[2]
-local out = {}
-for i, key in ipairs(KEYS) do
-  out[i] = 0
-  local id = redis.call('GET', key)
-  if id and redis.call('EXISTS', prefix .. id) == 1 then
-    local mayBeActive = redis.call('HEXISTS', prefix .. id, 'processedOn') == 1 and not redis.call('ZSCORE', delayed, id)
-    if not mayBeActive or redis.call('EXISTS', prefix .. 'dn:' .. ARGV[i + 2]) == 1 then out[i] = 1 end
-  end
-end
-return out`;
-
-type AddWouldBeNoOp = (keys: string[]) => Promise<number[]>;
-
-function addWouldBeNoOp(redis: RedisClient, queue: Queue<FetchJob>): AddWouldBeNoOp {
-  const script = redisScript<number[]>(redis, 'skyhookAddWouldBeNoOp', ADD_WOULD_BE_NO_OP);
-  return (keys) => script(keys.map((key) => `${queue.keys.de}:${key}`), [queue.keys['']!, queue.keys.delayed!, ...keys]);
-}
 
 /** A committed row whose job is added after the commit (receiver/ingest.ts stored it `queued` when Redis was up). */
 interface CommittedRow extends ResourceKey {
@@ -67,12 +28,10 @@ const idsIn = (rows: CommittedRow[], status: CommittedRow['status']) => rows.fil
 
 export class FetchEnqueuer {
   private redisDown = false;
-  private readonly addWouldBeNoOp: AddWouldBeNoOp;
+  private readonly queueKeys: QueueKeys;
 
   constructor(
     private readonly queue: Queue<FetchJob>,
-    /** The connection the queue was created on. */
-    private readonly redis: RedisClient,
     private readonly notifications: Pick<NotificationLifecycle, 'queue' | 'unqueue'>,
     private readonly gate: Pick<CompanyGate, 'admit'>,
     private readonly opts: { attempts: number; timeoutMs: number },
@@ -80,7 +39,7 @@ export class FetchEnqueuer {
     /** Set when traces are exported: each job added is a span, and carries its traceparent. */
     private readonly tracing?: Pick<Tracing, 'enqueue'>,
   ) {
-    this.addWouldBeNoOp = addWouldBeNoOp(redis, queue);
+    this.queueKeys = { dedup: `${queue.keys.de}:`, job: queue.keys['']!, delayed: queue.keys.delayed! };
   }
 
   /** Whether newly committed rows can be stored `queued`: false from a failed add until one succeeds. */
@@ -119,7 +78,7 @@ export class FetchEnqueuer {
       const key = fetchKey(r);
       if (!byKey.has(key)) byKey.set(key, r);
     }
-    await withTimeout(this.addUnlessNoOp([...byKey]), this.opts.timeoutMs, 'enqueue');
+    await withTimeout(this.admitAndAdd([...byKey]), this.opts.timeoutMs, 'enqueue');
     this.redisDown = false;
   }
 
@@ -131,15 +90,15 @@ export class FetchEnqueuer {
     await withTimeout(Promise.all(resources.map((r) => this.add(fetchKey(r), r, r.priority))), this.opts.timeoutMs, 'enqueue');
   }
 
-  private async addUnlessNoOp(keyed: [string, Queued][]): Promise<void> {
+  private async admitAndAdd(keyed: [string, Queued][]): Promise<void> {
     if (keyed.length === 0) return;
-    const noOp = await this.addWouldBeNoOp(keyed.map(([key]) => key));
-    const candidates = keyed.filter((_, i) => noOp[i] !== 1);
-    if (candidates.length === 0) return;
-    const priorities = await this.gate.admit(candidates.map(([key, row]) => ({ companyId: row.companyId, href: row.href, fetchKey: key })));
+    const admitted = await this.gate.admit(keyed.map(([key, row]) => ({ companyId: row.companyId, href: row.href, fetchKey: key })), this.queueKeys);
     // One add per job, not addBulk: addBulk sends its adds through an ioredis pipeline, onto which ioredis
     // copies every script defined on the connection (BullMQ's 64), dearer than a batch's one or two adds.
-    await Promise.all(candidates.flatMap(([key, row], i) => (priorities[i] ? [this.add(key, row, priorities[i])] : [])));
+    await Promise.all(keyed.flatMap(([key, row], i) => {
+      const admission = admitted[i];
+      return typeof admission === 'number' ? [this.add(key, row, admission)] : [];
+    }));
   }
 
   private add(key: string, row: Queued, priority: number): Promise<unknown> {

@@ -43,7 +43,7 @@ describe('the company gate', () => {
     // Slow start: 3 is the limit here, under the start of 4.
     // Admitted with their priorities: how many jobs the company has queued or running.
     expect(await one.admit([resource(1), resource(2)])).toEqual([1, 2]);
-    expect(await two.admit([resource(3), resource(4), resource(1)])).toEqual([3, null, 3]); // 1 holds its place already
+    expect(await two.admit([resource(3), resource(4), resource(1)])).toEqual([3, 'parked', 3]); // 1 holds its place already
     // F1: another company has places of its own, and its first job goes ahead of this one's.
     expect(await one.admit([resource(9, other)])).toEqual([1]);
     expect((await one.views([company]))[0]).toMatchObject({ running: 3, parked: 1 });
@@ -111,7 +111,7 @@ describe('the company gate', () => {
   it('F4: a paused company parks everything, gives nothing back, and resumes with an empty parked set', async () => {
     await one.admit([resource(1)]);
     await one.pause(company, [resource(1)]);
-    expect(await one.admit([resource(2)])).toEqual([null]);
+    expect(await one.admit([resource(2)])).toEqual(['parked']);
     expect(await start(two, 1)).toEqual({ kind: 'park' });
     expect(await finish(two, 1, { kind: 'none' })).toEqual([]); // nothing dispatched while paused
     expect(await one.pausedCompanies()).toEqual([company]);

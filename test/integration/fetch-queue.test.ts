@@ -29,7 +29,7 @@ beforeAll(async () => {
   producer = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
   queue = createFetchQueue(producer, prefix);
   const gate = new CompanyGate(producer, prefix, { defaultMax: 10_000, leaseMs: 60_000, probeIntervalMs: 300_000 });
-  enqueuer = new FetchEnqueuer(queue, producer, createNotificationsRepository(pool), gate, { attempts: 3, timeoutMs: 2000 }, pino({ level: 'silent' }));
+  enqueuer = new FetchEnqueuer(queue, createNotificationsRepository(pool), gate, { attempts: 3, timeoutMs: 2000 }, pino({ level: 'silent' }));
 });
 
 afterAll(async () => {

@@ -4,12 +4,13 @@
  * while the tables were small, the snapshot store's plan scanned all of `resources` and `notifications`
  * for every batch, and went on doing so as they grew. The worker's statements stay unnamed until their
  * generic plans would use the indexes (db/cached-plans.ts). The witness is PostgreSQL's own count of
- * rows read by sequential scans.
+ * rows read by sequential scans. And once named, a statement is not planned again for every batch.
  */
 import pg from 'pg';
 import pino from 'pino';
 import { afterEach, expect, it } from 'vitest';
 import { CachedPlans } from '../../src/db/cached-plans.js';
+import { connectDatabase } from '../../src/db/client.js';
 import { CLAIM_STATEMENT, STORE_STATEMENT } from '../../src/notifications/postgres.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
@@ -101,3 +102,20 @@ it('the worker statements keep their plans only once PostgreSQL would plan them 
     await db.drop();
   }
 }, 60_000);
+
+it("the worker's connections plan the claim once, not for every batch", async () => {
+  const db = await createTestDatabase();
+  // The worker's pool as runtime.ts makes it; one connection, so the statement's plan cache is this one's.
+  const { pool } = connectDatabase(db.url, { max: 1, applicationName: 'plans-test', genericPlans: true });
+  try {
+    const keys = [['00000000-0000-4000-8000-000000000001'], ['https://api.test/rfqs/one']];
+    // One key per batch, as at a steady low rate: a custom plan of it looks cheaper than a generic one
+    // sized for ten keys, so without the setting PostgreSQL would plan every execution anew.
+    for (let i = 0; i < 8; i++) await pool.query({ name: CLAIM_STATEMENT.name, text: CLAIM_STATEMENT.text, values: keys });
+    const { rows } = await pool.query<{ generic_plans: string; custom_plans: string }>('SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1', [CLAIM_STATEMENT.name]);
+    expect(rows[0]).toEqual({ generic_plans: '8', custom_plans: '0' });
+  } finally {
+    await pool.end();
+    await db.drop();
+  }
+});

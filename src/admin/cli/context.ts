@@ -73,7 +73,7 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
   const queue = createFetchQueue(redis, config.queuePrefix);
   queue.on('error', replayNote);
   const gate = new CompanyGate(redis, config.queuePrefix, gateOptions(config.fetch));
-  const enqueuer = new FetchEnqueuer(queue, redis, notifications, gate, { attempts: config.fetch.attempts, timeoutMs: 2000 }, log);
+  const enqueuer = new FetchEnqueuer(queue, notifications, gate, { attempts: config.fetch.attempts, timeoutMs: 2000 }, log);
   const controls = companyControls(gate, { pendingResources: notifications.pendingResources, enqueue: (r) => enqueuer.enqueue(r) }, { timeoutMs: 2000, log });
   return {
     config,
