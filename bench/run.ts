@@ -10,7 +10,8 @@
  * Throughput counts 2xx answers only. `-- --console` measures the operator console on 5 million stored
  * notifications instead (bench/console.ts). `-- --tenants` measures SPEC §5.1's many-companies rows
  * instead (F1 fair share, F3 back-pressure, F4 a paused company, the overview with 1,000 companies:
- * bench/tenants.ts), about 5 minutes.
+ * bench/tenants.ts), about 5 minutes. `-- --yardstick` runs only the second yardstick's phases (the minimal
+ * pipeline, Skyhook at 500/s, idle and at 30/s, the minimal pipeline again), about 2 minutes.
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
@@ -30,6 +31,8 @@ const QUICK = args.has('--quick');
 const JSON_OUT = args.has('--json');
 /** `--traces`: Skyhook exports every span (OTLP/HTTP, protobuf) to a local receiver that discards them (bench/otlp-sink.ts). */
 const TRACES = args.has('--traces');
+/** `--yardstick`: only the second yardstick (SPEC §11's last three rows), about 2 minutes: for comparing versions. */
+const YARDSTICK = args.has('--yardstick');
 const DURATION_S = QUICK ? 3 : 10;
 const CONNECTIONS = 64;
 const SERVER = process.env.BENCH_DATABASE_SERVER ?? 'postgres://postgres@127.0.0.1:5432';
@@ -814,6 +817,52 @@ async function main(): Promise<void> {
   }
 }
 
+/** `--yardstick`: the minimal pipeline, Skyhook at 500/s, idle and at 30/s, the minimal pipeline again; the three ratios. */
+async function yardstickOnly(): Promise<void> {
+  log('Skyhook benchmark, the second yardstick only');
+  build();
+  await resetState();
+  await startTs('./resource-server.ts', PORTS.resources);
+  const reader = await openCallsReader(SERVER, REDIS_URL);
+  const resources = Array.from({ length: 2000 }, (_, i) => `rfq-${i}`);
+  log('1/4 the minimal pipeline');
+  const before = await measureBaseline(reader, resources);
+  log('2/4 Skyhook: warm-up, a steady 500/s');
+  const skyhook = await startSkyhook();
+  const sql = new pg.Client({ connectionString: DATABASE_URL });
+  await sql.connect();
+  const seeded = await seed(sql);
+  await warmUp(`${SKYHOOK_URL}${seeded.basic.path}`, inTurn(resources.map((r) => ({ headers: { ...JSON_HEADERS, authorization: seeded.basic.authorization }, body: notification(r) }))));
+  await waitProcessed(sql, 0, WARM_UP_REQUESTS);
+  await autovacuumDone(sql);
+  await sleep(1500);
+  const p: Pipeline = { name: 'Skyhook', url: `${SKYHOOK_URL}${seeded.basic.path}`, authorization: seeded.basic.authorization, pids: skyhookPids(skyhook), database: DB_NAME, sql, probe: SKYHOOK_PROBE };
+  const steadyStart = await maxId(sql);
+  const steady = await steady500(p);
+  const wait500 = await waitSegments(sql, steadyStart);
+  const { idle, light } = await idleThenLightDay(p, reader, [`3/4 Skyhook idle for ${IDLE_S} s`, `   a steady 30 notifications/s for ${LIGHT_S} s`]);
+  await stopProcess(skyhook);
+  if (splitWorker) await stopProcess(splitWorker);
+  log('4/4 the minimal pipeline again');
+  const after = await measureBaseline(reader, resources);
+  await reader.close();
+  const total = (c: CpuReading) => Math.round(c.skyhook + c.postgres + c.redis);
+  const b = meanOf(before, after);
+  const figures = {
+    ratios: { cpu500: round(total(steady.cpu) / total(b.steady500.cpu), 2), p50_500: round(steady.p50Ms / b.steady500.p50Ms, 2), cpu30: round(total(light.cpu) / total(b.light.cpu), 2) },
+    skyhook: { cpu500: steady.cpu, p50_500: round(steady.p50Ms, 1), wait500, cpu30: light.cpu, p50_30: round(light.p50Ms, 1), calls30: light.callsPerNotification, idle },
+    baseline: { cpu500: b.steady500.cpu, p50_500: round(b.steady500.p50Ms, 1), cpu30: b.light.cpu, p50_30: round(b.light.p50Ms, 1), calls30: b.light.callsPerNotification, idle: b.idle },
+    baselineBeforeAfter: [before, after].map((r) => ({ cpu500: total(r.steady500.cpu), p50_500: round(r.steady500.p50Ms, 1), cpu30: total(r.light.cpu) })),
+  };
+  const cpu = (c: CpuReading) => `${total(c)} µs (${Math.round(c.skyhook)} / ${Math.round(c.postgres)} / ${Math.round(c.redis)})`;
+  console.log(`\n500/s CPU per notification: ${cpu(steady.cpu)} against ${cpu(b.steady500.cpu)}: ${figures.ratios.cpu500} (target <= 1.05)`);
+  console.log(`500/s p50: ${figures.skyhook.p50_500} ms against ${figures.baseline.p50_500} ms: ${figures.ratios.p50_500} (target <= 1.5); wait: ${wait500.toFetchMs} / ${wait500.getMs} / ${wait500.toStoreMs} ms`);
+  console.log(`30/s CPU per notification: ${cpu(light.cpu)} against ${cpu(b.light.cpu)}: ${figures.ratios.cpu30} (target <= 1.2)`);
+  console.log(`30/s per notification: Skyhook ${formatCalls(light.callsPerNotification)}; the minimal pipeline ${formatCalls(b.light.callsPerNotification)}`);
+  console.log(`idle per second: Skyhook ${formatCalls(idle.callsPerSecond)}, CPU % ${idle.cpuPercent.skyhook} / ${idle.cpuPercent.postgres} / ${idle.cpuPercent.redis}`);
+  if (JSON_OUT) console.log(JSON.stringify(figures));
+}
+
 const round = (n: number, digits: number) => Math.round(n * 10 ** digits) / 10 ** digits;
 
 type NodeCpu = { node: number; postgres: number; redis: number };
@@ -913,7 +962,8 @@ try {
       secretKey: SECRET_KEY,
       adminToken: ADMIN_TOKEN,
     });
-  } else await main();
+  } else if (YARDSTICK) await yardstickOnly();
+  else await main();
 } finally {
   for (const c of children) c.kill('SIGTERM');
 }
