@@ -15,7 +15,7 @@ import type { ClientAuthenticationType, EventType, WebhookSetting, WebhookSettin
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
 import { WEBHOOK_CHANGES_CHANNEL } from '../receiver/authenticate.js';
 import type { CompaniesService } from './companies.service.js';
-import type { Drift, ReconciliationView, WebhookView } from './views.js';
+import { viewOf, webhookViewSchema, type Drift, type ReconciliationView, type WebhookView } from './views.js';
 
 interface WebhooksDeps {
   db: Database;
@@ -36,20 +36,7 @@ export const targetUri = (publicBaseUrl: string, w: Pick<WebhookRow, 'endpointKe
 export function createWebhooksService(deps: WebhooksDeps) {
   const { db } = deps;
 
-  const view = (w: WebhookRow): WebhookView => ({
-    id: w.id,
-    companyId: w.companyId,
-    remoteId: w.remoteId,
-    targetURI: w.targetUri,
-    clientIdentifier: w.clientIdentifier,
-    authType: w.authType,
-    eventTypes: w.eventTypes,
-    displayName: w.displayName,
-    active: w.active,
-    previousSecretExpiresAt: w.previousSecretExpiresAt?.toISOString() ?? null,
-    createdAt: w.createdAt.toISOString(),
-    updatedAt: w.updatedAt.toISOString(),
-  });
+  const view = (w: WebhookRow): WebhookView => viewOf(webhookViewSchema, w, { targetURI: w.targetUri });
 
   /** Secret columns for a new secret: a BASIC secret is only compared (hash), an OAUTH one signs (encrypted). */
   const secretColumns = (authType: ClientAuthenticationType, secret: string) =>
