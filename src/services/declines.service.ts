@@ -64,5 +64,3 @@ export function createDeclinesService(deps: RfqAnswerDeps) {
   };
   return service;
 }
-
-export type DeclinesService = ReturnType<typeof createDeclinesService>;

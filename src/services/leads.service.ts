@@ -47,5 +47,3 @@ export function createLeadsService(deps: { db: Database; companies: CompaniesSer
     },
   };
 }
-
-export type LeadsService = ReturnType<typeof createLeadsService>;

@@ -242,5 +242,3 @@ export function createNotificationsService(deps: {
     },
   };
 }
-
-export type NotificationsService = ReturnType<typeof createNotificationsService>;

@@ -82,5 +82,3 @@ export function createQuotesService(deps: RfqAnswerDeps) {
   };
   return service;
 }
-
-export type QuotesService = ReturnType<typeof createQuotesService>;
