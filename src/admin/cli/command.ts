@@ -155,6 +155,11 @@ export function together<A, B>(first: () => A, second: () => B): [A, B] {
   return [a as A, b as B];
 }
 
+/** Validates a command's arguments and its flags, each as validate does, reporting the bad ones of both at once. */
+export function validateBoth<P extends z.ZodType, F extends z.ZodType>(cmd: Command, args: [P, Record<string, unknown>], flags: [F, Record<string, unknown>]): [z.output<P>, z.output<F>] {
+  return together(() => validate(cmd, ...args), () => validate(cmd, ...flags));
+}
+
 /** Validates flags and arguments: each issue named by its flag (`--event-types`) or argument (`<companyId>`). */
 export function validate<S extends z.ZodType>(cmd: Command, schema: S, input: Record<string, unknown>): z.output<S> {
   const flags = flagNames(cmd);
