@@ -116,13 +116,7 @@ export function dataAction<Input, Output extends Printed, Printed, Flags extends
 }
 
 /** The comma-separated flag as a list (undefined when the flag is absent). */
-export const list = (value: string | undefined): string[] | undefined =>
-  value === undefined
-    ? undefined
-    : value
-        .split(',')
-        .map((v) => v.trim())
-        .filter(Boolean);
+export const list = (value: string | undefined): string[] | undefined => value?.split(',').map((v) => v.trim()).filter(Boolean);
 
 /** "true"/"false" as booleans; anything else is passed on for the schema to refuse by name. */
 export const booleanText = (value: string | undefined): boolean | string | undefined => (value === 'true' ? true : value === 'false' ? false : value);
