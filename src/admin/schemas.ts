@@ -198,16 +198,7 @@ export const createDeclineBody = z.strictObject({
   decline: declineSchema,
 });
 
-export const declinesQuery = z.object({
-  requestId: text(200).optional().describe('the decline of this lift or RFQ'),
-  status: z.enum(outboundStatus.enumValues).optional(),
-  limit,
-  cursor: text(100).optional(),
-});
-
-export const quotesQuery = z.object({
-  liftId: text(200).optional(),
-  status: z.enum(outboundStatus.enumValues).optional(),
-  limit,
-  cursor: text(100).optional(),
-});
+/** The list of a company's quotes or declines: by status, a page at a time. */
+const outboundPage = { status: z.enum(outboundStatus.enumValues).optional(), limit, cursor: text(100).optional() };
+export const declinesQuery = z.object({ requestId: text(200).optional().describe('the decline of this lift or RFQ'), ...outboundPage });
+export const quotesQuery = z.object({ liftId: text(200).optional(), ...outboundPage });

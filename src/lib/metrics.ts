@@ -10,68 +10,60 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 export function createMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'skyhook_' });
+  /** In this registry only, never prom-client's global one: each runtime (and test) has its own. */
+  const registered = <C extends object>(config: C) => ({ ...config, registers: [registry] });
   return {
     registry,
-    received: new Counter({
+    received: new Counter(registered({
       name: 'skyhook_notifications_received_total',
       help: 'Notifications answered by the receiver, by outcome (stored, discarded, or the HTTP status of a refusal) and company',
       labelNames: ['outcome', 'company'] as const,
-      registers: [registry],
-    }),
-    processingLatency: new Histogram({
+    })),
+    processingLatency: new Histogram(registered({
       name: 'skyhook_processing_latency_seconds',
       help: 'From a notification received to its final status',
       labelNames: ['status'] as const,
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600],
-      registers: [registry],
-    }),
-    fetchOutcomes: new Counter({
+    })),
+    fetchOutcomes: new Counter(registered({
       name: 'skyhook_fetch_outcomes_total',
       help: 'Resource GETs by outcome (ok, gone, soft_error, unauthorized, retry, failed)',
       labelNames: ['outcome'] as const,
-      registers: [registry],
-    }),
-    marketplaceCalls: new Counter({
+    })),
+    marketplaceCalls: new Counter(registered({
       name: 'skyhook_marketplace_calls_total',
       help: 'Calls to the marketplace API by operation and outcome (ok or the error kind)',
       labelNames: ['operation', 'outcome'] as const,
-      registers: [registry],
-    }),
-    jobsHeld: new Gauge({
+    })),
+    jobsHeld: new Gauge(registered({
       name: 'skyhook_jobs_held',
       help: 'Fetch jobs waiting for the receiver in the same process to be no longer flooded (role all)',
-      registers: [registry],
-    }),
-    errors: new Counter({
+    })),
+    errors: new Counter(registered({
       name: 'skyhook_errors_total',
       help: 'Errors handled by carrying on (a connection lost and retried, a relay or retention pass that failed), by kind',
       labelNames: ['kind'] as const,
-      registers: [registry],
-    }),
-    queueDepth: new Gauge({ name: 'skyhook_queue_depth', help: 'Jobs in the fetch queue by state', labelNames: ['state'] as const, registers: [registry] }),
-    oldestPendingAge: new Gauge({
+    })),
+    queueDepth: new Gauge(registered({ name: 'skyhook_queue_depth', help: 'Jobs in the fetch queue by state', labelNames: ['state'] as const })),
+    oldestPendingAge: new Gauge(registered({
       name: 'skyhook_oldest_pending_age_seconds',
       help: 'Age of the oldest notification not yet processed, per company',
       labelNames: ['company'] as const,
-      registers: [registry],
-    }),
-    companyState: new Gauge({
+    })),
+    companyState: new Gauge(registered({
       name: 'skyhook_company_state',
       help: "1 for each company's one state (SPEC §5.1 F5): ok, paused (credentials refused: its notifications wait for new ones), throttled, unreachable or unchecked",
       labelNames: ['company', 'state'] as const,
-      registers: [registry],
-    }),
-    ready: new Gauge({
+    })),
+    ready: new Gauge(registered({
       name: 'skyhook_ready',
       help: 'Whether /readyz would answer 200 (started, PostgreSQL and Redis answer): 1 or 0, as of the last /readyz or scrape',
-      registers: [registry],
-    }),
-    dependencyUp: new Gauge({
+    })),
+    dependencyUp: new Gauge(registered({
       name: 'skyhook_dependency_up',
       help: 'Whether PostgreSQL or Redis answered this process (1) or not (0), as of the last /readyz or scrape',
       labelNames: ['dependency'] as const,
-      registers: [registry],
-    }),
+    })),
   };
 }
 

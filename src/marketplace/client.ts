@@ -270,8 +270,7 @@ export function readTokenAnswer(status: number, text: string | null, what: strin
     const parsed: unknown = text ? JSON.parse(text) : undefined;
     if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
   } catch {
-    // Not JSON: the status alone decides below.
-    body = {};
+    // Not JSON: the status alone decides below (body stays {}).
   }
   if (isTransientStatus(status)) return new MarketplaceError('token_unavailable', `${what} answered ${status}`, { status });
   const code = typeof body.error === 'string' ? body.error : undefined;

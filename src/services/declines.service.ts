@@ -7,7 +7,7 @@ import { declines, type DeclineRow } from '../db/schema/index.js';
 import type { Decline, DeclineAnswered } from '../marketplace/declines.js';
 import { findAnswer, heldUnknown, sendRfqAnswer, type RfqAnswerDeps } from './rfq-answers.js';
 import { listOutbound } from './send-once.js';
-import type { DeclineView } from './views.js';
+import { declineViewSchema, viewOf, type DeclineView } from './views.js';
 
 interface DeclineRequest {
   requestId: string;
@@ -17,19 +17,7 @@ interface DeclineRequest {
   decline: Decline;
 }
 
-const view = (d: DeclineRow): DeclineView => ({
-  id: d.id,
-  companyId: d.companyId,
-  requestId: d.requestId,
-  actAsAccount: d.actAsAccount,
-  status: d.status,
-  error: d.status === 'unknown' ? d.error : null,
-  decline: d.body as Decline,
-  tripMessageId: d.tripMessageId,
-  target: d.target,
-  targetUrl: d.targetUrl,
-  createdAt: d.createdAt.toISOString(),
-});
+const view = (d: DeclineRow): DeclineView => viewOf(declineViewSchema, d, { error: d.status === 'unknown' ? d.error : null, decline: d.body as Decline });
 
 export function createDeclinesService(deps: RfqAnswerDeps) {
   const { db } = deps;
@@ -76,5 +64,3 @@ export function createDeclinesService(deps: RfqAnswerDeps) {
   };
   return service;
 }
-
-export type DeclinesService = ReturnType<typeof createDeclinesService>;

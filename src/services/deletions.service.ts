@@ -72,5 +72,3 @@ export function createDeletionsService(deps: {
     },
   };
 }
-
-export type DeletionsService = ReturnType<typeof createDeletionsService>;

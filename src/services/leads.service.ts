@@ -6,22 +6,10 @@ import type { MarketplaceClient } from '../marketplace/client.js';
 import { LEADS_PATH, leadKind, type ClientLead, type LeadCreated } from '../marketplace/leads.js';
 import type { CompaniesService } from './companies.service.js';
 import { listOutbound, sendOnce } from './send-once.js';
-import type { LeadView } from './views.js';
+import { leadViewSchema, viewOf, type LeadView } from './views.js';
 
-const view = (l: LeadRow): LeadView => ({
-  id: l.id,
-  companyId: l.companyId,
-  clientIdentifier: l.clientIdentifier,
-  kind: l.kind,
-  remoteId: l.remoteId,
-  // A lead is never held `unknown`: it is safe to send again (services/send-once.ts).
-  status: l.status as LeadView['status'],
-  request: l.request,
-  response: l.response,
-  resourceHref: l.resourceHref,
-  snapshotVersion: l.snapshotVersion,
-  createdAt: l.createdAt.toISOString(),
-});
+// A lead is never held `unknown`: it is safe to send again (services/send-once.ts).
+const view = (l: LeadRow): LeadView => viewOf(leadViewSchema, l, { status: l.status as LeadView['status'] });
 
 export function createLeadsService(deps: { db: Database; companies: CompaniesService; marketplace: MarketplaceClient; timeoutMs: number }) {
   const { db } = deps;
@@ -59,5 +47,3 @@ export function createLeadsService(deps: { db: Database; companies: CompaniesSer
     },
   };
 }
-
-export type LeadsService = ReturnType<typeof createLeadsService>;

@@ -23,27 +23,11 @@ import {
 import { decodeCursor, isMicrosecondTime, isUuid, microsecondText, pageOf } from '../db/pagination.js';
 import { Problem, notFound } from '../lib/problem.js';
 import type { FetchEnqueuer } from '../processing/enqueue.js';
-import type { NotificationView, ReplayedView, ResourceVersionView, ResourceView, TimelineEntry } from './views.js';
+import { notificationViewSchema, resourceViewSchema, viewOf, type NotificationView, type ReplayedView, type ResourceVersionView, type ResourceView, type TimelineEntry } from './views.js';
 
-const iso = (d: Date | null): string | null => d?.toISOString() ?? null;
-
-const notificationView = (n: NotificationRow): NotificationView => ({
-  id: String(n.id),
-  companyId: n.companyId,
-  webhookId: n.webhookId,
-  type: n.type,
-  resourceId: n.resourceId,
-  href: n.href,
-  status: n.status,
-  attempts: n.attempts,
-  lastError: n.lastError,
-  outcome: n.outcome,
-  snapshotVersion: n.snapshotVersion,
-  authenticatedBy: n.authenticatedBy,
-  receivedAt: n.receivedAt.toISOString(),
-  processedAt: iso(n.processedAt),
-  finishedAt: iso(n.finishedAt),
-});
+/** A notification as lists show it: without its body and timeline, which only `get` reads. */
+const listedSchema = notificationViewSchema.omit({ body: true, timeline: true });
+const notificationView = (n: NotificationRow): NotificationView => viewOf(listedSchema, n, { id: String(n.id) });
 
 /** Same-instant entries in the order they happen (a row inserted `queued`, or discarded, at its receipt). */
 const KIND_ORDER: Record<TimelineEntry['kind'], number> = { received: 0, queued: 1, fetch: 2, processed: 3, failed: 3, discarded: 3, replayed: 4 };
@@ -86,16 +70,7 @@ export function buildTimeline(n: NotificationRow, attempts: FetchAttemptRow[], r
     .sort((a, b) => a.at.localeCompare(b.at) || KIND_ORDER[a.kind] - KIND_ORDER[b.kind]);
 }
 
-const resourceView = (r: ResourceRow): ResourceView => ({
-  companyId: r.companyId,
-  href: r.href,
-  type: r.type,
-  resourceId: r.resourceId,
-  version: r.version,
-  fetchedAt: r.fetchedAt.toISOString(),
-  gone: r.gone,
-  body: r.body,
-});
+const resourceView = (r: ResourceRow): ResourceView => viewOf(resourceViewSchema, r);
 
 /** Every filter of the list and of a bulk replay (SPEC §7). */
 export interface NotificationFilter {
@@ -267,5 +242,3 @@ export function createNotificationsService(deps: {
     },
   };
 }
-
-export type NotificationsService = ReturnType<typeof createNotificationsService>;

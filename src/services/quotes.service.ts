@@ -9,7 +9,7 @@ import { Problem, badRequest } from '../lib/problem.js';
 import { priceMismatch, type QuoteSubmission, type QuoteSubmitted } from '../marketplace/quotes.js';
 import { heldUnknown, sendRfqAnswer, type RfqAnswerDeps } from './rfq-answers.js';
 import { listOutbound } from './send-once.js';
-import type { QuoteView } from './views.js';
+import { quoteViewSchema, viewOf, type QuoteView } from './views.js';
 
 interface QuoteRequest {
   requestId: string;
@@ -20,23 +20,7 @@ interface QuoteRequest {
   submission: QuoteSubmission;
 }
 
-const view = (q: QuoteRow): QuoteView => ({
-  id: q.id,
-  companyId: q.companyId,
-  requestId: q.requestId,
-  sellerUniqueQuoteIdentifier: q.sellerUniqueQuoteIdentifier,
-  actAsAccount: q.actAsAccount,
-  status: q.status,
-  error: q.status === 'unknown' ? q.error : null,
-  tripMessageId: q.tripMessageId,
-  sellerQuoteId: q.sellerQuoteId,
-  liftId: q.liftId,
-  target: q.target,
-  targetUrl: q.targetUrl,
-  resourceHref: q.resourceHref,
-  snapshotVersion: q.snapshotVersion,
-  createdAt: q.createdAt.toISOString(),
-});
+const view = (q: QuoteRow): QuoteView => viewOf(quoteViewSchema, q, { error: q.status === 'unknown' ? q.error : null });
 
 const idOf = (part: { id?: unknown } | undefined): string | null => (typeof part?.id === 'string' ? part.id : null);
 
@@ -98,5 +82,3 @@ export function createQuotesService(deps: RfqAnswerDeps) {
   };
   return service;
 }
-
-export type QuotesService = ReturnType<typeof createQuotesService>;

@@ -19,6 +19,23 @@ import {
   outboundStatus,
 } from '../db/schema/index.js';
 
+/** A view field as its row's column may hold it: a time as a Date where the view has ISO 8601 text. */
+type Stored<V> = V extends string ? V | Date : V extends string | null ? V | Date | null : V;
+
+/**
+ * A view read off its row: each of the schema's fields from the row's column of the same name, times as
+ * ISO 8601 text, in the schema's order (the CLI prints them so); `own` gives the fields that are not a column.
+ */
+export function viewOf<S extends z.ZodObject, O extends Partial<z.infer<S>> = Record<never, never>>(
+  schema: S,
+  row: { [K in Exclude<keyof z.infer<S>, keyof O>]: Stored<z.infer<S>[K]> },
+  own?: O,
+): z.infer<S> {
+  const columns = row as Record<string, unknown>;
+  const view = Object.fromEntries(Object.keys(schema.shape).map((k) => [k, columns[k] instanceof Date ? columns[k].toISOString() : columns[k]]));
+  return { ...view, ...own } as z.infer<S>;
+}
+
 /** received -> queued -> processed | failed | discarded, as the database's enum has them. */
 export const notificationStatus = z.enum(notificationStatusEnum.enumValues);
 

@@ -15,7 +15,7 @@ import type { ClientAuthenticationType, EventType, WebhookSetting, WebhookSettin
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
 import { WEBHOOK_CHANGES_CHANNEL } from '../receiver/authenticate.js';
 import type { CompaniesService } from './companies.service.js';
-import type { Drift, ReconciliationView, WebhookView } from './views.js';
+import { viewOf, webhookViewSchema, type Drift, type ReconciliationView, type WebhookView } from './views.js';
 
 interface WebhooksDeps {
   db: Database;
@@ -32,24 +32,22 @@ interface WebhooksDeps {
 export const targetUri = (publicBaseUrl: string, w: Pick<WebhookRow, 'endpointKey'> & { shared: boolean }) =>
   w.shared ? `${publicBaseUrl}/hooks` : `${publicBaseUrl}/hooks/${w.endpointKey}`;
 
+/** The setting a webhook row stands for on the marketplace, with `changes` (one not given keeps the row's; a secret is sent only when given). */
+const settingOf = (w: WebhookRow, changes: Partial<WebhookSettingBody>): WebhookSettingBody => ({
+  targetURI: w.targetUri,
+  displayName: changes.displayName ?? w.displayName,
+  active: changes.active ?? w.active,
+  clientIdentifier: w.clientIdentifier,
+  ...(changes.clientSecret ? { clientSecret: changes.clientSecret } : {}),
+  clientAuthenticationType: w.authType,
+  eventTypes: changes.eventTypes ?? (w.eventTypes as EventType[]),
+});
+
 // Over 80 lines on purpose: its body is the service's methods, each short, over the dependencies they share.
 export function createWebhooksService(deps: WebhooksDeps) {
   const { db } = deps;
 
-  const view = (w: WebhookRow): WebhookView => ({
-    id: w.id,
-    companyId: w.companyId,
-    remoteId: w.remoteId,
-    targetURI: w.targetUri,
-    clientIdentifier: w.clientIdentifier,
-    authType: w.authType,
-    eventTypes: w.eventTypes,
-    displayName: w.displayName,
-    active: w.active,
-    previousSecretExpiresAt: w.previousSecretExpiresAt?.toISOString() ?? null,
-    createdAt: w.createdAt.toISOString(),
-    updatedAt: w.updatedAt.toISOString(),
-  });
+  const view = (w: WebhookRow): WebhookView => viewOf(webhookViewSchema, w, { targetURI: w.targetUri });
 
   /** Secret columns for a new secret: a BASIC secret is only compared (hash), an OAUTH one signs (encrypted). */
   const secretColumns = (authType: ClientAuthenticationType, secret: string) =>
@@ -207,15 +205,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       const current = await getRow(companyId, webhookId);
       const { row: company, conn, call } = await deps.companies.connection(companyId);
       const newSecret = patch.rotateSecret ? randomToken(32) : undefined;
-      const body: WebhookSettingBody = {
-        targetURI: current.targetUri,
-        displayName: patch.displayName ?? current.displayName,
-        active: patch.active ?? current.active,
-        clientIdentifier: current.clientIdentifier,
-        ...(newSecret ? { clientSecret: newSecret } : {}),
-        clientAuthenticationType: current.authType,
-        eventTypes: (patch.eventTypes ?? current.eventTypes) as EventType[],
-      };
+      const body = settingOf(current, { ...patch, clientSecret: newSecret });
       const result = await call(() => deps.settings.update(conn, current.remoteId, body, company.settingsPathForm));
       if (result.pathForm !== company.settingsPathForm) await deps.companies.rememberSettingsPath(companyId, result.pathForm);
 
@@ -253,15 +243,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
    */
   async function recreate(row: WebhookRow, pathForm: 'plural' | 'singular', conn: ApiConnection): Promise<Partial<Drift>> {
     const secret = row.authType === 'OAUTH' && row.secretEncrypted !== null ? decryptSecret(deps.secretKey, row.secretEncrypted) : randomToken(32);
-    const body: WebhookSettingBody = {
-      targetURI: row.targetUri,
-      displayName: row.displayName,
-      active: true,
-      clientIdentifier: row.clientIdentifier,
-      clientSecret: secret,
-      clientAuthenticationType: row.authType,
-      eventTypes: row.eventTypes as EventType[],
-    };
+    const body = settingOf(row, { active: true, clientSecret: secret });
     let setting: WebhookSetting;
     try {
       setting = await deps.settings.create(conn, body);

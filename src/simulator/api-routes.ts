@@ -35,7 +35,7 @@ export const apiRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (
         const value = request.headers[name.toLowerCase()];
         return typeof value === 'string' ? value : null;
       };
-      simulation.ledger.apiCalled({
+      simulation.ledger.logs.apiCalls.push({
         method: request.method,
         path: request.url,
         companyId: company?.id ?? null,

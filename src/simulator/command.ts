@@ -13,19 +13,7 @@ const DEFAULT_PORT = 4010;
 const DEFAULT_URL = `http://127.0.0.1:${DEFAULT_PORT}`;
 const FIRE_TIMEOUT_MS = 60_000;
 
-interface FaultFlags {
-  duplicateRate?: number;
-  lostAckRate?: number;
-  deliveryLatency?: number;
-  resourceLatency?: number;
-  submitLatency?: number;
-  resource5xxRate?: number;
-  resource429Rate?: number;
-  pluralPutMissing?: boolean;
-  tokenEndpointDown?: boolean;
-}
-
-interface StartFlags extends FaultFlags {
+interface StartFlags {
   port: number;
   host: string;
   publicUrl?: string;
@@ -138,16 +126,8 @@ export function registerSimulatorCommands(program: Command): void {
 
 /** The fault knobs, the same for `start` and `faults`. */
 function withFaultOptions(command: Command): Command {
-  return command
-    .option('--duplicate-rate <share>', 'fault: share of deliveries sent twice', parseShare)
-    .option('--lost-ack-rate <share>', 'fault: share of 200 answers treated as lost', parseShare)
-    .option('--delivery-latency <ms>', 'fault: wait before each delivery', parseNonNegativeInteger)
-    .option('--resource-latency <ms>', 'fault: wait before each resource answer', parseNonNegativeInteger)
-    .option('--submit-latency <ms>', 'fault: wait after handling a lead, quote or decline, before its answer', parseNonNegativeInteger)
-    .option('--resource-5xx-rate <share>', 'fault: share of resource GETs answering 503', parseShare)
-    .option('--resource-429-rate <share>', 'fault: share of resource GETs answering 429', parseShare)
-    .option('--plural-put-missing [on]', 'fault: PUT /webhooks/settings/{id} answers 404, the singular path works (true or false)', parseSwitch)
-    .option('--token-endpoint-down [on]', 'fault: the OAuth token endpoint answers 503 (true or false)', parseSwitch);
+  for (const [flag, , help, parse] of FAULT_FLAGS) command.addOption(new Option(flag, help).argParser(parse));
+  return command;
 }
 
 /**
@@ -213,7 +193,7 @@ async function runSimulator(flags: StartFlags): Promise<void> {
   stopOnSignals(simulator);
 }
 
-async function setFaults(flags: FaultFlags & { url: string }): Promise<void> {
+async function setFaults(flags: { url: string }): Promise<void> {
   const patch = Object.fromEntries(Object.entries(faultsFromFlags(flags)).filter(([, v]) => v !== undefined));
   const answer = await callSimulator<Partial<Faults>>('faults', flags.url, '/_sim/faults', 'PUT', patch, () => true);
   if (answer) for (const [knob, value] of Object.entries(answer)) console.log(`${knob.padEnd(20)} ${String(value)}`);
@@ -267,18 +247,10 @@ async function callSimulator<T extends object>(
   return answer as T;
 }
 
-function faultsFromFlags(flags: FaultFlags): Partial<Faults> {
-  return {
-    duplicateRate: flags.duplicateRate,
-    lostAckRate: flags.lostAckRate,
-    deliveryLatencyMs: flags.deliveryLatency,
-    resourceLatencyMs: flags.resourceLatency,
-    submitLatencyMs: flags.submitLatency,
-    resource5xxRate: flags.resource5xxRate,
-    resource429Rate: flags.resource429Rate,
-    pluralPutMissing: flags.pluralPutMissing,
-    tokenEndpointDown: flags.tokenEndpointDown,
-  };
+/** The knobs given as fault flags (FAULT_FLAGS), read under the flags' names (--delivery-latency: deliveryLatency). */
+function faultsFromFlags(flags: object): Partial<Faults> {
+  const given = flags as Record<string, number | boolean | undefined>;
+  return Object.fromEntries(FAULT_FLAGS.map(([flag, knob]) => [knob, given[new Option(flag).attributeName()]]));
 }
 
 function stopOnSignals(simulator: Simulator): void {
@@ -342,6 +314,19 @@ function parseSwitch(value: string): boolean {
   if (value === 'false') return false;
   throw new InvalidArgumentError('must be true or false (or nothing, for true)');
 }
+
+/** The fault flags: the flag, the knob it sets (types.ts Faults), its help, its parser. */
+const FAULT_FLAGS: [string, keyof Faults, string, (value: string) => number | boolean][] = [
+  ['--duplicate-rate <share>', 'duplicateRate', 'fault: share of deliveries sent twice', parseShare],
+  ['--lost-ack-rate <share>', 'lostAckRate', 'fault: share of 200 answers treated as lost', parseShare],
+  ['--delivery-latency <ms>', 'deliveryLatencyMs', 'fault: wait before each delivery', parseNonNegativeInteger],
+  ['--resource-latency <ms>', 'resourceLatencyMs', 'fault: wait before each resource answer', parseNonNegativeInteger],
+  ['--submit-latency <ms>', 'submitLatencyMs', 'fault: wait after handling a lead, quote or decline, before its answer', parseNonNegativeInteger],
+  ['--resource-5xx-rate <share>', 'resource5xxRate', 'fault: share of resource GETs answering 503', parseShare],
+  ['--resource-429-rate <share>', 'resource429Rate', 'fault: share of resource GETs answering 429', parseShare],
+  ['--plural-put-missing [on]', 'pluralPutMissing', 'fault: PUT /webhooks/settings/{id} answers 404, the singular path works (true or false)', parseSwitch],
+  ['--token-endpoint-down [on]', 'tokenEndpointDown', 'fault: the OAuth token endpoint answers 503 (true or false)', parseSwitch],
+];
 
 /** `<perSecond>:<retryAfterS>`, e.g. `10:2`, or `off`. */
 function parseRateLimit(value: string): ResourceRateLimit | 'off' {

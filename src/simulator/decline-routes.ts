@@ -24,7 +24,7 @@ export const declineRoutes = rfqActionRoutes(
     simulation.emit(company.id, 'TripRequestSellerResponse', answered.tripmsgs.id, {
       fields: { requestId, declined: true, actAsAccount, shownAs: actAsAccount ?? company.name, ...body },
     });
-    ledger.declined({ companyId: company.id, requestId, declineReason: body.declineReason, tripMessageId: answered.tripmsgs.id, actAsAccount, via });
+    ledger.logs.declines.push({ companyId: company.id, requestId, declineReason: body.declineReason, tripMessageId: answered.tripmsgs.id, actAsAccount, via });
     return envelope(answered);
   },
 );

@@ -55,7 +55,7 @@ export class DeliveryQueue {
     const { id, href, type } = notification;
     const record: NotificationRecord = { id, href, type, companyId, webhookId, attempts: 0, status: 'pending' };
     const delivery: Delivery = { record, rawBody: JSON.stringify(notification), sending: false };
-    this.options.ledger.deliveryQueued(record);
+    this.options.ledger.logs.notifications.push(record);
     this.pending.add(delivery);
     this.scheduleAttempt(delivery, 0);
   }

@@ -32,7 +32,7 @@ export const leadRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async 
     const kind = leadKind(lead);
     const fields = { clientIdentifier: lead.clientIdentifier, status: CLIENT_LEAD_STATUS, kind, lead };
     simulation.emit(companyId, 'ClientLeads', created.id, { fields });
-    ledger.leadCreated({ companyId, id: created.id, clientIdentifier: lead.clientIdentifier, kind });
+    ledger.logs.leads.push({ companyId, id: created.id, clientIdentifier: lead.clientIdentifier, kind });
     return envelope(created);
   });
 };

@@ -25,31 +25,24 @@ export class Ledger {
   private readonly perCompany = new Map<string, { fired: number; delivered: number }>();
   /** Resource GETs by the company whose token they carried. */
   private readonly resourceGets = new Map<string, { answered: number; refused429: number }>();
-  private readonly notifications: BoundedLog<NotificationRecord>;
-  private readonly fetches: BoundedLog<FetchRecord>;
-  private readonly leads: BoundedLog<LeadRecord>;
-  private readonly quotes: BoundedLog<QuoteRecord>;
-  private readonly declines: BoundedLog<DeclineRecord>;
-  private readonly tokens: BoundedLog<TokenRecord>;
-  private readonly apiCalls: BoundedLog<ApiCallRecord>;
+  /** The newest records of each kind (historyLimit of each); a delivery's record is updated in place as its attempts go on. */
+  readonly logs;
 
   constructor(historyLimit: number) {
-    this.tokens = new BoundedLog(historyLimit);
-    this.apiCalls = new BoundedLog(historyLimit);
-    this.notifications = new BoundedLog(historyLimit);
-    this.fetches = new BoundedLog(historyLimit);
-    this.leads = new BoundedLog(historyLimit);
-    this.quotes = new BoundedLog(historyLimit);
-    this.declines = new BoundedLog(historyLimit);
+    const log = <T>() => new BoundedLog<T>(historyLimit);
+    this.logs = {
+      notifications: log<NotificationRecord>(),
+      fetches: log<FetchRecord>(),
+      leads: log<LeadRecord>(),
+      quotes: log<QuoteRecord>(),
+      declines: log<DeclineRecord>(),
+      tokens: log<TokenRecord>(),
+      apiCalls: log<ApiCallRecord>(),
+    };
   }
 
   eventFired(companyId: string): void {
     this.companyTally(companyId).fired++;
-  }
-
-  /** Records a new delivery; the record is updated in place as its attempts go on. */
-  deliveryQueued(record: NotificationRecord): void {
-    this.notifications.push(record);
   }
 
   deliverySettled(record: NotificationRecord, status: FinalStatus): void {
@@ -59,32 +52,12 @@ export class Ledger {
   }
 
   fetchServed(fetch: FetchRecord): void {
-    this.fetches.push(fetch);
+    this.logs.fetches.push(fetch);
     if (fetch.tokenCompanyId !== null) {
       const tally = this.resourceGetTally(fetch.tokenCompanyId);
       if (fetch.status === 429) tally.refused429++;
       else tally.answered++;
     }
-  }
-
-  leadCreated(lead: LeadRecord): void {
-    this.leads.push(lead);
-  }
-
-  quoteSubmitted(quote: QuoteRecord): void {
-    this.quotes.push(quote);
-  }
-
-  declined(decline: DeclineRecord): void {
-    this.declines.push(decline);
-  }
-
-  tokenRequested(token: TokenRecord): void {
-    this.tokens.push(token);
-  }
-
-  apiCalled(call: ApiCallRecord): void {
-    this.apiCalls.push(call);
   }
 
   report(pending: number, companyIds: string[], resources: ResourceRecord[]): SimulatorReport {
@@ -103,15 +76,15 @@ export class Ledger {
       perCompany: Object.fromEntries([...this.perCompany].map(([id, tally]) => [id, { ...tally }])),
       resourceGets: Object.fromEntries([...this.resourceGets].map(([id, tally]) => [id, { ...tally }])),
       // Copies, so a caller holding the report does not see later attempts change it.
-      notifications: this.notifications.toArray().map((record) => ({ ...record })),
-      fetches: this.fetches.toArray(),
+      notifications: this.logs.notifications.toArray().map((record) => ({ ...record })),
+      fetches: this.logs.fetches.toArray(),
       resources,
-      leads: this.leads.toArray(),
-      quotes: this.quotes.toArray(),
-      declines: this.declines.toArray(),
+      leads: this.logs.leads.toArray(),
+      quotes: this.logs.quotes.toArray(),
+      declines: this.logs.declines.toArray(),
       calls: { ...this.calls },
-      tokens: this.tokens.toArray(),
-      apiCalls: this.apiCalls.toArray(),
+      tokens: this.logs.tokens.toArray(),
+      apiCalls: this.logs.apiCalls.toArray(),
     };
   }
 

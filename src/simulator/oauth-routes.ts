@@ -31,7 +31,7 @@ export const oauthRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
   api.addHook('onResponse', async (request, reply) => {
-    ledger.tokenRequested({ companyId: companyOf.get(request) ?? null, status: reply.statusCode, at: new Date().toISOString() });
+    ledger.logs.tokens.push({ companyId: companyOf.get(request) ?? null, status: reply.statusCode, at: new Date().toISOString() });
   });
 
   api.post(OAUTH_TOKEN_PATH, async (request, reply) => {

@@ -35,7 +35,7 @@ export const quoteRoutes = rfqActionRoutes(
     const { sellerQuote, lift } = submitted;
     const fields = { requestId, sellerQuote, lift, actAsAccount, shownAs, ...submission };
     simulation.emit(company.id, 'TripRequestSellerResponse', submitted.tripmsgs.id, { fields });
-    ledger.quoteSubmitted({
+    ledger.logs.quotes.push({
       companyId: company.id,
       requestId,
       tripMessageId: submitted.tripmsgs.id,

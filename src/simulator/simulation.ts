@@ -11,6 +11,7 @@ import { parseInput, SimulatorInputError } from './errors.js';
 import { applyCompanyFaults, applyFaults, companyFaultsPatch, faultsPatch } from './faults.js';
 import { Ledger } from './ledger.js';
 import { newRfqFields } from './rfq-actions.js';
+import type { simulationSettings } from './server.js';
 import { API_PREFIX, companyAccount, MarketplaceState, resourcePath, type Company } from './state.js';
 import type { CompanyFaults, EmittedNotification, ErrorShape, Faults, SimulatorReport } from './types.js';
 
@@ -44,16 +45,6 @@ export const scriptedResponse = z.object({
 
 const resourceProgram = z.object({ href: z.url(), responses: z.array(scriptedResponse).min(1) });
 
-interface SimulationSettings {
-  faults: Faults;
-  tokenLifetimeS: number;
-  errorShape: ErrorShape;
-  timeScale: number;
-  replyTimeoutMs: number;
-  deliveryConcurrency: number;
-  historyLimit: number;
-}
-
 export class Simulation {
   readonly state: MarketplaceState;
   readonly ledger: Ledger;
@@ -63,7 +54,7 @@ export class Simulation {
   readonly errorShape: ErrorShape;
   private readonly historyLimit: number;
 
-  constructor(settings: SimulationSettings) {
+  constructor(settings: z.output<typeof simulationSettings>) {
     this.historyLimit = settings.historyLimit;
     this.errorShape = settings.errorShape;
     this.state = new MarketplaceState(settings.faults, settings.tokenLifetimeS * 1000);

@@ -262,11 +262,7 @@ export class MarketplaceState {
 
   /** The webhooks a company's event is delivered to: active and subscribed to it. */
   subscribers(companyId: string, eventType: EventType): StoredWebhookSetting[] {
-    const subscribed: StoredWebhookSetting[] = [];
-    for (const setting of this.webhooksByCompany.get(companyId)?.values() ?? []) {
-      if (setting.active && setting.eventTypes.includes(eventType)) subscribed.push(setting);
-    }
-    return subscribed;
+    return this.webhooksOf(companyId).filter((setting) => setting.active && setting.eventTypes.includes(eventType));
   }
 
   /** clientIdentifier is unique across the whole marketplace, not just per company. */

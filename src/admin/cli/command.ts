@@ -116,13 +116,7 @@ export function dataAction<Input, Output extends Printed, Printed, Flags extends
 }
 
 /** The comma-separated flag as a list (undefined when the flag is absent). */
-export const list = (value: string | undefined): string[] | undefined =>
-  value === undefined
-    ? undefined
-    : value
-        .split(',')
-        .map((v) => v.trim())
-        .filter(Boolean);
+export const list = (value: string | undefined): string[] | undefined => value?.split(',').map((v) => v.trim()).filter(Boolean);
 
 /** "true"/"false" as booleans; anything else is passed on for the schema to refuse by name. */
 export const booleanText = (value: string | undefined): boolean | string | undefined => (value === 'true' ? true : value === 'false' ? false : value);
@@ -153,6 +147,11 @@ export function together<A, B>(first: () => A, second: () => B): [A, B] {
   const b = attempt(second);
   if (lines.length > 0) throw new UsageError(lines);
   return [a as A, b as B];
+}
+
+/** Validates a command's arguments and its flags, each as validate does, reporting the bad ones of both at once. */
+export function validateBoth<P extends z.ZodType, F extends z.ZodType>(cmd: Command, args: [P, Record<string, unknown>], flags: [F, Record<string, unknown>]): [z.output<P>, z.output<F>] {
+  return together(() => validate(cmd, ...args), () => validate(cmd, ...flags));
 }
 
 /** Validates flags and arguments: each issue named by its flag (`--event-types`) or argument (`<companyId>`). */

@@ -1,7 +1,7 @@
 /** `skyhook companies …`: companies (tenants) and their marketplace API connection. */
 import type { Command } from 'commander';
 import * as s from '../schemas.js';
-import { addPageOptions, dataAction, group, JSON_HELP, readStdin, together, UsageError, validate, type JsonFlag, type PageFlags } from './command.js';
+import { addPageOptions, dataAction, group, JSON_HELP, readStdin, UsageError, validate, validateBoth, type JsonFlag, type PageFlags } from './command.js';
 import type { CompanyView } from '../../services/views.js';
 import { keyValues, listing, shortTime } from './output.js';
 
@@ -140,10 +140,7 @@ export function registerCompanies(program: Command): void {
           }
           const limit = flags.fetchConcurrency;
           const fetchConcurrency = limit === undefined ? undefined : limit === 'default' ? null : /^\d+$/.test(limit) ? Number(limit) : limit;
-          return together(
-            () => validate(cmd, s.companyIdParams, { companyId }),
-            () => validate(cmd, s.patchCompanyBody, { name: flags.name, apiToken: secret.apiToken, connection, fetchConcurrency }),
-          );
+          return validateBoth(cmd, [s.companyIdParams, { companyId }], [s.patchCompanyBody, { name: flags.name, apiToken: secret.apiToken, connection, fetchConcurrency }]);
         },
         run: (svc, [params, patch]) => svc.companies.update(params.companyId, patch),
         output: s.companyViewSchema,

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { z } from 'zod';
 import { DECLINE_REASONS } from '../../marketplace/declines.js';
 import * as s from '../schemas.js';
-import { addPageOptions, dataAction, group, JSON_HELP, readJsonFile, together, validate, validateBody, type JsonFlag, type PageFlags } from './command.js';
+import { addPageOptions, dataAction, group, JSON_HELP, readJsonFile, together, validate, validateBody, validateBoth, type JsonFlag, type PageFlags } from './command.js';
 import { listing, shortTime } from './output.js';
 
 type RequestFlags = JsonFlag & { file?: string; resendUnknown?: boolean };
@@ -51,10 +51,7 @@ export function registerLeads(program: Command): void {
       dataAction({
         access: 'read',
         input: (cmd, flags: PageFlags, [companyId]) =>
-          together(
-            () => validate(cmd, s.companyIdParams, { companyId }),
-            () => validate(cmd, s.listQuery, { limit: flags.limit, cursor: flags.cursor }),
-          ),
+          validateBoth(cmd, [s.companyIdParams, { companyId }], [s.listQuery, { limit: flags.limit, cursor: flags.cursor }]),
         run: (svc, [params, query]) => svc.leads.list(params.companyId, query),
         output: s.page(s.leadViewSchema),
         human: (page) =>
@@ -96,10 +93,7 @@ export function registerQuotes(program: Command): void {
       dataAction({
         access: 'read',
         input: (cmd, flags: PageFlags & { liftId?: string; status?: string }, [companyId]) =>
-          together(
-            () => validate(cmd, s.companyIdParams, { companyId }),
-            () => validate(cmd, s.quotesQuery, { liftId: flags.liftId, status: flags.status, limit: flags.limit, cursor: flags.cursor }),
-          ),
+          validateBoth(cmd, [s.companyIdParams, { companyId }], [s.quotesQuery, { liftId: flags.liftId, status: flags.status, limit: flags.limit, cursor: flags.cursor }]),
         run: (svc, [params, query]) => svc.quotes.list(params.companyId, query),
         output: s.page(s.quoteViewSchema),
         human: (page) =>
@@ -147,10 +141,7 @@ export function registerDeclines(program: Command): void {
       dataAction({
         access: 'read',
         input: (cmd, flags: PageFlags & { requestId?: string; status?: string }, [companyId]) =>
-          together(
-            () => validate(cmd, s.companyIdParams, { companyId }),
-            () => validate(cmd, s.declinesQuery, { requestId: flags.requestId, status: flags.status, limit: flags.limit, cursor: flags.cursor }),
-          ),
+          validateBoth(cmd, [s.companyIdParams, { companyId }], [s.declinesQuery, { requestId: flags.requestId, status: flags.status, limit: flags.limit, cursor: flags.cursor }]),
         run: (svc, [params, query]) => svc.declines.list(params.companyId, query),
         output: s.page(s.declineViewSchema),
         human: (page) =>

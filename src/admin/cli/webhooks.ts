@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES } from '../../marketplace/contract.js';
 import * as s from '../schemas.js';
-import { booleanText, dataAction, group, JSON_HELP, list, together, UsageError, validate, type JsonFlag } from './command.js';
+import { booleanText, dataAction, group, JSON_HELP, list, UsageError, validate, validateBoth, type JsonFlag } from './command.js';
 import { FORCE_HELP, remaining } from './companies.js';
 import { keyValues, listing, table, yesNo } from './output.js';
 
@@ -24,10 +24,7 @@ export function registerWebhooks(program: Command): void {
       dataAction({
         access: 'write',
         input: (cmd, flags: JsonFlag & { eventTypes?: string; authType?: string; displayName?: string; sharedTarget?: boolean }, [companyId]) =>
-          together(
-            () => validate(cmd, s.companyIdParams, { companyId }),
-            () => validate(cmd, s.createWebhookBody, { eventTypes: list(flags.eventTypes), authType: flags.authType, displayName: flags.displayName, sharedTarget: flags.sharedTarget }),
-          ),
+          validateBoth(cmd, [s.companyIdParams, { companyId }], [s.createWebhookBody, { eventTypes: list(flags.eventTypes), authType: flags.authType, displayName: flags.displayName, sharedTarget: flags.sharedTarget }]),
         run: (svc, [params, body]) => svc.webhooks.create(params.companyId, body),
         output: s.webhookViewSchema,
         human: (webhook) => `created webhook ${webhook.id} (marketplace id ${webhook.remoteId})\n${keyValues(webhook)}`,
@@ -81,10 +78,7 @@ export function registerWebhooks(program: Command): void {
         input: (cmd, flags: JsonFlag & { active?: string; eventTypes?: string; displayName?: string; rotateSecret?: boolean }, [companyId, webhookId]) => {
           const patch = { active: booleanText(flags.active), eventTypes: list(flags.eventTypes), displayName: flags.displayName, rotateSecret: flags.rotateSecret };
           if (Object.values(patch).every((v) => v === undefined)) throw new UsageError(['give at least one of --active, --event-types, --display-name, --rotate-secret']);
-          return together(
-            () => validate(cmd, s.webhookParams, { companyId, webhookId }),
-            () => validate(cmd, s.patchWebhookBody, patch),
-          );
+          return validateBoth(cmd, [s.webhookParams, { companyId, webhookId }], [s.patchWebhookBody, patch]);
         },
         run: (svc, [params, patch]) => svc.webhooks.update(params.companyId, params.webhookId, patch),
         output: s.webhookViewSchema,
