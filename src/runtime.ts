@@ -288,7 +288,7 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
       handlers,
       enqueue: (resources) => enqueuer.enqueue(resources),
       admit: ingestFirst && (() => ingestFirst.admit()),
-      onError: report('fetch_slots', 'a fetch slot could not be settled in Redis; it lapses by itself', 'redis'),
+      onError: report('fetch_gate', "the company gate in Redis missed a fetch's end or a pause; places lapse by themselves, pauses are mended from PostgreSQL", 'redis'),
     }),
     connection,
     prefix: config.queuePrefix,
@@ -387,7 +387,7 @@ function fetchJobDeps(deps: {
 }): FetchJobDeps {
   const { notifications, config } = deps;
   const connections = new CompanyConnections(deps.db.db, config.secretKey, config.fetch.companyConcurrency);
-  const starts = new FetchStarts(notifications, deps.gate, deps.connection, config.queuePrefix, config.fetch.minIntervalMs, deps.onError);
+  const starts = new FetchStarts(notifications, deps.gate, config.queuePrefix, config.fetch.minIntervalMs);
   // Handlers write through drizzle, on the connection of the transaction that stores their snapshot.
   const snapshots = new SnapshotStore(notifications, deps.handlers, (client) => drizzle({ client, schema }), deps.tracing);
   const marketplace = new MarketplaceClient({

@@ -1,7 +1,7 @@
 /**
  * One fetch job, as a plain function of narrow dependencies (built in runtime.ts), top to bottom:
- * 1. for one resource of a company it passes the company's gate, reserves the C5 slot and claims the
- *    pending notifications (fetch-start.ts, company-gate.ts);
+ * 1. for one resource of a company it claims the pending notifications, then passes the company's gate
+ *    and reserves the C5 slot (fetch-start.ts, company-gate.ts);
  * 2. GETs the href exactly as received with the company's token, through the one marketplace client
  *    (SPEC §5, §14), and classifies the answer (fetchResource);
  * 3. applies what the answer means to the claimed notifications (applyOutcome, SPEC §5):
@@ -31,7 +31,7 @@ export interface FetchJobDeps extends OutcomeDeps {
   /** Role `all`: resolves when a job may start; a flooded receiver holds processing (ingest-first.ts). */
   admit?: () => Promise<void>;
   company(companyId: string): Promise<CompanyConnection | null>;
-  /** The company's gate, the C5 slot and the C4 claim (fetch-start.ts). */
+  /** The C4 claim, then the company's gate and the C5 slot (fetch-start.ts). */
   begin(request: StartRequest): Promise<FetchStart>;
   /** Frees the job's place at its company's gate, with what the marketplace answered (company-gate.ts). */
   finish(resource: FetchJob, max: number, answer: GateAnswer): void;
@@ -61,7 +61,7 @@ export async function runFetchJob(
   const company = await deps.company(resource.companyId);
   if (!company) return { next: 'done', summary: 'company deleted' };
 
-  // The company's gate, the C5 slot and the C4 claim, batched with the other running jobs.
+  // The C4 claim, then the company's gate and the C5 slot, batched with the other starting jobs.
   const start = await deps.begin({ resource, max: company.maxFetches, paused: company.paused, retried: job.attemptsMade > 0 });
   if (start.kind === 'wait') return { next: 'delay', ms: start.waitMs };
   // Its href waits in the gate's parked set, no job for it, until its company has a slot or new credentials.

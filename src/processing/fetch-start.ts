@@ -1,16 +1,15 @@
 /**
- * The start of a fetch, batched across the worker's concurrent jobs: for every job in a batch, one Redis
- * script passes its company's gate (company-gate.ts: paused, held, paced, at its limit) and reserves the C5
- * fetch slot, while one SELECT claims the pending notifications, the two in parallel (the claim only reads:
- * a job that does not go ignores it). A job whose slot is taken or whose company is held waits (it is
- * delayed); a parked one ends; a job with nothing pending gives its slot back, so the next notification
- * for that key is fetched at once.
+ * The start of a fetch, batched across the worker's concurrent jobs: first one SELECT claims the pending
+ * notifications of every job in the batch (C4: what a fetch starting now covers); then, for the jobs that
+ * found something pending, one Redis script passes each company's gate (company-gate.ts: paused, held,
+ * paced, at its limit) and reserves the C5 fetch slot, right before the GET. A job whose slot is taken or
+ * whose company is held waits (it is delayed; what it claimed is claimed again when it starts again); a
+ * parked one ends; a job with nothing pending reserves nothing, so the next notification for that key is
+ * fetched at once.
  */
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';
 import type { Claimed } from '../notifications/lifecycle.js';
 import { Batcher } from '../lib/batcher.js';
-import { type RedisClient } from '../lib/redis/connection.js';
-import { redisScript } from '../lib/redis/scripts.js';
 import type { CompanyGate } from './company-gate.js';
 import { fetchKey, type ResourceKey } from './fetch.queue.js';
 
@@ -35,34 +34,17 @@ export interface StartRequest {
   retried: boolean;
 }
 
-const GIVE_BACK = 'd';
-const RESERVE_AGAIN = 'r';
-/**
- * For each key, ARGV[i + 1] says: give the slot back (DEL), or reserve it again for ARGV[1] ms from now.
- * Its keys share the queue prefix's hash tag (one slot on a Redis Cluster).
- */
-const SETTLE_SLOTS = `
-for i, key in ipairs(KEYS) do
-  if ARGV[i + 1] == '${GIVE_BACK}' then redis.call('DEL', key) else redis.call('PEXPIRE', key, ARGV[1]) end
-end
-return #KEYS`;
-
 export class FetchStarts {
   private readonly batcher: Batcher<StartRequest, FetchStart>;
-  private readonly settleScript: (keys: string[], args: (string | number)[]) => Promise<number>;
 
   constructor(
     private readonly notifications: Pick<NotificationLifecycle, 'claimPending'>,
     private readonly gate: Pick<CompanyGate, 'start'>,
-    redis: RedisClient,
     private readonly prefix: string,
     private readonly minIntervalMs: number,
-    /** A slot that could not be settled lapses by itself after minIntervalMs: reported, not fatal. */
-    private readonly onError: (err: unknown) => void,
   ) {
-    this.settleScript = redisScript<number>(redis, 'skyhookSettleSlots', SETTLE_SLOTS);
-    // Not split on failure (as writes are): nothing here fails for one key alone, and a rerun key by key
-    // would find its own slot taken. A failed batch fails its jobs, which BullMQ retries.
+    // Not split on failure (as writes are): nothing here fails for one key alone. A failed batch fails its
+    // jobs, which BullMQ retries; it reserved no slot if its claim failed.
     this.batcher = new Batcher(async (keys) => (await this.startMany(keys)).map((value) => ({ ok: true, value })), { maxBatch: 500, maxConcurrent: 1 });
   }
 
@@ -70,62 +52,26 @@ export class FetchStarts {
     return this.batcher.add(request);
   }
 
-  private slotKey(key: ResourceKey): string {
-    return `${this.prefix}:fetch-slot:${fetchKey(key)}`;
-  }
-
-  private async startMany(requests: StartRequest[]): Promise<FetchStart[]> {
-    const keys = requests.map((r) => r.resource);
-    const slotKeys = keys.map((k) => this.slotKey(k));
-    const [gated, claimed] = await Promise.allSettled([
-      this.gate.start(
-        requests.map((r, i) => ({ ...r.resource, fetchKey: fetchKey(r.resource), max: r.max, paused: r.paused, retried: r.retried, slotKey: slotKeys[i]! })),
-        this.minIntervalMs,
-      ),
-      this.notifications.claimPending(keys),
-    ]);
-    if (gated.status === 'rejected' || claimed.status === 'rejected') {
-      // Slots this batch took for fetches that will not happen now are given back.
-      const taken = gated.status === 'fulfilled' ? slotKeys.filter((_, i) => gated.value[i]!.kind === 'go') : [];
-      if (taken.length > 0 && this.minIntervalMs > 0) await this.settle(taken, taken.map(() => GIVE_BACK)).catch(this.onError);
-      throw gated.status === 'rejected' ? gated.reason : (claimed as PromiseRejectedResult).reason;
-    }
-    const claims = claimed.value;
-    const starts: FetchStart[] = gated.value.map((gate, i) => {
-      if (gate.kind === 'wait') return { kind: 'wait', waitMs: gate.ms };
-      if (gate.kind === 'park') return { kind: 'park' };
-      const claimed = claims[i];
-      return claimed ? { kind: 'claimed', claimed } : { kind: 'empty' };
-    });
-    if (this.minIntervalMs > 0) this.settleSlots(slotKeys, starts);
-    return starts;
-  }
-
   /**
-   * Without holding up the batch's jobs (one script, not awaited; if it fails, the slots lapse as
-   * reserved):
-   * - a slot reserved for nothing is given back: it would make the next notification of its key wait
-   *   for no reason;
-   * - a slot whose fetch starts now is reserved again from now. It was reserved before the claim, which
-   *   can take tens of milliseconds under load, and C5 is about when the marketplace sees the GETs: the
-   *   next fetch of the key must wait FETCH_MIN_INTERVAL_MS from this one's GET, not from its claim.
-   * One script rather than a pipeline of DEL and PEXPIRE: ioredis copies every script defined on the
-   * connection (BullMQ's 64) onto each new pipeline, and builds a command object per key.
+   * The claim before the gate: the C5 slot is reserved once the claim is done, right before the GET, and
+   * only for a fetch that will happen (C5 is about when the marketplace sees the GETs).
    */
-  private settleSlots(slotKeys: string[], starts: FetchStart[]): void {
-    const keys: string[] = [];
-    const actions: string[] = [];
-    slotKeys.forEach((key, i) => {
-      const kind = starts[i]!.kind;
-      if (kind === 'wait' || kind === 'park') return;
-      keys.push(key);
-      actions.push(kind === 'empty' ? GIVE_BACK : RESERVE_AGAIN);
+  private async startMany(requests: StartRequest[]): Promise<FetchStart[]> {
+    const claims = await this.notifications.claimPending(requests.map((r) => r.resource));
+    const pending = requests.flatMap((r, i) => (claims[i] ? [i] : []));
+    const gated = await this.gate.start(
+      pending.map((i) => {
+        const r = requests[i]!;
+        const key = fetchKey(r.resource);
+        return { ...r.resource, fetchKey: key, max: r.max, paused: r.paused, retried: r.retried, slotKey: `${this.prefix}:fetch-slot:${key}` };
+      }),
+      this.minIntervalMs,
+    );
+    const starts: FetchStart[] = requests.map(() => ({ kind: 'empty' }));
+    pending.forEach((i, n) => {
+      const gate = gated[n]!;
+      starts[i] = gate.kind === 'go' ? { kind: 'claimed', claimed: claims[i]! } : gate.kind === 'wait' ? { kind: 'wait', waitMs: gate.ms } : { kind: 'park' };
     });
-    if (keys.length > 0) void this.settle(keys, actions).catch(this.onError);
-  }
-
-  /** One script for any mix of slots given back (GIVE_BACK) and reserved again (RESERVE_AGAIN). */
-  private settle(keys: string[], actions: string[]): Promise<number> {
-    return this.settleScript(keys, [this.minIntervalMs, ...actions]);
+    return starts;
   }
 }

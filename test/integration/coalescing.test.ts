@@ -55,8 +55,6 @@ describe('coalescing of fetches per (company, href)', () => {
     } finally {
       redis.disconnect();
     }
-    // The slot is taken beside the claim, not after it: give the claim a moment (a busy machine's), well inside the GET.
-    await new Promise((r) => setTimeout(r, 300));
     // The resource changes three times while the slow GET runs (it may have read the old version).
     await scenario.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-c2', count: 3 });
     await scenario.settled(4);
@@ -136,12 +134,12 @@ describe('coalescing of fetches per (company, href)', () => {
     try {
       await lock.query('BEGIN');
       await lock.query('LOCK TABLE notifications IN ACCESS EXCLUSIVE MODE');
-      const first = starts.begin(request(companyId, href)); // the slot is reserved at once, the claim waits
+      const first = starts.begin(request(companyId, href)); // the claim waits, and the slot is reserved after it
       await new Promise((r) => setTimeout(r, 400));
       await lock.query('COMMIT');
       expect((await first).kind).toBe('claimed');
       const second = await starts.begin(request(companyId, href));
-      // About 600 ms if the interval ran from the reservation.
+      // About 600 ms if the interval ran from before the claim.
       expect(second.kind === 'wait' && second.waitMs).toBeGreaterThan(900);
     } finally {
       lock.release();
@@ -149,30 +147,30 @@ describe('coalescing of fetches per (company, href)', () => {
     }
   });
 
-  it('C5: a fetch that finds nothing pending gives its slot back, so the next notification is fetched at once', async () => {
+  it('C5: a fetch that finds nothing pending reserves no slot, so the next notification is fetched at once', async () => {
     scenario = await startScenario({ role: 'api', env: { FETCH_MIN_INTERVAL_MS: '1000' } });
     const { companyId } = await scenario.company('acme');
     const { starts, close } = fetchStarts(scenario, 1000);
     try {
       const href = 'http://marketplace.test/api/rfqs/nothing-pending'; // nothing was ever received for it
       expect((await starts.begin(request(companyId, href))).kind).toBe('empty');
-      // Had the slot been kept, this start would wait about 1,000 ms.
+      // Had a slot been reserved, this start would wait about 1,000 ms.
       expect((await starts.begin(request(companyId, href))).kind).toBe('empty');
     } finally {
       await close();
     }
   });
 
-  it('C5: a start whose claim fails gives back the slot it reserved', async () => {
+  it('C5: a start whose claim fails reserves no slot', async () => {
     scenario = await startScenario({ role: 'api', env: { FETCH_MIN_INTERVAL_MS: '1000' } });
     const { companyId } = await scenario.company('acme');
     const broken = fetchStarts(scenario, 1000);
     const working = fetchStarts(scenario, 1000);
     try {
       const href = 'http://marketplace.test/api/rfqs/claim-fails';
-      await broken.pool.end(); // its slot is reserved in Redis, its claim in PostgreSQL fails
+      await broken.pool.end(); // its claim in PostgreSQL fails
       await expect(broken.starts.begin(request(companyId, href))).rejects.toThrow();
-      // Had the slot been kept, this start would wait about 1,000 ms.
+      // Had a slot been reserved, this start would wait about 1,000 ms.
       expect((await working.starts.begin(request(companyId, href))).kind).toBe('empty');
     } finally {
       await broken.close();
@@ -189,9 +187,7 @@ function fetchStarts(s: Scenario, minIntervalMs: number): { starts: FetchStarts;
   const pool = new pg.Pool({ connectionString: s.db.url, max: 1 });
   const redis = new Redis(REDIS_URL);
   const gate = new CompanyGate(redis, s.prefix, { defaultMax: 64, leaseMs: 60_000, probeIntervalMs: 300_000 });
-  const starts = new FetchStarts(createNotificationsRepository(pool), gate, redis, s.prefix, minIntervalMs, (err: unknown) =>
-    console.warn('a fetch slot was not settled', err),
-  );
+  const starts = new FetchStarts(createNotificationsRepository(pool), gate, s.prefix, minIntervalMs);
   return {
     starts,
     pool,
