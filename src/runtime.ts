@@ -205,6 +205,7 @@ async function apiRole(core: Core): Promise<RolePart> {
     tokens: core.tokens,
     controls: core.controls,
     onGateError: core.gateError,
+    onOutboundCleanupError: report('outbound_cleanup', "a failed lead, quote or decline call's row could not be settled; it stays sending and a repeat takes it over once stale", 'postgres'),
     onWebhookChange: () => directory.invalidate(),
   });
   const stream = new NotificationStream({

@@ -31,6 +31,8 @@ export function createServices(deps: {
   controls: CompanyControls;
   /** A gate that could not be read or told (Redis out of reach): the call carries on. */
   onGateError: (err: unknown) => void;
+  /** A failed outbound call's row that could not be settled (services/send-once.ts): the call's error is answered. */
+  onOutboundCleanupError: (err: unknown) => void;
 }) {
   const { db, config } = deps;
   const marketplace = new MarketplaceClient({
@@ -58,13 +60,13 @@ export function createServices(deps: {
     onChange: deps.onWebhookChange ?? (() => {}),
   });
   // Quotes and declines answer the RFQs the company fetched: the action hrefs they carry are checked as a notification's href is.
-  const rfqAnswers = { db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs, requireHttpsHrefs: config.requireHttpsHrefs };
+  const rfqAnswers = { db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs, requireHttpsHrefs: config.requireHttpsHrefs, onCleanupError: deps.onOutboundCleanupError };
   return {
     companies,
     webhooks,
     deletions: createDeletionsService({ db, webhooks, notifications: deps.notifications }),
     notifications: createNotificationsService({ db, notifications: deps.notifications, enqueuer: deps.enqueuer }),
-    leads: createLeadsService({ db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs }),
+    leads: createLeadsService({ db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs, onCleanupError: deps.onOutboundCleanupError }),
     quotes: createQuotesService(rfqAnswers),
     declines: createDeclinesService(rfqAnswers),
     overview: createOverviewService({ db, controls: deps.controls, onGateError: deps.onGateError }),

@@ -11,7 +11,14 @@ import { leadViewSchema, viewOf, type LeadView } from './views.js';
 // A lead is never held `unknown`: it is safe to send again (services/send-once.ts).
 const view = (l: LeadRow): LeadView => viewOf(leadViewSchema, l, { status: l.status as LeadView['status'] });
 
-export function createLeadsService(deps: { db: Database; companies: CompaniesService; marketplace: MarketplaceClient; timeoutMs: number }) {
+export function createLeadsService(deps: {
+  db: Database;
+  companies: CompaniesService;
+  marketplace: MarketplaceClient;
+  timeoutMs: number;
+  /** A failed call's row that could not be settled (send-once.ts). */
+  onCleanupError: (err: unknown) => void;
+}) {
   const { db } = deps;
 
   return {
@@ -37,7 +44,7 @@ export function createLeadsService(deps: { db: Database; companies: CompaniesSer
               .returning();
             return done!;
           },
-        }),
+        }, deps.onCleanupError),
       );
       return { lead: view(row), created };
     },

@@ -24,6 +24,8 @@ export interface RfqAnswerDeps {
   timeoutMs: number;
   /** Outside development an action href must be https, as a notification's href must (SPEC §4). */
   requireHttpsHrefs: boolean;
+  /** A failed call's row that could not be settled (send-once.ts). */
+  onCleanupError: (err: unknown) => void;
 }
 
 /** Where an answer is sent, as its row records it. */
@@ -148,7 +150,7 @@ export async function sendRfqAnswer<T extends AnswerTable>(deps: RfqAnswerDeps, 
         if (incomplete) throw incomplete;
         return done as Row<T>;
       },
-    }),
+    }, deps.onCleanupError),
   );
 }
 

@@ -51,7 +51,12 @@ const POLL_MS = 50;
  */
 // Over 80 lines on purpose: the claim, the call and every way a row can be found, in one loop; split, the
 // guarantee (sent once, never twice) would have to be read across functions.
-export async function sendOnce<T extends OutboundTable>(db: Database, call: OutboundCall<T>): Promise<{ row: T['$inferSelect']; created: boolean }> {
+export async function sendOnce<T extends OutboundTable>(
+  db: Database,
+  call: OutboundCall<T>,
+  /** A failed call's row that could not be settled (the database is down): reported; a repeat takes it over once stale. */
+  onCleanupError: (err: unknown) => void,
+): Promise<{ row: T['$inferSelect']; created: boolean }> {
   type Row = T['$inferSelect'];
   // Drizzle's builders do not narrow over a union of tables; these statements are valid for each of them.
   const table = call.table as typeof leads;
@@ -96,18 +101,18 @@ export async function sendOnce<T extends OutboundTable>(db: Database, call: Outb
       const refused = err instanceof MarketplaceError && !err.mayHaveActed;
       if (hold && !refused) {
         const why = err instanceof Error ? err.message : String(err);
-        // Not logged: if the row cannot be marked now (the database is down), it stays `sending`, a repeat finds
-        // it stale after twice the call timeout and holds it `unknown` then; the caller gets the marketplace's error.
-        const held = await markUnknown(row.id, why).catch(() => false);
+        // If the row cannot be marked now (the database is down), it stays `sending`: a repeat finds it stale
+        // after twice the call timeout and holds it `unknown` then. The caller gets the marketplace's error.
+        const held = await markUnknown(row.id, why).catch((cleanup: unknown) => (onCleanupError(cleanup), false));
         if (held) throw outcomeUnknown(502, 'Bad Gateway', call.name, why);
         throw err;
       }
-      // Not logged: if the refused row cannot be removed now, it stays `sending` and a repeat takes it over once
-      // stale (a quote is then held `unknown`: the cautious side); the caller gets the marketplace's error.
+      // If the refused row cannot be removed now, it stays `sending` and a repeat takes it over once stale (a
+      // quote is then held `unknown`: the cautious side). The caller gets the marketplace's error.
       await db
         .delete(table)
         .where(and(eq(table.id, row.id), eq(table.status, 'sending')))
-        .catch(() => undefined);
+        .catch(onCleanupError);
       throw err;
     }
   };

@@ -297,6 +297,28 @@ describe('a call whose answer is lost', () => {
     expect(repeat.status, JSON.stringify(repeat.body)).toBe(201);
   });
 
+  it('keeps a refused quote whose row cannot be removed sending, and counts the failure', async () => {
+    const body = { requestId: 'lift-stuck', submission: tailQuote(uid('stuck')) };
+    const { rows } = await lost.sql.query('SELECT api_base_url FROM companies WHERE id = $1', [lostCompany]);
+    await lost.sql.query(`UPDATE companies SET api_base_url = 'http://127.0.0.1:9/api' WHERE id = $1`, [lostCompany]); // nothing listens on port 9
+    // The database refuses the removal, as one that went away between the call and the clean-up would.
+    await lost.sql.query(`CREATE FUNCTION refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'no deletes now'; END $$`);
+    await lost.sql.query('CREATE TRIGGER refuse_delete BEFORE DELETE ON quotes FOR EACH ROW EXECUTE FUNCTION refuse_delete()');
+    try {
+      const refused = await post('quotes', body);
+      expect(refused.status).toBe(502);
+      expect(refused.body.code).toBe('marketplace_network');
+      const { rows: kept } = await lost.sql.query('SELECT status FROM quotes WHERE seller_unique_quote_identifier = $1', [body.submission.quote.sellerUniqueQuoteIdentifier]);
+      expect(kept).toEqual([{ status: 'sending' }]);
+      const metrics = await (await fetch(`${lost.skyhook.url}/metrics`)).text();
+      expect(Number(/skyhook_errors_total\{kind="outbound_cleanup"\} (\d+)/.exec(metrics)?.[1])).toBe(1);
+    } finally {
+      await lost.sql.query('DROP TRIGGER refuse_delete ON quotes');
+      await lost.sql.query('DROP FUNCTION refuse_delete()');
+      await lost.sql.query(`UPDATE companies SET api_base_url = $2 WHERE id = $1`, [lostCompany, rows[0].api_base_url]);
+    }
+  });
+
   it('sends a lead again after a lost answer: the marketplace keeps one lead per clientIdentifier', async () => {
     const id = uid('late-lead');
     lost.sim.setFaults({ submitLatencyMs: 1500 });

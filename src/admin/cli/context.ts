@@ -25,6 +25,11 @@ export interface AdminContext {
 }
 
 /** That Redis is out of reach and what follows, said once on stderr (stdout may be a --json document). */
+/** A failed call's row left `sending` (send-once.ts): said once on stderr, beside the call's own error. */
+function cleanupNote(err: unknown): void {
+  process.stderr.write(`skyhook: note: the call's row could not be settled (${describeError(err)}): it stays sending, and a repeat takes it over once stale\n`);
+}
+
 function redisNote(consequence: string): (err: unknown) => void {
   let said = false;
   return (err) => {
@@ -59,7 +64,7 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
     return {
       config,
       notifications,
-      services: createServices({ db: handle.db, notifications, enqueuer: readOnly, config, controls, onGateError: gateNote }),
+      services: createServices({ db: handle.db, notifications, enqueuer: readOnly, config, controls, onGateError: gateNote, onOutboundCleanupError: cleanupNote }),
       close: async () => {
         redis.disconnect();
         await handle.pool.end();
@@ -78,7 +83,7 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
   return {
     config,
     notifications,
-    services: createServices({ db: handle.db, notifications, enqueuer, config, controls, onGateError: replayNote }),
+    services: createServices({ db: handle.db, notifications, enqueuer, config, controls, onGateError: replayNote, onOutboundCleanupError: cleanupNote }),
     async close() {
       await queue.close().catch(replayNote);
       redis.disconnect();
