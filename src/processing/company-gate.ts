@@ -171,7 +171,7 @@ end
 /**
  * KEYS: the paused set (every key of the gate shares its hash tag: on a Redis Cluster the script runs on
  * that slot's node). ARGV: gate prefix, paused set, now, default max, slow start, lease, then the queue's
- * dedup prefix, job prefix and delayed set (three empty strings: no queue to ask), then per resource
+ * dedup prefix, job prefix and delayed set, then per resource
  * (company id, fetch key, href). Answers per resource -1 (its job covers it already), 0 (parked), or the
  * priority of its job: its company's count of jobs queued or running, itself included.
  */
@@ -185,7 +185,7 @@ for i = 1, (#ARGV - 9) / 3 do
   local g = gp .. cid
   local R = g .. ':running'
   out[i] = 0
-  if dedup ~= '' and covered(dedup, job, delayed, fk) then
+  if covered(dedup, job, delayed, fk) then
     out[i] = -1
   elseif redis.call('SISMEMBER', pausedSet, cid) == 0 then
     local max = tonumber(redis.call('HGET', g, 'max')) or default
@@ -392,15 +392,15 @@ export class CompanyGate {
   }
 
   /**
-   * Admits each resource (its job is to be added, with this priority) or parks it. Given the queue's keys,
-   * a resource whose key's job covers it already is `covered` (COVERED_LUA).
+   * Admits each resource (its job is to be added, with this priority) or parks it; one whose key's job in
+   * `queue` covers it already is `covered` (COVERED_LUA).
    */
-  async admit(resources: (ResourceKey & { fetchKey: string })[], queue?: QueueKeys): Promise<Admission[]> {
+  async admit(resources: (ResourceKey & { fetchKey: string })[], queue: QueueKeys): Promise<Admission[]> {
     if (resources.length === 0) return [];
     const args = resources.flatMap((r) => [r.companyId, r.fetchKey, r.href]);
     const out = await this.admitScript(
       [this.pausedSet],
-      [this.gatePrefix, this.pausedSet, Date.now(), this.opts.defaultMax, SLOW_START, ADMIT_LEASE_MS, queue?.dedup ?? '', queue?.job ?? '', queue?.delayed ?? '', ...args],
+      [this.gatePrefix, this.pausedSet, Date.now(), this.opts.defaultMax, SLOW_START, ADMIT_LEASE_MS, queue.dedup, queue.job, queue.delayed, ...args],
     );
     return out.map((n) => (n === -1 ? 'covered' : n === 0 ? 'parked' : n));
   }

@@ -5,7 +5,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { deleteKeysWithPrefix } from '../../src/lib/redis/keys.js';
-import { CompanyGate, type GateAnswer } from '../../src/processing/company-gate.js';
+import { CompanyGate, type GateAnswer, type QueueKeys } from '../../src/processing/company-gate.js';
 import { fetchKey } from '../../src/processing/fetch.queue.js';
 import { testQueuePrefix } from '../helpers/database.js';
 
@@ -18,6 +18,8 @@ const other = '22222222-2222-4222-8222-222222222222';
 const redisOfTwo = new Redis(REDIS_URL);
 const gates = [new CompanyGate(redis, prefix, { defaultMax: 3, leaseMs: 60_000, probeIntervalMs: 60_000 }), new CompanyGate(redisOfTwo, prefix, { defaultMax: 3, leaseMs: 60_000, probeIntervalMs: 60_000 })];
 const [one, two] = gates as [CompanyGate, CompanyGate];
+/** A queue that holds no job: no resource is covered by one (fetch-queue.test.ts tests that side with BullMQ). */
+const noJobs: QueueKeys = { dedup: `${prefix}:empty:de:`, job: `${prefix}:empty:`, delayed: `${prefix}:empty:delayed` };
 
 const resource = (n: number, companyId = company) => {
   const key = { companyId, href: `https://api.example.com/api/rfqs/${n}` };
@@ -42,10 +44,10 @@ describe('the company gate', () => {
   it('F2: admits a company up to its limit across workers, parks the rest, and hands them back as places free', async () => {
     // Slow start: 3 is the limit here, under the start of 4.
     // Admitted with their priorities: how many jobs the company has queued or running.
-    expect(await one.admit([resource(1), resource(2)])).toEqual([1, 2]);
-    expect(await two.admit([resource(3), resource(4), resource(1)])).toEqual([3, 'parked', 3]); // 1 holds its place already
+    expect(await one.admit([resource(1), resource(2)], noJobs)).toEqual([1, 2]);
+    expect(await two.admit([resource(3), resource(4), resource(1)], noJobs)).toEqual([3, 'parked', 3]); // 1 holds its place already
     // F1: another company has places of its own, and its first job goes ahead of this one's.
-    expect(await one.admit([resource(9, other)])).toEqual([1]);
+    expect(await one.admit([resource(9, other)], noJobs)).toEqual([1]);
     expect((await one.views([company]))[0]).toMatchObject({ running: 3, parked: 1 });
     expect(await start(two, 1)).toEqual({ kind: 'go' });
     // A job that was never admitted (a follow-up, say) parks when the company is full.
@@ -58,7 +60,7 @@ describe('the company gate', () => {
 
   it("a dead worker's places lapse with their lease, and a kick hands the parked resources out", async () => {
     const shortLease = new CompanyGate(redis, prefix, { defaultMax: 3, leaseMs: 50, probeIntervalMs: 60_000 });
-    await shortLease.admit([resource(1), resource(2), resource(3), resource(4)]);
+    await shortLease.admit([resource(1), resource(2), resource(3), resource(4)], noJobs);
     for (const n of [1, 2, 3]) expect(await start(shortLease, n)).toEqual({ kind: 'go' });
     // The worker dies: no finish comes. Its places lapse; only a kick notices.
     expect(await shortLease.kick([company])).toEqual([]);
@@ -67,13 +69,13 @@ describe('the company gate', () => {
   });
 
   it('a retried job over the limit waits (keeping its attempts) instead of parking', async () => {
-    await one.admit([resource(1), resource(2), resource(3)]);
+    await one.admit([resource(1), resource(2), resource(3)], noJobs);
     expect(await start(one, 7, { retried: true })).toEqual({ kind: 'wait', ms: 1000 });
     expect((await one.views([company]))[0]!.parked).toBe(0);
   });
 
   it('F3: a 429 met by one worker holds the company in the other, booking starts after the hold, paced', async () => {
-    await one.admit([resource(1), resource(2), resource(3)]);
+    await one.admit([resource(1), resource(2), resource(3)], noJobs);
     expect(await start(one, 1)).toEqual({ kind: 'go' });
     const before = Date.now();
     await finish(one, 1, { kind: 'throttled', retryAfterMs: 2000, why: 'marketplace answered 429' });
@@ -109,9 +111,9 @@ describe('the company gate', () => {
   });
 
   it('F4: a paused company parks everything, gives nothing back, and resumes with an empty parked set', async () => {
-    await one.admit([resource(1)]);
+    await one.admit([resource(1)], noJobs);
     await one.pause(company, [resource(1)]);
-    expect(await one.admit([resource(2)])).toEqual(['parked']);
+    expect(await one.admit([resource(2)], noJobs)).toEqual(['parked']);
     expect(await start(two, 1)).toEqual({ kind: 'park' });
     expect(await finish(two, 1, { kind: 'none' })).toEqual([]); // nothing dispatched while paused
     expect(await one.pausedCompanies()).toEqual([company]);
@@ -120,7 +122,7 @@ describe('the company gate', () => {
     expect(await one.pausedCompanies()).toEqual([]);
     // The caller queues the pending resources again from PostgreSQL: none is left parked to be queued twice.
     expect((await one.views([company]))[0]!.parked).toBe(0);
-    expect(await one.admit([resource(2)])).toEqual([1]);
+    expect(await one.admit([resource(2)], noJobs)).toEqual([1]);
   });
 
   it('PostgreSQL says paused before the mirror does: the job parks all the same', async () => {
