@@ -53,14 +53,11 @@ type Identification = { company: Company; refused?: undefined } | Refusal;
 interface Refusal {
   refused: number;
   error: SeedEnvelopeMessage;
-  /** The company the credentials named, when they named one. */
-  company?: Company;
 }
 
-const refused = (status: number, code: string, message: string, company?: Company, field?: string): Refusal => ({
+const refused = (status: number, code: string, message: string, field?: string): Refusal => ({
   refused: status,
   error: { code, message, ...(field !== undefined ? { field } : {}) },
-  company,
 });
 
 /** A webhook setting as the marketplace keeps it: what it answers, plus its owner and its secret. */
@@ -96,13 +93,13 @@ function bearerOf(header: string | undefined): string | undefined {
 
 /** What an avinode request's own headers lack, as the real marketplace answers it: 401 for the API token, 400 for the rest. */
 function avinodeHeaderProblem(company: Company, header: (name: string) => string | undefined, now: number): Refusal | undefined {
-  if (header(HEADERS.avinodeApiToken) !== company.token) return refused(401, 'invalid_api_token', `missing or wrong ${HEADERS.avinodeApiToken}`, company, HEADERS.avinodeApiToken);
+  if (header(HEADERS.avinodeApiToken) !== company.token) return refused(401, 'invalid_api_token', `missing or wrong ${HEADERS.avinodeApiToken}`, HEADERS.avinodeApiToken);
   const sent = header(HEADERS.avinodeSentTimestamp);
-  if (sent === undefined) return refused(400, 'missing_sent_timestamp', `${HEADERS.avinodeSentTimestamp} is required`, company, HEADERS.avinodeSentTimestamp);
+  if (sent === undefined) return refused(400, 'missing_sent_timestamp', `${HEADERS.avinodeSentTimestamp} is required`, HEADERS.avinodeSentTimestamp);
   const at = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?Z$/.test(sent) ? Date.parse(sent) : Number.NaN;
-  if (Number.isNaN(at)) return refused(400, 'invalid_sent_timestamp', `${HEADERS.avinodeSentTimestamp} must be an ISO 8601 UTC time`, company, HEADERS.avinodeSentTimestamp);
-  if (Math.abs(now - at) > SENT_TIMESTAMP_SKEW_MS) return refused(400, 'invalid_sent_timestamp', `${HEADERS.avinodeSentTimestamp} is too far from the marketplace's clock`, company, HEADERS.avinodeSentTimestamp);
-  if (!header(HEADERS.avinodeProduct)) return refused(400, 'missing_product', `${HEADERS.avinodeProduct} is required`, company, HEADERS.avinodeProduct);
+  if (Number.isNaN(at)) return refused(400, 'invalid_sent_timestamp', `${HEADERS.avinodeSentTimestamp} must be an ISO 8601 UTC time`, HEADERS.avinodeSentTimestamp);
+  if (Math.abs(now - at) > SENT_TIMESTAMP_SKEW_MS) return refused(400, 'invalid_sent_timestamp', `${HEADERS.avinodeSentTimestamp} is too far from the marketplace's clock`, HEADERS.avinodeSentTimestamp);
+  if (!header(HEADERS.avinodeProduct)) return refused(400, 'missing_product', `${HEADERS.avinodeProduct} is required`, HEADERS.avinodeProduct);
   return undefined;
 }
 
@@ -170,10 +167,6 @@ export class MarketplaceState {
     return this.companies.has(companyId);
   }
 
-  company(companyId: string): Company | undefined {
-    return this.companies.get(companyId);
-  }
-
   companyIds(): string[] {
     return [...this.companies.keys()];
   }
@@ -193,14 +186,11 @@ export class MarketplaceState {
   identify(headers: Record<string, string | string[] | undefined>, now = Date.now()): Identification {
     const bearer = bearerOf(headerOf(headers, HEADERS.authorization));
     if (bearer === undefined) return refused(401, 'unauthorized', 'missing or unknown API token');
-    let company = this.companiesByBearer.get(bearer);
-    if (!company) {
-      const issued = this.accessTokens.get(bearer);
-      if (!issued) return refused(401, 'unauthorized', 'missing or unknown API token');
-      company = this.companies.get(issued.companyId);
-      if (!company) return refused(401, 'unauthorized', 'missing or unknown API token');
-      if (issued.expiresAt <= now) return refused(401, 'token_expired', 'the access token has expired', company);
-    }
+    const fixed = this.companiesByBearer.get(bearer);
+    const issued = fixed ? undefined : this.accessTokens.get(bearer);
+    const company = fixed ?? (issued && this.companies.get(issued.companyId));
+    if (!company) return refused(401, 'unauthorized', 'missing or unknown API token');
+    if (issued && issued.expiresAt <= now) return refused(401, 'token_expired', 'the access token has expired');
     return this.profileHeadersProblem(company, headers, now) ?? { company };
   }
 
@@ -322,9 +312,9 @@ export class MarketplaceState {
    * Whether the company's rate limit admits a resource GET arriving now (taking its place in the window),
    * or the Retry-After seconds of its refusal.
    */
-  admitResourceGet(companyId: string, now?: number): { admitted: true } | { admitted: false; retryAfterS: number } {
+  admitResourceGet(companyId: string): { admitted: true } | { admitted: false; retryAfterS: number } {
     const limited = this.companyFaults.get(companyId);
-    if (!limited?.window || limited.window.tryTake(now)) return { admitted: true };
+    if (!limited?.window || limited.window.tryTake()) return { admitted: true };
     return { admitted: false, retryAfterS: limited.faults.resourceRateLimit?.retryAfterS ?? 1 };
   }
 
