@@ -17,11 +17,10 @@ export const countCall =
   };
 
 export class Ledger {
-  /** Event counts that have no final status of their own. */
-  readonly counts = { retried: 0, duplicatesSent: 0, lostAcks: 0 };
+  /** In the report's order; the final statuses are counted by deliverySettled. */
+  readonly counts = { delivered: 0, retried: 0, gaveUp: 0, duplicatesSent: 0, lostAcks: 0, dropped: 0 };
   /** POSTs received on the lead, quote and decline routes, token requests and settings lists, whatever they were answered. */
   readonly calls = { leads: 0, quotes: 0, declines: 0, tokens: 0, settingsLists: 0 };
-  private readonly settled: Record<FinalStatus, number> = { delivered: 0, gave_up: 0, dropped: 0 };
   private readonly perCompany = new Map<string, { fired: number; delivered: number }>();
   /** Resource GETs by the company whose token they carried. */
   private readonly resourceGets = new Map<string, { answered: number; refused429: number }>();
@@ -47,7 +46,7 @@ export class Ledger {
 
   deliverySettled(record: NotificationRecord, status: FinalStatus): void {
     record.status = status;
-    this.settled[status]++;
+    this.counts[status === 'gave_up' ? 'gaveUp' : status]++;
     if (status === 'delivered') this.companyTally(record.companyId).delivered++;
   }
 
@@ -66,12 +65,7 @@ export class Ledger {
       this.resourceGetTally(companyId);
     }
     return {
-      delivered: this.settled.delivered,
-      retried: this.counts.retried,
-      gaveUp: this.settled.gave_up,
-      duplicatesSent: this.counts.duplicatesSent,
-      lostAcks: this.counts.lostAcks,
-      dropped: this.settled.dropped,
+      ...this.counts,
       pending,
       perCompany: Object.fromEntries([...this.perCompany].map(([id, tally]) => [id, { ...tally }])),
       resourceGets: Object.fromEntries([...this.resourceGets].map(([id, tally]) => [id, { ...tally }])),
