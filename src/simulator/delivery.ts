@@ -34,8 +34,6 @@ interface Delivery {
   sending: boolean;
 }
 
-type AttemptOutcome = { consumed: true } | { consumed: false; error: string };
-
 export class DeliveryQueue {
   /** Every delivery not yet settled: waiting for its time, waiting for a slot, or being sent. */
   private readonly pending = new Set<Delivery>();
@@ -122,29 +120,23 @@ export class DeliveryQueue {
     }
     const firstAttemptAt = (delivery.firstAttemptAt ??= Date.now());
     delivery.record.attempts++;
-    const outcome = await this.post(webhook, delivery.rawBody);
+    const error = await this.post(webhook, delivery.rawBody);
     if (this.stopped) return;
-    if (outcome.consumed && !this.ackLost()) {
-      await this.maybeSendDuplicate(webhook, delivery.rawBody);
+    const { faults } = this.options.state;
+    const ackLost = error === undefined && happens(faults.lostAckRate);
+    if (ackLost) this.options.ledger.counts.lostAcks++;
+    if (error === undefined && !ackLost) {
+      // The duplicate fault: the same body once more, freshly signed; its answer does not matter.
+      if (happens(faults.duplicateRate)) {
+        this.options.ledger.counts.duplicatesSent++;
+        await this.post(webhook, delivery.rawBody);
+      }
       if (!this.stopped) this.settle(delivery, 'delivered');
       return;
     }
-    delivery.record.lastError = outcome.consumed ? 'acknowledgement lost (fault)' : outcome.error;
+    delivery.record.lastError = error ?? 'acknowledgement lost (fault)';
     if (!webhook.active) this.settle(delivery, 'dropped');
     else this.retryLater(delivery, firstAttemptAt);
-  }
-
-  private ackLost(): boolean {
-    const lost = happens(this.options.state.faults.lostAckRate);
-    if (lost) this.options.ledger.counts.lostAcks++;
-    return lost;
-  }
-
-  /** The duplicate fault: the same body once more, freshly signed; its answer does not matter. */
-  private async maybeSendDuplicate(webhook: StoredWebhookSetting, rawBody: string): Promise<void> {
-    if (!happens(this.options.state.faults.duplicateRate)) return;
-    this.options.ledger.counts.duplicatesSent++;
-    await this.post(webhook, rawBody);
   }
 
   /** The next attempt after the backoff, but no later than the end of the window: a last try at 48 h. */
@@ -165,7 +157,8 @@ export class DeliveryQueue {
     return ceilingMs * (0.5 + Math.random() / 2);
   }
 
-  private async post(webhook: StoredWebhookSetting, rawBody: string): Promise<AttemptOutcome> {
+  /** Undefined when the webhook consumed the notification, else why not. */
+  private async post(webhook: StoredWebhookSetting, rawBody: string): Promise<string | undefined> {
     const { replyTimeoutMs } = this.options;
     try {
       const response = await fetch(webhook.targetURI, {
@@ -179,10 +172,10 @@ export class DeliveryQueue {
       });
       // Read the (small) reply so the connection can be reused for the next delivery.
       await response.arrayBuffer();
-      if (response.status === 200) return { consumed: true };
-      return { consumed: false, error: `answered HTTP ${response.status}` };
+      return response.status === 200 ? undefined : `answered HTTP ${response.status}`;
     } catch (error) {
-      return { consumed: false, error: describeFailure(error, replyTimeoutMs) };
+      const timedOut = error instanceof Error && error.name === 'TimeoutError';
+      return timedOut ? `no reply within ${replyTimeoutMs} ms` : fetchFailureReason(error);
     }
   }
 
@@ -197,9 +190,4 @@ export class DeliveryQueue {
     this.idleWaiters = [];
     for (const wake of waiters) wake();
   }
-}
-
-function describeFailure(error: unknown, replyTimeoutMs: number): string {
-  const timedOut = error instanceof Error && error.name === 'TimeoutError';
-  return timedOut ? `no reply within ${replyTimeoutMs} ms` : fetchFailureReason(error);
 }
