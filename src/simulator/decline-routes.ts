@@ -5,14 +5,14 @@
  */
 import { envelope } from '../marketplace/contract.js';
 import { declineSchema, type DeclineAnswered } from '../marketplace/declines.js';
-import { actAsAccountOf, rfqActionRoutes } from './rfq-actions.js';
+import { rfqActionRoutes } from './rfq-actions.js';
 import { newId } from './state.js';
 
 export const declineRoutes = rfqActionRoutes(
   'decline',
   declineSchema,
   (ledger) => ledger.calls.declines++,
-  (simulation) => (request, { requestId, body, company, via }) => {
+  (simulation) => ({ requestId, body, company, actAsAccount, via }) => {
     const { state, ledger } = simulation;
     // (assumed) A lift or an RFQ is declined once: a repeat answers the first decline and notifies nothing.
     const earlier = state.declines.get(company.id, requestId);
@@ -20,7 +20,6 @@ export const declineRoutes = rfqActionRoutes(
 
     const answered: Required<DeclineAnswered> = { tripmsgs: { id: newId('tm') } };
     state.declines.set(company.id, requestId, answered);
-    const actAsAccount = actAsAccountOf(request, company);
     simulation.emit(company.id, 'TripRequestSellerResponse', answered.tripmsgs.id, {
       fields: { requestId, declined: true, actAsAccount, shownAs: actAsAccount ?? company.name, ...body },
     });

@@ -6,14 +6,14 @@
  */
 import { envelope } from '../marketplace/contract.js';
 import { quoteSubmissionSchema, type QuoteSubmitted } from '../marketplace/quotes.js';
-import { actAsAccountOf, rfqActionRoutes } from './rfq-actions.js';
+import { rfqActionRoutes } from './rfq-actions.js';
 import { newId } from './state.js';
 
 export const quoteRoutes = rfqActionRoutes(
   'submitQuote',
   quoteSubmissionSchema,
   (ledger) => ledger.calls.quotes++,
-  (simulation) => (request, { requestId, body: submission, company, via }) => {
+  (simulation) => ({ requestId, body: submission, company, actAsAccount, via }) => {
     const { state, ledger } = simulation;
     const { sellerUniqueQuoteIdentifier } = submission.quote;
     // (assumed) The seed leaves idempotency to the caller (SPEC §6: Skyhook's sellerUniqueQuoteIdentifier).
@@ -29,7 +29,6 @@ export const quoteRoutes = rfqActionRoutes(
       lift: { id: newId('lift') },
     };
     state.quotes.set(company.id, sellerUniqueQuoteIdentifier, submitted);
-    const actAsAccount = actAsAccountOf(request, company);
     // Seed §4.2: the broker sees the acting user when the header is sent, else the company name.
     const shownAs = actAsAccount ?? company.name;
     const { sellerQuote, lift } = submitted;

@@ -4,7 +4,7 @@
  * (`actions.<action>.href`, `sellerLift[].actions.<action>.href`), which are other paths, so a test can tell
  * which one Skyhook used.
  */
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { actAsAccountHeader } from '../marketplace/connection.js';
 import { marketplaceId, rfqActionPath, RFQ_ACTIONS, type RfqAction } from '../marketplace/contract.js';
@@ -13,7 +13,7 @@ import { callerOf } from './auth.js';
 import { lateAnswer } from './faults.js';
 import { countCall, type Ledger } from './ledger.js';
 import type { Simulation } from './simulation.js';
-import { API_PREFIX, newId, resourcePath, type Company, type MarketplaceState } from './state.js';
+import { API_PREFIX, newId, resourcePath, type Company } from './state.js';
 import type { AnswerRoute } from './types.js';
 
 /** The requested lifts of a new RFQ resource: two, so one can be quoted and the other declined. */
@@ -41,7 +41,7 @@ export function newRfqFields(hrefOf: (path: string) => string, rfqId: string): R
 }
 
 /** The user login an answer is sent as, in the header of the company's profile; a blank header counts as not sent, as no login is blank. */
-export function actAsAccountOf(request: FastifyRequest, company: Company): string | null {
+function actAsAccountOf(request: FastifyRequest, company: Company): string | null {
   const value = request.headers[actAsAccountHeader(company.profile).toLowerCase()];
   return typeof value === 'string' && value.trim() !== '' ? value.trim() : null;
 }
@@ -50,46 +50,42 @@ export function actAsAccountOf(request: FastifyRequest, company: Company): strin
 const requestParams = z.object({ requestId: marketplaceId });
 
 /** What a handler gets once the request id and the body are valid; otherwise the caller gets a soft error naming each issue. */
-type Answer<B> = { requestId: string; body: B; company: Company; via: AnswerRoute };
+type Answer<B> = { requestId: string; body: B; company: Company; actAsAccount: string | null; via: AnswerRoute };
 
 /**
  * The plugin of one action: every call counted (`count`), its answer held for submitLatencyMs as a lead's is
- * (the marketplace acted, the caller may time out), and served where serveRfqAction says.
+ * (the marketplace acted, the caller may time out), and served at the assumed path and at the RFQ's and each
+ * lift's action href. An action href names an RFQ of the caller's (and one of its lifts): anything else is a
+ * 404, as for a resource.
  */
 export function rfqActionRoutes<B>(
   action: RfqAction,
   schema: z.ZodType<B>,
   count: (ledger: Ledger) => void,
-  handler: (simulation: Simulation) => (request: FastifyRequest, answer: Answer<B>) => unknown,
+  handler: (simulation: Simulation) => (answer: Answer<B>) => unknown,
 ): FastifyPluginAsync<{ simulation: Simulation }> {
   return async (api, { simulation }) => {
     api.addHook('onSend', countCall(() => count(simulation.ledger)));
     api.addHook('onSend', lateAnswer(simulation.state));
     const handle = handler(simulation);
-    serveRfqAction(api, simulation.state, action, async (request, params, via) => {
+    const answer = async (request: FastifyRequest, params: unknown, via: AnswerRoute) => {
       const id = requestParams.safeParse(params);
       const body = schema.safeParse(request.body);
       if (!id.success || !body.success) return softError(issueErrors([...(id.error?.issues ?? []), ...(body.error?.issues ?? [])]));
-      return handle(request, { requestId: id.data.requestId, body: body.data, company: callerOf(request), via });
-    });
+      const company = callerOf(request);
+      return handle({ requestId: id.data.requestId, body: body.data, company, actAsAccount: actAsAccountOf(request, company), via });
+    };
+    const viaHref = async (request: FastifyRequest, reply: FastifyReply, rfqId: string, liftId: string | null) => {
+      const rfq = simulation.state.resourceAt(resourcePath('rfqs', rfqId));
+      const lifts = rfq?.fields.sellerLift;
+      const known = rfq?.companyId === callerOf(request).id && (liftId === null || (Array.isArray(lifts) && lifts.some((l: { id?: unknown }) => l.id === liftId)));
+      if (!known) return reply.code(404).send(notFound(liftId === null ? 'rfq' : 'requested lift'));
+      return answer(request, { requestId: liftId ?? rfqId }, 'action_href');
+    };
+    api.post(rfqActionPath(action, 'REQUEST_ID').replace('REQUEST_ID', ':requestId'), async (request) => answer(request, request.params, 'assumed_path'));
+    api.post<{ Params: { rfqId: string } }>(`/rfqs/:rfqId/${action}`, async (request, reply) => viaHref(request, reply, request.params.rfqId, null));
+    api.post<{ Params: { rfqId: string; liftId: string } }>(`/rfqs/:rfqId/lifts/:liftId/${action}`, async (request, reply) =>
+      viaHref(request, reply, request.params.rfqId, request.params.liftId),
+    );
   };
-}
-
-/**
- * Serves one action at the assumed path and at the RFQ's and each lift's action href. An action href names
- * an RFQ of the caller's (and one of its lifts): anything else is a 404, as for a resource.
- */
-function serveRfqAction(api: FastifyInstance, state: MarketplaceState, action: RfqAction, answer: (request: FastifyRequest, params: unknown, via: AnswerRoute) => Promise<unknown>): void {
-  api.post(rfqActionPath(action, 'REQUEST_ID').replace('REQUEST_ID', ':requestId'), async (request) => answer(request, request.params, 'assumed_path'));
-  const viaHref = async (request: FastifyRequest, reply: FastifyReply, rfqId: string, liftId: string | null) => {
-    const rfq = state.resourceAt(resourcePath('rfqs', rfqId));
-    const lifts = rfq?.fields.sellerLift;
-    const known = rfq?.companyId === callerOf(request).id && (liftId === null || (Array.isArray(lifts) && lifts.some((l: { id?: unknown }) => l.id === liftId)));
-    if (!known) return reply.code(404).send(notFound(liftId === null ? 'rfq' : 'requested lift'));
-    return answer(request, { requestId: liftId ?? rfqId }, 'action_href');
-  };
-  api.post<{ Params: { rfqId: string } }>(`/rfqs/:rfqId/${action}`, async (request, reply) => viaHref(request, reply, request.params.rfqId, null));
-  api.post<{ Params: { rfqId: string; liftId: string } }>(`/rfqs/:rfqId/lifts/:liftId/${action}`, async (request, reply) =>
-    viaHref(request, reply, request.params.rfqId, request.params.liftId),
-  );
 }
