@@ -80,17 +80,13 @@ export function registerSimulatorCommands(program: Command): void {
     .option('--verbose', 'log every request');
   withFaultOptions(start).action(runSimulator);
 
-  withFaultOptions(
-    simulator
-      .command('faults')
-      .description("show a running simulator's fault knobs, or change those given (the others keep their values)")
-      .option('--url <url>', 'the simulator URL', parseHttpUrl, DEFAULT_URL),
-  ).action(setFaults);
+  /** A subcommand that calls a running simulator at --url. */
+  const remote = (name: string, description: string) =>
+    simulator.command(name).description(description).option('--url <url>', 'the simulator URL', parseHttpUrl, DEFAULT_URL);
 
-  simulator
-    .command('company-faults')
-    .description("show one company's fault knobs on a running simulator, or change those given (the others keep their values)")
-    .option('--url <url>', 'the simulator URL', parseHttpUrl, DEFAULT_URL)
+  withFaultOptions(remote('faults', "show a running simulator's fault knobs, or change those given (the others keep their values)")).action(setFaults);
+
+  remote('company-faults', "show one company's fault knobs on a running simulator, or change those given (the others keep their values)")
     .requiredOption('--company <id>', 'the company whose resource GETs the knobs apply to')
     .option('--resource-latency <ms>', "fault: wait before each of the company's resource answers (0: none)", parseNonNegativeInteger)
     .option(
@@ -100,17 +96,11 @@ export function registerSimulatorCommands(program: Command): void {
     )
     .action(setCompanyFaults);
 
-  simulator
-    .command('reset')
-    .description("forget a company's webhook settings on a running simulator, as the marketplace's weekly sandbox wipe does")
-    .option('--url <url>', 'the simulator URL', parseHttpUrl, DEFAULT_URL)
+  remote('reset', "forget a company's webhook settings on a running simulator, as the marketplace's weekly sandbox wipe does")
     .requiredOption('--company <id>', 'the company whose settings are forgotten')
     .action(resetCompany);
 
-  simulator
-    .command('fire')
-    .description('fire events at a running simulator: each changes a resource and notifies the company webhooks')
-    .option('--url <url>', 'the simulator URL', parseHttpUrl, DEFAULT_URL)
+  remote('fire', 'fire events at a running simulator: each changes a resource and notifies the company webhooks')
     .requiredOption('--company <id>', 'the company the events belong to')
     .addOption(new Option('--event <type>', 'the event type').choices(EVENT_TYPES).makeOptionMandatory())
     .option('--count <n>', 'number of events', parsePositiveInteger, 1)
@@ -194,8 +184,7 @@ async function runSimulator(flags: StartFlags): Promise<void> {
 }
 
 async function setFaults(flags: { url: string }): Promise<void> {
-  const patch = Object.fromEntries(Object.entries(faultsFromFlags(flags)).filter(([, v]) => v !== undefined));
-  const answer = await callSimulator<Partial<Faults>>('faults', flags.url, '/_sim/faults', 'PUT', patch, () => true);
+  const answer = await callSimulator<Partial<Faults>>('faults', flags.url, '/_sim/faults', 'PUT', faultsFromFlags(flags), () => true);
   if (answer) for (const [knob, value] of Object.entries(answer)) console.log(`${knob.padEnd(20)} ${String(value)}`);
 }
 
