@@ -35,17 +35,12 @@ async function freePort(): Promise<number> {
   });
 }
 
-/**
- * `keep`: once the summary is printed the stack keeps running (the console to explore) until `stopped`
- * resolves (Ctrl-C by default); the clean-up follows then.
- */
+/** `keep`: once the summary is printed the stack keeps running (the console to explore) until Ctrl-C; the clean-up follows then. */
 // Over 80 lines on purpose: the demo's steps in the order they run, read top to bottom.
-export async function runDemo(
-  opts: { events?: number; out?: NodeJS.WriteStream; keep?: boolean; stopped?: Promise<unknown> } = {},
-): Promise<{ fired: number; processed: number; failed: number }> {
-  const out = opts.out ?? process.stdout;
+export async function runDemo(opts: { events: number; keep?: boolean }): Promise<{ fired: number; processed: number; failed: number }> {
+  const { events } = opts;
+  const out = process.stdout;
   const say = (line = '') => out.write(`${line}\n`);
-  const events = opts.events ?? 600;
   const port = await freePort();
   // Its own key prefix, so the demo never touches a running Skyhook's queue (tests give their own).
   const prefix = process.env.DEMO_QUEUE_PREFIX ?? DEFAULT_DEMO_PREFIX;
@@ -114,11 +109,9 @@ export async function runDemo(
     for (const c of companies) {
       const trips = await sim.fire({ companyId: c.simId, eventType: 'TripRequest', count: Math.round(events * 0.7), resources: 40 });
       const chats = await sim.fire({ companyId: c.simId, eventType: 'TripChatFromBuyer', count: events - Math.round(events * 0.7), resources: 20 });
-      fired.set(c.companyId!, trips.length + chats.length);
+      // + 1: the lead (the broker's) and the quote (the operator's) each made the marketplace notify its company once more.
+      fired.set(c.companyId!, trips.length + chats.length + 1);
     }
-    // The lead and the quote each made the marketplace notify its company once more.
-    fired.set(broker.companyId!, fired.get(broker.companyId!)! + 1);
-    fired.set(operator.companyId!, fired.get(operator.companyId!)! + 1);
     const total = [...fired.values()].reduce((a, b) => a + b, 0);
 
     const tty = out.isTTY === true;
@@ -168,7 +161,7 @@ export async function runDemo(
       say('The stack keeps running. Fire more events and watch them arrive in the console:');
       say(`  node bin/skyhook.js simulator fire --url ${sim.url} --company ${companies[0]!.simId} --event TripRequest --count 20`);
       say("Press Ctrl-C to stop it and remove the demo's companies.");
-      await (opts.stopped ?? new Promise((resolve) => process.once('SIGINT', resolve)));
+      await new Promise((resolve) => process.once('SIGINT', resolve));
       say('\nStopping the demo ...');
     } else {
       say('It stopped with the demo: run `npm run demo -- --keep` to leave the stack running and explore it.');
