@@ -48,7 +48,6 @@ export class DeliveryQueue {
     return this.pending.size;
   }
 
-  /** Queues one notification for one webhook. */
   enqueue(webhookId: string, companyId: string, notification: NotificationBody): void {
     const { id, href, type } = notification;
     const record: NotificationRecord = { id, href, type, companyId, webhookId, attempts: 0, status: 'pending' };
@@ -165,7 +164,7 @@ export class DeliveryQueue {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
-          authorization: deliveryAuthorization(webhook, webhook.targetURI, rawBody),
+          authorization: deliveryAuthorization(webhook, rawBody),
         },
         body: rawBody,
         signal: AbortSignal.timeout(replyTimeoutMs),

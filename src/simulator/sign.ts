@@ -1,26 +1,16 @@
 /** The Authorization header the marketplace puts on each notification it delivers (seed §5.2). */
 import { createHash, createHmac } from 'node:crypto';
 import OAuth from 'oauth-1.0a';
-import type { ClientAuthenticationType } from '../marketplace/contract.js';
 import { normaliseBaseUrl } from '../receiver/oauth1.js';
-
-interface DeliveryCredentials {
-  clientAuthenticationType: ClientAuthenticationType;
-  clientIdentifier: string;
-  clientSecret: string;
-}
+import type { StoredWebhookSetting } from './state.js';
 
 /**
- * Signs one delivery attempt. OAuth signs the exact `rawBody` string through `oauth_body_hash`, so the caller
- * must send those very bytes; every call makes a fresh nonce and timestamp.
+ * Signs one delivery attempt to the webhook's targetURI. OAuth signs the exact `rawBody` string through
+ * `oauth_body_hash`, so the caller must send those very bytes; every call makes a fresh nonce and timestamp.
  */
-export function deliveryAuthorization(
-  credentials: DeliveryCredentials,
-  targetURI: string,
-  rawBody: string,
-): string {
-  const { clientIdentifier, clientSecret } = credentials;
-  if (credentials.clientAuthenticationType === 'BASIC') {
+export function deliveryAuthorization(webhook: StoredWebhookSetting, rawBody: string): string {
+  const { clientIdentifier, clientSecret, targetURI } = webhook;
+  if (webhook.clientAuthenticationType === 'BASIC') {
     return `Basic ${Buffer.from(`${clientIdentifier}:${clientSecret}`).toString('base64')}`;
   }
   const oauth = new OAuth({
