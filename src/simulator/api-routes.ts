@@ -13,6 +13,7 @@ import { oauthRoutes } from './oauth-routes.js';
 import { quoteRoutes } from './quote-routes.js';
 import { resourceRoutes } from './resource-routes.js';
 import type { Simulation } from './simulation.js';
+import { headerOf } from './state.js';
 import { webhookSettingsRoutes } from './webhook-routes.js';
 
 export const apiRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (api, { simulation }) => {
@@ -31,10 +32,7 @@ export const apiRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (
     // After the answer, so refused calls are recorded with the status really sent, and the profile headers they carried.
     authenticated.addHook('onResponse', async (request, reply) => {
       const company = simulation.state.companyByAuthorization(request.headers.authorization);
-      const header = (name: string) => {
-        const value = request.headers[name.toLowerCase()];
-        return typeof value === 'string' ? value : null;
-      };
+      const header = (name: string) => headerOf(request.headers, name) ?? null;
       simulation.ledger.logs.apiCalls.push({
         method: request.method,
         path: request.url,

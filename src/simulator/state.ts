@@ -80,7 +80,7 @@ export interface Resource {
 /** The fixed bearer token that names a company: bearer's `token`, avinode's `authToken`. */
 const fixedBearer = (company: Company): string | undefined => (company.profile === 'avinode' ? company.authToken : company.token);
 
-const headerOf = (headers: Record<string, string | string[] | undefined>, name: string): string | undefined => {
+export const headerOf = (headers: Record<string, string | string[] | undefined>, name: string): string | undefined => {
   const value = headers[name.toLowerCase()];
   return Array.isArray(value) ? value[0] : value;
 };
@@ -137,7 +137,6 @@ export class MarketplaceState {
 
   constructor(
     public faults: Faults,
-    /** How long an issued access token lives. */
     private readonly tokenLifetimeMs: number = 60_000,
   ) {}
 
