@@ -19,10 +19,8 @@ export const countCall =
 export class Ledger {
   /** In the report's order; the final statuses are counted by deliverySettled. */
   readonly counts = { delivered: 0, retried: 0, gaveUp: 0, duplicatesSent: 0, lostAcks: 0, dropped: 0 };
-  /** POSTs received on the lead, quote and decline routes, token requests and settings lists, whatever they were answered. */
   readonly calls = { leads: 0, quotes: 0, declines: 0, tokens: 0, settingsLists: 0 };
   private readonly perCompany = new Map<string, { fired: number; delivered: number }>();
-  /** Resource GETs by the company whose token they carried. */
   private readonly resourceGets = new Map<string, { answered: number; refused429: number }>();
   /** The newest records of each kind (historyLimit of each); a delivery's record is updated in place as its attempts go on. */
   readonly logs;

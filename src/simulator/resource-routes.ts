@@ -37,11 +37,10 @@ function sendScripted(reply: FastifyReply, scripted: ScriptedResponse, ownResour
     return reply.code(scripted.status).type('application/json').headers(scripted.headers ?? {}).send(JSON.stringify(scripted.body));
   }
   const body =
-    scripted.body !== undefined
-      ? scripted.body
-      : scripted.status >= 400
-        ? envelope(null, [{ code: `http_${scripted.status}`, message: STATUS_CODES[scripted.status] ?? 'error' }])
-        : envelope(ownResource ? resourceView(ownResource) : null);
+    scripted.body ??
+    (scripted.status >= 400
+      ? envelope(null, [{ code: `http_${scripted.status}`, message: STATUS_CODES[scripted.status] ?? 'error' }])
+      : envelope(ownResource ? resourceView(ownResource) : null));
   return reply.code(scripted.status).headers(scripted.headers ?? {}).send(body);
 }
 

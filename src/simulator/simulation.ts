@@ -22,7 +22,6 @@ export const fireRequest = z
   .object({
     companyId: z.string().min(1),
     eventType: z.enum(EVENT_TYPES),
-    /** Number of events. */
     count: z.number().int().min(1).max(MAX_EVENTS_PER_FIRE).default(1),
     /** Every event changes this resource (created on first use). */
     resourceId: z.string().min(1).max(200).optional(),
