@@ -245,7 +245,7 @@ export async function readJsonFile(path: string | undefined): Promise<unknown> {
   const source = path === '-' ? 'stdin' : path;
   let raw: Buffer;
   try {
-    raw = path === '-' ? await readStdinBytes() : await readFile(path);
+    raw = path === '-' ? await readStdin() : await readFile(path);
   } catch (error) {
     throw new UsageError([`--file: cannot read ${source}: ${describeError(error)}`]);
   }
@@ -257,12 +257,8 @@ export async function readJsonFile(path: string | undefined): Promise<unknown> {
   }
 }
 
-async function readStdinBytes(): Promise<Buffer> {
+export async function readStdin(): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
   return Buffer.concat(chunks);
-}
-
-export async function readStdin(): Promise<string> {
-  return (await readStdinBytes()).toString('utf8');
 }

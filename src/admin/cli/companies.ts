@@ -31,7 +31,7 @@ interface ConnectionFlags extends SecretFlags {
 async function secrets(flags: SecretFlags): Promise<SecretFlags> {
   const fromStdin = SECRET_FLAGS.filter((k) => flags[k] === '-');
   if (fromStdin.length > 1) throw new UsageError([`only one secret flag can read stdin ("-"); got ${fromStdin.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(' and ')}`]);
-  const read = fromStdin.length === 1 ? (await readStdin()).trim() : undefined;
+  const read = fromStdin.length === 1 ? (await readStdin()).toString('utf8').trim() : undefined;
   return Object.fromEntries(SECRET_FLAGS.map((k) => [k, flags[k] === '-' ? read : flags[k]]));
 }
 
