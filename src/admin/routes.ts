@@ -43,145 +43,103 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
   // Live streams end when the server closes: they would otherwise hold the shutdown open.
   app.addHook('preClose', async () => deps.stream.close());
 
-  const doc = (tag: string, summary: string, description: string) => ({ tags: [tag], summary, description, security: [{ adminToken: [] }] });
+  /** A route's schema, documented (tag, summary, description) for /docs, and behind the admin token there. */
+  const documented = <S extends object>(tag: string, summary: string, description: string, schema: S) => ({
+    schema: { tags: [tag], summary, description, security: [{ adminToken: [] }], ...schema },
+  });
 
   app.post(
     '/companies',
-    {
-      schema: {
-        ...doc(
-          'companies',
-          'Add a company',
-          'Adds a company (a tenant) with its marketplace API base URL, its API token and, optionally, its `connection`: the `bearer` profile (the default, `Authorization: Bearer <apiToken>`) or `avinode` (the real marketplace\'s headers), with a fixed auth token or OAuth 2.0 client credentials. Secrets are stored encrypted and never returned. The credentials are then checked with one harmless call (the webhook settings list): `credentials.status` says whether the marketplace accepted them (`accepted`, `refused`, `unreachable`); the company is created either way.',
-        ),
-        body: s.createCompanyBody,
-        response: { 201: s.companyViewSchema, ...errors },
-      },
-    },
+    documented(
+      'companies',
+      'Add a company',
+      'Adds a company (a tenant) with its marketplace API base URL, its API token and, optionally, its `connection`: the `bearer` profile (the default, `Authorization: Bearer <apiToken>`) or `avinode` (the real marketplace\'s headers), with a fixed auth token or OAuth 2.0 client credentials. Secrets are stored encrypted and never returned. The credentials are then checked with one harmless call (the webhook settings list): `credentials.status` says whether the marketplace accepted them (`accepted`, `refused`, `unreachable`); the company is created either way.',
+      { body: s.createCompanyBody, response: { 201: s.companyViewSchema, ...errors } },
+    ),
     async (req, reply) => reply.code(201).send(await deps.companies.create(req.body)),
   );
   app.get(
     '/companies',
-    { schema: { ...doc('companies', 'List companies', 'Every company, oldest id first, a page at a time.'), querystring: s.listQuery, response: { 200: s.page(s.companyViewSchema), ...errors } } },
+    documented('companies', 'List companies', 'Every company, oldest id first, a page at a time.', { querystring: s.listQuery, response: { 200: s.page(s.companyViewSchema), ...errors } }),
     async (req) => deps.companies.list(req.query),
   );
   app.get(
     '/companies/:companyId',
-    {
-      schema: {
-        ...doc('companies', 'Show a company', 'One company: its connection (without secrets), the last credentials check, and its connection status (`unauthorized` once a fetch was refused).'),
-        params: s.companyIdParams,
-        response: { 200: s.companyViewSchema, ...errors },
-      },
-    },
+    documented('companies', 'Show a company', 'One company: its connection (without secrets), the last credentials check, and its connection status (`unauthorized` once a fetch was refused).', {
+      params: s.companyIdParams,
+      response: { 200: s.companyViewSchema, ...errors },
+    }),
     async (req) => deps.companies.get(req.params.companyId),
   );
   app.patch(
     '/companies/:companyId',
-    {
-      schema: {
-        ...doc(
-          'companies',
-          'Rename a company or replace its credentials',
-          'A new API token or `connection` (which replaces the whole connection: give every secret it needs; an API token not given is kept) lifts an `unauthorized` pause, so the paused fetches resume by themselves, and is checked like a new company\'s: `credentials.status` says whether the marketplace accepted it.',
-        ),
-        params: s.companyIdParams,
-        body: s.patchCompanyBody,
-        response: { 200: s.companyViewSchema, ...errors },
-      },
-    },
+    documented(
+      'companies',
+      'Rename a company or replace its credentials',
+      'A new API token or `connection` (which replaces the whole connection: give every secret it needs; an API token not given is kept) lifts an `unauthorized` pause, so the paused fetches resume by themselves, and is checked like a new company\'s: `credentials.status` says whether the marketplace accepted it.',
+      { params: s.companyIdParams, body: s.patchCompanyBody, response: { 200: s.companyViewSchema, ...errors } },
+    ),
     async (req) => deps.companies.update(req.params.companyId, req.body),
   );
   app.delete(
     '/companies/:companyId',
-    {
-      schema: {
-        ...doc(
-          'companies',
-          'Delete a company',
-          'Deactivates each of its active webhook settings on the marketplace, then deletes the company with everything of it (webhooks, notifications and their history, resources, events, leads, quotes). If the marketplace refuses a deactivation, nothing is deleted (502), unless `force=true`: then it is deleted here all the same, and the answer (200) lists the settings that stay active on the marketplace.',
-        ),
-        params: s.companyIdParams,
-        querystring: s.deleteQuery,
-        response: deletedResponse,
-      },
-    },
+    documented(
+      'companies',
+      'Delete a company',
+      'Deactivates each of its active webhook settings on the marketplace, then deletes the company with everything of it (webhooks, notifications and their history, resources, events, leads, quotes). If the marketplace refuses a deactivation, nothing is deleted (502), unless `force=true`: then it is deleted here all the same, and the answer (200) lists the settings that stay active on the marketplace.',
+      { params: s.companyIdParams, querystring: s.deleteQuery, response: deletedResponse },
+    ),
     async (req, reply) => answerDeleted(reply, await deps.deletions.deleteCompany(req.params.companyId, { force: req.query.force })),
   );
 
   app.post(
     '/companies/:companyId/webhooks',
-    {
-      schema: {
-        ...doc(
-          'webhooks',
-          'Register a webhook',
-          'Generates the credentials (clientIdentifier, clientSecret) and registers the webhook setting on the marketplace with the company token. `sharedTarget: true` uses the shared targetURI `/hooks`; otherwise the webhook gets its own.',
-        ),
-        params: s.companyIdParams,
-        body: s.createWebhookBody,
-        response: { 201: s.webhookViewSchema, ...errors, 502: s.problemSchema },
-      },
-    },
+    documented(
+      'webhooks',
+      'Register a webhook',
+      'Generates the credentials (clientIdentifier, clientSecret) and registers the webhook setting on the marketplace with the company token. `sharedTarget: true` uses the shared targetURI `/hooks`; otherwise the webhook gets its own.',
+      { params: s.companyIdParams, body: s.createWebhookBody, response: { 201: s.webhookViewSchema, ...errors, 502: s.problemSchema } },
+    ),
     async (req, reply) => reply.code(201).send(await deps.webhooks.create(req.params.companyId, req.body)),
   );
   app.post(
     '/companies/:companyId/webhooks/reconcile',
-    {
-      schema: {
-        ...doc(
-          'webhooks',
-          "Reconcile a company's webhooks with the marketplace",
-          "Lists the company's settings on the marketplace (`GET /webhooks/settings`) and reports the drift from its local webhooks: `missing_remotely` (the marketplace lost it, as a sandbox reset does), `remote_id_changed`, `differs` (event types, target, active, ...), `unknown_remotely` (a setting no local webhook knows; never touched). A POST without a body only reports. With `apply: true` (in the body, or `?apply=true`), the lost settings are re-created under the same targetURI and clientIdentifier (a BASIC webhook gets a new secret; the old one stays accepted for the rotation grace period) and moved ids are taken over; each drift entry says what was done. 502 when the marketplace does not answer the list.",
-        ),
-        params: s.companyIdParams,
-        querystring: s.reconcileQuery,
-        body: s.reconcileBody,
-        response: { 200: s.reconciliationViewSchema, ...errors, 502: s.problemSchema },
-      },
-    },
+    documented(
+      'webhooks',
+      "Reconcile a company's webhooks with the marketplace",
+      "Lists the company's settings on the marketplace (`GET /webhooks/settings`) and reports the drift from its local webhooks: `missing_remotely` (the marketplace lost it, as a sandbox reset does), `remote_id_changed`, `differs` (event types, target, active, ...), `unknown_remotely` (a setting no local webhook knows; never touched). A POST without a body only reports. With `apply: true` (in the body, or `?apply=true`), the lost settings are re-created under the same targetURI and clientIdentifier (a BASIC webhook gets a new secret; the old one stays accepted for the rotation grace period) and moved ids are taken over; each drift entry says what was done. 502 when the marketplace does not answer the list.",
+      { params: s.companyIdParams, querystring: s.reconcileQuery, body: s.reconcileBody, response: { 200: s.reconciliationViewSchema, ...errors, 502: s.problemSchema } },
+    ),
     async (req) => deps.webhooks.reconcile(req.params.companyId, { apply: req.body?.apply ?? req.query.apply ?? false }),
   );
   app.get(
     '/companies/:companyId/webhooks',
-    { schema: { ...doc('webhooks', "List a company's webhooks", 'All of them, as one page.'), params: s.companyIdParams, response: { 200: s.page(s.webhookViewSchema), ...errors } } },
+    documented('webhooks', "List a company's webhooks", 'All of them, as one page.', { params: s.companyIdParams, response: { 200: s.page(s.webhookViewSchema), ...errors } }),
     async (req) => deps.webhooks.list(req.params.companyId),
   );
   app.get(
     '/companies/:companyId/webhooks/:webhookId',
-    { schema: { ...doc('webhooks', 'Show a webhook', 'One webhook (its secret is never shown).'), params: s.webhookParams, response: { 200: s.webhookViewSchema, ...errors } } },
+    documented('webhooks', 'Show a webhook', 'One webhook (its secret is never shown).', { params: s.webhookParams, response: { 200: s.webhookViewSchema, ...errors } }),
     async (req) => deps.webhooks.get(req.params.companyId, req.params.webhookId),
   );
   app.patch(
     '/companies/:companyId/webhooks/:webhookId',
-    {
-      schema: {
-        ...doc(
-          'webhooks',
-          'Change a webhook',
-          'Activates or deactivates it, changes its event types or display name, or rotates its secret (the previous secret is accepted for ROTATION_GRACE_HOURS). The change goes to the marketplace first.',
-        ),
-        params: s.webhookParams,
-        body: s.patchWebhookBody,
-        response: { 200: s.webhookViewSchema, ...errors, 502: s.problemSchema },
-      },
-    },
+    documented(
+      'webhooks',
+      'Change a webhook',
+      'Activates or deactivates it, changes its event types or display name, or rotates its secret (the previous secret is accepted for ROTATION_GRACE_HOURS). The change goes to the marketplace first.',
+      { params: s.webhookParams, body: s.patchWebhookBody, response: { 200: s.webhookViewSchema, ...errors, 502: s.problemSchema } },
+    ),
     async (req) => deps.webhooks.update(req.params.companyId, req.params.webhookId, req.body),
   );
   app.delete(
     '/companies/:companyId/webhooks/:webhookId',
-    {
-      schema: {
-        ...doc(
-          'webhooks',
-          'Delete a webhook',
-          'Deactivates the setting on the marketplace (if active), then deletes the webhook with its notifications and their history. If the marketplace refuses, nothing is deleted (502), unless `force=true`: then the answer (200) says the setting stays active there.',
-        ),
-        params: s.webhookParams,
-        querystring: s.deleteQuery,
-        response: deletedResponse,
-      },
-    },
+    documented(
+      'webhooks',
+      'Delete a webhook',
+      'Deactivates the setting on the marketplace (if active), then deletes the webhook with its notifications and their history. If the marketplace refuses, nothing is deleted (502), unless `force=true`: then the answer (200) says the setting stays active there.',
+      { params: s.webhookParams, querystring: s.deleteQuery, response: deletedResponse },
+    ),
     async (req, reply) => answerDeleted(reply, await deps.deletions.deleteWebhook(req.params.companyId, req.params.webhookId, { force: req.query.force })),
   );
 
@@ -214,7 +172,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
       `/companies/:companyId/${kind}`,
       {
         ...(send.bodyLimit ? { bodyLimit: send.bodyLimit } : {}),
-        schema: { ...doc(kind, send.summary, send.description), params: s.companyIdParams, body: send.body, response: { 200: view, 201: view, ...errors, ...sendProblems } },
+        ...documented(kind, send.summary, send.description, { params: s.companyIdParams, body: send.body, response: { 200: view, 201: view, ...errors, ...sendProblems } }),
       },
       async (req, reply) => {
         const { view: answer, created } = await send.run(companyIdOf(req), req.body as z.infer<Body>);
@@ -223,7 +181,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
     );
     untyped.get(
       `/companies/:companyId/${kind}`,
-      { schema: { ...doc(kind, `List a company's ${kind}`, list.description), params: s.companyIdParams, querystring: list.query, response: { 200: s.page(view), ...errors } } },
+      documented(kind, `List a company's ${kind}`, list.description, { params: s.companyIdParams, querystring: list.query, response: { 200: s.page(view), ...errors } }),
       async (req) => list.run(companyIdOf(req), req.query as z.infer<Query>),
     );
   }
@@ -275,92 +233,68 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
   });
   app.get(
     '/companies/:companyId/declines/:declineId',
-    { schema: { ...doc('declines', 'Get a decline', 'With the body sent and where it was sent.'), params: s.declineParams, response: { 200: s.declineViewSchema, ...errors } } },
+    documented('declines', 'Get a decline', 'With the body sent and where it was sent.', { params: s.declineParams, response: { 200: s.declineViewSchema, ...errors } }),
     async (req) => deps.declines.get(req.params.companyId, req.params.declineId),
   );
 
   app.get(
     '/notifications',
-    {
-      schema: {
-        ...doc('notifications', 'List notifications', 'Newest first, with any of the filters. Times are ISO 8601 with their offset.'),
-        querystring: s.notificationsQuery,
-        response: { 200: s.page(s.notificationViewSchema), ...errors },
-      },
-    },
+    documented('notifications', 'List notifications', 'Newest first, with any of the filters. Times are ISO 8601 with their offset.', {
+      querystring: s.notificationsQuery,
+      response: { 200: s.page(s.notificationViewSchema), ...errors },
+    }),
     async (req) => deps.notifications.list(req.query),
   );
   app.get(
     '/notifications/:id',
-    {
-      schema: {
-        ...doc('notifications', 'Show a notification', 'One notification with its body and its timeline: received, queued, every fetch attempt, replays, and each final status (SPEC §7.1).'),
-        params: s.notificationParams,
-        response: { 200: s.notificationViewSchema, ...errors },
-      },
-    },
+    documented('notifications', 'Show a notification', 'One notification with its body and its timeline: received, queued, every fetch attempt, replays, and each final status (SPEC §7.1).', {
+      params: s.notificationParams,
+      response: { 200: s.notificationViewSchema, ...errors },
+    }),
     async (req) => deps.notifications.get(req.params.id),
   );
   app.post(
     '/notifications/:id/replay',
-    {
-      schema: {
-        ...doc(
-          'notifications',
-          'Replay a notification',
-          'Fetches its resource again (a discarded one cannot be replayed: 409). The replay is added to its timeline; earlier attempts and errors stay. `note` says why the fetch will wait, when its company is paused.',
-        ),
-        params: s.notificationParams,
-        response: { 200: s.replayedNotificationSchema, ...errors, 409: s.problemSchema },
-      },
-    },
+    documented(
+      'notifications',
+      'Replay a notification',
+      'Fetches its resource again (a discarded one cannot be replayed: 409). The replay is added to its timeline; earlier attempts and errors stay. `note` says why the fetch will wait, when its company is paused.',
+      { params: s.notificationParams, response: { 200: s.replayedNotificationSchema, ...errors, 409: s.problemSchema } },
+    ),
     async (req) => deps.notifications.replay(req.params.id),
   );
   app.post(
     '/notifications/replay',
-    {
-      schema: {
-        ...doc(
-          'notifications',
-          'Replay every notification matching a filter',
-          'Oldest first, at most `limit` (discarded ones never; `status` defaults to failed). `dryRun: true` only counts: `matched` is how many match.',
-        ),
-        body: s.replayBody,
-        response: { 200: s.replayedSchema, ...errors },
-      },
-    },
+    documented(
+      'notifications',
+      'Replay every notification matching a filter',
+      'Oldest first, at most `limit` (discarded ones never; `status` defaults to failed). `dryRun: true` only counts: `matched` is how many match.',
+      { body: s.replayBody, response: { 200: s.replayedSchema, ...errors } },
+    ),
     async (req) => deps.notifications.replayMatching(req.body),
   );
   app.get(
     '/stream',
-    {
-      schema: {
-        ...doc(
-          'notifications',
-          'Follow status changes live',
-          'Server-Sent Events: one `notification` event per status change of a notification (`{id, companyId, webhookId, type, resourceId, status, at}`), of one company with `companyId`. A comment every 15 s keeps the connection open; a `resync` event says changes may have been missed (reload).',
-        ),
-        querystring: s.streamQuery,
-        response: { ...errors, 503: s.problemSchema },
-      },
-    },
+    documented(
+      'notifications',
+      'Follow status changes live',
+      'Server-Sent Events: one `notification` event per status change of a notification (`{id, companyId, webhookId, type, resourceId, status, at}`), of one company with `companyId`. A comment every 15 s keeps the connection open; a `resync` event says changes may have been missed (reload).',
+      { querystring: s.streamQuery, response: { ...errors, 503: s.problemSchema } },
+    ),
     async (req, reply) => streamToClient(deps.stream, req, reply, { companyId: req.query.companyId }),
   );
 
   app.get(
     '/resources',
-    { schema: { ...doc('resources', 'List stored resources', 'The latest snapshot of each href, by company and href.'), querystring: s.resourcesQuery, response: { 200: s.page(s.resourceViewSchema), ...errors } } },
+    documented('resources', 'List stored resources', 'The latest snapshot of each href, by company and href.', { querystring: s.resourcesQuery, response: { 200: s.page(s.resourceViewSchema), ...errors } }),
     async (req) => deps.notifications.listResources(req.query),
   );
   app.get(
     '/resources/history',
-    {
-      schema: {
-        ...doc('resources', "List a resource's versions", 'Every stored version of one resource, newest first, each with the RFC 6902 JSON Patch from the version before (`changes`).'),
-        querystring: s.resourceHistoryQuery,
-        response: { 200: s.page(s.resourceVersionViewSchema), ...errors },
-      },
-    },
+    documented('resources', "List a resource's versions", 'Every stored version of one resource, newest first, each with the RFC 6902 JSON Patch from the version before (`changes`).', {
+      querystring: s.resourceHistoryQuery,
+      response: { 200: s.page(s.resourceVersionViewSchema), ...errors },
+    }),
     async (req) => deps.notifications.resourceHistory(req.query),
   );
 }

@@ -18,14 +18,13 @@ export interface ConsoleSession {
   expiresAt: Date;
 }
 
-export function createSessionStore(db: Database, opts: { ttlMs?: number } = {}) {
-  const ttlMs = opts.ttlMs ?? SESSION_TTL_MS;
+export function createSessionStore(db: Database) {
   return {
     async create(now = new Date()): Promise<Required<ConsoleSession>> {
       // Expired sessions go at each sign-in: a handful of operators make this table tiny.
       await db.delete(consoleSessions).where(lt(consoleSessions.expiresAt, now));
       const id = randomToken(32);
-      const session = { id, csrfToken: randomToken(32), expiresAt: new Date(now.getTime() + ttlMs) };
+      const session = { id, csrfToken: randomToken(32), expiresAt: new Date(now.getTime() + SESSION_TTL_MS) };
       await db.insert(consoleSessions).values({ idSha256: sha256(id), csrfToken: session.csrfToken, expiresAt: session.expiresAt });
       return session;
     },

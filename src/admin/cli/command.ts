@@ -26,7 +26,7 @@ export interface PageFlags extends JsonFlag {
   cursor?: string;
 }
 
-export const JSON_HELP = 'print the JSON the admin API answers (one document on stdout)';
+const JSON_HELP = 'print the JSON the admin API answers (one document on stdout)';
 
 /** A command group: commander's own usage errors (unknown option, missing argument) read like ours and exit 2. */
 export function group(program: Command, name: string, description: string): Command {
@@ -39,6 +39,16 @@ export function group(program: Command, name: string, description: string): Comm
       .showHelpAfterError('(add --help for usage)')
       .exitOverride(exitOnUsageError)
   );
+}
+
+/** The arguments of the commands, each described once. */
+const ARGUMENTS = { companyId: 'the company id (a UUID)', webhookId: 'the webhook id (a UUID)', id: 'the notification id (a number)' };
+
+/** A command of a group, with its description and its arguments (`<companyId>`, ...). */
+export function subcommand(parent: Command, name: string, description: string, ...args: (keyof typeof ARGUMENTS)[]): Command {
+  const cmd = parent.command(name).description(description);
+  for (const arg of args) cmd.argument(`<${arg}>`, ARGUMENTS[arg]);
+  return cmd;
 }
 
 export function addPageOptions(cmd: Command): Command {
@@ -91,28 +101,30 @@ export async function withServices<T>(access: Access, fn: (services: Services, c
 }
 
 /**
- * The action of a data command, the pattern every such command follows: its input validated (a usage
- * error, before anything is opened), run on the services, and printed (the admin API's JSON with --json,
- * else `human`). Commander calls it with the arguments, then the flags, then the command.
+ * A data command's --json flag (its last) and its action, the pattern every such command follows: its input
+ * validated (a usage error, before anything is opened), run on the services, and printed (the admin API's
+ * JSON with --json, else `human`). Commander calls the action with the arguments, then the flags, then the command.
  */
-export function dataAction<Input, Output extends Printed, Printed, Flags extends JsonFlag = JsonFlag>(spec: {
-  access: Access;
-  input: (cmd: Command, flags: Flags, args: string[]) => Input | Promise<Input>;
-  /** What it answers may hold more than --json prints (company names, say): `output` keeps its own fields. */
-  run: (services: Services, input: Input, context: AdminContext) => Promise<Output>;
-  output: z.ZodType<Printed>;
-  human: (output: Output, input: Input, flags: Flags) => string;
-}): (...received: unknown[]) => Promise<void> {
-  return (...received) => {
-    const cmd = received.at(-1) as Command;
+export function dataCommand<Input, Output extends Printed, Printed, Flags extends JsonFlag = JsonFlag>(
+  command: Command,
+  spec: {
+    access: Access;
+    input: (cmd: Command, flags: Flags, args: string[]) => Input | Promise<Input>;
+    /** What it answers may hold more than --json prints (company names, say): `output` keeps its own fields. */
+    run: (services: Services, input: Input, context: AdminContext) => Promise<Output>;
+    output: z.ZodType<Printed>;
+    human: (output: Output, input: Input, flags: Flags) => string;
+  },
+): void {
+  command.option('--json', JSON_HELP).action((...received: unknown[]) => {
     const flags = received.at(-2) as Flags;
     const args = received.slice(0, -2) as string[];
-    return execute(cmd, async () => {
-      const input = await spec.input(cmd, flags, args);
+    return execute(command, async () => {
+      const input = await spec.input(command, flags, args);
       const output = await withServices(spec.access, (services, context) => spec.run(services, input, context));
       process.stdout.write(flags.json ? `${JSON.stringify(spec.output.encode(output), null, 2)}\n` : `${spec.human(output, input, flags)}\n`);
     });
-  };
+  });
 }
 
 /** The comma-separated flag as a list (undefined when the flag is absent). */
@@ -233,7 +245,7 @@ export async function readJsonFile(path: string | undefined): Promise<unknown> {
   const source = path === '-' ? 'stdin' : path;
   let raw: Buffer;
   try {
-    raw = path === '-' ? await readStdinBytes() : await readFile(path);
+    raw = path === '-' ? await readStdin() : await readFile(path);
   } catch (error) {
     throw new UsageError([`--file: cannot read ${source}: ${describeError(error)}`]);
   }
@@ -245,12 +257,8 @@ export async function readJsonFile(path: string | undefined): Promise<unknown> {
   }
 }
 
-async function readStdinBytes(): Promise<Buffer> {
+export async function readStdin(): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
   return Buffer.concat(chunks);
-}
-
-export async function readStdin(): Promise<string> {
-  return (await readStdinBytes()).toString('utf8');
 }

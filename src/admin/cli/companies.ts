@@ -1,7 +1,7 @@
 /** `skyhook companies …`: companies (tenants) and their marketplace API connection. */
 import type { Command } from 'commander';
 import * as s from '../schemas.js';
-import { addPageOptions, dataAction, group, JSON_HELP, readStdin, UsageError, validate, validateBoth, type JsonFlag, type PageFlags } from './command.js';
+import { addPageOptions, dataCommand, group, readStdin, subcommand, UsageError, validate, validateBoth, type JsonFlag, type PageFlags } from './command.js';
 import type { CompanyView } from '../../services/views.js';
 import { keyValues, listing, shortTime } from './output.js';
 
@@ -31,7 +31,7 @@ interface ConnectionFlags extends SecretFlags {
 async function secrets(flags: SecretFlags): Promise<SecretFlags> {
   const fromStdin = SECRET_FLAGS.filter((k) => flags[k] === '-');
   if (fromStdin.length > 1) throw new UsageError([`only one secret flag can read stdin ("-"); got ${fromStdin.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(' and ')}`]);
-  const read = fromStdin.length === 1 ? (await readStdin()).trim() : undefined;
+  const read = fromStdin.length === 1 ? (await readStdin()).toString('utf8').trim() : undefined;
   return Object.fromEntries(SECRET_FLAGS.map((k) => [k, flags[k] === '-' ? read : flags[k]]));
 }
 
@@ -60,107 +60,84 @@ const checked = (company: { credentials: { status: string; error: string | null 
 export function registerCompanies(program: Command): void {
   const companies = group(program, 'companies', 'companies (tenants) and their marketplace API connection');
 
-  withConnectionOptions(
-    companies
-      .command('create')
-      .description('add a company with its marketplace API base URL and credentials (stored encrypted, never shown), then check them with one harmless call')
-      .option('--name <name>', 'the company name (required)')
-      .option('--api-base-url <url>', 'the marketplace API base URL, e.g. https://sandbox.example.com/api (required)')
-      .option('--api-token <token>', 'the company API token (required unless a bearer connection has OAuth client credentials); "-" reads it from stdin, keeping it out of the shell history'),
-  )
-    .option('--json', JSON_HELP)
-    .action(
-      dataAction({
-        access: 'write',
-        input: async (cmd, flags: JsonFlag & ConnectionFlags & { name?: string; apiBaseUrl?: string }) => {
-          const secret = await secrets(flags);
-          return validate(cmd, s.createCompanyBody, { name: flags.name, apiBaseUrl: flags.apiBaseUrl, apiToken: secret.apiToken, connection: connectionOf(flags, secret) });
-        },
-        run: (svc, body) => svc.companies.create(body),
-        output: s.companyViewSchema,
-        human: (company) => `created company ${company.id}; ${checked(company)}\n${keyValues(company)}`,
-      }),
-    );
+  dataCommand(
+    withConnectionOptions(
+      subcommand(companies, 'create', 'add a company with its marketplace API base URL and credentials (stored encrypted, never shown), then check them with one harmless call')
+        .option('--name <name>', 'the company name (required)')
+        .option('--api-base-url <url>', 'the marketplace API base URL, e.g. https://sandbox.example.com/api (required)')
+        .option('--api-token <token>', 'the company API token (required unless a bearer connection has OAuth client credentials); "-" reads it from stdin, keeping it out of the shell history'),
+    ),
+    {
+      access: 'write',
+      input: async (cmd, flags: JsonFlag & ConnectionFlags & { name?: string; apiBaseUrl?: string }) => {
+        const secret = await secrets(flags);
+        return validate(cmd, s.createCompanyBody, { name: flags.name, apiBaseUrl: flags.apiBaseUrl, apiToken: secret.apiToken, connection: connectionOf(flags, secret) });
+      },
+      run: (svc, body) => svc.companies.create(body),
+      output: s.companyViewSchema,
+      human: (company) => `created company ${company.id}; ${checked(company)}\n${keyValues(company)}`,
+    },
+  );
 
-  addPageOptions(companies.command('list').description('list companies (oldest id first)'))
-    .option('--json', JSON_HELP)
-    .action(
-      dataAction({
-        access: 'read',
-        input: (cmd, flags: PageFlags) => validate(cmd, s.listQuery, { limit: flags.limit, cursor: flags.cursor }),
-        run: (svc, query) => svc.companies.list(query),
-        output: s.page(s.companyViewSchema),
-        human: (page) =>
-          listing(page, 'companies', ['ID', 'NAME', 'STATE', 'FETCHES', 'PARKED', 'API BASE URL', 'PROFILE', 'CREATED'], (c) => [
-            c.id,
-            c.name,
-            stateText(c.state),
-            `${c.fetches.running}/${c.fetches.limit}`,
-            String(c.fetches.parked),
-            c.apiBaseUrl,
-            c.connection.profile,
-            shortTime(c.createdAt),
-          ]),
-      }),
-    );
+  dataCommand(addPageOptions(subcommand(companies, 'list', 'list companies (oldest id first)')), {
+    access: 'read',
+    input: (cmd, flags: PageFlags) => validate(cmd, s.listQuery, { limit: flags.limit, cursor: flags.cursor }),
+    run: (svc, query) => svc.companies.list(query),
+    output: s.page(s.companyViewSchema),
+    human: (page) =>
+      listing(page, 'companies', ['ID', 'NAME', 'STATE', 'FETCHES', 'PARKED', 'API BASE URL', 'PROFILE', 'CREATED'], (c) => [
+        c.id,
+        c.name,
+        stateText(c.state),
+        `${c.fetches.running}/${c.fetches.limit}`,
+        String(c.fetches.parked),
+        c.apiBaseUrl,
+        c.connection.profile,
+        shortTime(c.createdAt),
+      ]),
+  });
 
-  companies
-    .command('get')
-    .description('show one company')
-    .argument('<companyId>', 'the company id (a UUID)')
-    .option('--json', JSON_HELP)
-    .action(
-      dataAction({
-        access: 'read',
-        input: (cmd, _flags, [companyId]) => validate(cmd, s.companyIdParams, { companyId }),
-        run: (svc, params) => svc.companies.get(params.companyId),
-        output: s.companyViewSchema,
-        human: (company) => keyValues(company),
-      }),
-    );
+  dataCommand(subcommand(companies, 'get', 'show one company', 'companyId'), {
+    access: 'read',
+    input: (cmd, _flags, [companyId]) => validate(cmd, s.companyIdParams, { companyId }),
+    run: (svc, params) => svc.companies.get(params.companyId),
+    output: s.companyViewSchema,
+    human: (company) => keyValues(company),
+  });
 
-  withConnectionOptions(
-    companies
-      .command('update')
-      .description('rename a company, set its fetch limit, or replace its credentials: new ones lift a pause (its waiting notifications resume) and are checked with one harmless call')
-      .argument('<companyId>', 'the company id (a UUID)')
-      .option('--name <name>', 'the new name')
-      .option('--fetch-concurrency <n>', 'at most this many of its fetches at once across every worker; "default" for COMPANY_FETCH_CONCURRENCY')
-      .option('--api-token <token>', 'the new API token; "-" reads it from stdin'),
-  )
-    .option('--json', JSON_HELP)
-    .action(
-      dataAction({
-        access: 'write',
-        input: async (cmd, flags: JsonFlag & ConnectionFlags & { name?: string; fetchConcurrency?: string }, [companyId]) => {
-          const secret = await secrets(flags);
-          const connection = connectionOf(flags, secret);
-          if (flags.name === undefined && secret.apiToken === undefined && connection === undefined && flags.fetchConcurrency === undefined) {
-            throw new UsageError(['give --name, --fetch-concurrency, --api-token or a connection (--profile and its flags)']);
-          }
-          const limit = flags.fetchConcurrency;
-          const fetchConcurrency = limit === undefined ? undefined : limit === 'default' ? null : /^\d+$/.test(limit) ? Number(limit) : limit;
-          return validateBoth(cmd, [s.companyIdParams, { companyId }], [s.patchCompanyBody, { name: flags.name, apiToken: secret.apiToken, connection, fetchConcurrency }]);
-        },
-        run: (svc, [params, patch]) => svc.companies.update(params.companyId, patch),
-        output: s.companyViewSchema,
-        human: (company, [, patch]) => `updated company ${company.id}${patch.apiToken !== undefined || patch.connection !== undefined ? `; ${checked(company)}` : ''}\n${keyValues(company)}`,
-      }),
-    );
+  dataCommand(
+    withConnectionOptions(
+      subcommand(companies, 'update', 'rename a company, set its fetch limit, or replace its credentials: new ones lift a pause (its waiting notifications resume) and are checked with one harmless call', 'companyId')
+        .option('--name <name>', 'the new name')
+        .option('--fetch-concurrency <n>', 'at most this many of its fetches at once across every worker; "default" for COMPANY_FETCH_CONCURRENCY')
+        .option('--api-token <token>', 'the new API token; "-" reads it from stdin'),
+    ),
+    {
+      access: 'write',
+      input: async (cmd, flags: JsonFlag & ConnectionFlags & { name?: string; fetchConcurrency?: string }, [companyId]) => {
+        const secret = await secrets(flags);
+        const connection = connectionOf(flags, secret);
+        if (flags.name === undefined && secret.apiToken === undefined && connection === undefined && flags.fetchConcurrency === undefined) {
+          throw new UsageError(['give --name, --fetch-concurrency, --api-token or a connection (--profile and its flags)']);
+        }
+        const limit = flags.fetchConcurrency;
+        const fetchConcurrency = limit === undefined ? undefined : limit === 'default' ? null : /^\d+$/.test(limit) ? Number(limit) : limit;
+        return validateBoth(cmd, [s.companyIdParams, { companyId }], [s.patchCompanyBody, { name: flags.name, apiToken: secret.apiToken, connection, fetchConcurrency }]);
+      },
+      run: (svc, [params, patch]) => svc.companies.update(params.companyId, patch),
+      output: s.companyViewSchema,
+      human: (company, [, patch]) => `updated company ${company.id}${patch.apiToken !== undefined || patch.connection !== undefined ? `; ${checked(company)}` : ''}\n${keyValues(company)}`,
+    },
+  );
 
-  companies
-    .command('delete')
-    .description('delete a company with everything of it, after deactivating its webhook settings on the marketplace')
-    .argument('<companyId>', 'the company id (a UUID)')
-    .option('--force', FORCE_HELP)
-    .option('--json', JSON_HELP)
-    .action(
-      dataAction({
-        access: 'write',
-        input: (cmd, flags: JsonFlag & { force?: boolean }, [companyId]) => ({ ...validate(cmd, s.companyIdParams, { companyId }), force: flags.force }),
-        run: (svc, input) => svc.deletions.deleteCompany(input.companyId, { force: input.force }),
-        output: s.deletedSchema,
-        human: (deleted, input) => `deleted company ${input.companyId}${remaining(deleted)}`,
-      }),
-    );
+  dataCommand(
+    subcommand(companies, 'delete', 'delete a company with everything of it, after deactivating its webhook settings on the marketplace', 'companyId').option('--force', FORCE_HELP),
+    {
+      access: 'write',
+      input: (cmd, flags: JsonFlag & { force?: boolean }, [companyId]) => ({ ...validate(cmd, s.companyIdParams, { companyId }), force: flags.force }),
+      run: (svc, input) => svc.deletions.deleteCompany(input.companyId, { force: input.force }),
+      output: s.deletedSchema,
+      human: (deleted, input) => `deleted company ${input.companyId}${remaining(deleted)}`,
+    },
+  );
 }

@@ -24,12 +24,12 @@ export interface AdminContext {
   close(): Promise<void>;
 }
 
-/** That Redis is out of reach and what follows, said once on stderr (stdout may be a --json document). */
 /** A failed call's row left `sending` (send-once.ts): said once on stderr, beside the call's own error. */
 function cleanupNote(err: unknown): void {
   process.stderr.write(`skyhook: note: the call's row could not be settled (${describeError(err)}): it stays sending, and a repeat takes it over once stale\n`);
 }
 
+/** That Redis is out of reach and what follows, said once on stderr (stdout may be a --json document). */
 function redisNote(consequence: string): (err: unknown) => void {
   let said = false;
   return (err) => {

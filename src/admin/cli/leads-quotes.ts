@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { z } from 'zod';
 import { DECLINE_REASONS } from '../../marketplace/declines.js';
 import * as s from '../schemas.js';
-import { addPageOptions, dataAction, group, JSON_HELP, readJsonFile, together, validate, validateBody, validateBoth, type JsonFlag, type PageFlags } from './command.js';
+import { addPageOptions, dataCommand, group, readJsonFile, subcommand, together, validate, validateBody, validateBoth, type JsonFlag, type PageFlags } from './command.js';
 import { listing, shortTime } from './output.js';
 
 type RequestFlags = JsonFlag & { file?: string; resendUnknown?: boolean };
@@ -24,135 +24,117 @@ const sentTo = (answer: { target: string | null; targetUrl: string | null }): st
 export function registerLeads(program: Command): void {
   const leads = group(program, 'leads', 'client leads created on the marketplace for a company');
 
-  leads
-    .command('create')
-    .description('create a client lead (idempotent: a clientIdentifier already used returns the stored lead and sends nothing)')
-    .argument('<companyId>', 'the company id (a UUID)')
-    .option('--file <lead.json|->', 'the Client Lead body as JSON (required); "-" reads stdin; see examples/lead.json')
-    .option('--json', JSON_HELP)
-    .addHelpText('after', '\nExample:\n  echo \'{"clientIdentifier":"c-1","inquiryLift":[{"aircraftType":"Light jet"}]}\' | skyhook leads create <companyId> --file -')
-    .action(
-      dataAction({
-        access: 'write',
-        input: (cmd, flags: RequestFlags, [companyId]) => fileRequest(cmd, flags, companyId, s.createLeadBody),
-        // `created` says which text to print; --json prints the lead alone, as the admin API does.
-        run: (svc, [params, lead]) => svc.leads.create(params.companyId, lead).then(({ lead: stored, created }) => ({ ...stored, created })),
-        output: s.leadViewSchema,
-        human: (stored) =>
-          stored.created
-            ? `created lead ${stored.id} (clientIdentifier ${stored.clientIdentifier}, marketplace id ${stored.remoteId ?? '-'})`
-            : `lead ${stored.id} with clientIdentifier ${stored.clientIdentifier} already existed (marketplace id ${stored.remoteId ?? '-'}); nothing was sent`,
-      }),
-    );
+  dataCommand(
+    subcommand(leads, 'create', 'create a client lead (idempotent: a clientIdentifier already used returns the stored lead and sends nothing)', 'companyId')
+      .option('--file <lead.json|->', 'the Client Lead body as JSON (required); "-" reads stdin; see examples/lead.json')
+      .addHelpText('after', '\nExample:\n  echo \'{"clientIdentifier":"c-1","inquiryLift":[{"aircraftType":"Light jet"}]}\' | skyhook leads create <companyId> --file -'),
+    {
+      access: 'write',
+      input: (cmd, flags: RequestFlags, [companyId]) => fileRequest(cmd, flags, companyId, s.createLeadBody),
+      // `created` says which text to print; --json prints the lead alone, as the admin API does.
+      run: (svc, [params, lead]) => svc.leads.create(params.companyId, lead).then(({ lead: stored, created }) => ({ ...stored, created })),
+      output: s.leadViewSchema,
+      human: (stored) =>
+        stored.created
+          ? `created lead ${stored.id} (clientIdentifier ${stored.clientIdentifier}, marketplace id ${stored.remoteId ?? '-'})`
+          : `lead ${stored.id} with clientIdentifier ${stored.clientIdentifier} already existed (marketplace id ${stored.remoteId ?? '-'}); nothing was sent`,
+    },
+  );
 
-  addPageOptions(leads.command('list').description("list a company's leads (newest first)").argument('<companyId>', 'the company id (a UUID)'))
-    .option('--json', JSON_HELP)
-    .action(
-      dataAction({
-        access: 'read',
-        input: (cmd, flags: PageFlags, [companyId]) =>
-          validateBoth(cmd, [s.companyIdParams, { companyId }], [s.listQuery, { limit: flags.limit, cursor: flags.cursor }]),
-        run: (svc, [params, query]) => svc.leads.list(params.companyId, query),
-        output: s.page(s.leadViewSchema),
-        human: (page) =>
-          listing(page, 'leads', ['ID', 'CLIENT IDENTIFIER', 'KIND', 'STATUS', 'MARKETPLACE ID', 'CREATED'], (l) => [l.id, l.clientIdentifier, l.kind, l.status, l.remoteId ?? '-', shortTime(l.createdAt)]),
-      }),
-    );
+  dataCommand(addPageOptions(subcommand(leads, 'list', "list a company's leads (newest first)", 'companyId')), {
+    access: 'read',
+    input: (cmd, flags: PageFlags, [companyId]) =>
+      validateBoth(cmd, [s.companyIdParams, { companyId }], [s.listQuery, { limit: flags.limit, cursor: flags.cursor }]),
+    run: (svc, [params, query]) => svc.leads.list(params.companyId, query),
+    output: s.page(s.leadViewSchema),
+    human: (page) =>
+      listing(page, 'leads', ['ID', 'CLIENT IDENTIFIER', 'KIND', 'STATUS', 'MARKETPLACE ID', 'CREATED'], (l) => [l.id, l.clientIdentifier, l.kind, l.status, l.remoteId ?? '-', shortTime(l.createdAt)]),
+  });
 }
 
 export function registerQuotes(program: Command): void {
   const quotes = group(program, 'quotes', 'quotes submitted to buyers for a company');
 
-  quotes
-    .command('submit')
-    .description('submit a quote (idempotent by submission.quote.sellerUniqueQuoteIdentifier: a repeat returns the stored quote)')
-    .argument('<companyId>', 'the company id (a UUID)')
-    .option('--file <request.json|->', 'the request as JSON (required): {requestId, actAsAccount?, allowPriceMismatch?, resendUnknown?, submission}; "-" reads stdin; see examples/quote.json')
-    .option('--resend-unknown', 'send again a quote left with status unknown (as resendUnknown: true); check on the marketplace first')
-    .option('--json', JSON_HELP)
-    .action(
-      dataAction({
-        access: 'write',
-        input: (cmd, flags: RequestFlags, [companyId]) => fileRequest(cmd, flags, companyId, s.createQuoteBody),
-        run: (svc, [params, request]) => svc.quotes.submit(params.companyId, request).then(({ quote, created }) => ({ ...quote, created })),
-        output: s.quoteViewSchema,
-        human: (quote) => {
-          const ids = `tripmsgs ${quote.tripMessageId ?? '-'}, sellerQuote ${quote.sellerQuoteId ?? '-'}, lift ${quote.liftId ?? '-'}`;
-          return quote.created
-            ? `submitted quote ${quote.id} (${quote.sellerUniqueQuoteIdentifier}) to ${sentTo(quote)}: ${ids}`
-            : `quote ${quote.id} (${quote.sellerUniqueQuoteIdentifier}) was already submitted; nothing was sent: ${ids}`;
-        },
-      }),
-    );
+  dataCommand(
+    subcommand(quotes, 'submit', 'submit a quote (idempotent by submission.quote.sellerUniqueQuoteIdentifier: a repeat returns the stored quote)', 'companyId')
+      .option('--file <request.json|->', 'the request as JSON (required): {requestId, actAsAccount?, allowPriceMismatch?, resendUnknown?, submission}; "-" reads stdin; see examples/quote.json')
+      .option('--resend-unknown', 'send again a quote left with status unknown (as resendUnknown: true); check on the marketplace first'),
+    {
+      access: 'write',
+      input: (cmd, flags: RequestFlags, [companyId]) => fileRequest(cmd, flags, companyId, s.createQuoteBody),
+      run: (svc, [params, request]) => svc.quotes.submit(params.companyId, request).then(({ quote, created }) => ({ ...quote, created })),
+      output: s.quoteViewSchema,
+      human: (quote) => {
+        const ids = `tripmsgs ${quote.tripMessageId ?? '-'}, sellerQuote ${quote.sellerQuoteId ?? '-'}, lift ${quote.liftId ?? '-'}`;
+        return quote.created
+          ? `submitted quote ${quote.id} (${quote.sellerUniqueQuoteIdentifier}) to ${sentTo(quote)}: ${ids}`
+          : `quote ${quote.id} (${quote.sellerUniqueQuoteIdentifier}) was already submitted; nothing was sent: ${ids}`;
+      },
+    },
+  );
 
-  addPageOptions(quotes.command('list').description("list a company's quotes (newest first)").argument('<companyId>', 'the company id (a UUID)'))
-    .option('--lift-id <id>', 'only the quote with this marketplace lift id')
-    .option('--status <status>', 'only quotes with this status: sending, created or unknown')
-    .option('--json', JSON_HELP)
-    .action(
-      dataAction({
-        access: 'read',
-        input: (cmd, flags: PageFlags & { liftId?: string; status?: string }, [companyId]) =>
-          validateBoth(cmd, [s.companyIdParams, { companyId }], [s.quotesQuery, { liftId: flags.liftId, status: flags.status, limit: flags.limit, cursor: flags.cursor }]),
-        run: (svc, [params, query]) => svc.quotes.list(params.companyId, query),
-        output: s.page(s.quoteViewSchema),
-        human: (page) =>
-          listing(page, 'quotes', ['ID', 'SELLER QUOTE IDENTIFIER', 'REQUEST ID', 'STATUS', 'LIFT ID', 'CREATED'], (q) => [
-            q.id,
-            q.sellerUniqueQuoteIdentifier,
-            q.requestId,
-            q.status,
-            q.liftId ?? '-',
-            shortTime(q.createdAt),
-          ]),
-      }),
-    );
+  dataCommand(
+    addPageOptions(subcommand(quotes, 'list', "list a company's quotes (newest first)", 'companyId'))
+      .option('--lift-id <id>', 'only the quote with this marketplace lift id')
+      .option('--status <status>', 'only quotes with this status: sending, created or unknown'),
+    {
+      access: 'read',
+      input: (cmd, flags: PageFlags & { liftId?: string; status?: string }, [companyId]) =>
+        validateBoth(cmd, [s.companyIdParams, { companyId }], [s.quotesQuery, { liftId: flags.liftId, status: flags.status, limit: flags.limit, cursor: flags.cursor }]),
+      run: (svc, [params, query]) => svc.quotes.list(params.companyId, query),
+      output: s.page(s.quoteViewSchema),
+      human: (page) =>
+        listing(page, 'quotes', ['ID', 'SELLER QUOTE IDENTIFIER', 'REQUEST ID', 'STATUS', 'LIFT ID', 'CREATED'], (q) => [
+          q.id,
+          q.sellerUniqueQuoteIdentifier,
+          q.requestId,
+          q.status,
+          q.liftId ?? '-',
+          shortTime(q.createdAt),
+        ]),
+    },
+  );
 }
 
 export function registerDeclines(program: Command): void {
   const declines = group(program, 'declines', 'requested lifts and RFQs declined for a company');
 
-  declines
-    .command('create')
-    .description('decline a requested lift or an RFQ (idempotent by requestId: a lift or RFQ already declined returns the stored decline)')
-    .argument('<companyId>', 'the company id (a UUID)')
-    .option('--file <request.json|->', 'the request as JSON (required): {requestId, actAsAccount?, resendUnknown?, decline: {message?, declineReason, suppressNotification?}}; "-" reads stdin; see examples/decline.json')
-    .option('--resend-unknown', 'send again a decline left with status unknown (as resendUnknown: true); check on the marketplace first')
-    .option('--json', JSON_HELP)
-    .addHelpText('after', `\nReasons: ${DECLINE_REASONS.join(', ')}\nExample:\n  skyhook declines create <companyId> --file examples/decline.json`)
-    .action(
-      dataAction({
-        access: 'write',
-        input: (cmd, flags: RequestFlags, [companyId]) => fileRequest(cmd, flags, companyId, s.createDeclineBody),
-        run: (svc, [params, request]) => svc.declines.decline(params.companyId, request).then(({ decline, created }) => ({ ...decline, created })),
-        output: s.declineViewSchema,
-        human: (d) =>
-          d.created
-            ? `declined ${d.requestId} (${d.decline.declineReason}) as ${d.id}, sent to ${sentTo(d)}`
-            : `${d.requestId} was already declined (${d.decline.declineReason}) as ${d.id}; nothing was sent`,
-      }),
-    );
+  dataCommand(
+    subcommand(declines, 'create', 'decline a requested lift or an RFQ (idempotent by requestId: a lift or RFQ already declined returns the stored decline)', 'companyId')
+      .option('--file <request.json|->', 'the request as JSON (required): {requestId, actAsAccount?, resendUnknown?, decline: {message?, declineReason, suppressNotification?}}; "-" reads stdin; see examples/decline.json')
+      .option('--resend-unknown', 'send again a decline left with status unknown (as resendUnknown: true); check on the marketplace first')
+      .addHelpText('after', `\nReasons: ${DECLINE_REASONS.join(', ')}\nExample:\n  skyhook declines create <companyId> --file examples/decline.json`),
+    {
+      access: 'write',
+      input: (cmd, flags: RequestFlags, [companyId]) => fileRequest(cmd, flags, companyId, s.createDeclineBody),
+      run: (svc, [params, request]) => svc.declines.decline(params.companyId, request).then(({ decline, created }) => ({ ...decline, created })),
+      output: s.declineViewSchema,
+      human: (d) =>
+        d.created
+          ? `declined ${d.requestId} (${d.decline.declineReason}) as ${d.id}, sent to ${sentTo(d)}`
+          : `${d.requestId} was already declined (${d.decline.declineReason}) as ${d.id}; nothing was sent`,
+    },
+  );
 
-  addPageOptions(declines.command('list').description("list a company's declines (newest first)").argument('<companyId>', 'the company id (a UUID)'))
-    .option('--request-id <id>', 'only the decline of this lift or RFQ id')
-    .option('--status <status>', 'only declines with this status: sending, created or unknown')
-    .option('--json', JSON_HELP)
-    .action(
-      dataAction({
-        access: 'read',
-        input: (cmd, flags: PageFlags & { requestId?: string; status?: string }, [companyId]) =>
-          validateBoth(cmd, [s.companyIdParams, { companyId }], [s.declinesQuery, { requestId: flags.requestId, status: flags.status, limit: flags.limit, cursor: flags.cursor }]),
-        run: (svc, [params, query]) => svc.declines.list(params.companyId, query),
-        output: s.page(s.declineViewSchema),
-        human: (page) =>
-          listing(page, 'declines', ['ID', 'REQUEST ID', 'REASON', 'STATUS', 'SENT TO', 'CREATED'], (d) => [
-            d.id,
-            d.requestId,
-            d.decline.declineReason,
-            d.status,
-            d.target === 'snapshot_href' ? 'RFQ href' : 'assumed path',
-            shortTime(d.createdAt),
-          ]),
-      }),
-    );
+  dataCommand(
+    addPageOptions(subcommand(declines, 'list', "list a company's declines (newest first)", 'companyId'))
+      .option('--request-id <id>', 'only the decline of this lift or RFQ id')
+      .option('--status <status>', 'only declines with this status: sending, created or unknown'),
+    {
+      access: 'read',
+      input: (cmd, flags: PageFlags & { requestId?: string; status?: string }, [companyId]) =>
+        validateBoth(cmd, [s.companyIdParams, { companyId }], [s.declinesQuery, { requestId: flags.requestId, status: flags.status, limit: flags.limit, cursor: flags.cursor }]),
+      run: (svc, [params, query]) => svc.declines.list(params.companyId, query),
+      output: s.page(s.declineViewSchema),
+      human: (page) =>
+        listing(page, 'declines', ['ID', 'REQUEST ID', 'REASON', 'STATUS', 'SENT TO', 'CREATED'], (d) => [
+          d.id,
+          d.requestId,
+          d.decline.declineReason,
+          d.status,
+          d.target === 'snapshot_href' ? 'RFQ href' : 'assumed path',
+          shortTime(d.createdAt),
+        ]),
+    },
+  );
 }

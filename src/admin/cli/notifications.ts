@@ -4,7 +4,7 @@ import type { NotificationView, TimelineEntry } from '../../services/views.js';
 import type { Services } from '../../services/index.js';
 import { describeError } from '../../lib/error-reporter.js';
 import * as s from '../schemas.js';
-import { addPageOptions, dataAction, execute, group, JSON_HELP, numberText, validate, withServices, type JsonFlag, type PageFlags } from './command.js';
+import { addPageOptions, dataCommand, execute, group, numberText, subcommand, validate, withServices, type JsonFlag, type PageFlags } from './command.js';
 import type { AdminContext } from './context.js';
 import { keyValues, listing, shortTime, table, truncate, yesNo } from './output.js';
 
@@ -36,87 +36,67 @@ const companyLabel = (names: Map<string, string>, id: string) => (names.has(id) 
 /** An error's reason: without the attempt count ahead of it (the row says how many). */
 const errorReason = (error: string | null): string => (error ? error.replace(/^gave up after (\d+) attempts: (.*)$/s, '$2 (gave up after $1 attempts)') : '-');
 
-// Over 80 lines on purpose: a registrar, one command after another, each a few lines; the helpers it shares sit above it.
 export function registerNotifications(program: Command): void {
   const notifications = group(program, 'notifications', 'received notifications: list, inspect, replay, follow live');
 
-  addPageOptions(addFilterOptions(notifications.command('list').description('list notifications (newest first)'), `only this status: ${STATUSES}`))
-    .option('--json', JSON_HELP)
-    .action(
-      dataAction({
-        access: 'read',
-        input: (cmd, flags: PageFlags & FilterFlags) => validate(cmd, s.notificationsQuery, { ...filterOf(flags), limit: flags.limit, cursor: flags.cursor }),
-        run: async (svc, query) => {
-          const page = await svc.notifications.list(query);
-          return { ...page, names: await svc.companies.names(page.items.map((n) => n.companyId)) };
-        },
-        output: s.page(s.notificationViewSchema),
-        human: (page) =>
-          listing(page, 'notifications', ['ID', 'COMPANY', 'TYPE', 'RESOURCE ID', 'STATUS', 'ATTEMPTS', 'RECEIVED', 'LAST ERROR'], (n) => [
-            n.id,
-            companyLabel(page.names, n.companyId),
-            n.type,
-            n.resourceId,
-            n.status,
-            String(n.attempts),
-            shortTime(n.receivedAt),
-            truncate(errorReason(n.lastError), 60),
-          ]),
-      }),
-    );
+  dataCommand(addPageOptions(addFilterOptions(subcommand(notifications, 'list', 'list notifications (newest first)'), `only this status: ${STATUSES}`)), {
+    access: 'read',
+    input: (cmd, flags: PageFlags & FilterFlags) => validate(cmd, s.notificationsQuery, { ...filterOf(flags), limit: flags.limit, cursor: flags.cursor }),
+    run: async (svc, query) => {
+      const page = await svc.notifications.list(query);
+      return { ...page, names: await svc.companies.names(page.items.map((n) => n.companyId)) };
+    },
+    output: s.page(s.notificationViewSchema),
+    human: (page) =>
+      listing(page, 'notifications', ['ID', 'COMPANY', 'TYPE', 'RESOURCE ID', 'STATUS', 'ATTEMPTS', 'RECEIVED', 'LAST ERROR'], (n) => [
+        n.id,
+        companyLabel(page.names, n.companyId),
+        n.type,
+        n.resourceId,
+        n.status,
+        String(n.attempts),
+        shortTime(n.receivedAt),
+        truncate(errorReason(n.lastError), 60),
+      ]),
+  });
 
-  notifications
-    .command('get')
-    .description('show one notification, with the body the marketplace sent and its timeline')
-    .argument('<id>', 'the notification id (a number)')
-    .option('--json', JSON_HELP)
-    .action(
-      dataAction({
-        access: 'read',
-        input: (cmd, _flags, [id]) => validate(cmd, s.notificationParams, { id }),
-        run: async (svc, params) => {
-          const notification = await svc.notifications.get(params.id);
-          return { ...notification, names: await svc.companies.names([notification.companyId]) };
-        },
-        output: s.notificationViewSchema,
-        human: ({ names, ...notification }) => describeNotification(notification, names),
-      }),
-    );
+  dataCommand(subcommand(notifications, 'get', 'show one notification, with the body the marketplace sent and its timeline', 'id'), {
+    access: 'read',
+    input: (cmd, _flags, [id]) => validate(cmd, s.notificationParams, { id }),
+    run: async (svc, params) => {
+      const notification = await svc.notifications.get(params.id);
+      return { ...notification, names: await svc.companies.names([notification.companyId]) };
+    },
+    output: s.notificationViewSchema,
+    human: ({ names, ...notification }) => describeNotification(notification, names),
+  });
 
-  notifications
-    .command('replay')
-    .description('fetch the resource of one notification again (a discarded one cannot be replayed)')
-    .argument('<id>', 'the notification id (a number)')
-    .option('--json', JSON_HELP)
-    .action(
-      dataAction({
-        access: 'write',
-        input: (cmd, _flags, [id]) => validate(cmd, s.notificationParams, { id }),
-        run: (svc, params) => svc.notifications.replay(params.id),
-        output: s.replayedNotificationSchema,
-        human: (notification) => `replayed notification ${notification.id}: now ${notification.status}${notification.note ? `\n${notification.note}` : ''}`,
-      }),
-    );
+  dataCommand(subcommand(notifications, 'replay', 'fetch the resource of one notification again (a discarded one cannot be replayed)', 'id'), {
+    access: 'write',
+    input: (cmd, _flags, [id]) => validate(cmd, s.notificationParams, { id }),
+    run: (svc, params) => svc.notifications.replay(params.id),
+    output: s.replayedNotificationSchema,
+    human: (notification) => `replayed notification ${notification.id}: now ${notification.status}${notification.note ? `\n${notification.note}` : ''}`,
+  });
 
-  addFilterOptions(
-    notifications.command('replay-all').description('replay every notification matching the filters, oldest first (discarded ones never)'),
-    `only this status: ${s.replayableStatus.options.join(', ')} (default ${REPLAY_DEFAULTS.status})`,
-  )
-    .option('--limit <n>', `at most this many (${REPLAY_LIMIT.minValue}-${REPLAY_LIMIT.maxValue}, default ${REPLAY_DEFAULTS.limit})`)
-    .option('--dry-run', 'only count what would be replayed')
-    .option('--json', JSON_HELP)
-    .action(
-      dataAction({
-        access: 'write',
-        // The API takes this filter as a JSON body, so the limit is a number there, not query text.
-        input: (cmd, flags: JsonFlag & FilterFlags & { limit?: string; dryRun?: boolean }) =>
-          validate(cmd, s.replayBody, { ...filterOf(flags), limit: numberText(flags.limit), dryRun: flags.dryRun }),
-        run: (svc, filter) => svc.notifications.replayMatching(filter),
-        output: s.replayedSchema,
-        human: (result, filter) =>
-          filter.dryRun ? `${result.matched} notification(s) match; nothing replayed (dry run)` : `replayed ${result.replayed} of ${result.matched} matching notification(s)`,
-      }),
-    );
+  dataCommand(
+    addFilterOptions(
+      subcommand(notifications, 'replay-all', 'replay every notification matching the filters, oldest first (discarded ones never)'),
+      `only this status: ${s.replayableStatus.options.join(', ')} (default ${REPLAY_DEFAULTS.status})`,
+    )
+      .option('--limit <n>', `at most this many (${REPLAY_LIMIT.minValue}-${REPLAY_LIMIT.maxValue}, default ${REPLAY_DEFAULTS.limit})`)
+      .option('--dry-run', 'only count what would be replayed'),
+    {
+      access: 'write',
+      // The API takes this filter as a JSON body, so the limit is a number there, not query text.
+      input: (cmd, flags: JsonFlag & FilterFlags & { limit?: string; dryRun?: boolean }) =>
+        validate(cmd, s.replayBody, { ...filterOf(flags), limit: numberText(flags.limit), dryRun: flags.dryRun }),
+      run: (svc, filter) => svc.notifications.replayMatching(filter),
+      output: s.replayedSchema,
+      human: (result, filter) =>
+        filter.dryRun ? `${result.matched} notification(s) match; nothing replayed (dry run)` : `replayed ${result.replayed} of ${result.matched} matching notification(s)`,
+    },
+  );
 
   notifications
     .command('tail')
@@ -190,47 +170,45 @@ function timelineDetail(e: TimelineEntry): string {
 export function registerResources(program: Command): void {
   const resources = group(program, 'resources', 'the fetched resources (the latest snapshot of each href) and their versions');
 
-  addPageOptions(resources.command('list').description('list stored resources (by company, then href)'))
-    .option('--company-id <id>', 'only this company')
-    .option('--type <type>', 'only this resource type (e.g. rfqs, tripmsgs, leads)')
-    .option('--json', JSON_HELP)
-    .action(
-      dataAction({
-        access: 'read',
-        input: (cmd, flags: PageFlags & { companyId?: string; type?: string }) =>
-          validate(cmd, s.resourcesQuery, { companyId: flags.companyId, type: flags.type, limit: flags.limit, cursor: flags.cursor }),
-        run: async (svc, query) => {
-          const page = await svc.notifications.listResources(query);
-          return { ...page, names: await svc.companies.names(page.items.map((r) => r.companyId)) };
-        },
-        output: s.page(s.resourceViewSchema),
-        human: (page) =>
-          listing(page, 'resources', ['COMPANY', 'TYPE', 'RESOURCE ID', 'VERSION', 'GONE', 'FETCHED', 'HREF'], (r) => [
-            companyLabel(page.names, r.companyId),
-            r.type,
-            r.resourceId,
-            String(r.version),
-            yesNo(r.gone),
-            shortTime(r.fetchedAt),
-            r.href,
-          ]),
-      }),
-    );
+  dataCommand(
+    addPageOptions(subcommand(resources, 'list', 'list stored resources (by company, then href)'))
+      .option('--company-id <id>', 'only this company')
+      .option('--type <type>', 'only this resource type (e.g. rfqs, tripmsgs, leads)'),
+    {
+      access: 'read',
+      input: (cmd, flags: PageFlags & { companyId?: string; type?: string }) =>
+        validate(cmd, s.resourcesQuery, { companyId: flags.companyId, type: flags.type, limit: flags.limit, cursor: flags.cursor }),
+      run: async (svc, query) => {
+        const page = await svc.notifications.listResources(query);
+        return { ...page, names: await svc.companies.names(page.items.map((r) => r.companyId)) };
+      },
+      output: s.page(s.resourceViewSchema),
+      human: (page) =>
+        listing(page, 'resources', ['COMPANY', 'TYPE', 'RESOURCE ID', 'VERSION', 'GONE', 'FETCHED', 'HREF'], (r) => [
+          companyLabel(page.names, r.companyId),
+          r.type,
+          r.resourceId,
+          String(r.version),
+          yesNo(r.gone),
+          shortTime(r.fetchedAt),
+          r.href,
+        ]),
+    },
+  );
 
-  addPageOptions(resources.command('history').description("list a resource's stored versions, newest first, with what changed from the one before"))
-    .requiredOption('--company-id <id>', 'the company (required)')
-    .requiredOption('--href <href>', "the resource's href (required)")
-    .option('--json', JSON_HELP)
-    .action(
-      dataAction({
-        access: 'read',
-        input: (cmd, flags: PageFlags & { companyId: string; href: string }) =>
-          validate(cmd, s.resourceHistoryQuery, { companyId: flags.companyId, href: flags.href, limit: flags.limit, cursor: flags.cursor }),
-        run: (svc, query) => svc.notifications.resourceHistory(query),
-        output: s.page(s.resourceVersionViewSchema),
-        human: (page) => listing(page, 'versions', ['VERSION', 'FETCHED', 'EVENT', 'CHANGES'], (v) => [String(v.version), shortTime(v.fetchedAt), v.eventId, describeChanges(v.changes)]),
-      }),
-    );
+  dataCommand(
+    addPageOptions(subcommand(resources, 'history', "list a resource's stored versions, newest first, with what changed from the one before"))
+      .requiredOption('--company-id <id>', 'the company (required)')
+      .requiredOption('--href <href>', "the resource's href (required)"),
+    {
+      access: 'read',
+      input: (cmd, flags: PageFlags & { companyId: string; href: string }) =>
+        validate(cmd, s.resourceHistoryQuery, { companyId: flags.companyId, href: flags.href, limit: flags.limit, cursor: flags.cursor }),
+      run: (svc, query) => svc.notifications.resourceHistory(query),
+      output: s.page(s.resourceVersionViewSchema),
+      human: (page) => listing(page, 'versions', ['VERSION', 'FETCHED', 'EVENT', 'CHANGES'], (v) => [String(v.version), shortTime(v.fetchedAt), v.eventId, describeChanges(v.changes)]),
+    },
+  );
 }
 
 /** A patch in a few words: its operations' kinds and paths. */

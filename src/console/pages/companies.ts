@@ -13,7 +13,7 @@ import { html, type Html } from '../html.js';
 import { ago, csrfField, doneNotice, page, problemBox, query, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../plugin.js';
 import { activityCharts, companyTable, count, failuresTable, stateBadge, stateDetail, stateNotice, stateWhen, tableForm, tableParams, tableQuery } from './company-parts.js';
-import { invalidForm, parseForm } from './notifications.js';
+import { asRequest, parseForm } from './notifications.js';
 
 const form = (req: FastifyRequest) => (req.body ?? {}) as Record<string, string | string[] | undefined>;
 const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
@@ -200,16 +200,18 @@ ${
     return kit.send(reply, page(ctx, { title: company.name, section: '/companies', charts: true, body, notice: doneNotice(req.query, NOTICES) }), problem?.status ?? 200);
   };
 
-  /** Runs a form's action; a refusal (4xx, or the marketplace's 502) is shown on the company's page, with the form's fields named. */
-  const onCompanyPage = async (req: FastifyRequest, reply: FastifyReply, companyId: string, act: () => Promise<string | Html>) => {
-    try {
-      const done = await act();
-      if (typeof done === 'string') return kit.redirect(reply, `/companies/${companyId}${query({ done })}`);
-      return companyPage(req, reply, companyId, undefined, done);
-    } catch (err) {
-      return companyPage(req, reply, companyId, kit.refusal(err));
-    }
-  };
+  /** A form of a company's page: its action runs; a refusal (4xx, or the marketplace's 502) is shown on that page, with the form's fields named. */
+  const companyForm = <P extends z.ZodType<{ companyId: string }>>(path: string, params: P, act: (params: z.infer<P>, req: FastifyRequest) => Promise<string | Html>) =>
+    scope.post(`/companies/:companyId${path}`, async (req, reply) => {
+      const p = parseForm(params, req.params);
+      try {
+        const done = await act(p, req);
+        if (typeof done === 'string') return kit.redirect(reply, `/companies/${p.companyId}${query({ done })}`);
+        return companyPage(req, reply, p.companyId, undefined, done);
+      } catch (err) {
+        return companyPage(req, reply, p.companyId, kit.refusal(err));
+      }
+    });
 
   const remaining = (d: Deleted) =>
     html`<div class="notice warn" role="alert"><p>Deleted here; these webhook settings stay active on the marketplace (deactivate them there):</p><ul>${d.remainingRemoteSettings.map(
@@ -231,22 +233,16 @@ ${
 
   scope.get('/companies/:companyId', async (req, reply) => companyPage(req, reply, parseForm(companyIdParams, req.params).companyId));
 
-  scope.post('/companies/:companyId', async (req, reply) => {
-    const { companyId } = parseForm(companyIdParams, req.params);
-    return onCompanyPage(req, reply, companyId, async () => {
-      const patch = parseForm(patchCompanyBody, req.body);
-      await companies.update(companyId, patch);
-      return patch.apiToken !== undefined ? 'tokenReplaced' : 'updated';
-    });
+  companyForm('', companyIdParams, async ({ companyId }, req) => {
+    const patch = parseForm(patchCompanyBody, req.body);
+    await companies.update(companyId, patch);
+    return patch.apiToken !== undefined ? 'tokenReplaced' : 'updated';
   });
 
-  scope.post('/companies/:companyId/limit', async (req, reply) => {
-    const { companyId } = parseForm(companyIdParams, req.params);
-    return onCompanyPage(req, reply, companyId, async () => {
-      // The same update as PATCH /admin/companies/:id { fetchConcurrency }: it applies at the gate at once.
-      await companies.update(companyId, parseForm(limitForm, req.body));
-      return 'limitChanged';
-    });
+  companyForm('/limit', companyIdParams, async ({ companyId }, req) => {
+    // The same update as PATCH /admin/companies/:id { fetchConcurrency }: it applies at the gate at once.
+    await companies.update(companyId, parseForm(limitForm, req.body));
+    return 'limitChanged';
   });
 
   scope.post('/companies/:companyId/delete', async (req, reply) => {
@@ -263,43 +259,33 @@ ${
     }
   });
 
-  scope.post('/companies/:companyId/webhooks', async (req, reply) => {
-    const { companyId } = parseForm(companyIdParams, req.params);
-    return onCompanyPage(req, reply, companyId, async () => {
-      const f = form(req);
-      const input = createWebhookBody.safeParse({
-        eventTypes: list(f.eventTypes),
-        authType: f.authType,
-        ...(typeof f.displayName === 'string' && f.displayName.trim() ? { displayName: f.displayName } : {}),
-        sharedTarget: f.sharedTarget === 'on',
-      });
-      if (!input.success) throw invalidForm(input.error);
-      await webhooks.create(companyId, input.data);
-      return 'webhookCreated';
+  companyForm('/webhooks', companyIdParams, async ({ companyId }, req) => {
+    const f = form(req);
+    const body = asRequest(createWebhookBody, {
+      eventTypes: list(f.eventTypes),
+      authType: f.authType,
+      ...(typeof f.displayName === 'string' && f.displayName.trim() ? { displayName: f.displayName } : {}),
+      sharedTarget: f.sharedTarget === 'on',
     });
+    await webhooks.create(companyId, body);
+    return 'webhookCreated';
   });
 
-  scope.post('/companies/:companyId/webhooks/:webhookId', async (req, reply) => {
-    const { companyId, webhookId } = parseForm(webhookParams, req.params);
-    return onCompanyPage(req, reply, companyId, async () => {
-      const action = form(req).action;
-      if (action === 'activate' || action === 'deactivate') {
-        await webhooks.update(companyId, webhookId, { active: action === 'activate' });
-        return action === 'activate' ? 'activated' : 'deactivated';
-      }
-      if (action === 'rotate') {
-        await webhooks.update(companyId, webhookId, { rotateSecret: true });
-        return 'rotated';
-      }
-      throw badRequest('Unknown action: activate, deactivate or rotate.', [{ field: 'action', message: 'must be activate, deactivate or rotate' }]);
-    });
+  companyForm('/webhooks/:webhookId', webhookParams, async ({ companyId, webhookId }, req) => {
+    const action = form(req).action;
+    if (action === 'activate' || action === 'deactivate') {
+      await webhooks.update(companyId, webhookId, { active: action === 'activate' });
+      return action === 'activate' ? 'activated' : 'deactivated';
+    }
+    if (action === 'rotate') {
+      await webhooks.update(companyId, webhookId, { rotateSecret: true });
+      return 'rotated';
+    }
+    throw badRequest('Unknown action: activate, deactivate or rotate.', [{ field: 'action', message: 'must be activate, deactivate or rotate' }]);
   });
 
-  scope.post('/companies/:companyId/webhooks/:webhookId/delete', async (req, reply) => {
-    const { companyId, webhookId } = parseForm(webhookParams, req.params);
-    return onCompanyPage(req, reply, companyId, async () => {
-      const deleted = await deletions.deleteWebhook(companyId, webhookId, { force: false });
-      return deleted.remainingRemoteSettings.length === 0 ? 'webhookDeleted' : remaining(deleted);
-    });
+  companyForm('/webhooks/:webhookId/delete', webhookParams, async ({ companyId, webhookId }) => {
+    const deleted = await deletions.deleteWebhook(companyId, webhookId, { force: false });
+    return deleted.remainingRemoteSettings.length === 0 ? 'webhookDeleted' : remaining(deleted);
   });
 }

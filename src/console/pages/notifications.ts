@@ -35,15 +35,15 @@ export function parseForm<S extends z.ZodType>(schema: S, raw: unknown): z.infer
       .filter(([k, v]) => k !== '_csrf' && typeof v === 'string' && v.trim() !== '')
       .map(([k, v]) => [k, k === 'receivedAfter' || k === 'receivedBefore' ? asInstant((v as string).trim()) : (v as string).trim()]),
   );
-  const parsed = schema.safeParse(cleaned);
-  if (parsed.success) return parsed.data;
-  throw invalidForm(parsed.error);
+  return asRequest(schema, cleaned);
 }
 
-/** A 400 naming each field a form got wrong, as `field` names it (by default, its path). */
-export function invalidForm(error: z.ZodError, field = (path: PropertyKey[]) => path.join('.')): Problem {
-  const errors = error.issues.map((i) => ({ field: field(i.path) || 'form', message: i.message }));
-  return badRequest(`Please correct: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
+/** A request schema's answer for a form, or a 400 naming each field it got wrong as `field` names it (by default, its path). */
+export function asRequest<S extends z.ZodType>(schema: S, request: unknown, field = (path: PropertyKey[]) => path.join('.')): z.output<S> {
+  const parsed = schema.safeParse(request);
+  if (parsed.success) return parsed.data;
+  const errors = parsed.error.issues.map((i) => ({ field: field(i.path) || 'form', message: i.message }));
+  throw badRequest(`Please correct: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
 }
 
 const filterOf = (q: Partial<ListQuery>): NotificationFilter & { status?: NotificationView['status'] } =>

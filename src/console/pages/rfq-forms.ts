@@ -10,7 +10,7 @@ import { badRequest, Problem } from '../../lib/problem.js';
 import { DECLINE_REASONS } from '../../marketplace/declines.js';
 import { html, type Html } from '../html.js';
 import { csrfField, type PageContext } from '../layout.js';
-import { invalidForm } from './notifications.js';
+import { asRequest } from './notifications.js';
 
 /** The ids an RFQ can be answered on: the RFQ's own, then each requested lift's (`sellerLift[].id`). */
 function answerableIds(body: unknown): { id: string; label: string }[] {
@@ -59,13 +59,6 @@ const text = z.string().refine(storableText, 'must not contain a NUL character o
 const common = { href: text.pipe(z.string().min(1).max(4096)), requestId: text.optional(), actAsAccount: text.optional() };
 export const quoteForm = z.object({ ...common, submission: z.string().optional(), allowPriceMismatch: flag });
 export const declineForm = z.object({ ...common, declineReason: text.optional(), message: text.optional(), suppressNotification: flag });
-
-/** A request schema's answer for a form, or a 400 naming each field as the form names it (`field`). */
-function asRequest<S extends z.ZodType>(schema: S, request: unknown, field?: (path: PropertyKey[]) => string): z.output<S> {
-  const parsed = schema.safeParse(request);
-  if (parsed.success) return parsed.data;
-  throw invalidForm(parsed.error, field);
-}
 
 /** The quote form as the admin API's quote request; the submission is JSON text. */
 export function quoteRequestOf(form: z.infer<typeof quoteForm>): z.output<typeof createQuoteBody> {
