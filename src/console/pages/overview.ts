@@ -23,7 +23,7 @@ const pageParams = z.object({ page: z.coerce.number().int().min(1).max(100_000).
 /** The reasons a card tags beside the state's badge: the ones that are not the state itself. */
 const tagsOf = (c: CompanyOverview): AttentionReason[] => c.attention.filter((a) => a === 'failing' || a === 'oldest backlog');
 
-// Over 80 lines on purpose: the overview page and its live fragment, which render the same sections.
+// Over 80 lines on purpose: one page, its sections in the order they show (the cards, their pager and the list share the page's state).
 export function overviewPage(scope: FastifyInstance, kit: ConsoleKit): void {
   scope.get('/', async (req, reply) => {
     const ctx = kit.ctx(req);
