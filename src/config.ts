@@ -158,7 +158,6 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     env: env.NODE_ENV,
     databaseUrl: env.DATABASE_URL,
     redisUrl: env.REDIS_URL,
-    /** Seed nodes of a Redis Cluster: every connection is then a cluster client (redisUrl gives credentials and TLS only). */
     redisClusterNodes: env.REDIS_CLUSTER_NODES,
     port: env.PORT,
     host: env.HOST,
@@ -192,7 +191,6 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     authFailureLimit: env.AUTH_FAILURE_LIMIT,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
-    /** Set when traces are exported (an OTLP endpoint is set, and not disabled): lib/tracing.ts. */
     tracing: tracingConfig(env),
     /** Warnings to print once the logger exists (development keys, a PUBLIC_BASE_URL that misses PORT). */
     warnings,
