@@ -41,16 +41,14 @@ const lastErrors = new WeakMap<RedisClient, Error>();
  * the last one is kept for redisReady's answer.
  */
 export function connectRedis(target: RedisTarget, kind: RedisKind, name: string, onError?: (err: Error) => void): RedisClient {
-  const redis = target.redisClusterNodes ? connectCluster(target.redisUrl, target.redisClusterNodes, kind, name) : connectStandalone(target.redisUrl, kind, name);
+  const redis = target.redisClusterNodes
+    ? connectCluster(target.redisUrl, target.redisClusterNodes, kind, name)
+    : new Redis(target.redisUrl, { connectionName: name, lazyConnect: false, retryStrategy, enableOfflineQueue: kind === 'worker', ...perRequest(kind) });
   redis.on('error', (err: Error) => {
     lastErrors.set(redis, err);
     onError?.(err);
   });
   return redis;
-}
-
-function connectStandalone(url: string, kind: RedisKind, name: string): Redis {
-  return new Redis(url, { connectionName: name, lazyConnect: false, retryStrategy, enableOfflineQueue: kind === 'worker', ...perRequest(kind) });
 }
 
 function connectCluster(url: string, nodes: RedisNodeAddress[], kind: RedisKind, name: string): Cluster {
