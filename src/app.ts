@@ -5,7 +5,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Queue } from 'bullmq';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -101,14 +101,30 @@ export function toProblem(err: FastifyError | Error): Problem {
 
 const OPS_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
 
-/** Both apps log through the process's logger, without Fastify's two lines per request (noise at this rate). */
-const quietLogging = (logger: Logger) => ({ loggerInstance: logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }) });
+/**
+ * What both apps share. They log through the process's logger, without Fastify's two lines per request
+ * (noise at this rate). Router errors (a bad percent-encoding, a path parameter over its length) are problems too.
+ * No request may hold a connection open by trickling (SPEC §4): its headers and body must all arrive within
+ * REQUEST_TIMEOUT_MS (Node checks once a second; the default check every 30 s would let it run up to twice
+ * as long). An idle keep-alive connection closes after Fastify's 72 s, longer than the usual load balancer's
+ * 60 s idle timeout. A request that arrives on a kept-alive connection during shutdown is served, and its
+ * connection closed (Fastify's return503OnClosing answers a bare 503 without Retry-After instead).
+ */
+const sharedOptions = (logger: Logger, requestTimeoutMs: number) => ({
+  loggerInstance: logger as FastifyBaseLogger,
+  logController: new LogController({ disableRequestLogging: true }),
+  frameworkErrors: (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => sendProblem(req, reply, toProblem(err)),
+  requestTimeout: requestTimeoutMs,
+  http: { headersTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(1000, requestTimeoutMs) },
+  return503OnClosing: false,
+});
+
+const noRoute = (req: FastifyRequest, reply: FastifyReply) => sendProblem(req, reply, new Problem(404, 'Not Found', `No route ${req.method} ${req.url.split('?')[0]}.`, { code: 'no_route' }));
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     // One line per notification is logged by the receiver itself.
-    ...quietLogging(deps.logger),
-    ...httpTimeouts(deps.requestTimeoutMs),
+    ...sharedOptions(deps.logger, deps.requestTimeoutMs),
     trustProxy: deps.trustProxy.length > 0 ? deps.trustProxy : false,
     requestIdHeader: 'x-request-id',
     // Malformed HTTP (bad request line, oversized headers) gets a problem too, not Fastify's JSON.
@@ -125,8 +141,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       if (socket.writable) socket.end(`HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
       else socket.destroy();
     },
-    // Router errors (a bad percent-encoding, a path parameter over its length) as problems too.
-    frameworkErrors: (err, req, reply) => sendProblem(req, reply, toProblem(err)),
     bodyLimit: 1024 * 1024,
   });
   app.setValidatorCompiler(validatorCompiler);
@@ -159,7 +173,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     sendProblem(req, reply, serviceUnavailable('Skyhook is starting: it waits for PostgreSQL (DATABASE_URL) to be reachable and migrated.', 'starting'));
   });
 
-  app.setNotFoundHandler((req, reply) => sendProblem(req, reply, new Problem(404, 'Not Found', `No route ${req.method} ${req.url.split('?')[0]}.`, { code: 'no_route' })));
+  app.setNotFoundHandler(noRoute);
 
   await app.register(swagger, {
     openapi: {
@@ -182,25 +196,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   return app;
 }
 
-/**
- * No request may hold a connection open by trickling (SPEC §4): its headers and body must all arrive within
- * REQUEST_TIMEOUT_MS (Node checks once a second; the default check every 30 s would let it run up to twice
- * as long). An idle keep-alive connection closes after Fastify's 72 s, longer than the usual load balancer's
- * 60 s idle timeout. A request that arrives on a kept-alive connection during shutdown is served, and its
- * connection closed (Fastify's return503OnClosing answers a bare 503 without Retry-After instead).
- */
-const httpTimeouts = (requestTimeoutMs: number) => ({
-  requestTimeout: requestTimeoutMs,
-  http: { headersTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(1000, requestTimeoutMs) },
-  return503OnClosing: false,
-});
-
 type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues' | 'started' | 'reporter' | 'companyStates'>;
 
 /** A worker's own ops server (OPS_PORT): the probes and metrics alone, as quiet as the main app's. */
 export async function buildOpsApp(logger: Logger, deps: OpsDeps): Promise<FastifyInstance> {
-  const app = Fastify({ ...quietLogging(logger), ...httpTimeouts(30_000), frameworkErrors: (err, req, reply) => sendProblem(req, reply, toProblem(err)) });
-  app.setNotFoundHandler((req, reply) => sendProblem(req, reply, new Problem(404, 'Not Found', `No route ${req.method} ${req.url.split('?')[0]}.`, { code: 'no_route' })));
+  const app = Fastify(sharedOptions(logger, 30_000));
+  app.setNotFoundHandler(noRoute);
   await app.register((scope) => opsRoutes(scope, deps));
   return app;
 }

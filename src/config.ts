@@ -12,7 +12,7 @@ import type { TracingConfig } from './lib/tracing.js';
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /** Used outside production only, with a loud warning: never a secret anybody relies on. */
-const DEVELOPMENT_SECRET_KEY = Buffer.alloc(32, 'skyhook-development-key-not-secret').toString('base64');
+const DEVELOPMENT_SECRET_KEY = Buffer.alloc(32, 'skyhook-development-key-not-secret');
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
@@ -105,8 +105,7 @@ const envSchema = z
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV === 'production') {
-      if (!env.SECRET_KEY) ctx.addIssue({ code: 'custom', path: ['SECRET_KEY'], message: 'is required in production' });
-      if (!env.ADMIN_TOKEN) ctx.addIssue({ code: 'custom', path: ['ADMIN_TOKEN'], message: 'is required in production' });
+      for (const key of ['SECRET_KEY', 'ADMIN_TOKEN'] as const) if (!env[key]) ctx.addIssue({ code: 'custom', path: [key], message: 'is required in production' });
       // The default names this machine: the marketplace could never reach a targetURI built from it.
       if (!env.PUBLIC_BASE_URL) ctx.addIssue({ code: 'custom', path: ['PUBLIC_BASE_URL'], message: 'is required in production (the https origin the marketplace reaches, such as https://hooks.example.com)' });
       else if (!env.PUBLIC_BASE_URL.startsWith('https:')) ctx.addIssue({ code: 'custom', path: ['PUBLIC_BASE_URL'], message: 'must use https in production' });
@@ -126,7 +125,6 @@ const envSchema = z
     }
   });
 
-/** The configuration as the code reads it: loadConfig's answer. */
 export type Config = ReturnType<typeof loadConfig>;
 
 export class ConfigError extends Error {}
@@ -142,20 +140,12 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   const env = parsed.data;
   const warnings: string[] = [];
 
-  let secretKey: Buffer;
-  if (env.SECRET_KEY) secretKey = Buffer.from(env.SECRET_KEY, 'base64');
-  else {
-    secretKey = Buffer.from(DEVELOPMENT_SECRET_KEY, 'base64');
-    warnings.push('SECRET_KEY is not set: stored secrets are encrypted with the fixed DEVELOPMENT key. Never do this in production.');
-  }
+  const secretKey = env.SECRET_KEY ? Buffer.from(env.SECRET_KEY, 'base64') : DEVELOPMENT_SECRET_KEY;
+  if (!env.SECRET_KEY) warnings.push('SECRET_KEY is not set: stored secrets are encrypted with the fixed DEVELOPMENT key. Never do this in production.');
 
-  let adminToken: string;
-  if (env.ADMIN_TOKEN) adminToken = env.ADMIN_TOKEN;
-  else {
-    // Stable across restarts (derived from SECRET_KEY), so a browser tab or a script keeps working; production requires ADMIN_TOKEN.
-    adminToken = `dev-${createHmac('sha256', secretKey).update('skyhook development admin token').digest('base64url').slice(0, 24)}`;
-    warnings.push(`ADMIN_TOKEN is not set: this process accepts the development admin token ${adminToken} (set ADMIN_TOKEN to choose one)`);
-  }
+  // Stable across restarts (derived from SECRET_KEY), so a browser tab or a script keeps working; production requires ADMIN_TOKEN.
+  const adminToken = env.ADMIN_TOKEN ?? `dev-${createHmac('sha256', secretKey).update('skyhook development admin token').digest('base64url').slice(0, 24)}`;
+  if (!env.ADMIN_TOKEN) warnings.push(`ADMIN_TOKEN is not set: this process accepts the development admin token ${adminToken} (set ADMIN_TOKEN to choose one)`);
 
   const publicBaseUrl = (env.PUBLIC_BASE_URL ?? `http://localhost:${env.PORT}`).replace(/\/+$/, '');
   const publicOrigin = new URL(publicBaseUrl);
@@ -168,7 +158,6 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     env: env.NODE_ENV,
     databaseUrl: env.DATABASE_URL,
     redisUrl: env.REDIS_URL,
-    /** Seed nodes of a Redis Cluster: every connection is then a cluster client (redisUrl gives credentials and TLS only). */
     redisClusterNodes: env.REDIS_CLUSTER_NODES,
     port: env.PORT,
     host: env.HOST,
@@ -202,7 +191,6 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     authFailureLimit: env.AUTH_FAILURE_LIMIT,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
-    /** Set when traces are exported (an OTLP endpoint is set, and not disabled): lib/tracing.ts. */
     tracing: tracingConfig(env),
     /** Warnings to print once the logger exists (development keys, a PUBLIC_BASE_URL that misses PORT). */
     warnings,

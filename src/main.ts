@@ -35,8 +35,7 @@ async function main(): Promise<void> {
     await runtime.close();
     process.exit(0);
   };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
+  for (const signal of ['SIGTERM', 'SIGINT']) process.on(signal, () => void stop(signal));
 
   if (runtime.app) {
     const port = config.role === 'worker' ? config.opsPort! : config.port;

@@ -75,10 +75,7 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
     result = await fn(client);
     await client.query('COMMIT');
   } catch (err) {
-    const broken = await client.query('ROLLBACK').then(
-      () => undefined,
-      (rollbackError: unknown) => (rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError))),
-    );
+    const broken = await client.query('ROLLBACK').then(() => false, () => true);
     client.release(broken);
     throw err;
   }

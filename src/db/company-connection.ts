@@ -9,23 +9,7 @@ import { eq } from 'drizzle-orm';
 import type { Database } from './client.js';
 import { companies, type CompanyRow } from './schema/index.js';
 
-/** The columns a connection is read from. */
-export type ConnectionColumns = Pick<
-  CompanyRow,
-  | 'id'
-  | 'apiBaseUrl'
-  | 'apiTokenEncrypted'
-  | 'connectionProfile'
-  | 'authTokenEncrypted'
-  | 'oauthTokenUrl'
-  | 'oauthClientId'
-  | 'oauthClientSecretEncrypted'
-  | 'product'
-  | 'apiVersion'
-  | 'credentialsRevision'
->;
-
-export function connectionFromRow(row: ConnectionColumns, secretKey: Buffer): ApiConnection {
+export function connectionFromRow(row: CompanyRow, secretKey: Buffer): ApiConnection {
   const open = (sealed: string | null) => (sealed === null ? undefined : decryptSecret(secretKey, sealed));
   const clientSecret = open(row.oauthClientSecretEncrypted);
   return {

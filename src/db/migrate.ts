@@ -3,6 +3,7 @@
  * advisory lock, so any number of processes can start at once (drizzle-kit migrate can hang without
  * a TTY, so it is never used at run time).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
@@ -80,7 +81,7 @@ export class DatabaseStartError extends Error {
  * compose, a managed database restarting). Each failed try goes to `onWait`; any other failure (a wrong
  * password, a missing permission) is thrown, since waiting would not mend it. Ends early when `signal` aborts.
  */
-export async function waitForDatabase(url: string, opts: { onWait: (err: DatabaseStartError) => void; signal?: AbortSignal; maxDelayMs?: number }): Promise<void> {
+export async function waitForDatabase(url: string, opts: { onWait: (err: DatabaseStartError) => void; signal?: AbortSignal }): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
       await prepareDatabase(url);
@@ -89,18 +90,6 @@ export async function waitForDatabase(url: string, opts: { onWait: (err: Databas
       if (!(err instanceof DatabaseStartError) || !err.unavailable) throw err;
       opts.onWait(err);
     }
-    await sleep(Math.min(250 * 2 ** attempt, opts.maxDelayMs ?? 5000), opts.signal);
-    opts.signal?.throwIfAborted();
+    await sleep(Math.min(250 * 2 ** attempt, 5000), undefined, { signal: opts.signal }).catch(() => opts.signal?.throwIfAborted());
   }
 }
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });

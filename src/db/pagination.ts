@@ -7,8 +7,6 @@ import type { PgColumn } from 'drizzle-orm/pg-core';
 import { hasUnstorableText } from '../lib/json-body.js';
 import { badRequest } from '../lib/problem.js';
 
-const encodeCursor = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
-
 export interface Page<V> {
   items: V[];
   nextCursor: string | null;
@@ -21,7 +19,8 @@ export interface Page<V> {
 export function pageOf<R, V>(rows: R[], limit: number, key: (last: R) => unknown, view: (row: R) => V): Page<V> {
   const items = rows.slice(0, limit);
   const last = items.at(-1);
-  return { items: items.map(view), nextCursor: rows.length > limit && last !== undefined ? encodeCursor(key(last)) : null };
+  const nextCursor = rows.length > limit && last !== undefined ? Buffer.from(JSON.stringify(key(last))).toString('base64url') : null;
+  return { items: items.map(view), nextCursor };
 }
 
 export function decodeCursor<T>(cursor: string, valid: (v: unknown) => v is T): T {

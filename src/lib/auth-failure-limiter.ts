@@ -17,38 +17,22 @@ export class AuthFailureLimiter {
 
   /** Counts a refusal of `address`, and answers it: `unauthorized` itself, or a 429 once the address is over the limit. */
   refusal(address: string, unauthorized: Problem, now = Date.now()): Problem {
-    this.recordFailure(address, now);
-    const wait = this.blockedFor(address, now);
-    if (wait <= 0) return unauthorized;
+    let w = this.windows.get(address);
+    if (w && w.endsAt > now) w.count++;
+    else {
+      if (this.windows.size > MAX_ADDRESSES) {
+        for (const [other, x] of this.windows) if (x.endsAt <= now) this.windows.delete(other);
+        // Still full of live windows (many addresses failing at once): start over rather than walk the
+        // whole map again on every failure. Forgetting counts errs on the side of letting requests in.
+        if (this.windows.size > MAX_ADDRESSES) this.windows.clear();
+      }
+      w = { count: 1, endsAt: now + this.opts.windowMs };
+      this.windows.set(address, w);
+    }
+    if (w.count <= this.opts.limit) return unauthorized;
     return new Problem(429, 'Too Many Requests', 'Too many failed authentications from this address; retry later.', {
       code: 'too_many_auth_failures',
-      headers: { 'retry-after': String(wait) },
+      headers: { 'retry-after': String(Math.ceil((w.endsAt - now) / 1000)) },
     });
-  }
-
-  /** Seconds until the address's refusals are 401 again, or 0 when it is not over the limit. */
-  blockedFor(address: string, now = Date.now()): number {
-    const w = this.windows.get(address);
-    if (!w || w.endsAt <= now || w.count <= this.opts.limit) return 0;
-    return Math.ceil((w.endsAt - now) / 1000);
-  }
-
-  recordFailure(address: string, now = Date.now()): void {
-    const w = this.windows.get(address);
-    if (w && w.endsAt > now) {
-      w.count++;
-      return;
-    }
-    if (this.windows.size > MAX_ADDRESSES) {
-      this.sweep(now);
-      // Still full of live windows (many addresses failing at once): start over rather than walk the
-      // whole map again on every failure. Forgetting counts errs on the side of letting requests in.
-      if (this.windows.size > MAX_ADDRESSES) this.windows.clear();
-    }
-    this.windows.set(address, { count: 1, endsAt: now + this.opts.windowMs });
-  }
-
-  private sweep(now: number): void {
-    for (const [address, w] of this.windows) if (w.endsAt <= now) this.windows.delete(address);
   }
 }

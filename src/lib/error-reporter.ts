@@ -5,16 +5,10 @@
  * as one clear line and a reminder now and then, not a line (or a stack trace) per attempt.
  */
 import type { Logger } from 'pino';
+import type { Counter } from 'prom-client';
 
-interface ErrorCounter {
-  inc(labels: { kind: string }): void;
-}
-
-interface KindState {
-  lastLoggedAt: number;
-  /** Reports since the last line. */
-  since: number;
-}
+/** How long a kind goes unlogged after its line: later reports are counted, and said in the next line. */
+const INTERVAL_MS = 30_000;
 
 /** What an error says in one line: its message and code, never a stack. */
 export function describeError(err: unknown): string {
@@ -27,20 +21,20 @@ export function describeError(err: unknown): string {
 }
 
 export class ErrorReporter {
-  private readonly kinds = new Map<string, KindState>();
+  /** Per kind: when it was last logged, and how many reports followed since. */
+  private readonly kinds = new Map<string, { lastLoggedAt: number; since: number }>();
 
   constructor(
     private readonly log: Logger,
-    private readonly counter: ErrorCounter | undefined,
-    private readonly opts: { intervalMs: number; now?: () => number } = { intervalMs: 30_000 },
+    private readonly counter: Counter<'kind'>,
   ) {}
 
   /** Counts the error; logs `message` now if this kind was not logged within the interval. */
   report(kind: string, err: unknown, message: string, fields: Record<string, unknown> = {}): void {
-    this.counter?.inc({ kind });
-    const now = (this.opts.now ?? Date.now)();
+    this.counter.inc({ kind });
+    const now = Date.now();
     const state = this.kinds.get(kind);
-    if (state && now - state.lastLoggedAt < this.opts.intervalMs) {
+    if (state && now - state.lastLoggedAt < INTERVAL_MS) {
       state.since++;
       return;
     }
@@ -51,7 +45,7 @@ export class ErrorReporter {
 
   /** Counts an error whose cause was already said (an outage being reported): no line of its own. */
   count(kind: string): void {
-    this.counter?.inc({ kind });
+    this.counter.inc({ kind });
   }
 
   /** Whether `kind` was reported since it last recovered. */

@@ -129,17 +129,16 @@ function shorten(token: string): string {
 
 /** Text PostgreSQL can store: no NUL character (text refuses it) and no lone UTF-16 surrogate. */
 export const storableText = (s: string): boolean => !s.includes('\u0000') && s.isWellFormed();
-const unstorable = (s: string) => !storableText(s);
 
 /** Text PostgreSQL cannot store (NUL, a lone UTF-16 surrogate), anywhere in a parsed JSON value. */
 export function hasUnstorableText(root: unknown): boolean {
   const stack: unknown[] = [root];
   while (stack.length > 0) {
     const value = stack.pop();
-    if (typeof value === 'string' && unstorable(value)) return true;
+    if (typeof value === 'string' && !storableText(value)) return true;
     if (typeof value === 'object' && value !== null) {
       for (const [key, child] of Object.entries(value)) {
-        if (unstorable(key)) return true;
+        if (!storableText(key)) return true;
         stack.push(child);
       }
     }

@@ -19,27 +19,15 @@ type Outages = ReturnType<typeof outageReports>;
  * rate-limited reminders while it lasts, and one line when it is back.
  */
 export function outageReports(config: Config, reporter: ErrorReporter) {
-  const runsApi = config.role !== 'worker';
-  const runsWorker = config.role !== 'api';
   const redisAt = config.redisClusterNodes
     ? `the Redis Cluster at ${config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')} (REDIS_CLUSTER_NODES)`
     : `Redis at ${withoutPassword(config.redisUrl)} (REDIS_URL)`;
   const postgresAt = `PostgreSQL at ${withoutPassword(config.databaseUrl)} (DATABASE_URL)`;
-  const meanwhile = (parts: [boolean, string][]) =>
-    parts
-      .filter(([applies]) => applies)
-      .map(([, text]) => text)
-      .join('; ');
-  const redisMeanwhile = meanwhile([
-    [runsApi, 'Basic notifications are still stored and answered 200, and queued when it is back; OAuth ones are answered 503 (their nonce cannot be checked)'],
-    [runsWorker, 'fetches wait for it'],
-    [true, '/readyz answers 503'],
-  ]);
-  const postgresMeanwhile = meanwhile([
-    [runsApi, 'notifications are answered 503 with Retry-After (nothing can be stored)'],
-    [runsWorker, 'fetches wait for it'],
-    [true, '/readyz answers 503'],
-  ]);
+  // What goes on meanwhile: the receiver's part (not in a worker-only process), the worker's, the probe's.
+  const meanwhile = (receiver: string) =>
+    [...(config.role !== 'worker' ? [receiver] : []), ...(config.role !== 'api' ? ['fetches wait for it'] : []), '/readyz answers 503'].join('; ');
+  const redisMeanwhile = meanwhile('Basic notifications are still stored and answered 200, and queued when it is back; OAuth ones are answered 503 (their nonce cannot be checked)');
+  const postgresMeanwhile = meanwhile('notifications are answered 503 with Retry-After (nothing can be stored)');
   const postgresDown = (err: unknown) => reporter.report(POSTGRES_DOWN, err, `${postgresAt} is not reachable: ${postgresMeanwhile}`);
   const postgresBack = () => reporter.recovered(POSTGRES_DOWN, `${postgresAt} is reachable again`);
   return {

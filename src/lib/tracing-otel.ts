@@ -209,11 +209,9 @@ class FetchRun implements FetchSpan {
   }
 
   end(outcome: { next: string; summary?: string; error?: unknown }): void {
-    const span = this.ref.span;
-    span.setAttribute('skyhook.fetch.next', outcome.next);
-    if (outcome.summary !== undefined) span.setAttribute('skyhook.fetch.summary', outcome.summary);
-    if (outcome.error !== undefined) fail(span, errorType(outcome.error), describeError(outcome.error));
-    span.end();
+    this.ref.span.setAttribute('skyhook.fetch.next', outcome.next);
+    if (outcome.summary !== undefined) this.ref.span.setAttribute('skyhook.fetch.summary', outcome.summary);
+    this.ref.end(outcome.error);
   }
 }
 
@@ -283,10 +281,7 @@ export function startTracing(config: TracingConfig, context: TracingContext): Tr
           if (jobId !== undefined) span.setAttribute('messaging.message.id', jobId);
           span.end();
         },
-        failed(error) {
-          fail(span, errorType(error), describeError(error));
-          span.end();
-        },
+        failed: (error) => new Ref(span).end(error),
       };
     },
 

@@ -111,7 +111,6 @@ export interface TracingConfig {
   endpoint: string;
 }
 
-/** Loads the OpenTelemetry implementation: only ever called when tracing is configured. */
 export interface TracingContext {
   role: string;
   log: Logger;
@@ -120,6 +119,7 @@ export interface TracingContext {
   registry: Registry;
 }
 
+/** Loads the OpenTelemetry implementation: only ever called when tracing is configured. */
 export async function loadTracing(config: TracingConfig, context: TracingContext): Promise<Tracing> {
   const { startTracing } = await import('./tracing-otel.js');
   return startTracing(config, context);

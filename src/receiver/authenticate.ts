@@ -115,8 +115,7 @@ export function loadWebhookFrom(db: Database, secretKey: Buffer): LoadWebhook {
 }
 
 /** The previous secret counts only inside its rotation grace period. */
-const previousSecretValid = (w: WebhookCredentials, now = Date.now()): boolean =>
-  w.previousSecretExpiresAt !== null && w.previousSecretExpiresAt > now;
+const previousSecretValid = (w: WebhookCredentials): boolean => w.previousSecretExpiresAt !== null && w.previousSecretExpiresAt > Date.now();
 
 /**
  * Keeps every process's cache honest: a change made through any process's admin API sends

@@ -17,8 +17,7 @@
  * docs/decisions.md, "Speed mechanisms".
  */
 import { isDatabaseUnavailable } from '../db/client.js';
-import type { NotificationLifecycle } from '../notifications/lifecycle.js';
-import type { NewNotification as NotificationRow } from '../notifications/lifecycle.js';
+import type { NewNotification as NotificationRow, NotificationLifecycle } from '../notifications/lifecycle.js';
 import { Batcher, splitOnFailure } from '../lib/batcher.js';
 import { decodeJson } from '../lib/json-body.js';
 import { Problem, badRequest, type FieldError } from '../lib/problem.js';
@@ -57,10 +56,9 @@ export class NotificationWriter {
     private readonly onFollowUpError: (err: unknown) => void,
     /** Set when traces are exported: each commit is a span (lib/tracing.ts). */
     private readonly tracing?: Pick<Tracing, 'commitBatch'>,
-    // One flush at a time: everything that arrives meanwhile goes in the next one (fewer, larger commits).
-    opts = { maxBatch: 1000, maxConcurrent: 1 },
   ) {
-    this.batcher = new Batcher(splitOnFailure((rows) => this.write(rows), isDatabaseUnavailable), opts);
+    // One flush at a time: everything that arrives meanwhile goes in the next one (fewer, larger commits).
+    this.batcher = new Batcher(splitOnFailure((rows) => this.write(rows), isDatabaseUnavailable), { maxBatch: 1000, maxConcurrent: 1 });
   }
 
   /** Resolves once the row is committed; rejects when it is not (the caller answers 503). */

@@ -15,7 +15,6 @@ const MAX_HEADER_LENGTH = 4096;
 /** One `name="value"` pair and the whitespace after it, matched where the last one ended (sticky). */
 const PARAM_RE = /([A-Za-z0-9_.~-]+)\s*=\s*"([^"]*)"\s*/y;
 const SEPARATOR_RE = /,\s*/y;
-const ALLOWED_EXTRA = new Set(['realm']);
 
 export class OAuthHeaderError extends Error {}
 
@@ -34,7 +33,7 @@ export function parseOAuthHeader(header: string): Record<string, string> {
     const match = PARAM_RE.exec(header);
     if (!match) throw new OAuthHeaderError('malformed parameter');
     const [, name, encoded] = match as unknown as [string, string, string];
-    if (!name.startsWith('oauth_') && !ALLOWED_EXTRA.has(name)) throw new OAuthHeaderError(`unexpected parameter ${name}`);
+    if (!name.startsWith('oauth_') && name !== 'realm') throw new OAuthHeaderError(`unexpected parameter ${name}`);
     if (params[name] !== undefined) throw new OAuthHeaderError(`duplicate parameter ${name}`);
     try {
       params[name] = encoded.includes('%') ? decodeURIComponent(encoded) : encoded;
@@ -107,12 +106,6 @@ interface SignatureInput {
   params: Params;
 }
 
-/** The signature base string of §3.4.1. */
-export function signatureBaseString(input: SignatureInput): string {
-  const request = { url: normaliseBaseUrl(input.url), method: input.method, data: {} };
-  return signer('HMAC-SHA1', '').getBaseString(request, allParams(input) as unknown as OAuth.Data);
-}
-
 export function computeSignature(input: SignatureInput, method: SignatureMethod, consumerSecret: string, tokenSecret = ''): string {
   const request = { url: normaliseBaseUrl(input.url), method: input.method, data: {} };
   return signer(method, consumerSecret).getSignature(request, tokenSecret, allParams(input) as unknown as OAuth.Data);
@@ -124,11 +117,6 @@ export function computeSignature(input: SignatureInput, method: SignatureMethod,
  */
 type BodyHashAlgorithm = 'sha1' | 'sha256';
 const DIGEST_BYTES = { sha1: 20, sha256: 32 } as const;
-
-/** `oauth_body_hash`: a plain (not keyed) digest of the raw body, in base64. */
-export function bodyHash(algorithm: BodyHashAlgorithm, body: Buffer | string): string {
-  return hash(algorithm, body, 'base64');
-}
 
 type OAuthFailure =
   | 'malformed'

@@ -165,28 +165,10 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
   // Documentation only: no response schema, whose serialisation would cost every notification.
   const answers =
     'Answers 200 `{status, id}` once the notification is committed (`discarded` for a deactivated webhook), else a problem: 401 (credentials), 415 (not JSON), 413 (over 256 KiB), 400 (not `{id, type, href}`), 422 (href outside the company API), 503 with Retry-After (nothing could be stored).';
-  app.post(
-    '/hooks/:endpointKey',
-    {
-      ...routeOptions,
-      schema: {
-        tags: ['receiver'],
-        summary: "Receive a notification on a webhook's own targetURI",
-        description: `The marketplace posts here for one webhook, named by its endpoint key; credentials as the webhook was registered (Basic, or OAuth 1.0a with oauth_body_hash). ${answers}`,
-      },
-    },
-    receive,
-  );
-  app.post(
-    '/hooks',
-    {
-      ...routeOptions,
-      schema: {
-        tags: ['receiver'],
-        summary: 'Receive a notification on the shared targetURI',
-        description: `The marketplace posts here for any webhook registered with sharedTarget; the webhook is found by the clientIdentifier of the credentials (the Basic user name or oauth_consumer_key). ${answers}`,
-      },
-    },
-    receive,
-  );
+  for (const [url, summary, description] of [
+    ['/hooks/:endpointKey', "Receive a notification on a webhook's own targetURI", 'The marketplace posts here for one webhook, named by its endpoint key; credentials as the webhook was registered (Basic, or OAuth 1.0a with oauth_body_hash).'],
+    ['/hooks', 'Receive a notification on the shared targetURI', 'The marketplace posts here for any webhook registered with sharedTarget; the webhook is found by the clientIdentifier of the credentials (the Basic user name or oauth_consumer_key).'],
+  ] as const) {
+    app.post(url, { ...routeOptions, schema: { tags: ['receiver'], summary, description: `${description} ${answers}` } }, receive);
+  }
 }

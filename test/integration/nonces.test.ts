@@ -1,12 +1,11 @@
 /**
- * The OAuth nonce store (receiver/authenticate.ts) and its script (lib/redis.ts reserveKeys) against real Redis:
+ * The OAuth nonce store (receiver/authenticate.ts) and its script (lib/redis/scripts.ts reserveKeys) against real Redis:
  * nonces checked together go in one batch, and each is kept for as long as its own timestamp can be
  * accepted, not for one TTL shared by the batch.
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { deleteKeysWithPrefix } from '../../src/lib/redis/keys.js';
-import { reserveKeys } from '../../src/lib/redis/scripts.js';
 import { NonceStore } from '../../src/receiver/authenticate.js';
 import { REDIS_URL, testQueuePrefix } from '../helpers/database.js';
 
@@ -45,14 +44,4 @@ it('keeps each nonce of a batch until its own timestamp lapses, and refuses a no
   expect(await kept('behind')).toBeGreaterThan(0);
   expect(await kept('behind')).toBeLessThanOrEqual(2_000);
   expect(await store.firstUse('client', 'behind', now - 300)).toBe(false);
-});
-
-it('reserveKeys still takes one TTL for every key (the fetch slots), and refuses a TTL list of the wrong length', async () => {
-  const reserve = reserveKeys(redis);
-  const keys = [`${prefix}:slot:a`, `${prefix}:slot:b`];
-  expect(await reserve(keys, 5_000)).toEqual([0, 0]);
-  const again = await reserve(keys, 5_000);
-  for (const waitMs of again) expect(waitMs).toBeGreaterThan(4_000);
-  await expect(reserve([`${prefix}:slot:c`, `${prefix}:slot:d`], [1_000])).rejects.toThrow(/2 keys but 1 TTLs/);
-  expect(await redis.exists(`${prefix}:slot:c`, `${prefix}:slot:d`)).toBe(0);
 });

@@ -23,14 +23,12 @@ describe('AuthFailureLimiter', () => {
 
   it('when more than 100,000 addresses are failing at once, it starts over instead of sweeping on every failure', () => {
     const limiter = new AuthFailureLimiter({ limit: 1, windowMs: 60_000 });
-    limiter.recordFailure('victim', 0);
-    limiter.recordFailure('victim', 0);
-    expect(limiter.blockedFor('victim', 1)).toBe(60);
-    for (let i = 0; i < 100_001; i++) limiter.recordFailure(`2001:db8::${i.toString(16)}`, 1);
+    limiter.refusal('victim', unauthorized, 0);
+    expect(limiter.refusal('victim', unauthorized, 0).extra.headers).toEqual({ 'retry-after': '60' });
+    for (let i = 0; i < 100_001; i++) limiter.refusal(`2001:db8::${i.toString(16)}`, unauthorized, 1);
     // All windows are live, so a sweep frees nothing: the map is cleared, and every count starts again.
-    limiter.recordFailure('one more', 2);
-    limiter.recordFailure('one more', 2);
-    expect(limiter.blockedFor('victim', 3)).toBe(0);
-    expect(limiter.blockedFor('one more', 3)).toBe(60);
+    limiter.refusal('one more', unauthorized, 2);
+    expect(limiter.refusal('one more', unauthorized, 2).status).toBe(429);
+    expect(limiter.refusal('victim', unauthorized, 3)).toBe(unauthorized);
   });
 });

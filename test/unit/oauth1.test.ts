@@ -2,17 +2,15 @@
  * OAuth 1.0a verification (RFC 5849) as pure functions: the RFC's own example, header parsing, URL
  * normalisation, and round trips against the oauth-1.0a signer the marketplace simulator uses.
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
-  bodyHash,
   bodyHashMatches,
   computeSignature,
   normaliseBaseUrl,
   OAuthHeaderError,
   parseOAuthHeader,
   readOAuthHeader,
-  signatureBaseString,
   verifyOAuthHeader,
   type OAuthHeaderCheck,
   type SignatureMethod,
@@ -20,6 +18,8 @@ import {
 import { oauthAuthorization, type OAuthSigning } from '../helpers/fixtures.js';
 
 const SKEW = 300;
+/** `oauth_body_hash`: a plain (not keyed) digest of the raw body, in base64. */
+const bodyHash = (algorithm: 'sha1' | 'sha256', body: Buffer | string) => hash(algorithm, body, 'base64');
 
 describe('RFC 5849 §3.4.1.1 example', () => {
   const input = {
@@ -37,31 +37,14 @@ describe('RFC 5849 §3.4.1.1 example', () => {
     },
   };
 
-  it('builds the signature base string exactly as the RFC prints it', () => {
-    expect(signatureBaseString(input)).toBe(
-      'POST&http%3A%2F%2Fexample.com%2Frequest&a2%3Dr%2520b%26a3%3D2%2520q%26a3%3Da%26b5%3D%253D%25253D%26c%2540%3D%26c2%3D%26oauth_consumer_key%3D9djdj82h48djs9d2%26oauth_nonce%3D7d8f3e4a%26oauth_signature_method%3DHMAC-SHA1%26oauth_timestamp%3D137131201%26oauth_token%3Dkkk9d7dh3k39sjv7',
-    );
-  });
-
-  it('signs it with HMAC-SHA1 to the errata-corrected signature', () => {
+  it('signs the example with HMAC-SHA1 to the errata-corrected signature', () => {
     expect(computeSignature(input, 'HMAC-SHA1', 'j49sk3j29djd', 'dh893hdasih9')).toBe('r6/TJjbCOr97/+UU0NsvSne7s5g=');
   });
 
   it('does not mutate the parameters it is given', () => {
     const before = JSON.stringify(input.params);
-    signatureBaseString(input);
     computeSignature(input, 'HMAC-SHA1', 'j49sk3j29djd', 'dh893hdasih9');
     expect(JSON.stringify(input.params)).toBe(before);
-  });
-});
-
-describe('oauth_body_hash', () => {
-  it('is the plain SHA-1 of the body (the body-hash extension example)', () => {
-    expect(bodyHash('sha1', 'Hello World!')).toBe('Lve95gjOVATpfV8EL5X4nxwjKHE=');
-  });
-
-  it('is the plain SHA-256 of the body when SHA-256 is asked for', () => {
-    expect(bodyHash('sha256', Buffer.from('Hello World!'))).toBe('f4OxZX/x/FO5LcGBSKHWXfwtSx+j1ncoSt3SABJtkGk=');
   });
 });
 

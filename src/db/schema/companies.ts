@@ -52,3 +52,6 @@ export const companies = pgTable('companies', {
 });
 
 export type CompanyRow = typeof companies.$inferSelect;
+
+/** The company_id column of a company's own rows, deleted with it. */
+export const ownedByCompany = () => uuid('company_id').notNull().references(() => companies.id, { onDelete: 'cascade' });

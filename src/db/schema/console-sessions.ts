@@ -1,6 +1,5 @@
-import { customType, index, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
-
-const bytea = customType<{ data: Buffer }>({ dataType: () => 'bytea' });
+import { index, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
+import { bytea } from './webhooks.js';
 
 /**
  * Signed-in operator console sessions (SPEC §13). The cookie carries a random id; only its SHA-256 is

@@ -1,5 +1,5 @@
 import { index, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
-import { companies } from './companies.js';
+import { ownedByCompany } from './companies.js';
 import { outboundStatus } from './leads.js';
 import { rfqActionTarget } from './quotes.js';
 
@@ -11,9 +11,7 @@ export const declines = pgTable(
   'declines',
   {
     id: uuid('id').primaryKey().defaultRandom(),
-    companyId: uuid('company_id')
-      .notNull()
-      .references(() => companies.id, { onDelete: 'cascade' }),
+    companyId: ownedByCompany(),
     /** The lift id or RFQ id declined. */
     requestId: text('request_id').notNull(),
     actAsAccount: text('act_as_account'),

@@ -1,5 +1,5 @@
 import { index, integer, jsonb, pgEnum, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
-import { companies } from './companies.js';
+import { ownedByCompany } from './companies.js';
 
 /**
  * `sending` marks the one request allowed to call the marketplace for a (company, key); concurrent
@@ -13,9 +13,7 @@ export const leads = pgTable(
   'leads',
   {
     id: uuid('id').primaryKey().defaultRandom(),
-    companyId: uuid('company_id')
-      .notNull()
-      .references(() => companies.id, { onDelete: 'cascade' }),
+    companyId: ownedByCompany(),
     clientIdentifier: text('client_identifier').notNull(),
     kind: text('kind').notNull(),
     status: outboundStatus('status').notNull().default('sending'),

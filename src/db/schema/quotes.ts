@@ -1,5 +1,5 @@
 import { index, integer, jsonb, pgEnum, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
-import { companies } from './companies.js';
+import { ownedByCompany } from './companies.js';
 import { outboundStatus } from './leads.js';
 
 /**
@@ -13,9 +13,7 @@ export const quotes = pgTable(
   'quotes',
   {
     id: uuid('id').primaryKey().defaultRandom(),
-    companyId: uuid('company_id')
-      .notNull()
-      .references(() => companies.id, { onDelete: 'cascade' }),
+    companyId: ownedByCompany(),
     sellerUniqueQuoteIdentifier: text('seller_unique_quote_identifier').notNull(),
     /** The lift id or RFQ id the quote answers (seed §4.2). */
     requestId: text('request_id').notNull(),

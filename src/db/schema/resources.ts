@@ -1,13 +1,11 @@
-import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
-import { companies } from './companies.js';
+import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+import { ownedByCompany } from './companies.js';
 
 /** The latest fetched copy of what a notification's href points to, per company. */
 export const resources = pgTable(
   'resources',
   {
-    companyId: uuid('company_id')
-      .notNull()
-      .references(() => companies.id, { onDelete: 'cascade' }),
+    companyId: ownedByCompany(),
     href: text('href').notNull(),
     type: text('type').notNull(),
     resourceId: text('resource_id').notNull(),
@@ -26,9 +24,7 @@ export const events = pgTable(
   'events',
   {
     id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-    companyId: uuid('company_id')
-      .notNull()
-      .references(() => companies.id, { onDelete: 'cascade' }),
+    companyId: ownedByCompany(),
     type: text('type').notNull(),
     resourceId: text('resource_id').notNull(),
     href: text('href').notNull(),

@@ -1,9 +1,9 @@
 import { boolean, customType, index, integer, pgEnum, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
-import { companies } from './companies.js';
+import { ownedByCompany } from './companies.js';
 
 export const authType = pgEnum('auth_type', ['BASIC', 'OAUTH']);
 
-const bytea = customType<{ data: Buffer }>({ dataType: () => 'bytea' });
+export const bytea = customType<{ data: Buffer }>({ dataType: () => 'bytea' });
 
 /**
  * Skyhook's row for one webhook setting on the marketplace. A BASIC secret is kept only as its SHA-256
@@ -14,9 +14,7 @@ export const webhooks = pgTable(
   'webhooks',
   {
     id: uuid('id').primaryKey().defaultRandom(),
-    companyId: uuid('company_id')
-      .notNull()
-      .references(() => companies.id, { onDelete: 'cascade' }),
+    companyId: ownedByCompany(),
     remoteId: text('remote_id').notNull(),
     remoteVersion: integer('remote_version'),
     endpointKey: text('endpoint_key').notNull().unique(),

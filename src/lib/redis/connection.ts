@@ -41,16 +41,14 @@ const lastErrors = new WeakMap<RedisClient, Error>();
  * the last one is kept for redisReady's answer.
  */
 export function connectRedis(target: RedisTarget, kind: RedisKind, name: string, onError?: (err: Error) => void): RedisClient {
-  const redis = target.redisClusterNodes ? connectCluster(target.redisUrl, target.redisClusterNodes, kind, name) : connectStandalone(target.redisUrl, kind, name);
+  const redis = target.redisClusterNodes
+    ? connectCluster(target.redisUrl, target.redisClusterNodes, kind, name)
+    : new Redis(target.redisUrl, { connectionName: name, lazyConnect: false, retryStrategy, enableOfflineQueue: kind === 'worker', ...perRequest(kind) });
   redis.on('error', (err: Error) => {
     lastErrors.set(redis, err);
     onError?.(err);
   });
   return redis;
-}
-
-function connectStandalone(url: string, kind: RedisKind, name: string): Redis {
-  return new Redis(url, { connectionName: name, lazyConnect: false, retryStrategy, enableOfflineQueue: kind === 'worker', ...perRequest(kind) });
 }
 
 function connectCluster(url: string, nodes: RedisNodeAddress[], kind: RedisKind, name: string): Cluster {
@@ -88,10 +86,6 @@ function credentialsOf(url: string): Pick<RedisOptions, 'username' | 'password' 
   };
 }
 
-function isCluster(redis: RedisClient): redis is Cluster {
-  return redis instanceof Cluster;
-}
-
 /**
  * The servers that hold data: the server itself, or every master the cluster's slot map names. A command
  * without a key (INFO, SCAN) reaches one random node of a cluster, so per-server questions ask each.
@@ -99,7 +93,7 @@ function isCluster(redis: RedisClient): redis is Cluster {
  * pool (until the next slot refresh), and the remaining masters alone would look like a healthy cluster.
  */
 export function masterNodes(redis: RedisClient): Redis[] | undefined {
-  if (!isCluster(redis)) return [redis];
+  if (!(redis instanceof Cluster)) return [redis];
   const connected = new Map(redis.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]));
   const serving = new Set(redis.slots.map((owners) => owners[0]).filter((key) => key !== undefined));
   const masters = [...serving].map((key) => connected.get(key));
@@ -140,7 +134,7 @@ export function redisReady(redis: RedisClient, ms = 5000): Promise<void> {
  */
 export async function redisAnswers(redis: RedisClient): Promise<boolean> {
   try {
-    if (!isCluster(redis)) return (await redis.ping()) === 'PONG';
+    if (!(redis instanceof Cluster)) return (await redis.ping()) === 'PONG';
     const masters = masterNodes(redis);
     if (!masters) return false;
     const infos = await Promise.all(masters.map((node) => node.cluster('INFO')));
