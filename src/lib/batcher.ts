@@ -1,7 +1,7 @@
 /**
- * Smart batching without a timer: an item is handed to `run` at once when a slot is free; while every
- * slot is busy, items gather and go together in the next run. Low load gets no added latency, high
- * load gets large batches (group commit, bulk enqueue).
+ * Smart batching without a timer: an item is handed to `run` at once when no batch is in flight; while
+ * one is, items gather and go together in the next run. Low load gets no added latency, high load gets
+ * large batches (group commit, bulk enqueue), and one batch at a time keeps them large.
  */
 type Settled<R> = { ok: true; value: R } | { ok: false; error: unknown };
 
@@ -13,12 +13,12 @@ interface Pending<T, R> {
 
 export class Batcher<T, R> {
   private queue: Pending<T, R>[] = [];
-  private inFlight = 0;
+  private running = false;
 
   constructor(
     /** Must settle every item, in order: one result per item. */
     private readonly run: (items: T[]) => Promise<Settled<R>[]>,
-    private readonly opts: { maxBatch: number; maxConcurrent: number },
+    private readonly opts: { maxBatch: number },
   ) {}
 
   add(item: T): Promise<R> {
@@ -29,14 +29,12 @@ export class Batcher<T, R> {
   }
 
   private pump(): void {
-    while (this.queue.length > 0 && this.inFlight < this.opts.maxConcurrent) {
-      const batch = this.queue.splice(0, this.opts.maxBatch);
-      this.inFlight++;
-      void this.execute(batch).finally(() => {
-        this.inFlight--;
-        this.pump();
-      });
-    }
+    if (this.running || this.queue.length === 0) return;
+    this.running = true;
+    void this.execute(this.queue.splice(0, this.opts.maxBatch)).finally(() => {
+      this.running = false;
+      this.pump();
+    });
   }
 
   private async execute(batch: Pending<T, R>[]): Promise<void> {

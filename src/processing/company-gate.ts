@@ -533,7 +533,7 @@ export class GateFinishes {
         if (freed.length > 0) await addJobs(freed);
         return items.map(() => ({ ok: true, value: undefined }));
       },
-      { maxBatch: 500, maxConcurrent: 1 },
+      { maxBatch: 500 },
     );
   }
 

@@ -45,7 +45,7 @@ export class FetchStarts {
   ) {
     // Not split on failure (as writes are): nothing here fails for one key alone. A failed batch fails its
     // jobs, which BullMQ retries; it reserved no slot if its claim failed.
-    this.batcher = new Batcher(async (keys) => (await this.startMany(keys)).map((value) => ({ ok: true, value })), { maxBatch: 500, maxConcurrent: 1 });
+    this.batcher = new Batcher(async (keys) => (await this.startMany(keys)).map((value) => ({ ok: true, value })), { maxBatch: 500 });
   }
 
   begin(request: StartRequest): Promise<FetchStart> {

@@ -55,7 +55,7 @@ export class SnapshotStore {
   ) {
     // A batch holds at most the worker's running jobs; the cap bounds the statement's size (each
     // resource may be up to 5 MB).
-    this.batcher = new Batcher(splitOnFailure((items) => this.write(items), isDatabaseUnavailable), { maxBatch: 64, maxConcurrent: 1 });
+    this.batcher = new Batcher(splitOnFailure((items) => this.write(items), isDatabaseUnavailable), { maxBatch: 64 });
   }
 
   /** Answers the version the claimed notifications are covered by. */

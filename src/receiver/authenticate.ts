@@ -157,7 +157,7 @@ export class NonceStore {
         );
         return reservations.map((_, i) => ({ ok: true, value: replies[i] === 0 }));
       },
-      { maxBatch: 1000, maxConcurrent: 1 },
+      { maxBatch: 1000 },
     );
   }
 

@@ -58,7 +58,7 @@ export class NotificationWriter {
     private readonly tracing?: Pick<Tracing, 'commitBatch'>,
   ) {
     // One flush at a time: everything that arrives meanwhile goes in the next one (fewer, larger commits).
-    this.batcher = new Batcher(splitOnFailure((rows) => this.write(rows), isDatabaseUnavailable), { maxBatch: 1000, maxConcurrent: 1 });
+    this.batcher = new Batcher(splitOnFailure((rows) => this.write(rows), isDatabaseUnavailable), { maxBatch: 1000 });
   }
 
   /** Resolves once the row is committed; rejects when it is not (the caller answers 503). */
