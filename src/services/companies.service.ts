@@ -17,7 +17,7 @@ import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
 import type { GateView } from '../processing/company-gate.js';
 import { companyState, gateViews, type CompanyControls } from './company-state.js';
 import { companyThrottled, marketplaceCall } from './marketplace-call.js';
-import type { CompanyView } from './views.js';
+import { companyViewSchema, viewOf, type CompanyView } from './views.js';
 
 /** The `connection` object of POST and PATCH /admin/companies (admin/schemas.ts connectionBody). */
 interface ConnectionInput {
@@ -30,10 +30,7 @@ interface ConnectionInput {
   clientSecret?: string;
 }
 
-const companyView = (c: CompanyRow, gate: GateView | undefined, defaultMaxFetches: number): CompanyView => ({
-  id: c.id,
-  name: c.name,
-  apiBaseUrl: c.apiBaseUrl,
+const companyView = (c: CompanyRow, gate: GateView | undefined, defaultMaxFetches: number): CompanyView => viewOf(companyViewSchema, c, {
   state: companyState(c, gate),
   fetches: {
     limit: c.fetchConcurrency ?? defaultMaxFetches,
@@ -42,8 +39,6 @@ const companyView = (c: CompanyRow, gate: GateView | undefined, defaultMaxFetche
     running: gate?.running ?? 0,
     parked: gate?.parked ?? 0,
   },
-  connectionStatus: c.connectionStatus,
-  connectionError: c.connectionError,
   connection: {
     profile: c.connectionProfile,
     product: c.product,
@@ -57,8 +52,6 @@ const companyView = (c: CompanyRow, gate: GateView | undefined, defaultMaxFetche
     ],
   },
   credentials: { status: c.credentialsStatus, checkedAt: c.credentialsCheckedAt?.toISOString() ?? null, error: c.credentialsError },
-  createdAt: c.createdAt.toISOString(),
-  updatedAt: c.updatedAt.toISOString(),
 });
 
 interface CompaniesDeps {
