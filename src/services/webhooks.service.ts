@@ -53,6 +53,14 @@ export function createWebhooksService(deps: WebhooksDeps) {
   const secretColumns = (authType: ClientAuthenticationType, secret: string) =>
     authType === 'BASIC' ? { secretSha256: sha256(secret), secretEncrypted: null } : { secretSha256: null, secretEncrypted: encryptSecret(deps.secretKey, secret) };
 
+  /** A new secret's columns; the previous one stays valid for the grace period: no notification is refused during the switch. */
+  const rotatedSecret = (w: WebhookRow, secret: string) => ({
+    ...secretColumns(w.authType, secret),
+    previousSecretSha256: w.secretSha256,
+    previousSecretEncrypted: w.secretEncrypted,
+    previousSecretExpiresAt: new Date(Date.now() + deps.rotationGraceMs),
+  });
+
   /** The setting `body` describes, deactivated on the marketplace (its secret is not sent again). */
   const deactivate = (conn: ApiConnection, id: string, { clientSecret: _omit, ...body }: WebhookSettingBody, form: 'plural' | 'singular') =>
     deps.settings.update(conn, id, { ...body, active: false }, form);
@@ -208,16 +216,6 @@ export function createWebhooksService(deps: WebhooksDeps) {
       const body = settingOf(current, { ...patch, clientSecret: newSecret });
       const result = await call(() => deps.settings.update(conn, current.remoteId, body, company.settingsPathForm));
       if (result.pathForm !== company.settingsPathForm) await deps.companies.rememberSettingsPath(companyId, result.pathForm);
-
-      const rotation = newSecret
-        ? {
-            ...secretColumns(current.authType, newSecret),
-            // The previous secret stays valid for the grace period: no notification is refused during the switch.
-            previousSecretSha256: current.secretSha256,
-            previousSecretEncrypted: current.secretEncrypted,
-            previousSecretExpiresAt: new Date(Date.now() + deps.rotationGraceMs),
-          }
-        : {};
       const [row] = await db
         .update(webhooks)
         .set({
@@ -225,7 +223,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
           active: body.active,
           eventTypes: body.eventTypes,
           remoteVersion: result.setting.version ?? current.remoteVersion,
-          ...rotation,
+          ...(newSecret ? rotatedSecret(current, newSecret) : {}),
           updatedAt: new Date(),
         })
         .where(eq(webhooks.id, webhookId))
@@ -251,15 +249,12 @@ export function createWebhooksService(deps: WebhooksDeps) {
       if (!(err instanceof MarketplaceError)) throw err;
       return { action: 'failed', error: err.message };
     }
-    const newSecret = row.authType === 'BASIC' ? secret : null;
     await db
       .update(webhooks)
       .set({
         remoteId: setting.id,
         remoteVersion: setting.version ?? null,
-        ...(newSecret !== null
-          ? { secretSha256: sha256(newSecret), previousSecretSha256: row.secretSha256, previousSecretEncrypted: null, previousSecretExpiresAt: new Date(Date.now() + deps.rotationGraceMs) }
-          : {}),
+        ...(row.authType === 'BASIC' ? rotatedSecret(row, secret) : {}),
         updatedAt: new Date(),
       })
       .where(eq(webhooks.id, row.id));
