@@ -44,13 +44,8 @@ export function createDeclinesService(deps: RfqAnswerDeps) {
 
     /** Sends again a decline held `unknown`, as stored, once an operator has checked the marketplace does not have it. */
     async resendUnknown(companyId: string, declineId: string): Promise<{ decline: DeclineView; created: boolean }> {
-      const row = await heldUnknown(db, declines, companyId, declineId, 'Decline', (d) => `The decline of ${d.requestId}`);
-      return service.decline(companyId, {
-        requestId: row.requestId,
-        ...(row.actAsAccount ? { actAsAccount: row.actAsAccount } : {}),
-        resendUnknown: true,
-        decline: row.body as Decline,
-      });
+      const { row, again } = await heldUnknown(db, declines, companyId, declineId, 'Decline', (d) => `The decline of ${d.requestId}`);
+      return service.decline(companyId, { ...again, decline: row.body as Decline });
     },
 
     async get(companyId: string, declineId: string): Promise<DeclineView> {

@@ -65,14 +65,8 @@ export function createQuotesService(deps: RfqAnswerDeps) {
      * resendUnknown). Its price was checked when it was first submitted.
      */
     async resendUnknown(companyId: string, quoteId: string): Promise<{ quote: QuoteView; created: boolean }> {
-      const row = await heldUnknown(db, quotes, companyId, quoteId, 'Quote', (q) => `Quote ${q.sellerUniqueQuoteIdentifier}`);
-      return service.submit(companyId, {
-        requestId: row.requestId,
-        ...(row.actAsAccount ? { actAsAccount: row.actAsAccount } : {}),
-        allowPriceMismatch: true,
-        resendUnknown: true,
-        submission: row.submission as QuoteSubmission,
-      });
+      const { row, again } = await heldUnknown(db, quotes, companyId, quoteId, 'Quote', (q) => `Quote ${q.sellerUniqueQuoteIdentifier}`);
+      return service.submit(companyId, { ...again, allowPriceMismatch: true, submission: row.submission as QuoteSubmission });
     },
 
     /** Newest first; `liftId` finds the quote for an availability upload's activity.tripId. */
