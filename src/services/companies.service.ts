@@ -5,6 +5,8 @@
  * list) and records what the marketplace said.
  */
 import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
+import type { z } from 'zod';
+import type { connectionBody } from '../admin/schemas.js';
 import type { Database } from '../db/client.js';
 import { connectionFromRow, findCompany } from '../db/company-connection.js';
 import { companies, type CompanyRow } from '../db/schema/index.js';
@@ -12,23 +14,14 @@ import { encryptSecret } from '../lib/crypto.js';
 import { decodeCursor, isUuid, pageOf } from '../db/pagination.js';
 import { badRequest, notFound, type FieldError } from '../lib/problem.js';
 import { MarketplaceError, type ApiConnection } from '../marketplace/client.js';
-import type { ConnectionProfile } from '../marketplace/connection.js';
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
 import type { GateView } from '../processing/company-gate.js';
 import { companyState, gateViews, type CompanyControls } from './company-state.js';
 import { companyThrottled, marketplaceCall } from './marketplace-call.js';
 import { companyViewSchema, viewOf, type CompanyView } from './views.js';
 
-/** The `connection` object of POST and PATCH /admin/companies (admin/schemas.ts connectionBody). */
-interface ConnectionInput {
-  profile: ConnectionProfile;
-  authToken?: string;
-  product?: string;
-  apiVersion?: string;
-  tokenUrl?: string;
-  clientId?: string;
-  clientSecret?: string;
-}
+/** The `connection` object of POST and PATCH /admin/companies. */
+type ConnectionInput = z.infer<typeof connectionBody>;
 
 const companyView = (c: CompanyRow, gate: GateView | undefined, defaultMaxFetches: number): CompanyView => viewOf(companyViewSchema, c, {
   state: companyState(c, gate),

@@ -4,6 +4,8 @@
  * decline is (rfq-answers.ts).
  */
 import { eq } from 'drizzle-orm';
+import type { z } from 'zod';
+import type { createQuoteBody } from '../admin/schemas.js';
 import { quotes, type QuoteRow } from '../db/schema/index.js';
 import { Problem, badRequest } from '../lib/problem.js';
 import { priceMismatch, type QuoteSubmission, type QuoteSubmitted } from '../marketplace/quotes.js';
@@ -11,14 +13,7 @@ import { heldUnknown, sendRfqAnswer, type RfqAnswerDeps } from './rfq-answers.js
 import { listOutbound } from './send-once.js';
 import { quoteViewSchema, viewOf, type QuoteView } from './views.js';
 
-interface QuoteRequest {
-  requestId: string;
-  actAsAccount?: string;
-  allowPriceMismatch?: boolean;
-  /** Send again a quote held `unknown` (services/send-once.ts). */
-  resendUnknown?: boolean;
-  submission: QuoteSubmission;
-}
+type QuoteRequest = z.infer<typeof createQuoteBody>;
 
 const view = (q: QuoteRow): QuoteView => viewOf(quoteViewSchema, q, { error: q.status === 'unknown' ? q.error : null });
 
