@@ -4,6 +4,8 @@
  * versions with what changed. Every status it changes goes through the repository.
  */
 import { and, asc, count, desc, eq, getTableColumns, gte, inArray, lt, lte, sql, type SQL } from 'drizzle-orm';
+import type { z } from 'zod';
+import type { notificationsQuery } from '../admin/schemas.js';
 import type { Database } from '../db/client.js';
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';
 import { allowed, TRANSITIONS } from '../notifications/transitions.js';
@@ -73,18 +75,7 @@ export function buildTimeline(n: NotificationRow, attempts: FetchAttemptRow[], r
 const resourceView = (r: ResourceRow): ResourceView => viewOf(resourceViewSchema, r);
 
 /** Every filter of the list and of a bulk replay (SPEC §7). */
-export interface NotificationFilter {
-  companyId?: string;
-  webhookId?: string;
-  status?: NotificationStatus;
-  type?: string;
-  resourceId?: string;
-  href?: string;
-  /** ISO 8601; inclusive. */
-  receivedAfter?: string;
-  /** ISO 8601; exclusive. */
-  receivedBefore?: string;
-}
+export type NotificationFilter = Omit<z.infer<typeof notificationsQuery>, 'limit' | 'cursor'>;
 
 const isId = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
 const isTimeKey = (v: unknown): v is [string, number] => Array.isArray(v) && v.length === 2 && isMicrosecondTime(v[0]) && isId(v[1]);
