@@ -3,6 +3,8 @@
  * and changes the setting on the marketplace with the company's token (SPEC §6), and keeps its row.
  */
 import { and, asc, eq, sql } from 'drizzle-orm';
+import type { z } from 'zod';
+import type { createWebhookBody, patchWebhookBody } from '../admin/schemas.js';
 import type { Database } from '../db/client.js';
 import { webhooks, type WebhookRow } from '../db/schema/index.js';
 import { decryptSecret, encryptSecret, randomToken, sha256 } from '../lib/crypto.js';
@@ -83,7 +85,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
     /** The company's webhook row, or a 404 naming it. */
     row: getRow,
 
-    async create(companyId: string, input: { eventTypes: EventType[]; authType: ClientAuthenticationType; displayName?: string; sharedTarget?: boolean }): Promise<WebhookView> {
+    async create(companyId: string, input: z.infer<typeof createWebhookBody>): Promise<WebhookView> {
       const { row: company, conn, call } = await deps.companies.connection(companyId);
       const endpointKey = randomToken(24);
       const clientIdentifier = `skh_${randomToken(18)}`;
@@ -205,11 +207,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
       return view(await getRow(companyId, webhookId));
     },
 
-    async update(
-      companyId: string,
-      webhookId: string,
-      patch: { active?: boolean; eventTypes?: EventType[]; displayName?: string; rotateSecret?: boolean },
-    ): Promise<WebhookView> {
+    async update(companyId: string, webhookId: string, patch: z.infer<typeof patchWebhookBody>): Promise<WebhookView> {
       const current = await getRow(companyId, webhookId);
       const { row: company, conn, call } = await deps.companies.connection(companyId);
       const newSecret = patch.rotateSecret ? randomToken(32) : undefined;
