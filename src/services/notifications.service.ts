@@ -99,11 +99,10 @@ export function createNotificationsService(deps: {
     ...(f.receivedBefore ? [lt(notifications.receivedAt, new Date(f.receivedBefore))] : []),
   ];
 
-  /** Back to `received` with the replay recorded, then queued; without Redis the relay queues them later. */
+  /** Back to `received` with the replay recorded, then queued; without Redis they stay `received` and the relay queues them later (an outbox, not an error). */
   async function replayRows(ids: number[]): Promise<number> {
     const rows = await deps.notifications.replay(ids);
     if (rows.length === 0) return 0;
-    // Without Redis the rows stay `received`, and the relay queues them once it is back (an outbox, not an error).
     const queued = await deps.enqueuer.enqueue(rows).then(
       () => true,
       () => false,
