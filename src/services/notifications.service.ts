@@ -190,18 +190,16 @@ export function createNotificationsService(deps: {
 
     async listResources(filter: { companyId?: string; type?: string; limit: number; cursor?: string }): Promise<{ items: ResourceView[]; nextCursor: string | null }> {
       const after = filter.cursor ? decodeCursor(filter.cursor, isResourceKey) : undefined;
-      const conditions: SQL[] = [
-        ...(filter.companyId ? [eq(resources.companyId, filter.companyId)] : []),
-        ...(filter.type ? [eq(resources.type, filter.type)] : []),
-      ];
-      if (after) {
-        const [companyId, href] = after;
-        conditions.push(sql`(${resources.companyId}, ${resources.href}) > (${companyId}::uuid, ${href})`);
-      }
       const rows = await db
         .select()
         .from(resources)
-        .where(and(...conditions))
+        .where(
+          and(
+            filter.companyId ? eq(resources.companyId, filter.companyId) : undefined,
+            filter.type ? eq(resources.type, filter.type) : undefined,
+            after ? sql`(${resources.companyId}, ${resources.href}) > (${after[0]}::uuid, ${after[1]})` : undefined,
+          ),
+        )
         .orderBy(asc(resources.companyId), asc(resources.href))
         .limit(filter.limit + 1);
       return pageOf(rows, filter.limit, (last) => [last.companyId, last.href], resourceView);
