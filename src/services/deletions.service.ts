@@ -5,22 +5,16 @@
  * the notifications with it, and their history.
  */
 import { eq } from 'drizzle-orm';
+import type { z } from 'zod';
+import type { deletedSchema } from '../admin/schemas.js';
 import type { Database } from '../db/client.js';
 import { companies, webhooks, type WebhookRow } from '../db/schema/index.js';
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';
 import { Problem, notFound } from '../lib/problem.js';
 import type { WebhooksService } from './webhooks.service.js';
 
-interface RemainingSetting {
-  webhookId: string;
-  remoteId: string;
-  error: string;
-}
-
-export interface Deleted {
-  /** Settings still active on the marketplace (a forced delete whose deactivation was refused). */
-  remainingRemoteSettings: RemainingSetting[];
-}
+/** Settings still active on the marketplace (a forced delete whose deactivation was refused). */
+export type Deleted = z.infer<typeof deletedSchema>;
 
 export function createDeletionsService(deps: {
   db: Database;
@@ -31,7 +25,7 @@ export function createDeletionsService(deps: {
 
   /** Deactivates each active setting of `rows` on the marketplace, then deletes (`remove`) unless one was refused and not `force`. */
   async function deleteAfter(what: string, rows: WebhookRow[], force: boolean | undefined, remove: () => Promise<unknown>): Promise<Deleted> {
-    const refused: RemainingSetting[] = [];
+    const refused: Deleted['remainingRemoteSettings'] = [];
     for (const row of rows.filter((w) => w.active)) {
       try {
         await deps.webhooks.update(row.companyId, row.id, { active: false });
