@@ -61,12 +61,6 @@ interface CompaniesDeps {
   onGateError: (err: unknown) => void;
 }
 
-/** The connection columns, all of them, so that replacing a connection leaves nothing of the previous one. */
-type ConnectionColumns = Pick<
-  typeof companies.$inferInsert,
-  'apiTokenEncrypted' | 'connectionProfile' | 'authTokenEncrypted' | 'oauthTokenUrl' | 'oauthClientId' | 'oauthClientSecretEncrypted' | 'product' | 'apiVersion'
->;
-
 /** What a credentials check found, from the one call's error (none: accepted). */
 export function credentialsVerdict(err: MarketplaceError | null): Pick<CompanyRow, 'credentialsStatus' | 'credentialsError'> {
   if (err === null) return { credentialsStatus: 'accepted', credentialsError: null };
@@ -100,7 +94,7 @@ export function createCompaniesService(deps: CompaniesDeps) {
    * The columns of a new connection, every one of them (nothing of the previous connection is left), checked
    * with the API token that goes with it (given now, or kept from before): every problem named by its field.
    */
-  function connectionColumns(connection: ConnectionInput, apiToken: { given?: string; stored: string | null }): ConnectionColumns {
+  function connectionColumns(connection: ConnectionInput, apiToken: { given?: string; stored: string | null }) {
     const problems: FieldError[] = [];
     const oauth = connection.tokenUrl !== undefined;
     const hasApiToken = apiToken.given !== undefined || apiToken.stored !== null;
@@ -124,7 +118,7 @@ export function createCompaniesService(deps: CompaniesDeps) {
   }
 
   /** An API token replacing the stored one, the rest of the connection kept. */
-  function apiTokenColumns(current: CompanyRow, apiToken: string): Pick<ConnectionColumns, 'apiTokenEncrypted'> {
+  function apiTokenColumns(current: CompanyRow, apiToken: string) {
     if (current.connectionProfile === 'bearer' && current.oauthTokenUrl !== null) {
       throw refuse([{ field: 'apiToken', message: 'is not sent by this bearer connection, whose token comes from OAuth client credentials: replace the connection instead' }]);
     }
