@@ -58,7 +58,6 @@ export const dataOf = (body: unknown): unknown => (typeof body === 'object' && b
 
 interface RequestOptions {
   body?: unknown;
-  headers?: Record<string, string>;
   /** A stable name for metrics, e.g. `leads.create` (default: the method). */
   operation?: string;
   /** The user login the call acts as, in the header of the company's profile. */
@@ -198,7 +197,6 @@ export class MarketplaceClient {
       headers: {
         ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
         ...(options.actAsAccount !== undefined ? { [actAsAccountHeader(conn.profile)]: options.actAsAccount } : {}),
-        ...options.headers,
       },
       body: options.body !== undefined ? JSON.stringify(options.body) : undefined,
       // One deadline for the whole call, answer included: an answer that trickles in must not outlast it
