@@ -58,7 +58,6 @@ export const dataOf = (body: unknown): unknown => (typeof body === 'object' && b
 
 interface RequestOptions {
   body?: unknown;
-  headers?: Record<string, string>;
   /** A stable name for metrics, e.g. `leads.create` (default: the method). */
   operation?: string;
   /** The user login the call acts as, in the header of the company's profile. */
@@ -118,60 +117,54 @@ export class MarketplaceClient {
   /** RFC 6749 §4.4: a client-credentials grant at the connection's token URL (contract.ts says how). */
   private async requestAccessToken(conn: OAuthConnection): Promise<AccessToken> {
     const what = `the token request to ${conn.oauth.tokenUrl}`;
-    let status: number;
-    let text: string | null;
+    let answer: Answer;
     try {
-      const res = await request(conn.oauth.tokenUrl, {
+      answer = await this.transport(conn.oauth.tokenUrl, what, MAX_TOKEN_ANSWER_BYTES, {
         method: 'POST',
-        headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded', ...tokenRequestHeaders(conn) },
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...tokenRequestHeaders(conn) },
         body: new URLSearchParams({ grant_type: 'client_credentials', client_id: conn.oauth.clientId, client_secret: conn.oauth.clientSecret }).toString(),
-        dispatcher: this.dispatcher,
-        headersTimeout: this.opts.timeoutMs,
-        bodyTimeout: this.opts.timeoutMs,
         signal: AbortSignal.timeout(this.opts.timeoutMs),
       });
-      status = res.statusCode;
-      text = await readAtMost(res.body, MAX_TOKEN_ANSWER_BYTES);
     } catch (err) {
-      const e = noAnswer(err, what, this.opts.timeoutMs);
+      const e = err as MarketplaceError;
       this.opts.onCall?.('oauth.token', e.kind);
       throw new MarketplaceError('token_unavailable', e.message, { code: e.code });
     }
-    const token = readTokenAnswer(status, text, what);
+    const { status } = answer;
+    const token = readTokenAnswer(status, answer.text, what);
     this.opts.onCall?.('oauth.token', token instanceof MarketplaceError ? (token.kind === 'token_refused' ? `refused_${status}` : `http_${status}`) : 'ok');
     if (token instanceof MarketplaceError) throw token;
     return token;
   }
 
-  private async send(url: string, conn: ApiConnection, bearer: string, init: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal }): Promise<Answer> {
+  private send(url: string, conn: ApiConnection, bearer: string, init: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal }): Promise<Answer> {
     const method = init.method ?? 'GET';
-    let res: Dispatcher.ResponseData;
+    return this.transport(url, `${method} ${url}`, MAX_ANSWER_BYTES, { ...init, method, headers: { ...init.headers, ...callHeaders(conn, bearer) } });
+  }
+
+  /** One request, its answer read up to `maxBytes`; throws MarketplaceError (network, timeout) naming it `what` when there is none. */
+  private async transport(url: string, what: string, maxBytes: number, init: { method: string; headers: Record<string, string>; body?: string; signal?: AbortSignal }): Promise<Answer> {
     try {
-      res = await request(url, {
-        method: method as Dispatcher.HttpMethod,
-        headers: { accept: 'application/json', ...init.headers, ...callHeaders(conn, bearer) },
+      const res = await request(url, {
+        method: init.method as Dispatcher.HttpMethod,
+        headers: { accept: 'application/json', ...init.headers },
         body: init.body,
         dispatcher: this.dispatcher,
         headersTimeout: this.opts.timeoutMs,
         bodyTimeout: this.opts.timeoutMs,
         signal: init.signal,
       });
-    } catch (err) {
-      throw noAnswer(err, `${method} ${url}`, this.opts.timeoutMs);
-    }
-    const header = (name: string): string | null => {
-      const value = res.headers[name];
-      return (Array.isArray(value) ? value[0] : value) ?? null;
-    };
-    try {
-      const declared = Number(header('content-length') ?? 0);
-      if (declared > MAX_ANSWER_BYTES) {
+      const header = (name: string): string | null => {
+        const value = res.headers[name];
+        return (Array.isArray(value) ? value[0] : value) ?? null;
+      };
+      if (Number(header('content-length') ?? 0) > maxBytes) {
         res.body.destroy();
         return { status: res.statusCode, header, text: null };
       }
-      return { status: res.statusCode, header, text: await readAtMost(res.body, MAX_ANSWER_BYTES) };
+      return { status: res.statusCode, header, text: await readAtMost(res.body, maxBytes) };
     } catch (err) {
-      throw noAnswer(err, `${method} ${url}`, this.opts.timeoutMs);
+      throw noAnswer(err, what, this.opts.timeoutMs);
     }
   }
 
@@ -204,7 +197,6 @@ export class MarketplaceClient {
       headers: {
         ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
         ...(options.actAsAccount !== undefined ? { [actAsAccountHeader(conn.profile)]: options.actAsAccount } : {}),
-        ...options.headers,
       },
       body: options.body !== undefined ? JSON.stringify(options.body) : undefined,
       // One deadline for the whole call, answer included: an answer that trickles in must not outlast it

@@ -13,7 +13,7 @@
 import { createRequire } from 'node:module';
 
 export const CONNECTION_PROFILES = ['bearer', 'avinode'] as const;
-export type ConnectionProfile = (typeof CONNECTION_PROFILES)[number];
+type ConnectionProfile = (typeof CONNECTION_PROFILES)[number];
 
 /** Header names, as the marketplaces spell them (HTTP header names are case-insensitive). */
 export const HEADERS = {

@@ -6,9 +6,6 @@
 import { z } from 'zod';
 import { MarketplaceError } from './errors.js';
 
-/** How each call is authenticated lives in connection.ts (SPEC §14); the seed's reading is its `bearer` profile. */
-export { authorizationHeader } from './connection.js';
-
 /**
  * OAuth 2.0 client credentials (SPEC §14): the token request is a form POST of `grant_type=client_credentials`
  * with `client_id` and `client_secret` in the body (`client_secret_post`, as the real marketplace's example

@@ -4,7 +4,6 @@
  * (contract.ts rfqActionPath), and so is the answer's shape.
  */
 import { z } from 'zod';
-import { rfqActionPath } from './contract.js';
 
 /** The documented values of `declineReason`. */
 export const DECLINE_REASONS = ['AIRCRAFT_NOT_AVAILABLE', 'CABOTAGE', 'CREW_NOT_AVAILABLE', 'OWNER_DECLINED', 'UNATTRACTIVE_TRIP', 'UNKNOWN', 'OTHER'] as const;
@@ -17,9 +16,6 @@ export const declineSchema = z.strictObject({
   suppressNotification: z.boolean().optional(),
 });
 export type Decline = z.infer<typeof declineSchema>;
-
-/** (assumed path: contract.ts rfqActionPath) */
-export const declinePath = (requestId: string): string => rfqActionPath('decline', requestId);
 
 /** (assumed shape) What the marketplace answers for a decline: the trip message sent to the buyer, when it says. */
 export interface DeclineAnswered {

@@ -4,8 +4,6 @@
  * currency, a sellerUniqueQuoteIdentifier (it makes the call idempotent), a total and line items.
  */
 import { z } from 'zod';
-import { rfqActionPath } from './contract.js';
-import { HEADERS } from './connection.js';
 
 const nonNegativeInt = z.number().int('must be a whole number').min(0, 'must be zero or more');
 const numericText = z.string().regex(/^\d+(\.\d+)?$/, 'must be numeric text, such as "4" or "1250.50"');
@@ -110,11 +108,6 @@ export function priceMismatch(quote: QuoteSubmission['quote']): { total: number;
   const sum = quote.lineItems.reduce((acc, li) => acc + cents(li.price), 0);
   return sum === cents(quote.totalPrice) ? null : { total: quote.totalPrice, sum: sum / 100 };
 }
-
-/** (assumed path, the real marketplace's; contract.ts rfqActionPath) */
-export const submitQuotePath = (requestId: string): string => rfqActionPath('submitQuote', requestId);
-/** The bearer profile's act-as header; the client picks the header of the company's profile (connection.ts). */
-export const ACT_AS_ACCOUNT_HEADER = HEADERS.serviceActAsAccount;
 
 /** (assumed shape) What the marketplace answers for a submitted quote. */
 export interface QuoteSubmitted {

@@ -39,16 +39,13 @@ export function webhookSettingsApi(client: MarketplaceClient): WebhookSettingsAp
     },
 
     async update(conn, id, body, form) {
+      const put = async (pathForm: SettingsPathForm) => ({ setting: await client.call<WebhookSetting>(conn, 'PUT', pathFor(pathForm, id), { body, operation: 'webhook_settings.update' }), pathForm });
       try {
-        return { setting: await client.call<WebhookSetting>(conn, 'PUT', pathFor(form, id), { body, operation: 'webhook_settings.update' }), pathForm: form };
+        return await put(form);
       } catch (err) {
         if (!(err instanceof MarketplaceError) || err.status !== 404) throw err;
-        const other: SettingsPathForm = form === 'plural' ? 'singular' : 'plural';
-        try {
-          return { setting: await client.call<WebhookSetting>(conn, 'PUT', pathFor(other, id), { body, operation: 'webhook_settings.update' }), pathForm: other };
-        } catch {
-          throw err; // both spellings unknown: the setting itself is missing; report the first answer
-        }
+        // Both spellings unknown: the setting itself is missing; report the first answer.
+        return await put(form === 'plural' ? 'singular' : 'plural').catch(() => Promise.reject(err));
       }
     },
   };

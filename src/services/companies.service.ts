@@ -5,6 +5,8 @@
  * list) and records what the marketplace said.
  */
 import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
+import type { z } from 'zod';
+import type { connectionBody } from '../admin/schemas.js';
 import type { Database } from '../db/client.js';
 import { connectionFromRow, findCompany } from '../db/company-connection.js';
 import { companies, type CompanyRow } from '../db/schema/index.js';
@@ -12,28 +14,16 @@ import { encryptSecret } from '../lib/crypto.js';
 import { decodeCursor, isUuid, pageOf } from '../db/pagination.js';
 import { badRequest, notFound, type FieldError } from '../lib/problem.js';
 import { MarketplaceError, type ApiConnection } from '../marketplace/client.js';
-import type { ConnectionProfile } from '../marketplace/connection.js';
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
 import type { GateView } from '../processing/company-gate.js';
 import { companyState, gateViews, type CompanyControls } from './company-state.js';
 import { companyThrottled, marketplaceCall } from './marketplace-call.js';
-import type { CompanyView } from './views.js';
+import { companyViewSchema, viewOf, type CompanyView } from './views.js';
 
-/** The `connection` object of POST and PATCH /admin/companies (admin/schemas.ts connectionBody). */
-interface ConnectionInput {
-  profile: ConnectionProfile;
-  authToken?: string;
-  product?: string;
-  apiVersion?: string;
-  tokenUrl?: string;
-  clientId?: string;
-  clientSecret?: string;
-}
+/** The `connection` object of POST and PATCH /admin/companies. */
+type ConnectionInput = z.infer<typeof connectionBody>;
 
-const companyView = (c: CompanyRow, gate: GateView | undefined, defaultMaxFetches: number): CompanyView => ({
-  id: c.id,
-  name: c.name,
-  apiBaseUrl: c.apiBaseUrl,
+const companyView = (c: CompanyRow, gate: GateView | undefined, defaultMaxFetches: number): CompanyView => viewOf(companyViewSchema, c, {
   state: companyState(c, gate),
   fetches: {
     limit: c.fetchConcurrency ?? defaultMaxFetches,
@@ -42,8 +32,6 @@ const companyView = (c: CompanyRow, gate: GateView | undefined, defaultMaxFetche
     running: gate?.running ?? 0,
     parked: gate?.parked ?? 0,
   },
-  connectionStatus: c.connectionStatus,
-  connectionError: c.connectionError,
   connection: {
     profile: c.connectionProfile,
     product: c.product,
@@ -57,8 +45,6 @@ const companyView = (c: CompanyRow, gate: GateView | undefined, defaultMaxFetche
     ],
   },
   credentials: { status: c.credentialsStatus, checkedAt: c.credentialsCheckedAt?.toISOString() ?? null, error: c.credentialsError },
-  createdAt: c.createdAt.toISOString(),
-  updatedAt: c.updatedAt.toISOString(),
 });
 
 interface CompaniesDeps {
@@ -74,12 +60,6 @@ interface CompaniesDeps {
   /** Errors of the gate that do not stop the call (Redis down: a view without the gate's part). */
   onGateError: (err: unknown) => void;
 }
-
-/** The connection columns, all of them, so that replacing a connection leaves nothing of the previous one. */
-type ConnectionColumns = Pick<
-  typeof companies.$inferInsert,
-  'apiTokenEncrypted' | 'connectionProfile' | 'authTokenEncrypted' | 'oauthTokenUrl' | 'oauthClientId' | 'oauthClientSecretEncrypted' | 'product' | 'apiVersion'
->;
 
 /** What a credentials check found, from the one call's error (none: accepted). */
 export function credentialsVerdict(err: MarketplaceError | null): Pick<CompanyRow, 'credentialsStatus' | 'credentialsError'> {
@@ -114,7 +94,7 @@ export function createCompaniesService(deps: CompaniesDeps) {
    * The columns of a new connection, every one of them (nothing of the previous connection is left), checked
    * with the API token that goes with it (given now, or kept from before): every problem named by its field.
    */
-  function connectionColumns(connection: ConnectionInput, apiToken: { given?: string; stored: string | null }): ConnectionColumns {
+  function connectionColumns(connection: ConnectionInput, apiToken: { given?: string; stored: string | null }) {
     const problems: FieldError[] = [];
     const oauth = connection.tokenUrl !== undefined;
     const hasApiToken = apiToken.given !== undefined || apiToken.stored !== null;
@@ -138,7 +118,7 @@ export function createCompaniesService(deps: CompaniesDeps) {
   }
 
   /** An API token replacing the stored one, the rest of the connection kept. */
-  function apiTokenColumns(current: CompanyRow, apiToken: string): Pick<ConnectionColumns, 'apiTokenEncrypted'> {
+  function apiTokenColumns(current: CompanyRow, apiToken: string) {
     if (current.connectionProfile === 'bearer' && current.oauthTokenUrl !== null) {
       throw refuse([{ field: 'apiToken', message: 'is not sent by this bearer connection, whose token comes from OAuth client credentials: replace the connection instead' }]);
     }

@@ -3,19 +3,15 @@
  * requestId), since a lift or an RFQ is declined once (docs/decisions.md); sent as a quote is (rfq-answers.ts).
  */
 import { eq } from 'drizzle-orm';
+import type { z } from 'zod';
+import type { createDeclineBody } from '../admin/schemas.js';
 import { declines, type DeclineRow } from '../db/schema/index.js';
 import type { Decline, DeclineAnswered } from '../marketplace/declines.js';
 import { findAnswer, heldUnknown, sendRfqAnswer, type RfqAnswerDeps } from './rfq-answers.js';
 import { listOutbound } from './send-once.js';
 import { declineViewSchema, viewOf, type DeclineView } from './views.js';
 
-interface DeclineRequest {
-  requestId: string;
-  actAsAccount?: string;
-  /** Send again a decline held `unknown` (services/send-once.ts). */
-  resendUnknown?: boolean;
-  decline: Decline;
-}
+type DeclineRequest = z.infer<typeof createDeclineBody>;
 
 const view = (d: DeclineRow): DeclineView => viewOf(declineViewSchema, d, { error: d.status === 'unknown' ? d.error : null, decline: d.body as Decline });
 
@@ -44,13 +40,8 @@ export function createDeclinesService(deps: RfqAnswerDeps) {
 
     /** Sends again a decline held `unknown`, as stored, once an operator has checked the marketplace does not have it. */
     async resendUnknown(companyId: string, declineId: string): Promise<{ decline: DeclineView; created: boolean }> {
-      const row = await heldUnknown(db, declines, companyId, declineId, 'Decline', (d) => `The decline of ${d.requestId}`);
-      return service.decline(companyId, {
-        requestId: row.requestId,
-        ...(row.actAsAccount ? { actAsAccount: row.actAsAccount } : {}),
-        resendUnknown: true,
-        decline: row.body as Decline,
-      });
+      const { row, again } = await heldUnknown(db, declines, companyId, declineId, 'Decline', (d) => `The decline of ${d.requestId}`);
+      return service.decline(companyId, { ...again, decline: row.body as Decline });
     },
 
     async get(companyId: string, declineId: string): Promise<DeclineView> {

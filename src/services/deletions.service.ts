@@ -5,22 +5,16 @@
  * the notifications with it, and their history.
  */
 import { eq } from 'drizzle-orm';
+import type { z } from 'zod';
+import type { deletedSchema } from '../admin/schemas.js';
 import type { Database } from '../db/client.js';
 import { companies, webhooks, type WebhookRow } from '../db/schema/index.js';
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';
 import { Problem, notFound } from '../lib/problem.js';
 import type { WebhooksService } from './webhooks.service.js';
 
-interface RemainingSetting {
-  webhookId: string;
-  remoteId: string;
-  error: string;
-}
-
-export interface Deleted {
-  /** Settings still active on the marketplace (a forced delete whose deactivation was refused). */
-  remainingRemoteSettings: RemainingSetting[];
-}
+/** Settings still active on the marketplace (a forced delete whose deactivation was refused). */
+export type Deleted = z.infer<typeof deletedSchema>;
 
 export function createDeletionsService(deps: {
   db: Database;
@@ -29,9 +23,9 @@ export function createDeletionsService(deps: {
 }) {
   const { db } = deps;
 
-  /** Deactivates each active setting on the marketplace; answers the ones the marketplace refused. */
-  async function deactivate(rows: WebhookRow[]): Promise<RemainingSetting[]> {
-    const refused: RemainingSetting[] = [];
+  /** Deactivates each active setting of `rows` on the marketplace, then deletes (`remove`) unless one was refused and not `force`. */
+  async function deleteAfter(what: string, rows: WebhookRow[], force: boolean | undefined, remove: () => Promise<unknown>): Promise<Deleted> {
+    const refused: Deleted['remainingRemoteSettings'] = [];
     for (const row of rows.filter((w) => w.active)) {
       try {
         await deps.webhooks.update(row.companyId, row.id, { active: false });
@@ -40,35 +34,29 @@ export function createDeletionsService(deps: {
         refused.push({ webhookId: row.id, remoteId: row.remoteId, error: err.detail ?? err.title });
       }
     }
-    return refused;
-  }
-
-  function refusedProblem(what: string, refused: RemainingSetting[]): Problem {
-    return new Problem(
-      502,
-      'Bad Gateway',
-      `${what} was not deleted: the marketplace refused to deactivate ${refused.length === 1 ? 'its webhook setting' : `${refused.length} of its webhook settings`} (${refused.map((r) => `${r.remoteId}: ${r.error}`).join('; ')}). Retry, or delete with force=true to delete it here anyway.`,
-      { code: 'marketplace_refused', errors: refused.map((r) => ({ field: `webhooks.${r.webhookId}`, message: r.error })) },
-    );
+    if (refused.length > 0 && !force) {
+      throw new Problem(
+        502,
+        'Bad Gateway',
+        `${what} was not deleted: the marketplace refused to deactivate ${refused.length === 1 ? 'its webhook setting' : `${refused.length} of its webhook settings`} (${refused.map((r) => `${r.remoteId}: ${r.error}`).join('; ')}). Retry, or delete with force=true to delete it here anyway.`,
+        { code: 'marketplace_refused', errors: refused.map((r) => ({ field: `webhooks.${r.webhookId}`, message: r.error })) },
+      );
+    }
+    await remove();
+    await deps.webhooks.changed();
+    return { remainingRemoteSettings: refused };
   }
 
   return {
     async deleteWebhook(companyId: string, webhookId: string, opts: { force?: boolean }): Promise<Deleted> {
-      const refused = await deactivate([await deps.webhooks.row(companyId, webhookId)]);
-      if (refused.length > 0 && !opts.force) throw refusedProblem(`Webhook ${webhookId}`, refused);
-      await deps.notifications.deleteWebhook(webhookId);
-      await deps.webhooks.changed();
-      return { remainingRemoteSettings: refused };
+      return deleteAfter(`Webhook ${webhookId}`, [await deps.webhooks.row(companyId, webhookId)], opts.force, () => deps.notifications.deleteWebhook(webhookId));
     },
 
     async deleteCompany(companyId: string, opts: { force?: boolean }): Promise<Deleted> {
       const [company] = await db.select({ id: companies.id, name: companies.name }).from(companies).where(eq(companies.id, companyId));
       if (!company) throw notFound(`Company ${companyId}`);
-      const refused = await deactivate(await db.select().from(webhooks).where(eq(webhooks.companyId, companyId)));
-      if (refused.length > 0 && !opts.force) throw refusedProblem(`Company ${company.name}`, refused);
-      await deps.notifications.deleteCompany(companyId);
-      await deps.webhooks.changed();
-      return { remainingRemoteSettings: refused };
+      const rows = await db.select().from(webhooks).where(eq(webhooks.companyId, companyId));
+      return deleteAfter(`Company ${company.name}`, rows, opts.force, () => deps.notifications.deleteCompany(companyId));
     },
   };
 }

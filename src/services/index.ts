@@ -60,15 +60,15 @@ export function createServices(deps: {
     onChange: deps.onWebhookChange ?? (() => {}),
   });
   // Quotes and declines answer the RFQs the company fetched: the action hrefs they carry are checked as a notification's href is.
-  const rfqAnswers = { db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs, requireHttpsHrefs: config.requireHttpsHrefs, onCleanupError: deps.onOutboundCleanupError };
+  const outbound = { db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs, requireHttpsHrefs: config.requireHttpsHrefs, onCleanupError: deps.onOutboundCleanupError };
   return {
     companies,
     webhooks,
     deletions: createDeletionsService({ db, webhooks, notifications: deps.notifications }),
     notifications: createNotificationsService({ db, notifications: deps.notifications, enqueuer: deps.enqueuer }),
-    leads: createLeadsService({ db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs, onCleanupError: deps.onOutboundCleanupError }),
-    quotes: createQuotesService(rfqAnswers),
-    declines: createDeclinesService(rfqAnswers),
+    leads: createLeadsService(outbound),
+    quotes: createQuotesService(outbound),
+    declines: createDeclinesService(outbound),
     overview: createOverviewService({ db, controls: deps.controls, onGateError: deps.onGateError }),
   };
 }

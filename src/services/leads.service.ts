@@ -1,24 +1,15 @@
 /** Client leads (SPEC §6): validated, idempotent by clientIdentifier per company, sent once. */
 import { eq } from 'drizzle-orm';
-import type { Database } from '../db/client.js';
 import { leads, type LeadRow } from '../db/schema/index.js';
-import type { MarketplaceClient } from '../marketplace/client.js';
 import { LEADS_PATH, leadKind, type ClientLead, type LeadCreated } from '../marketplace/leads.js';
-import type { CompaniesService } from './companies.service.js';
+import type { RfqAnswerDeps } from './rfq-answers.js';
 import { listOutbound, sendOnce } from './send-once.js';
 import { leadViewSchema, viewOf, type LeadView } from './views.js';
 
 // A lead is never held `unknown`: it is safe to send again (services/send-once.ts).
 const view = (l: LeadRow): LeadView => viewOf(leadViewSchema, l, { status: l.status as LeadView['status'] });
 
-export function createLeadsService(deps: {
-  db: Database;
-  companies: CompaniesService;
-  marketplace: MarketplaceClient;
-  timeoutMs: number;
-  /** A failed call's row that could not be settled (send-once.ts). */
-  onCleanupError: (err: unknown) => void;
-}) {
+export function createLeadsService(deps: Omit<RfqAnswerDeps, 'requireHttpsHrefs'>) {
   const { db } = deps;
 
   return {

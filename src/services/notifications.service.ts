@@ -4,6 +4,8 @@
  * versions with what changed. Every status it changes goes through the repository.
  */
 import { and, asc, count, desc, eq, getTableColumns, gte, inArray, lt, lte, sql, type SQL } from 'drizzle-orm';
+import type { z } from 'zod';
+import type { notificationsQuery } from '../admin/schemas.js';
 import type { Database } from '../db/client.js';
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';
 import { allowed, TRANSITIONS } from '../notifications/transitions.js';
@@ -73,18 +75,7 @@ export function buildTimeline(n: NotificationRow, attempts: FetchAttemptRow[], r
 const resourceView = (r: ResourceRow): ResourceView => viewOf(resourceViewSchema, r);
 
 /** Every filter of the list and of a bulk replay (SPEC §7). */
-export interface NotificationFilter {
-  companyId?: string;
-  webhookId?: string;
-  status?: NotificationStatus;
-  type?: string;
-  resourceId?: string;
-  href?: string;
-  /** ISO 8601; inclusive. */
-  receivedAfter?: string;
-  /** ISO 8601; exclusive. */
-  receivedBefore?: string;
-}
+export type NotificationFilter = Omit<z.infer<typeof notificationsQuery>, 'limit' | 'cursor'>;
 
 const isId = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
 const isTimeKey = (v: unknown): v is [string, number] => Array.isArray(v) && v.length === 2 && isMicrosecondTime(v[0]) && isId(v[1]);
@@ -108,11 +99,10 @@ export function createNotificationsService(deps: {
     ...(f.receivedBefore ? [lt(notifications.receivedAt, new Date(f.receivedBefore))] : []),
   ];
 
-  /** Back to `received` with the replay recorded, then queued; without Redis the relay queues them later. */
+  /** Back to `received` with the replay recorded, then queued; without Redis they stay `received` and the relay queues them later (an outbox, not an error). */
   async function replayRows(ids: number[]): Promise<number> {
     const rows = await deps.notifications.replay(ids);
     if (rows.length === 0) return 0;
-    // Without Redis the rows stay `received`, and the relay queues them once it is back (an outbox, not an error).
     const queued = await deps.enqueuer.enqueue(rows).then(
       () => true,
       () => false,
@@ -200,18 +190,16 @@ export function createNotificationsService(deps: {
 
     async listResources(filter: { companyId?: string; type?: string; limit: number; cursor?: string }): Promise<{ items: ResourceView[]; nextCursor: string | null }> {
       const after = filter.cursor ? decodeCursor(filter.cursor, isResourceKey) : undefined;
-      const conditions: SQL[] = [
-        ...(filter.companyId ? [eq(resources.companyId, filter.companyId)] : []),
-        ...(filter.type ? [eq(resources.type, filter.type)] : []),
-      ];
-      if (after) {
-        const [companyId, href] = after;
-        conditions.push(sql`(${resources.companyId}, ${resources.href}) > (${companyId}::uuid, ${href})`);
-      }
       const rows = await db
         .select()
         .from(resources)
-        .where(and(...conditions))
+        .where(
+          and(
+            filter.companyId ? eq(resources.companyId, filter.companyId) : undefined,
+            filter.type ? eq(resources.type, filter.type) : undefined,
+            after ? sql`(${resources.companyId}, ${resources.href}) > (${after[0]}::uuid, ${after[1]})` : undefined,
+          ),
+        )
         .orderBy(asc(resources.companyId), asc(resources.href))
         .limit(filter.limit + 1);
       return pageOf(rows, filter.limit, (last) => [last.companyId, last.href], resourceView);

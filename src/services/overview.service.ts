@@ -157,17 +157,13 @@ function byUrgency(a: CompanyOverview, b: CompanyOverview): number {
 export function createOverviewService(deps: { db: Database; controls: Pick<CompanyControls, 'views'>; onGateError: (err: unknown) => void }) {
   const { db } = deps;
 
-  const minutesOf = (now: Date) => {
-    const first = new Date(Math.floor(now.getTime() / 60_000) * 60_000 - (OVERVIEW_MINUTES - 1) * 60_000);
-    return { first, minutes: Array.from({ length: OVERVIEW_MINUTES }, (_, i) => new Date(first.getTime() + i * 60_000).toISOString()) };
-  };
-
   /**
    * Every company's activity (or one company's): five grouped queries, each over every company at once,
    * and the deployment's own series. A company without a row in a query has nothing there (zeros).
    */
   async function activity(now: Date, companyId?: string) {
-    const { first, minutes } = minutesOf(now);
+    const first = new Date(Math.floor(now.getTime() / 60_000) * 60_000 - (OVERVIEW_MINUTES - 1) * 60_000);
+    const minutes = Array.from({ length: OVERVIEW_MINUTES }, (_, i) => new Date(first.getTime() + i * 60_000).toISOString());
     const only = (column: SQL) => (companyId === undefined ? sql`` : sql` AND ${column} = ${companyId}`);
     const [webhooks, backlog, received, finished, failures] = await Promise.all([
       db.execute<{ company_id: string; total: string; active: string }>(

@@ -4,6 +4,8 @@
  * decline is (rfq-answers.ts).
  */
 import { eq } from 'drizzle-orm';
+import type { z } from 'zod';
+import type { createQuoteBody } from '../admin/schemas.js';
 import { quotes, type QuoteRow } from '../db/schema/index.js';
 import { Problem, badRequest } from '../lib/problem.js';
 import { priceMismatch, type QuoteSubmission, type QuoteSubmitted } from '../marketplace/quotes.js';
@@ -11,14 +13,7 @@ import { heldUnknown, sendRfqAnswer, type RfqAnswerDeps } from './rfq-answers.js
 import { listOutbound } from './send-once.js';
 import { quoteViewSchema, viewOf, type QuoteView } from './views.js';
 
-interface QuoteRequest {
-  requestId: string;
-  actAsAccount?: string;
-  allowPriceMismatch?: boolean;
-  /** Send again a quote held `unknown` (services/send-once.ts). */
-  resendUnknown?: boolean;
-  submission: QuoteSubmission;
-}
+type QuoteRequest = z.infer<typeof createQuoteBody>;
 
 const view = (q: QuoteRow): QuoteView => viewOf(quoteViewSchema, q, { error: q.status === 'unknown' ? q.error : null });
 
@@ -65,14 +60,8 @@ export function createQuotesService(deps: RfqAnswerDeps) {
      * resendUnknown). Its price was checked when it was first submitted.
      */
     async resendUnknown(companyId: string, quoteId: string): Promise<{ quote: QuoteView; created: boolean }> {
-      const row = await heldUnknown(db, quotes, companyId, quoteId, 'Quote', (q) => `Quote ${q.sellerUniqueQuoteIdentifier}`);
-      return service.submit(companyId, {
-        requestId: row.requestId,
-        ...(row.actAsAccount ? { actAsAccount: row.actAsAccount } : {}),
-        allowPriceMismatch: true,
-        resendUnknown: true,
-        submission: row.submission as QuoteSubmission,
-      });
+      const { row, again } = await heldUnknown(db, quotes, companyId, quoteId, 'Quote', (q) => `Quote ${q.sellerUniqueQuoteIdentifier}`);
+      return service.submit(companyId, { ...again, allowPriceMismatch: true, submission: row.submission as QuoteSubmission });
     },
 
     /** Newest first; `liftId` finds the quote for an availability upload's activity.tripId. */

@@ -95,20 +95,15 @@ async function resolveActionTarget(
   return { target: 'snapshot_href', targetUrl: url.href };
 }
 
-/** One answer to send: what differs between a quote and a decline. */
-interface RfqAnswer<T extends AnswerTable> {
-  table: T;
+/** One answer to send: what differs between a quote and a decline (the table, its idempotency key, its name in answers: send-once.ts). */
+interface RfqAnswer<T extends AnswerTable> extends Pick<OutboundCall<T>, 'table' | 'key' | 'name'> {
   action: RfqAction;
-  /** The table's idempotency key (send-once.ts). */
-  key: OutboundCall<T>['key'];
   /** What the caller asked: the lift or RFQ answered, the act-as login, and whether to send again one held `unknown` (send-once.ts). */
   request: { requestId: string; actAsAccount?: string; resendUnknown?: boolean };
   /** The new row's columns of its own (the company, request, act-as and target are added). */
   values: Omit<T['$inferInsert'], 'companyId' | 'requestId' | 'actAsAccount' | 'target' | 'targetUrl'>;
   /** The body to send, from the claimed row: a resend sends what was stored. */
   body(row: Row<T>): unknown;
-  /** How answers name it, e.g. `decline of lift-1`. */
-  name: string;
   /** The marketplace call's metric name. */
   operation: string;
   /**
@@ -162,9 +157,9 @@ export async function findAnswer<T extends AnswerTable>(db: Database, t: T, comp
   return row as Row<T>;
 }
 
-/** A stored answer an operator asks to send again: only one held `unknown` (409 otherwise). */
-export async function heldUnknown<T extends AnswerTable>(db: Database, t: T, companyId: string, id: string, noun: string, name: (row: Row<T>) => string): Promise<Row<T>> {
+/** A stored answer an operator asks to send again (only one held `unknown`, 409 otherwise), and the request that sends it as stored. */
+export async function heldUnknown<T extends AnswerTable>(db: Database, t: T, companyId: string, id: string, noun: string, name: (row: Row<T>) => string) {
   const row = await findAnswer(db, t, companyId, id, noun);
   if (row.status !== 'unknown') throw new Problem(409, 'Conflict', `${name(row)} is ${row.status}, not unknown: there is nothing to resend.`, { code: 'not_unknown' });
-  return row;
+  return { row, again: { requestId: row.requestId, ...(row.actAsAccount ? { actAsAccount: row.actAsAccount } : {}), resendUnknown: true } };
 }

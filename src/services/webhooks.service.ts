@@ -3,6 +3,8 @@
  * and changes the setting on the marketplace with the company's token (SPEC §6), and keeps its row.
  */
 import { and, asc, eq, sql } from 'drizzle-orm';
+import type { z } from 'zod';
+import type { createWebhookBody, patchWebhookBody } from '../admin/schemas.js';
 import type { Database } from '../db/client.js';
 import { webhooks, type WebhookRow } from '../db/schema/index.js';
 import { decryptSecret, encryptSecret, randomToken, sha256 } from '../lib/crypto.js';
@@ -53,6 +55,14 @@ export function createWebhooksService(deps: WebhooksDeps) {
   const secretColumns = (authType: ClientAuthenticationType, secret: string) =>
     authType === 'BASIC' ? { secretSha256: sha256(secret), secretEncrypted: null } : { secretSha256: null, secretEncrypted: encryptSecret(deps.secretKey, secret) };
 
+  /** A new secret's columns; the previous one stays valid for the grace period: no notification is refused during the switch. */
+  const rotatedSecret = (w: WebhookRow, secret: string) => ({
+    ...secretColumns(w.authType, secret),
+    previousSecretSha256: w.secretSha256,
+    previousSecretEncrypted: w.secretEncrypted,
+    previousSecretExpiresAt: new Date(Date.now() + deps.rotationGraceMs),
+  });
+
   /** The setting `body` describes, deactivated on the marketplace (its secret is not sent again). */
   const deactivate = (conn: ApiConnection, id: string, { clientSecret: _omit, ...body }: WebhookSettingBody, form: 'plural' | 'singular') =>
     deps.settings.update(conn, id, { ...body, active: false }, form);
@@ -75,7 +85,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
     /** The company's webhook row, or a 404 naming it. */
     row: getRow,
 
-    async create(companyId: string, input: { eventTypes: EventType[]; authType: ClientAuthenticationType; displayName?: string; sharedTarget?: boolean }): Promise<WebhookView> {
+    async create(companyId: string, input: z.infer<typeof createWebhookBody>): Promise<WebhookView> {
       const { row: company, conn, call } = await deps.companies.connection(companyId);
       const endpointKey = randomToken(24);
       const clientIdentifier = `skh_${randomToken(18)}`;
@@ -197,27 +207,13 @@ export function createWebhooksService(deps: WebhooksDeps) {
       return view(await getRow(companyId, webhookId));
     },
 
-    async update(
-      companyId: string,
-      webhookId: string,
-      patch: { active?: boolean; eventTypes?: EventType[]; displayName?: string; rotateSecret?: boolean },
-    ): Promise<WebhookView> {
+    async update(companyId: string, webhookId: string, patch: z.infer<typeof patchWebhookBody>): Promise<WebhookView> {
       const current = await getRow(companyId, webhookId);
       const { row: company, conn, call } = await deps.companies.connection(companyId);
       const newSecret = patch.rotateSecret ? randomToken(32) : undefined;
       const body = settingOf(current, { ...patch, clientSecret: newSecret });
       const result = await call(() => deps.settings.update(conn, current.remoteId, body, company.settingsPathForm));
       if (result.pathForm !== company.settingsPathForm) await deps.companies.rememberSettingsPath(companyId, result.pathForm);
-
-      const rotation = newSecret
-        ? {
-            ...secretColumns(current.authType, newSecret),
-            // The previous secret stays valid for the grace period: no notification is refused during the switch.
-            previousSecretSha256: current.secretSha256,
-            previousSecretEncrypted: current.secretEncrypted,
-            previousSecretExpiresAt: new Date(Date.now() + deps.rotationGraceMs),
-          }
-        : {};
       const [row] = await db
         .update(webhooks)
         .set({
@@ -225,7 +221,7 @@ export function createWebhooksService(deps: WebhooksDeps) {
           active: body.active,
           eventTypes: body.eventTypes,
           remoteVersion: result.setting.version ?? current.remoteVersion,
-          ...rotation,
+          ...(newSecret ? rotatedSecret(current, newSecret) : {}),
           updatedAt: new Date(),
         })
         .where(eq(webhooks.id, webhookId))
@@ -251,15 +247,12 @@ export function createWebhooksService(deps: WebhooksDeps) {
       if (!(err instanceof MarketplaceError)) throw err;
       return { action: 'failed', error: err.message };
     }
-    const newSecret = row.authType === 'BASIC' ? secret : null;
     await db
       .update(webhooks)
       .set({
         remoteId: setting.id,
         remoteVersion: setting.version ?? null,
-        ...(newSecret !== null
-          ? { secretSha256: sha256(newSecret), previousSecretSha256: row.secretSha256, previousSecretEncrypted: null, previousSecretExpiresAt: new Date(Date.now() + deps.rotationGraceMs) }
-          : {}),
+        ...(row.authType === 'BASIC' ? rotatedSecret(row, secret) : {}),
         updatedAt: new Date(),
       })
       .where(eq(webhooks.id, row.id));

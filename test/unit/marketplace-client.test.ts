@@ -10,9 +10,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { problemSchema } from '../../src/admin/schemas.js';
 import { Problem } from '../../src/lib/problem.js';
 import { MAX_ANSWER_BYTES, MarketplaceClient, MarketplaceError, envelopeErrors, softErrors } from '../../src/marketplace/client.js';
-import { pathSegment, readEnvelopeMessage, type WebhookSettingBody } from '../../src/marketplace/contract.js';
+import { pathSegment, readEnvelopeMessage, rfqActionPath, type WebhookSettingBody } from '../../src/marketplace/contract.js';
 import { LEADS_PATH } from '../../src/marketplace/leads.js';
-import { submitQuotePath } from '../../src/marketplace/quotes.js';
 import { webhookSettingsApi } from '../../src/marketplace/webhook-settings.js';
 import { marketplaceCall } from '../../src/services/marketplace-call.js';
 import { startSimulator } from '../../src/simulator/index.js';
@@ -190,13 +189,13 @@ describe('path segments built from input or from a marketplace answer', () => {
     expect(pathSegment('a b?c#d', 'id')).toBe('a%20b%3Fc%23d');
     expect(pathSegment('%2e%2e', 'id')).toBe('%252e%252e');
     expect(pathSegment('...', 'id')).toBe('...');
-    expect(submitQuotePath('lift/1')).toBe('/tripmsgs/lift%2F1/submitQuote');
+    expect(rfqActionPath('submitQuote', 'lift/1')).toBe('/tripmsgs/lift%2F1/submitQuote');
   });
 
   it.each(['', '.', '..'])('refuse %j, which URL parsing would drop or climb with: nothing is sent', (value) => {
     const err = (() => {
       try {
-        return submitQuotePath(value);
+        return rfqActionPath('submitQuote', value);
       } catch (e) {
         return e;
       }

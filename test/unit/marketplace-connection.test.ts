@@ -6,9 +6,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { MarketplaceClient, MarketplaceError, readTokenAnswer } from '../../src/marketplace/client.js';
 import { actAsAccountHeader, callHeaders, DEFAULT_PRODUCT, tokenRequestHeaders, type ApiConnection } from '../../src/marketplace/connection.js';
+import { rfqActionPath } from '../../src/marketplace/contract.js';
 import { LEADS_PATH } from '../../src/marketplace/leads.js';
 import { AccessTokens, type OAuthConnection } from '../../src/marketplace/oauth2.js';
-import { submitQuotePath } from '../../src/marketplace/quotes.js';
 import { webhookSettingsApi } from '../../src/marketplace/webhook-settings.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { clientSearchLead, tailQuote } from '../fixtures/requests.js';
@@ -134,7 +134,7 @@ describe('the client against the simulator, profile by profile', () => {
     const client = new MarketplaceClient({ timeoutMs: 2000 });
     expect(await webhookSettingsApi(client).list(conn)).toEqual([]);
     await client.call(conn, 'POST', LEADS_PATH, { body: clientSearchLead('avinode-lead') });
-    await client.call(conn, 'POST', submitQuotePath('lift-1'), { body: tailQuote('avinode-quote-1'), actAsAccount: 'jane.pilot' });
+    await client.call(conn, 'POST', rfqActionPath('submitQuote', 'lift-1'), { body: tailQuote('avinode-quote-1'), actAsAccount: 'jane.pilot' });
     const report = sim.report();
     expect(report.quotes.map((q) => q.actAsAccount)).toEqual(['jane.pilot']);
     expect(report.apiCalls.map((c) => [c.companyId, c.status, c.product, c.apiVersion])).toEqual([

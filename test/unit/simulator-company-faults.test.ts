@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { authorizationHeader } from '../../src/marketplace/contract.js';
+import { authorizationHeader } from '../../src/marketplace/connection.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import { SlidingWindow, WINDOW_MS } from '../../src/simulator/rate-window.js';
 import { prng } from '../helpers/prng.js';

@@ -2,10 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { authorizationHeader, type NotificationBody } from '../../src/marketplace/contract.js';
+import { authorizationHeader, HEADERS } from '../../src/marketplace/connection.js';
+import { rfqActionPath, type NotificationBody } from '../../src/marketplace/contract.js';
 import { LEADS_PATH } from '../../src/marketplace/leads.js';
-import { declinePath } from '../../src/marketplace/declines.js';
-import { ACT_AS_ACCOUNT_HEADER, submitQuotePath } from '../../src/marketplace/quotes.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
 import * as requests from '../fixtures/requests.js';
 
@@ -206,7 +205,7 @@ describe('POST /tripmsgs/{requestId}/submitQuote', () => {
   it('accepts a quote on a tail: new ids, a resource for its owner only, a TripRequestSellerResponse notification', async () => {
     await subscribe(ACME.token, ['TripRequestSellerResponse']);
     const submission = quoteSubmission();
-    const answer = await post(ACME.token, submitQuotePath('lift-42'), submission);
+    const answer = await post(ACME.token, rfqActionPath('submitQuote', 'lift-42'), submission);
     expect(answer).toEqual({
       status: 200,
       body: {
@@ -255,7 +254,7 @@ describe('POST /tripmsgs/{requestId}/submitQuote', () => {
   ])('accepts a floating-fleet quote on a %s, with TBD flags and fuel stops', async (_case, lift) => {
     const floating = requests.floatingFleetQuote(`q-${randomUUID()}`);
     const submission = { ...floating, quote: { ...floating.quote, lift } };
-    const answer = await post(ACME.token, submitQuotePath('rfq-7'), submission);
+    const answer = await post(ACME.token, rfqActionPath('submitQuote', 'rfq-7'), submission);
     expect(answer.body.meta.errors).toEqual([]);
     const stored = await get(`${sim.apiBaseUrl}/tripmsgs/${answer.body.data.tripmsgs.id}`, ACME.token);
     expect(stored.body.data.quote).toEqual(submission.quote);
@@ -268,12 +267,12 @@ describe('POST /tripmsgs/{requestId}/submitQuote', () => {
   });
 
   it('accepts a totalPrice that differs from the line items (enforcing it is left to Skyhook)', async () => {
-    const answer = await post(ACME.token, submitQuotePath('lift-42'), quoteSubmission({ quote: { totalPrice: 99 } }));
+    const answer = await post(ACME.token, rfqActionPath('submitQuote', 'lift-42'), quoteSubmission({ quote: { totalPrice: 99 } }));
     expect(answer.body.meta.errors).toEqual([]);
   });
 
   it('records X-Service-ActAsAccount and shows that login instead of the company name', async () => {
-    const answer = await post(ACME.token, submitQuotePath('lift-42'), quoteSubmission(), { [ACT_AS_ACCOUNT_HEADER]: 'jane.pilot' });
+    const answer = await post(ACME.token, rfqActionPath('submitQuote', 'lift-42'), quoteSubmission(), { [HEADERS.serviceActAsAccount]: 'jane.pilot' });
     const stored = await get(`${sim.apiBaseUrl}/tripmsgs/${answer.body.data.tripmsgs.id}`, ACME.token);
     expect(stored.body.data).toMatchObject({ actAsAccount: 'jane.pilot', shownAs: 'jane.pilot' });
     expect(sim.report().quotes[0]?.actAsAccount).toBe('jane.pilot');
@@ -296,7 +295,7 @@ describe('POST /tripmsgs/{requestId}/submitQuote', () => {
     ['no tail, type or category', 'quote.lift', { quote: { lift: { aircraftTail: '', aircraftType: ' ', aircraftCategory: '' } } }],
   ])('refuses %s with a soft error naming %s, creating nothing', async (_case, field, parts) => {
     await subscribe(ACME.token, ['TripRequestSellerResponse']);
-    expectSoftError(await post(ACME.token, submitQuotePath('lift-42'), quoteSubmission(parts)), field);
+    expectSoftError(await post(ACME.token, rfqActionPath('submitQuote', 'lift-42'), quoteSubmission(parts)), field);
     await sim.idle();
     expect(receiver.received).toEqual([]);
     expect(sim.report()).toMatchObject({ quotes: [], resources: [], calls: { leads: 0, quotes: 1 } });
@@ -305,13 +304,13 @@ describe('POST /tripmsgs/{requestId}/submitQuote', () => {
   it('a repeated sellerUniqueQuoteIdentifier returns the same ids and fires nothing; another company gets new ids', async () => {
     await subscribe(ACME.token, ['TripRequestSellerResponse']);
     const submission = quoteSubmission();
-    const first = await post(ACME.token, submitQuotePath('lift-42'), submission);
-    const repeat = await post(ACME.token, submitQuotePath('lift-42'), { ...submission, message: 'Again.' });
+    const first = await post(ACME.token, rfqActionPath('submitQuote', 'lift-42'), submission);
+    const repeat = await post(ACME.token, rfqActionPath('submitQuote', 'lift-42'), { ...submission, message: 'Again.' });
     expect(repeat.body).toEqual(first.body);
     await sim.idle();
     expect(receiver.received).toHaveLength(1);
 
-    const globex = await post(GLOBEX.token, submitQuotePath('lift-42'), submission);
+    const globex = await post(GLOBEX.token, rfqActionPath('submitQuote', 'lift-42'), submission);
     expect(globex.body.data.tripmsgs.id).not.toBe(first.body.data.tripmsgs.id);
     expect(sim.report().quotes.map(({ companyId }) => companyId)).toEqual([ACME.id, GLOBEX.id]);
   });
@@ -324,9 +323,9 @@ it('counts every POST on the lead and quote routes: repeats, soft errors and unk
   await post(ACME.token, LEADS_PATH, { clientIdentifier: 'x' });
   await post('no-such-token', LEADS_PATH, lead);
   const submission = quoteSubmission();
-  await post(ACME.token, submitQuotePath('lift-42'), submission);
-  await post(ACME.token, submitQuotePath('lift-42'), submission);
-  await post(undefined, submitQuotePath('lift-42'), submission);
+  await post(ACME.token, rfqActionPath('submitQuote', 'lift-42'), submission);
+  await post(ACME.token, rfqActionPath('submitQuote', 'lift-42'), submission);
+  await post(undefined, rfqActionPath('submitQuote', 'lift-42'), submission);
   const report = sim.report();
   expect(report.calls).toEqual({ leads: 4, quotes: 3, declines: 0, tokens: 0, settingsLists: 0 });
   expect([report.leads.length, report.quotes.length]).toEqual([1, 1]);
@@ -380,14 +379,14 @@ describe('declines and the RFQ action hrefs', () => {
     ['a field the operation does not have', 'body', { ...decline, reason: 'OTHER' }],
     ['a suppressNotification that is not a boolean', 'suppressNotification', { ...decline, suppressNotification: 'no' }],
   ])('refuses %s with a soft error naming %s, declining nothing', async (_case, field, body) => {
-    expectSoftError(await post(ACME.token, declinePath('lift-42'), body), field);
+    expectSoftError(await post(ACME.token, rfqActionPath('decline', 'lift-42'), body), field);
     expect(sim.report().declines).toEqual([]);
   });
 
   it('a repeat for the same lift answers the same trip message and notifies nothing; every call is counted, late answers held as for quotes', async () => {
     await subscribe(ACME.token, ['TripRequestSellerResponse']);
-    const first = await post(ACME.token, declinePath('lift-42'), decline, { [ACT_AS_ACCOUNT_HEADER]: 'jane.pilot' });
-    const repeat = await post(ACME.token, declinePath('lift-42'), { ...decline, declineReason: 'OTHER' });
+    const first = await post(ACME.token, rfqActionPath('decline', 'lift-42'), decline, { [HEADERS.serviceActAsAccount]: 'jane.pilot' });
+    const repeat = await post(ACME.token, rfqActionPath('decline', 'lift-42'), { ...decline, declineReason: 'OTHER' });
     expect(repeat.body).toEqual(first.body);
     await sim.idle();
     expect(receiver.received).toHaveLength(1);
@@ -396,7 +395,7 @@ describe('declines and the RFQ action hrefs', () => {
 
     sim.setFaults({ submitLatencyMs: 300 });
     const started = Date.now();
-    await post(ACME.token, declinePath('lift-43'), decline);
+    await post(ACME.token, rfqActionPath('decline', 'lift-43'), decline);
     expect(Date.now() - started).toBeGreaterThanOrEqual(290);
     expect(sim.report().calls.declines).toBe(3);
     expect(sim.report().declines.map((d) => d.requestId)).toEqual(['lift-42', 'lift-43']);

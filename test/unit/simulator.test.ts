@@ -4,8 +4,8 @@ import { createServer, type AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import OAuth from 'oauth-1.0a';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { authorizationHeader, type EventType, type NotificationBody } from '../../src/marketplace/contract.js';
-import { submitQuotePath } from '../../src/marketplace/quotes.js';
+import { authorizationHeader } from '../../src/marketplace/connection.js';
+import { rfqActionPath, type EventType, type NotificationBody } from '../../src/marketplace/contract.js';
 import { readOAuthHeader, verifyOAuthHeader } from '../../src/receiver/oauth1.js';
 import { DeliveryQueue } from '../../src/simulator/delivery.js';
 import { NO_FAULTS } from '../../src/simulator/faults.js';
@@ -679,7 +679,7 @@ describe('review fixes', () => {
       // The schema's maximum for one attachment's data: 10 MiB.
       attachments: [{ mimeType: 'application/pdf', name: 'big.pdf', data: 'A'.repeat(10 * 1024 * 1024) }],
     };
-    const answer = await call(sim, ACME.token, 'POST', submitQuotePath('rfq-big'), { quote });
+    const answer = await call(sim, ACME.token, 'POST', rfqActionPath('submitQuote', 'rfq-big'), { quote });
     expect(answer.status).toBe(200);
     expect(answer.body.meta.errors).toEqual([]);
     expect(answer.body.data.tripmsgs.id).toMatch(/^tm_/);
