@@ -11,7 +11,7 @@ import {
   type FetchAttempt,
   type NewNotification,
   type NotificationLifecycle,
-  type ReplayedRow,
+  type PendingKey,
   type ResourceRef,
   type Verdict,
   statusOnAccept,
@@ -177,8 +177,8 @@ export function createMemoryLifecycle(opts: { companies?: { id: string; revision
       Object.assign(company, { paused: true, reason });
       return true;
     },
-    async replay(ids): Promise<ReplayedRow[]> {
-      const replayed: ReplayedRow[] = [];
+    async replay(ids) {
+      const replayed: PendingKey[] = [];
       for (const id of [...ids].sort((a, b) => a - b)) {
         const row = rows.get(id);
         if (!row || !allowed('replay', row.status, 'received')) continue;

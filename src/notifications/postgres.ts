@@ -18,7 +18,7 @@ import pino, { type Logger } from 'pino';
 import { CachedPlans, type Statement } from '../db/cached-plans.js';
 import { inTransaction } from '../db/client.js';
 import type { NotificationStatus } from '../db/schema/index.js';
-import { CLAIM_LIMIT, statusOnAccept, type Claimed, type FetchAttempt, type FetchedSnapshot, type InsertedStatus, type NewNotification, type NotificationLifecycle, type NotificationSummary, type PendingKey, type ReplayedRow, type Stored, type Verdict } from './lifecycle.js';
+import { CLAIM_LIMIT, statusOnAccept, type Claimed, type FetchAttempt, type FetchedSnapshot, type InsertedStatus, type NewNotification, type NotificationLifecycle, type NotificationSummary, type PendingKey, type Stored, type Verdict } from './lifecycle.js';
 import { fromGuard, TRANSITIONS } from './transitions.js';
 
 export const NOTIFICATIONS_CHANNEL = 'skyhook_notifications';
@@ -372,7 +372,7 @@ async function storeFetched(sql: Sql, plans: CachedPlans | undefined, items: Fet
  * Sets the notifications back to `received` (not a discarded one: its webhook was deactivated), keeping
  * the final state each had in notification_replays. The caller queues them (or the relay does).
  */
-async function replay(sql: Sql, ids: number[]): Promise<ReplayedRow[]> {
+async function replay(sql: Sql, ids: number[]): Promise<PendingKey[]> {
   if (ids.length === 0) return [];
   const { rows } = await sql.query<{ id: string; company_id: string; href: string }>(
     `WITH target AS (
