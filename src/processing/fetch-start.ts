@@ -7,8 +7,7 @@
  * parked one ends; a job with nothing pending reserves nothing, so the next notification for that key is
  * fetched at once.
  */
-import type { NotificationLifecycle } from '../notifications/lifecycle.js';
-import type { Claimed } from '../notifications/lifecycle.js';
+import type { Claimed, NotificationLifecycle } from '../notifications/lifecycle.js';
 import { Batcher } from '../lib/batcher.js';
 import type { CompanyGate } from './company-gate.js';
 import { fetchKey, type ResourceKey } from './fetch.queue.js';
