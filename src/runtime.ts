@@ -120,7 +120,6 @@ async function createCore(config: Config, log: Logger) {
     companyStates: () => allCompanyStates(api.db, controls, gateError),
     // Roles api and all together: the workers yield to a flooded receiver (processing/ingest-first.ts).
     ingestFirst: runsApi && config.role !== 'api' ? new IngestFirst((n) => metrics.jobsHeld.set(n)) : undefined,
-    /** Whether start() has finished. */
     started: false,
   };
 }
