@@ -325,10 +325,7 @@ function workerLoops(core: Core, own: { db: DbHandle; connection: RedisClient; g
     gate,
     company: (companyId) => findCompany(workerDb.db, companyId),
     resume: core.controls.resume,
-    kick: async (companyIds) => {
-      const admitted = await gate.kick(companyIds);
-      if (admitted.length > 0) await enqueuer.addAdmitted(admitted);
-    },
+    kick: async (companyIds) => enqueuer.addAdmitted(await gate.kick(companyIds)),
     probe: settingsProbe(webhookSettingsApi(new MarketplaceClient({ timeoutMs: config.marketplaceTimeoutMs, tokens: core.tokens })), config.secretKey),
     probeIntervalMs: config.fetch.pausedProbeIntervalMs,
     log,
