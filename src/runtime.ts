@@ -130,7 +130,7 @@ type Core = Awaited<ReturnType<typeof createCore>>;
 interface RolePart {
   app?: FastifyInstance;
   worker?: Worker;
-  startSteps: (() => void)[];
+  start?: () => void;
   closers: [string, () => Promise<unknown>][];
 }
 
@@ -142,9 +142,8 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
   if (config.role !== 'api') parts.push(workerRole(core, opts.handlers ?? builtInHandlers()));
   if (config.role === 'worker' && config.opsPort !== undefined) {
     const app = await buildOpsApp(log, { pool: api.pool, redis: producer, metrics: core.metrics, queues: [queue], started: () => core.started, reporter: core.reporter, companyStates: core.companyStates });
-    parts.unshift({ app, startSteps: [], closers: [['ops http', () => app.close()]] });
+    parts.unshift({ app, closers: [['ops http', () => app.close()]] });
   }
-  const startSteps = [() => relay.start(), ...parts.flatMap((p) => p.startSteps)];
   const closers: RolePart['closers'] = [
     ...parts.flatMap((p) => p.closers),
     ['relay', () => relay.stop()],
@@ -168,7 +167,8 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
     async start() {
       await waitForDatabase(config.databaseUrl, { onWait: outages.postgresDown, signal: stopping.signal });
       outages.postgresBack();
-      for (const step of startSteps) step();
+      relay.start();
+      for (const part of parts) part.start?.();
       core.started = true;
     },
     async close() {
@@ -236,11 +236,9 @@ async function apiRole(core: Core): Promise<RolePart> {
   });
   return {
     app,
-    startSteps: [
-      () => {
-        listener = listenForWebhookChanges(config.databaseUrl, directory, report('webhook_listener', 'the webhook change listener met an error; it reconnects', 'postgres'));
-      },
-    ],
+    start: () => {
+      listener = listenForWebhookChanges(config.databaseUrl, directory, report('webhook_listener', 'the webhook change listener met an error; it reconnects', 'postgres'));
+    },
     closers: [
       ['http', () => app.close()],
       ['webhook listener', async () => listener?.stop()],
@@ -294,14 +292,12 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
     });
   return {
     worker: fetchWorker,
-    startSteps: [
-      () => {
-        void fetchWorker.run().catch(workerError);
-        ingestFirst?.start();
-        retention.start();
-        pausedCompanies.start();
-      },
-    ],
+    start: () => {
+      void fetchWorker.run().catch(workerError);
+      ingestFirst?.start();
+      retention.start();
+      pausedCompanies.start();
+    },
     closers: [
       ['ingest-first', async () => ingestFirst?.stop()],
       ['fetch workers', closeWorker],
