@@ -15,7 +15,7 @@ import { buildApp, buildOpsApp } from './app.js';
 import type { Config } from './config.js';
 import { connectDatabase, type DbHandle } from './db/client.js';
 import { waitForDatabase } from './db/migrate.js';
-import { createNotificationsRepository } from './notifications/postgres.js';
+import { createNotificationsRepository, type NotificationsRepository } from './notifications/postgres.js';
 import { BatchSummary } from './lib/batch-summary.js';
 import { describeError, ErrorReporter } from './lib/error-reporter.js';
 import { loadTracing, type Tracing } from './lib/tracing.js';
@@ -24,9 +24,7 @@ import { connectRedis, redisRunId, type RedisClient } from './lib/redis/connecti
 import { errorPolicy, outageReports } from './lib/outages.js';
 import { TimeoutError, withTimeout } from './lib/timeout.js';
 import { drizzle } from 'drizzle-orm/node-postgres';
-import type { NotificationsRepository } from './notifications/postgres.js';
 import * as schema from './db/schema/index.js';
-import type { Metrics } from './lib/metrics.js';
 import { MarketplaceClient } from './marketplace/client.js';
 import { AccessTokens } from './marketplace/oauth2.js';
 import { CompanyConnections } from './processing/company-connections.js';
@@ -39,7 +37,7 @@ import { FetchEnqueuer } from './processing/enqueue.js';
 import { fetchResource, type FetchJobDeps } from './processing/fetch-job.js';
 import { FetchStarts } from './processing/fetch-start.js';
 import { createFetchWorker } from './processing/fetch-worker.js';
-import { createFetchQueue, fetchKey, type ResourceKey } from './processing/fetch.queue.js';
+import { createFetchQueue, fetchKey } from './processing/fetch.queue.js';
 import { SnapshotStore } from './processing/snapshots.js';
 import { IngestFirst } from './processing/ingest-first.js';
 import { builtInHandlers, type HandlerRegistry } from './processing/handlers/index.js';
@@ -69,9 +67,6 @@ export interface Runtime {
   /** Role all: holds processing while the receiver is flooded (processing/ingest-first.ts). */
   ingestFirst?: IngestFirst;
   api: DbHandle;
-  relay: Relay;
-  enqueuer: FetchEnqueuer;
-  reporter: ErrorReporter;
   /** Whether start() has finished: the database is migrated and every part runs. */
   readonly started: boolean;
   /** Waits for PostgreSQL (saying so while it waits), migrates it, then starts the relay, workers and retention. */
@@ -125,7 +120,6 @@ async function createCore(config: Config, log: Logger) {
     companyStates: () => allCompanyStates(api.db, controls, gateError),
     // Roles api and all together: the workers yield to a flooded receiver (processing/ingest-first.ts).
     ingestFirst: runsApi && config.role !== 'api' ? new IngestFirst((n) => metrics.jobsHeld.set(n)) : undefined,
-    /** Whether start() has finished. */
     started: false,
   };
 }
@@ -136,7 +130,7 @@ type Core = Awaited<ReturnType<typeof createCore>>;
 interface RolePart {
   app?: FastifyInstance;
   worker?: Worker;
-  startSteps: (() => void)[];
+  start?: () => void;
   closers: [string, () => Promise<unknown>][];
 }
 
@@ -148,9 +142,8 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
   if (config.role !== 'api') parts.push(workerRole(core, opts.handlers ?? builtInHandlers()));
   if (config.role === 'worker' && config.opsPort !== undefined) {
     const app = await buildOpsApp(log, { pool: api.pool, redis: producer, metrics: core.metrics, queues: [queue], started: () => core.started, reporter: core.reporter, companyStates: core.companyStates });
-    parts.unshift({ app, startSteps: [], closers: [['ops http', () => app.close()]] });
+    parts.unshift({ app, closers: [['ops http', () => app.close()]] });
   }
-  const startSteps = [() => relay.start(), ...parts.flatMap((p) => p.startSteps)];
   const closers: RolePart['closers'] = [
     ...parts.flatMap((p) => p.closers),
     ['relay', () => relay.stop()],
@@ -168,16 +161,14 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
     worker: parts.find((p) => p.worker)?.worker,
     ingestFirst: core.ingestFirst,
     api,
-    relay,
-    enqueuer: core.enqueuer,
-    reporter: core.reporter,
     get started() {
       return core.started;
     },
     async start() {
       await waitForDatabase(config.databaseUrl, { onWait: outages.postgresDown, signal: stopping.signal });
       outages.postgresBack();
-      for (const step of startSteps) step();
+      relay.start();
+      for (const part of parts) part.start?.();
       core.started = true;
     },
     async close() {
@@ -245,11 +236,9 @@ async function apiRole(core: Core): Promise<RolePart> {
   });
   return {
     app,
-    startSteps: [
-      () => {
-        listener = listenForWebhookChanges(config.databaseUrl, directory, report('webhook_listener', 'the webhook change listener met an error; it reconnects', 'postgres'));
-      },
-    ],
+    start: () => {
+      listener = listenForWebhookChanges(config.databaseUrl, directory, report('webhook_listener', 'the webhook change listener met an error; it reconnects', 'postgres'));
+    },
     closers: [
       ['http', () => app.close()],
       ['webhook listener', async () => listener?.stop()],
@@ -279,18 +268,7 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
   // The parked resources a finished fetch frees get their jobs at once.
   const finishes = new GateFinishes(gate, (admitted) => enqueuer.addAdmitted(admitted), log);
   const fetchWorker = createFetchWorker({
-    job: fetchJobDeps({
-      ...core,
-      db: workerDb,
-      notifications,
-      connection,
-      gate,
-      finishes,
-      handlers,
-      enqueue: (resources) => enqueuer.enqueue(resources),
-      admit: ingestFirst && (() => ingestFirst.admit()),
-      onError: report('fetch_gate', "the company gate in Redis missed a fetch's end or a pause; places lapse by themselves, pauses are mended from PostgreSQL", 'redis'),
-    }),
+    job: fetchJobDeps(core, { db: workerDb, notifications, gate, finishes, handlers }),
     connection,
     prefix: config.queuePrefix,
     concurrency: config.fetch.concurrency,
@@ -314,14 +292,12 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
     });
   return {
     worker: fetchWorker,
-    startSteps: [
-      () => {
-        void fetchWorker.run().catch(workerError);
-        ingestFirst?.start();
-        retention.start();
-        pausedCompanies.start();
-      },
-    ],
+    start: () => {
+      void fetchWorker.run().catch(workerError);
+      ingestFirst?.start();
+      retention.start();
+      pausedCompanies.start();
+    },
     closers: [
       ['ingest-first', async () => ingestFirst?.stop()],
       ['fetch workers', closeWorker],
@@ -345,10 +321,7 @@ function workerLoops(core: Core, own: { db: DbHandle; connection: RedisClient; g
     gate,
     company: (companyId) => findCompany(workerDb.db, companyId),
     resume: core.controls.resume,
-    kick: async (companyIds) => {
-      const admitted = await gate.kick(companyIds);
-      if (admitted.length > 0) await enqueuer.addAdmitted(admitted);
-    },
+    kick: async (companyIds) => enqueuer.addAdmitted(await gate.kick(companyIds)),
     probe: settingsProbe(webhookSettingsApi(new MarketplaceClient({ timeoutMs: config.marketplaceTimeoutMs, tokens: core.tokens })), config.secretKey),
     probeIntervalMs: config.fetch.pausedProbeIntervalMs,
     log,
@@ -369,42 +342,28 @@ function workerLoops(core: Core, own: { db: DbHandle; connection: RedisClient; g
  * What a fetch job runs on (processing/fetch-job.ts): the caches and batchers one process's jobs share,
  * the marketplace client, and every write through the notifications repository.
  */
-function fetchJobDeps(deps: {
-  db: DbHandle;
-  notifications: NotificationsRepository;
-  connection: RedisClient;
-  gate: CompanyGate;
-  finishes: GateFinishes;
-  config: Config;
-  handlers: HandlerRegistry;
-  log: Logger;
-  metrics: Metrics;
-  tokens: AccessTokens;
-  enqueue: (resources: ResourceKey[]) => Promise<void>;
-  admit?: () => Promise<void>;
-  onError: (err: unknown) => void;
-  finished: BatchSummary;
-  tracing?: Tracing;
-}): FetchJobDeps {
-  const { notifications, config } = deps;
-  const connections = new CompanyConnections(deps.db.db, config.secretKey, config.fetch.companyConcurrency);
-  const starts = new FetchStarts(notifications, deps.gate, config.queuePrefix, config.fetch.minIntervalMs);
+function fetchJobDeps(core: Core, own: { db: DbHandle; notifications: NotificationsRepository; gate: CompanyGate; finishes: GateFinishes; handlers: HandlerRegistry }): FetchJobDeps {
+  const { config, metrics, enqueuer, ingestFirst } = core;
+  const { notifications, gate } = own;
+  const onError = core.report('fetch_gate', "the company gate in Redis missed a fetch's end or a pause; places lapse by themselves, pauses are mended from PostgreSQL", 'redis');
+  const connections = new CompanyConnections(own.db.db, config.secretKey, config.fetch.companyConcurrency);
+  const starts = new FetchStarts(notifications, gate, config.queuePrefix, config.fetch.minIntervalMs);
   // Handlers write through drizzle, on the connection of the transaction that stores their snapshot.
-  const snapshots = new SnapshotStore(notifications, deps.handlers, (client) => drizzle({ client, schema }), deps.tracing);
+  const snapshots = new SnapshotStore(notifications, own.handlers, (client) => drizzle({ client, schema }), core.tracing);
   const marketplace = new MarketplaceClient({
     timeoutMs: config.fetch.timeoutMs,
     connections: config.fetch.concurrency,
-    tokens: deps.tokens,
+    tokens: core.tokens,
     onCall: (operation, outcome) => {
       // The fetches themselves are counted as fetch outcomes; only their token requests here.
-      if (operation === 'oauth.token') deps.metrics.marketplaceCalls.inc({ operation, outcome });
+      if (operation === 'oauth.token') metrics.marketplaceCalls.inc({ operation, outcome });
     },
   });
   return {
-    admit: deps.admit,
+    admit: ingestFirst && (() => ingestFirst.admit()),
     company: (companyId) => connections.get(companyId),
     begin: (request) => starts.begin(request),
-    finish: (resource, max, answer) => void deps.finishes.finish({ ...resource, fetchKey: fetchKey(resource), max, answer }).catch(deps.onError),
+    finish: (resource, max, answer) => void own.finishes.finish({ ...resource, fetchKey: fetchKey(resource), max, answer }).catch(onError),
     get: (href, connection) => fetchResource(marketplace, href, connection),
     store: (snapshot) => snapshots.store(snapshot),
     retry: notifications.retry,
@@ -413,14 +372,14 @@ function fetchJobDeps(deps: {
     pause: async (attempt, revision, why) => {
       const paused = await notifications.park(attempt, revision, `GET ${attempt.href}: ${why}`);
       // If Redis cannot be told, the paused-company loop tells it from PostgreSQL within seconds.
-      if (paused) await deps.gate.pause(attempt.companyId, [attempt]).catch(deps.onError);
+      if (paused) await gate.pause(attempt.companyId, [attempt]).catch(onError);
       return paused;
     },
     forgetCompany: (companyId) => connections.forget(companyId),
-    requeue: (resource) => deps.enqueue([resource]),
+    requeue: (resource) => enqueuer.enqueue([resource]),
     now: () => new Date(),
-    metrics: deps.metrics,
-    finished: deps.finished,
-    log: deps.log,
+    metrics,
+    finished: core.finished,
+    log: core.log,
   };
 }

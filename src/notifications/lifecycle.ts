@@ -30,10 +30,9 @@ export type InsertedStatus = 'received' | 'queued' | 'discarded';
 export const statusOnAccept = (row: Pick<NewNotification, 'disposition'>, queueing: boolean): InsertedStatus =>
   row.disposition === 'discarded' ? 'discarded' : queueing ? 'queued' : 'received';
 
-export interface PendingKey {
+/** A pending notification and its resource: the relay's rows, a replay's (received again). */
+export interface PendingKey extends ResourceRef {
   id: number;
-  companyId: string;
-  href: string;
 }
 
 /** Claimed per job; a larger backlog for one href is taken by a follow-up job. */
@@ -91,12 +90,6 @@ export interface Stored {
   eventId: number | null;
 }
 
-export interface ReplayedRow {
-  id: number;
-  companyId: string;
-  href: string;
-}
-
 export interface NotificationSummary {
   id: number;
   companyId: string;
@@ -140,7 +133,7 @@ export interface NotificationLifecycle {
   /** retry, for refused credentials: the notifications left pending and the company paused, if `revision` is its current one. */
   park(attempt: FetchAttempt, revision: number, reason: string): Promise<boolean>;
   /** replay: back to received, keeping the final state each had; answers what was replayed. */
-  replay(ids: number[]): Promise<ReplayedRow[]>;
+  replay(ids: number[]): Promise<PendingKey[]>;
   /** What the live stream says of each notification. */
   summaries(ids: number[]): Promise<NotificationSummary[]>;
   /** purge: one batch of final notifications older than `retentionDays`, with their history; answers how many. */

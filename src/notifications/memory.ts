@@ -1,20 +1,18 @@
 /**
  * The notification lifecycle in memory: the same transitions as postgres.ts, guarded by the same table
  * (transitions.ts), over plain maps. For the fast test tier; test/helpers/lifecycle-contract.ts holds it
- * to what the PostgreSQL implementation does. Not for production: nothing survives the process.
+ * to what the PostgreSQL implementation does. It keeps only what the contract and tests read: no fetch
+ * attempts, replays or timestamps other than receivedAt. Not for production: nothing survives the process.
  */
 import type { NotificationStatus } from '../db/schema/index.js';
 import {
   CLAIM_LIMIT,
   type Claimed,
   type FetchAttempt,
-  type FetchedSnapshot,
   type NewNotification,
   type NotificationLifecycle,
-  type NotificationSummary,
-  type ReplayedRow,
+  type PendingKey,
   type ResourceRef,
-  type Stored,
   type Verdict,
   statusOnAccept,
 } from './lifecycle.js';
@@ -27,11 +25,7 @@ interface Row extends NewNotification {
   lastError: string | null;
   outcome: 'stored' | 'gone' | null;
   snapshotVersion: number | null;
-  fetchAttemptIds: number[];
   receivedAt: Date;
-  queuedAt: Date | null;
-  finishedAt: Date | null;
-  processedAt: Date | null;
 }
 
 interface Resource {
@@ -50,38 +44,20 @@ const isPending = (s: NotificationStatus) => (PENDING as readonly NotificationSt
 export function createMemoryLifecycle(opts: { companies?: { id: string; revision: number }[]; now?: () => Date } = {}) {
   const now = opts.now ?? (() => new Date());
   const rows = new Map<number, Row>();
-  const attempts = new Map<number, FetchAttempt & { id: number; snapshotVersion: number | null }>();
   const resources = new Map<string, Resource>();
   const events: { id: number; companyId: string; href: string; version: number; changes: unknown[] | null }[] = [];
-  const replays: { notificationId: number; previousStatus: NotificationStatus }[] = [];
   const companies = new Map((opts.companies ?? []).map((c) => [c.id, { revision: c.revision, paused: false, reason: null as string | null }]));
   let nextId = 1;
 
-  const addAttempt = (attempt: FetchAttempt, snapshotVersion: number | null = null): number => {
-    const id = nextId++;
-    attempts.set(id, { ...attempt, id, snapshotVersion });
-    return id;
-  };
-  const deleteOrphanAttempts = () => {
-    for (const [id, a] of attempts) if (!a.ids.some((n) => rows.has(n))) attempts.delete(id);
-  };
-
   const recordAttempt = async (attempt: FetchAttempt, verdict: Verdict): Promise<void> => {
-    const attemptId = addAttempt(attempt);
-    const at = now();
     for (const id of attempt.ids) {
       const row = rows.get(id);
       if (!row || !isPending(row.status)) continue;
       row.attempts++;
-      row.fetchAttemptIds.push(attemptId);
       row.lastError = verdict.status === 'failed' ? verdict.error : attempt.error;
       if (verdict.status === 'pending') continue;
       row.status = verdict.status;
-      row.finishedAt = at;
-      if (verdict.status === 'processed') {
-        row.outcome = verdict.outcome;
-        row.processedAt = at;
-      }
+      if (verdict.status === 'processed') row.outcome = verdict.outcome;
     }
   };
 
@@ -89,14 +65,12 @@ export function createMemoryLifecycle(opts: { companies?: { id: string; revision
     const [to] = TRANSITIONS[transition].to;
     for (const id of ids) {
       const row = rows.get(id);
-      if (!row || !allowed(transition, row.status, to)) continue;
-      row.status = to;
-      if (to === 'queued') row.queuedAt = now();
+      if (row && allowed(transition, row.status, to)) row.status = to;
     }
   };
 
   const lifecycle: NotificationLifecycle = {
-    async accept(batch: NewNotification[], opts: { queueing: boolean }) {
+    async accept(batch, opts) {
       const at = now();
       return batch.map((n) => {
         const id = nextId++;
@@ -109,11 +83,7 @@ export function createMemoryLifecycle(opts: { companies?: { id: string; revision
           lastError: null,
           outcome: null,
           snapshotVersion: null,
-          fetchAttemptIds: [],
           receivedAt: at,
-          queuedAt: status === 'queued' ? at : null,
-          finishedAt: status === 'discarded' ? at : null,
-          processedAt: null,
         });
         return { id, status };
       });
@@ -170,7 +140,7 @@ export function createMemoryLifecycle(opts: { companies?: { id: string; revision
     },
     retry: (attempt) => recordAttempt(attempt, { status: 'pending' }),
     fail: (attempt, error) => recordAttempt(attempt, { status: 'failed', error }),
-    async storeFetched(items: FetchedSnapshot[]): Promise<Stored[]> {
+    async storeFetched(items) {
       return items.map((item) => {
         const key = keyOf(item);
         const existing = resources.get(key);
@@ -186,17 +156,11 @@ export function createMemoryLifecycle(opts: { companies?: { id: string; revision
           const follows = stored === (item.claimed.previous?.version ?? 0) + 1;
           events.push({ id: eventId, companyId: item.companyId, href: item.href, version: stored, changes: follows ? item.changes : null });
         }
-        const attemptId = addAttempt(
-          { companyId: item.companyId, href: item.href, startedAt: item.fetchStartedAt, finishedAt: item.fetchFinishedAt, httpStatus: item.httpStatus, outcome: 'stored', error: null, ids: item.claimed.ids },
-          stored,
-        );
-        const at = now();
         for (const id of item.claimed.ids) {
           const row = rows.get(id);
           if (!row || !allowed('finish', row.status, 'processed')) continue;
-          Object.assign(row, { status: 'processed', outcome: 'stored', snapshotVersion: version, lastError: null, processedAt: at, finishedAt: at });
+          Object.assign(row, { status: 'processed', outcome: 'stored', snapshotVersion: version, lastError: null });
           row.attempts++;
-          row.fetchAttemptIds.push(attemptId);
         }
         return { version, stored, eventId };
       });
@@ -213,18 +177,17 @@ export function createMemoryLifecycle(opts: { companies?: { id: string; revision
       Object.assign(company, { paused: true, reason });
       return true;
     },
-    async replay(ids): Promise<ReplayedRow[]> {
-      const replayed: ReplayedRow[] = [];
+    async replay(ids) {
+      const replayed: PendingKey[] = [];
       for (const id of [...ids].sort((a, b) => a - b)) {
         const row = rows.get(id);
         if (!row || !allowed('replay', row.status, 'received')) continue;
-        replays.push({ notificationId: id, previousStatus: row.status });
-        Object.assign(row, { status: 'received', lastError: null, outcome: null, snapshotVersion: null, queuedAt: null, processedAt: null, finishedAt: null });
+        Object.assign(row, { status: 'received', lastError: null, outcome: null, snapshotVersion: null });
         replayed.push({ id, companyId: row.companyId, href: row.href });
       }
       return replayed;
     },
-    async summaries(ids): Promise<NotificationSummary[]> {
+    async summaries(ids) {
       return ids.flatMap((id) => {
         const r = rows.get(id);
         return r ? [{ id, companyId: r.companyId, webhookId: r.webhookId, type: r.type, resourceId: r.resourceId }] : [];
@@ -234,16 +197,13 @@ export function createMemoryLifecycle(opts: { companies?: { id: string; revision
       const before = now().getTime() - retentionDays * 86_400_000;
       const old = [...rows.values()].filter((r) => r.receivedAt.getTime() < before && allowed('purge', r.status, null)).sort((a, b) => a.id - b.id).slice(0, limit);
       for (const r of old) rows.delete(r.id);
-      deleteOrphanAttempts();
       return old.length;
     },
     async deleteWebhook(webhookId) {
       for (const [id, r] of rows) if (r.webhookId === webhookId) rows.delete(id);
-      deleteOrphanAttempts();
     },
     async deleteCompany(companyId) {
       for (const [id, r] of rows) if (r.companyId === companyId) rows.delete(id);
-      for (const [id, a] of attempts) if (a.companyId === companyId) attempts.delete(id);
       for (const [key] of resources) if (key.startsWith(`${companyId} `)) resources.delete(key);
       companies.delete(companyId);
     },
@@ -256,7 +216,6 @@ export function createMemoryLifecycle(opts: { companies?: { id: string; revision
       resource: (ref: ResourceRef) => resources.get(keyOf(ref)),
       company: (id: string) => companies.get(id),
       events: () => events,
-      replays: () => replays,
     },
   };
 }

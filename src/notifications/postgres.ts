@@ -18,7 +18,7 @@ import pino, { type Logger } from 'pino';
 import { CachedPlans, type Statement } from '../db/cached-plans.js';
 import { inTransaction } from '../db/client.js';
 import type { NotificationStatus } from '../db/schema/index.js';
-import { CLAIM_LIMIT, statusOnAccept, type Claimed, type FetchAttempt, type FetchedSnapshot, type InsertedStatus, type NewNotification, type NotificationLifecycle, type NotificationSummary, type PendingKey, type ReplayedRow, type Stored, type Verdict } from './lifecycle.js';
+import { CLAIM_LIMIT, statusOnAccept, type Claimed, type FetchAttempt, type FetchedSnapshot, type InsertedStatus, type NewNotification, type NotificationLifecycle, type NotificationSummary, type PendingKey, type ResourceRef, type Stored, type Verdict } from './lifecycle.js';
 import { fromGuard, TRANSITIONS } from './transitions.js';
 
 export const NOTIFICATIONS_CHANNEL = 'skyhook_notifications';
@@ -115,7 +115,7 @@ async function lockUnqueued(client: Sql, graceMs: number, limit: number): Promis
  * job may be lost), after `after`, in key order. A paused company's rows wait parked by design: they are
  * queued again when it resumes (processing/paused-companies.ts), not here.
  */
-async function staleQueuedKeys(sql: Sql, olderThanMs: number, after: { companyId: string; href: string } | undefined, limit: number): Promise<{ companyId: string; href: string }[]> {
+async function staleQueuedKeys(sql: Sql, olderThanMs: number, after: ResourceRef | undefined, limit: number): Promise<ResourceRef[]> {
   const { rows } = await sql.query<{ company_id: string; href: string }>(
     `SELECT DISTINCT company_id, href FROM notifications
      WHERE status = 'queued' AND received_at < now() - make_interval(secs => $1::double precision / 1000)
@@ -128,7 +128,7 @@ async function staleQueuedKeys(sql: Sql, olderThanMs: number, after: { companyId
 }
 
 /** A company's resources with notifications still pending: what resuming it queues again. */
-async function pendingResources(sql: Sql, companyId: string): Promise<{ companyId: string; href: string }[]> {
+async function pendingResources(sql: Sql, companyId: string): Promise<ResourceRef[]> {
   const { rows } = await sql.query<{ href: string }>(`SELECT DISTINCT href FROM notifications WHERE company_id = $1 AND ${fromGuard('finish')}`, [companyId]);
   return rows.map((r) => ({ companyId, href: r.href }));
 }
@@ -161,7 +161,7 @@ export const CLAIM_STATEMENT: Statement = {
 };
 
 /** Indexed like `keys`; a key with nothing pending has no entry. */
-async function claimPending(sql: Sql, plans: CachedPlans | undefined, keys: { companyId: string; href: string }[]): Promise<(Claimed | undefined)[]> {
+async function claimPending(sql: Sql, plans: CachedPlans | undefined, keys: ResourceRef[]): Promise<(Claimed | undefined)[]> {
   const { rows } = await sql.query<{ ord: string; ids: string[]; received_at: Date[]; type: string; resource_id: string; previous_version: number | null; previous_body: unknown }>({
     name: plans?.nameFor(CLAIM_STATEMENT),
     text: CLAIM_STATEMENT.text,
@@ -372,7 +372,7 @@ async function storeFetched(sql: Sql, plans: CachedPlans | undefined, items: Fet
  * Sets the notifications back to `received` (not a discarded one: its webhook was deactivated), keeping
  * the final state each had in notification_replays. The caller queues them (or the relay does).
  */
-async function replay(sql: Sql, ids: number[]): Promise<ReplayedRow[]> {
+async function replay(sql: Sql, ids: number[]): Promise<PendingKey[]> {
   if (ids.length === 0) return [];
   const { rows } = await sql.query<{ id: string; company_id: string; href: string }>(
     `WITH target AS (
@@ -463,13 +463,11 @@ async function summaries(sql: Sql, ids: number[]): Promise<NotificationSummary[]
 function bind(sql: Sql, plans?: CachedPlans) {
   return {
     accept: (rows: NewNotification[], opts: { queueing: boolean }) => accept(sql, rows, opts.queueing),
-    /** received -> queued: their jobs were added. */
     queue: (ids: number[]) => requeue(sql, ids, 'queue'),
-    /** queued -> received: adding their jobs failed; the relay queues them later. */
     unqueue: (ids: number[]) => requeue(sql, ids, 'unqueue'),
-    staleQueuedKeys: (olderThanMs: number, after: { companyId: string; href: string } | undefined, limit: number) => staleQueuedKeys(sql, olderThanMs, after, limit),
+    staleQueuedKeys: (olderThanMs: number, after: ResourceRef | undefined, limit: number) => staleQueuedKeys(sql, olderThanMs, after, limit),
     pendingResources: (companyId: string) => pendingResources(sql, companyId),
-    claimPending: (keys: { companyId: string; href: string }[]) => claimPending(sql, plans, keys),
+    claimPending: (keys: ResourceRef[]) => claimPending(sql, plans, keys),
     retry: (attempt: FetchAttempt) => recordAttempt(sql, attempt, { status: 'pending' }),
     fail: (attempt: FetchAttempt, error: string) => recordAttempt(sql, attempt, { status: 'failed', error }),
     storeFetched: (items: FetchedSnapshot[]) => storeFetched(sql, plans, items),
@@ -494,17 +492,12 @@ export function createNotificationsRepository(pool: pg.Pool, log: Logger = pino(
         }
         return rows;
       }),
-    /** processed, outcome `gone`, with the resource flagged gone: one transaction. */
     markGone: (attempt: FetchAttempt): Promise<void> => inTransaction(pool, (client) => markGone(client, attempt)),
-    /** The attempt recorded, its notifications left pending, the company paused (if `revision` is current): one transaction. */
     park: (attempt: FetchAttempt, revision: number, reason: string): Promise<boolean> => inTransaction(pool, (client) => park(client, attempt, revision, reason)),
     /** Runs `fn` in one transaction; `client` is its connection, for what else must commit with it (the handlers). */
     transaction: <T>(fn: (tx: NotificationsTx, client: pg.PoolClient) => Promise<T>): Promise<T> => inTransaction(pool, (client) => fn(bind(client), client)),
-    /** Deletes a webhook with its notifications and their history: one transaction. */
     deleteWebhook: (webhookId: string): Promise<void> => inTransaction(pool, (client) => deleteWebhook(client, webhookId)),
-    /** Deletes a company with everything of it, its fetch attempts included: one transaction. */
     deleteCompany: (companyId: string): Promise<void> => inTransaction(pool, (client) => deleteCompany(client, companyId)),
-    /** Deletes one batch of final notifications older than `retentionDays`, with their history; answers how many. */
     purgeBatch: (retentionDays: number, limit: number): Promise<number> => inTransaction(pool, (client) => purgeBatch(client, retentionDays, limit)),
   };
   return repository satisfies NotificationLifecycle;

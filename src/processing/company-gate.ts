@@ -96,9 +96,9 @@ export type GateAnswer =
   /** No GET was made (nothing was pending). */
   | { kind: 'none' };
 
-interface GateStartRequest extends ResourceKey {
+export interface GateStartRequest extends ResourceKey {
   fetchKey: string;
-  /** The company's limit (its own, or the default). */
+  /** The company's limit: its own, or the default (SPEC §5.1 F2). */
   max: number;
   /** PostgreSQL says the company is paused (the mirror may lag by a moment). */
   paused: boolean;

@@ -187,9 +187,7 @@ interface FetchContext {
 }
 
 export interface OutcomeDeps {
-  /** The attempt recorded, its notifications left pending for the next one. */
   retry: NotificationLifecycle['retry'];
-  /** The attempt recorded, its notifications failed. */
   fail: NotificationLifecycle['fail'];
   /** Stores the snapshot (batched with the other running jobs) and processes what it covers. */
   store(snapshot: FetchedSnapshot): Promise<Stored>;

@@ -7,10 +7,9 @@
  * parked one ends; a job with nothing pending reserves nothing, so the next notification for that key is
  * fetched at once.
  */
-import type { NotificationLifecycle } from '../notifications/lifecycle.js';
-import type { Claimed } from '../notifications/lifecycle.js';
+import type { Claimed, NotificationLifecycle } from '../notifications/lifecycle.js';
 import { Batcher } from '../lib/batcher.js';
-import type { CompanyGate } from './company-gate.js';
+import type { CompanyGate, GateStartRequest } from './company-gate.js';
 import { fetchKey, type ResourceKey } from './fetch.queue.js';
 
 export type FetchStart =
@@ -24,14 +23,8 @@ export type FetchStart =
   | { kind: 'claimed'; claimed: Claimed };
 
 /** What a starting job tells the gate about itself. */
-export interface StartRequest {
+export interface StartRequest extends Pick<GateStartRequest, 'max' | 'paused' | 'retried'> {
   resource: ResourceKey;
-  /** Its company's limit (SPEC §5.1 F2). */
-  max: number;
-  /** PostgreSQL says its company is paused. */
-  paused: boolean;
-  /** The job ran before (a retry keeps its attempts: it waits rather than parks). */
-  retried: boolean;
 }
 
 export class FetchStarts {

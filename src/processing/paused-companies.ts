@@ -16,6 +16,7 @@ import type { CompanyRow } from '../db/schema/index.js';
 import { MarketplaceError } from '../marketplace/client.js';
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
 import { withTimeout } from '../lib/timeout.js';
+import type { NotificationLifecycle } from '../notifications/lifecycle.js';
 import { credentialsVerdict } from '../services/companies.service.js';
 import type { CompanyControls } from '../services/company-state.js';
 import type { RedisClient } from '../lib/redis/connection.js';
@@ -27,23 +28,15 @@ const RESUME_BATCH = 1000;
 /** How often each worker process looks at the paused companies, at most (the probes themselves are rarer). */
 const LOOP_MS = 15_000;
 
-interface ResumeDeps {
-  gate: Pick<CompanyGate, 'resume'>;
-  /** The company's resources with notifications still pending (SELECT DISTINCT, from PostgreSQL). */
-  pendingResources(companyId: string): Promise<ResourceKey[]>;
-  enqueue(resources: ResourceKey[]): Promise<void>;
-}
-
-/** Lifts a company's pause at its gate and queues every resource it has pending; answers how many. */
-async function resumeCompany(deps: ResumeDeps, companyId: string): Promise<number> {
-  await deps.gate.resume(companyId);
-  const resources = await deps.pendingResources(companyId);
-  for (let i = 0; i < resources.length; i += RESUME_BATCH) await deps.enqueue(resources.slice(i, i + RESUME_BATCH));
-  return resources.length;
-}
-
-/** A company's controls (services/company-state.ts) over its gate, resuming as resumeCompany does. */
-export function companyControls(gate: CompanyGate, resume: Omit<ResumeDeps, 'gate'>, opts: { timeoutMs: number; log: Pick<Logger, 'info' | 'warn'> }): CompanyControls {
+/**
+ * A company's controls (services/company-state.ts) over its gate. Resuming lifts the pause at the gate and
+ * queues every resource the company has pending (read from PostgreSQL); it answers how many.
+ */
+export function companyControls(
+  gate: CompanyGate,
+  queue: Pick<NotificationLifecycle, 'pendingResources'> & { enqueue(resources: ResourceKey[]): Promise<void> },
+  opts: { timeoutMs: number; log: Pick<Logger, 'info' | 'warn'> },
+): CompanyControls {
   // Bounded: a Redis out of reach must not hold an admin answer (states then come from PostgreSQL alone).
   const bounded = <T>(work: Promise<T>, what: string) => withTimeout(work, opts.timeoutMs, what);
   return {
@@ -52,9 +45,11 @@ export function companyControls(gate: CompanyGate, resume: Omit<ResumeDeps, 'gat
       await bounded(gate.pause(companyId), 'pausing at the company gate');
     },
     resume: async (companyId) => {
-      const resources = await resumeCompany({ gate, ...resume }, companyId);
-      opts.log.info({ companyId, state: 'ok', resources }, 'company resumed: its waiting notifications are queued again');
-      return resources;
+      await gate.resume(companyId);
+      const resources = await queue.pendingResources(companyId);
+      for (let i = 0; i < resources.length; i += RESUME_BATCH) await queue.enqueue(resources.slice(i, i + RESUME_BATCH));
+      opts.log.info({ companyId, state: 'ok', resources: resources.length }, 'company resumed: its waiting notifications are queued again');
+      return resources.length;
     },
     setMax: (companyId, max) => bounded(gate.setMax(companyId, max), 'setting the company limit'),
     views: (companyIds) => bounded(gate.views(companyIds), 'reading the company gates'),

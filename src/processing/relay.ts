@@ -8,7 +8,7 @@
  * rows are taken with SKIP LOCKED.
  */
 import type { Logger } from 'pino';
-import type { NotificationLifecycle } from '../notifications/lifecycle.js';
+import type { NotificationLifecycle, ResourceRef } from '../notifications/lifecycle.js';
 import type { FetchEnqueuer } from './enqueue.js';
 
 const BATCH = 1000;
@@ -20,7 +20,7 @@ export class Relay {
   private lastStaleScan = 0;
   private lastRunId: string | undefined;
   /** Where the stale scan resumes: the last key it re-added. */
-  private staleCursor: { companyId: string; href: string } | undefined;
+  private staleCursor: ResourceRef | undefined;
 
   constructor(
     private readonly notifications: Pick<NotificationLifecycle, 'queueUnqueued' | 'staleQueuedKeys'>,

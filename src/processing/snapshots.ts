@@ -13,8 +13,6 @@ import { Batcher, splitOnFailure } from '../lib/batcher.js';
 import { endsWith, type Tracing } from '../lib/tracing.js';
 import type { HandlerRegistry } from './handlers/index.js';
 
-export type { Operation };
-
 /**
  * The RFC 6902 JSON Patch that turns `previous` into `next` (SPEC §5 `changes`): null for a first
  * version. fast-json-patch compares arrays index by index, linear in the size of the two documents

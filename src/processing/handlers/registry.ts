@@ -23,7 +23,7 @@ export interface HandlerContext {
 }
 
 export interface NotificationHandler {
-  /** The notification `type` it handles (seed §2.4), or '*' for a fallback. */
+  /** The notification `type` it handles (seed §2.4). */
   type: string;
   handle(ctx: HandlerContext): Promise<void>;
 }
@@ -31,11 +31,7 @@ export interface NotificationHandler {
 export class HandlerRegistry {
   private readonly byType = new Map<string, NotificationHandler>();
 
-  constructor(
-    handlers: NotificationHandler[],
-    /** Runs for types without a handler of their own; without it, those get the snapshot and the event only. */
-    private readonly fallback?: NotificationHandler,
-  ) {
+  constructor(handlers: NotificationHandler[]) {
     for (const h of handlers) {
       if (this.byType.has(h.type)) throw new Error(`two handlers for type ${h.type}`);
       this.byType.set(h.type, h);
@@ -43,6 +39,6 @@ export class HandlerRegistry {
   }
 
   handlerFor(type: string): NotificationHandler | undefined {
-    return this.byType.get(type) ?? this.fallback;
+    return this.byType.get(type);
   }
 }
