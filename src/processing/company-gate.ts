@@ -352,13 +352,6 @@ async function execAll(multi: ChainableCommander): Promise<void> {
   if (failed) throw failed[0];
 }
 
-/** The finish script's answer: (company id, href, priority) triples. */
-function admittedFrom(out: string[]): Admitted[] {
-  const admitted: Admitted[] = [];
-  for (let i = 0; i < out.length; i += 3) admitted.push({ companyId: out[i]!, href: out[i + 1]!, priority: Number(out[i + 2]) });
-  return admitted;
-}
-
 type Script<T> = (keys: string[], args: (string | number)[]) => Promise<T>;
 
 const num = (v: unknown): number | null => (v === null || v === false || v === undefined ? null : Number(v));
@@ -426,8 +419,15 @@ export class CompanyGate {
       const a = j.answer;
       return [j.companyId, j.fetchKey, j.max, a.kind, a.kind === 'throttled' ? (a.retryAfterMs ?? '') : '', a.kind === 'throttled' || a.kind === 'no_answer' ? a.why : ''];
     });
-    const out = await this.finishScript([this.pausedSet], [this.gatePrefix, this.pausedSet, Date.now(), SLOW_START, HOLD_FLOOR_MS, ADMIT_LEASE_MS, ...args]);
-    return admittedFrom(out);
+    return this.runFinish(args);
+  }
+
+  /** FINISH_LUA for these jobs' arguments; answers the parked resources it admitted from its (company id, href, priority) triples. */
+  private async runFinish(jobArgs: (string | number)[]): Promise<Admitted[]> {
+    const out = await this.finishScript([this.pausedSet], [this.gatePrefix, this.pausedSet, Date.now(), SLOW_START, HOLD_FLOOR_MS, ADMIT_LEASE_MS, ...jobArgs]);
+    const admitted: Admitted[] = [];
+    for (let i = 0; i < out.length; i += 3) admitted.push({ companyId: out[i]!, href: out[i + 1]!, priority: Number(out[i + 2]) });
+    return admitted;
   }
 
   /** Pauses a company and parks these resources of it (its credentials were refused: nothing is fetched until they are replaced). */
@@ -464,7 +464,7 @@ export class CompanyGate {
    */
   async hold(companyId: string, retryAfterMs: number | undefined, why: string): Promise<void> {
     const max = Number(await this.redis.hget(`${this.gatePrefix}${companyId}`, 'max')) || this.opts.defaultMax;
-    await this.finishScript([this.pausedSet], [this.gatePrefix, this.pausedSet, Date.now(), SLOW_START, HOLD_FLOOR_MS, ADMIT_LEASE_MS, companyId, '', max, 'throttled', retryAfterMs ?? '', why]);
+    await this.runFinish([companyId, '', max, 'throttled', retryAfterMs ?? '', why]);
   }
 
   /**
@@ -474,9 +474,7 @@ export class CompanyGate {
    */
   async kick(companyIds: string[]): Promise<Admitted[]> {
     if (companyIds.length === 0) return [];
-    const args = companyIds.flatMap((id) => [id, '', this.opts.defaultMax, 'kick', '', '']);
-    const out = await this.finishScript([this.pausedSet], [this.gatePrefix, this.pausedSet, Date.now(), SLOW_START, HOLD_FLOOR_MS, ADMIT_LEASE_MS, ...args]);
-    return admittedFrom(out);
+    return this.runFinish(companyIds.flatMap((id) => [id, '', this.opts.defaultMax, 'kick', '', '']));
   }
 
   /** Until when a company is held, if it is now. */
