@@ -69,14 +69,13 @@ export function doneNotice(query: unknown, messages: Record<string, string>): Ht
 }
 
 /** An error in the page (SPEC §13: never a raw JSON dump): its title, what happened, and each field named. */
-export function errorBox(p: { status: number; title: string; detail?: string; errors?: { field: string; message: string }[] }): Html {
+export function problemBox(p: Problem): Html {
+  const errors = p.extra.errors;
   return html`<div class="notice error" role="alert">
   <p><strong>${p.title}</strong> (${p.status})${p.detail ? html`: ${p.detail}` : ''}</p>
-  ${p.errors?.length ? html`<ul>${p.errors.map((e) => html`<li><code>${e.field}</code> ${e.message}</li>`)}</ul>` : ''}
+  ${errors?.length ? html`<ul>${errors.map((e) => html`<li><code>${e.field}</code> ${e.message}</li>`)}</ul>` : ''}
 </div>`;
 }
-
-export const problemBox = (p: Problem): Html => errorBox({ status: p.status, title: p.title, detail: p.detail, errors: p.extra.errors });
 
 /** A status as a small badge (the class only picks a colour; the word is always there). */
 export const statusBadge = (status: string): Html => html`<span class="badge s-${status}">${status}</span>`;
