@@ -116,15 +116,8 @@ function listContent(ctx: PageContext, q: ListQuery, result: { items: Notificati
   ${pager('Pages', (cursor) => `${ctx.base}/notifications${listQueryString(q, { cursor })}`, q.cursor, result.nextCursor)}`;
 }
 
-const kindLabel: Record<TimelineEntry['kind'], string> = {
-  received: 'Received',
-  queued: 'Queued',
-  fetch: 'Fetch',
-  replayed: 'Replayed',
-  processed: 'Processed',
-  failed: 'Failed',
-  discarded: 'Discarded',
-};
+/** A timeline entry's kind, as its row names it: `fetch` is Fetch. */
+const kindLabel = (kind: TimelineEntry['kind']) => kind.charAt(0).toUpperCase() + kind.slice(1);
 
 function timelineRows(entries: TimelineEntry[]): Html {
   const rows = entries.map((e) => {
@@ -134,7 +127,7 @@ function timelineRows(entries: TimelineEntry[]): Html {
         e.error ? html`<br><span class="error-text">${e.error}</span>` : ''
       }`;
     } else if (e.kind === 'failed' && e.error) details = html`<span class="error-text">${e.error}</span>`;
-    return html`<tr class="k-${e.kind}"><td data-label="At">${time(e.at, { ms: true })}</td><td data-label="What">${kindLabel[e.kind]}</td><td data-label="Details" class="wrap">${details}</td></tr>`;
+    return html`<tr class="k-${e.kind}"><td data-label="At">${time(e.at, { ms: true })}</td><td data-label="What">${kindLabel(e.kind)}</td><td data-label="Details" class="wrap">${details}</td></tr>`;
   });
   return table(['At', 'What', 'Details'], rows, { class: 'timeline cards', caption: 'Timeline, oldest first' });
 }
@@ -313,8 +306,6 @@ ${
   scope.get('/resources', async (req, reply) => resourcePage(kit, req, reply, parseForm(resourceHistoryQuery, req.query)));
 }
 
-const RFQ_TYPE = NOTIFICATION_TYPE_BY_EVENT.TripRequest;
-
 /** A resource's versions with what changed; an RFQ's with its Quote… and Decline… forms (`problem`: one was refused). */
 export async function resourcePage(kit: ConsoleKit, req: FastifyRequest, reply: FastifyReply, q: z.infer<typeof resourceHistoryQuery>, problem?: Problem): Promise<FastifyReply> {
   const { notifications, companies } = kit.deps.services;
@@ -330,7 +321,7 @@ ${problem ? problemBox(problem) : ''}
   <div><dt>Latest version</dt><dd>${snapshot ? html`${snapshot.version}, fetched ${time(snapshot.fetchedAt)}${snapshot.gone ? ' (gone)' : ''}` : '–'}</dd></div>
 </dl>
 ${snapshot?.body ? html`<details><summary>The resource as stored now</summary>${jsonBlock(snapshot.body, 'Stored resource')}</details>` : ''}
-${snapshot?.type === RFQ_TYPE && !snapshot.gone ? rfqAnswerForms(ctx, q.companyId, q.href, snapshot.body) : ''}
+${snapshot?.type === NOTIFICATION_TYPE_BY_EVENT.TripRequest && !snapshot.gone ? rfqAnswerForms(ctx, q.companyId, q.href, snapshot.body) : ''}
 <h2>Versions, newest first</h2>
 ${history.items.map(
   (v) => html`<section class="version" aria-labelledby="v-${v.eventId}">
