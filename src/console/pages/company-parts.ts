@@ -23,10 +23,7 @@ const tableQuerySchema = z.object({
 });
 type TableParams = z.infer<typeof tableQuerySchema>;
 
-export function tableParams(req: FastifyRequest): TableParams {
-  const raw = req.query as Record<string, unknown>;
-  return parseForm(tableQuerySchema, { q: raw.q, sort: raw.sort, dir: raw.dir });
-}
+export const tableParams = (req: FastifyRequest): TableParams => parseForm(tableQuerySchema, req.query);
 
 export const tableQuery = (p: TableParams): TableQuery => ({ search: p.q, sort: p.sort, dir: p.dir });
 

@@ -28,7 +28,7 @@ export function overviewPage(scope: FastifyInstance, kit: ConsoleKit): void {
   scope.get('/', async (req, reply) => {
     const ctx = kit.ctx(req);
     const p = tableParams(req);
-    const { page: pageNo = 1 } = parseForm(pageParams, { page: (req.query as Record<string, unknown>).page });
+    const { page: pageNo = 1 } = parseForm(pageParams, req.query);
     const overview = await kit.deps.services.overview.overview(tableQuery(p));
     const notifications = (q: Record<string, string>) => `${kit.base}/notifications${query(q)}`;
 
