@@ -3,7 +3,7 @@
  * validates, calls a service, and answers; the CLI calls the same services. Each operation has a summary
  * and a description, so /docs reads as documentation.
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { MAX_QUOTE_BODY_BYTES } from '../marketplace/quotes.js';
@@ -33,13 +33,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
   app.addHook('onRequest', adminTokenCheck(deps.adminToken, { allowBasic: false, limiter }));
   // Strict JSON: bad UTF-8, NUL and lone surrogates are a 400 here, not a replacement character or a 500.
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => {
-    try {
-      done(null, decodeJsonBody(body as Buffer));
-    } catch (err) {
-      done(err as Error, undefined);
-    }
-  });
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, async (_req: FastifyRequest, body: Buffer) => decodeJsonBody(body));
   // Live streams end when the server closes: they would otherwise hold the shutdown open.
   app.addHook('preClose', async () => deps.stream.close());
 

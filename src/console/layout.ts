@@ -69,17 +69,35 @@ export function doneNotice(query: unknown, messages: Record<string, string>): Ht
 }
 
 /** An error in the page (SPEC §13: never a raw JSON dump): its title, what happened, and each field named. */
-export function errorBox(p: { status: number; title: string; detail?: string; errors?: { field: string; message: string }[] }): Html {
+export function problemBox(p: Problem): Html {
+  const errors = p.extra.errors;
   return html`<div class="notice error" role="alert">
   <p><strong>${p.title}</strong> (${p.status})${p.detail ? html`: ${p.detail}` : ''}</p>
-  ${p.errors?.length ? html`<ul>${p.errors.map((e) => html`<li><code>${e.field}</code> ${e.message}</li>`)}</ul>` : ''}
+  ${errors?.length ? html`<ul>${errors.map((e) => html`<li><code>${e.field}</code> ${e.message}</li>`)}</ul>` : ''}
 </div>`;
 }
 
-export const problemBox = (p: Problem): Html => errorBox({ status: p.status, title: p.title, detail: p.detail, errors: p.extra.errors });
-
 /** A status as a small badge (the class only picks a colour; the word is always there). */
 export const statusBadge = (status: string): Html => html`<span class="badge s-${status}">${status}</span>`;
+
+/**
+ * A table in its scrolling frame. A heading given as text is a plain column heading; one given as markup (a
+ * `<th>` of its own: numeric, sortable) is inserted as it is, and `false` leaves the column out.
+ */
+export function table(headings: (string | Html | false)[], rows: Interpolation, opts: { class?: string; caption?: string } = {}): Html {
+  return html`<div class="table-wrap"><table${opts.class ? html` class="${opts.class}"` : ''}>
+  ${opts.caption ? html`<caption class="visually-hidden">${opts.caption}</caption>` : ''}
+  <thead><tr>${headings.map((h) => (typeof h === 'string' ? html`<th scope="col">${h}</th>` : h))}</tr></thead>
+  <tbody>${rows}</tbody>
+</table></div>`;
+}
+
+/** The heading of a column of numbers (right-aligned). */
+export const numHeading = (label: string): Html => html`<th scope="col" class="num">${label}</th>`;
+
+/** The Newest and Older links of a list paged by cursor: `href` builds a page's URL from its cursor (none: the newest). */
+export const pager = (label: string, href: (cursor?: string) => string, cursor: string | undefined, next: string | null, older = 'Older →'): Html =>
+  html`<nav class="pager" aria-label="${label}">${cursor ? html`<a href="${href()}">Newest</a>` : ''}${next ? html`<a href="${href(next)}">${older}</a>` : ''}</nav>`;
 
 /** A time in UTC, readable, with the machine-readable value kept. */
 export function time(iso: string | null | undefined, opts: { ms?: boolean } = {}): Html {

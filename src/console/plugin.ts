@@ -13,7 +13,7 @@ import type { Services } from '../services/index.js';
 import type { NotificationStream } from '../services/notification-stream.js';
 import { loadAssets } from './assets.js';
 import { html, type Html } from './html.js';
-import { errorBox, page, type PageContext } from './layout.js';
+import { page, problemBox, type PageContext } from './layout.js';
 import { companyPages } from './pages/companies.js';
 import { notificationPages } from './pages/notifications.js';
 import { outboundPages } from './pages/outbound.js';
@@ -171,15 +171,8 @@ export async function consoleRoutes(
     const expected = req.consoleSession?.csrfToken ?? '';
     if (crossSite || !expected || !constantTimeEqual(sha256(given), sha256(expected))) {
       req.log.warn({ url: req.url.split('?')[0], crossSite }, 'console: a state-changing request without a valid CSRF token was refused');
-      return kit.send(
-        reply,
-        errorPage(kit.ctx(req), req, {
-          status: 403,
-          title: 'Forbidden',
-          detail: 'This form could not be accepted: it came from another site, or it was opened before a sign-out or sign-in. Open the page again and repeat.',
-        }),
-        403,
-      );
+      const refused = new Problem(403, 'Forbidden', 'This form could not be accepted: it came from another site, or it was opened before a sign-out or sign-in. Open the page again and repeat.');
+      return kit.send(reply, errorPage(kit.ctx(req), req, refused), refused.status);
     }
   });
 
@@ -188,11 +181,10 @@ export async function consoleRoutes(
     const problem = opts.toProblem(err);
     if (!actionable(problem)) req.log.error({ err }, 'console request failed');
     for (const [name, value] of Object.entries(problem.extra.headers ?? {})) reply.header(name, value);
-    const body = { status: problem.status, title: problem.title, detail: problem.detail, errors: problem.extra.errors };
-    if (isHtmx(req)) return kit.send(reply, errorBox(body), problem.status);
-    return kit.send(reply, errorPage(kit.ctx(req), req, body), problem.status);
+    if (isHtmx(req)) return kit.send(reply, problemBox(problem), problem.status);
+    return kit.send(reply, errorPage(kit.ctx(req), req, problem), problem.status);
   });
-  scope.setNotFoundHandler((req, reply) => kit.send(reply, errorPage(kit.ctx(req), req, { status: 404, title: 'Not Found', detail: `There is no console page ${req.url.split('?')[0]}.` }), 404));
+  scope.setNotFoundHandler((req, reply) => kit.send(reply, errorPage(kit.ctx(req), req, new Problem(404, 'Not Found', `There is no console page ${req.url.split('?')[0]}.`)), 404));
 
   scope.get('/assets/:hash/:name', async (req, reply) => {
     const { hash, name } = req.params as { hash: string; name: string };
@@ -219,10 +211,10 @@ export async function consoleRoutes(
   // Live streams are ended at close by the admin API's preClose hook: the stream is the same.
 }
 
-function errorPage(ctx: PageContext, req: FastifyRequest, p: Parameters<typeof errorBox>[0]): Html {
+function errorPage(ctx: PageContext, req: FastifyRequest, p: Problem): Html {
   const signedIn = req.consoleSession !== undefined;
   return page(signedIn ? ctx : { ...ctx, csrfToken: undefined }, {
     title: p.title,
-    body: html`<h1>${p.title}</h1>${errorBox(p)}<p><a href="${ctx.base}">Back to the overview</a></p>`,
+    body: html`<h1>${p.title}</h1>${problemBox(p)}<p><a href="${ctx.base}">Back to the overview</a></p>`,
   });
 }

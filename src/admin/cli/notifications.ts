@@ -98,9 +98,7 @@ export function registerNotifications(program: Command): void {
     },
   );
 
-  notifications
-    .command('tail')
-    .description('follow status changes live, as they happen, until interrupted (Ctrl-C)')
+  subcommand(notifications, 'tail', 'follow status changes live, as they happen, until interrupted (Ctrl-C)')
     .option('--company-id <id>', 'only this company')
     .option('--json', 'one JSON object per line, as the admin stream sends them')
     .action((flags: JsonFlag & { companyId?: string }, cmd: Command) =>

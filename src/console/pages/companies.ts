@@ -10,7 +10,7 @@ import { badRequest, type Problem } from '../../lib/problem.js';
 import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES } from '../../marketplace/contract.js';
 import type { Deleted } from '../../services/deletions.service.js';
 import { html, type Html } from '../html.js';
-import { ago, csrfField, doneNotice, page, problemBox, query, time, type PageContext } from '../layout.js';
+import { ago, csrfField, doneNotice, page, problemBox, query, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../plugin.js';
 import { activityCharts, companyTable, count, failuresTable, stateBadge, stateDetail, stateNotice, stateWhen, tableForm, tableParams, tableQuery } from './company-parts.js';
 import { asRequest, parseForm } from './notifications.js';
@@ -118,6 +118,18 @@ ${
     const given = form(req).fetchConcurrency;
     const limitError = limitProblem ? { message: limitProblem.message, given: typeof given === 'string' ? given : '' } : undefined;
     const notifications = (q: Record<string, string>) => `${ctx.base}/notifications${query({ companyId, ...q })}`;
+    const webhookRows = hooks.items.map(
+      (w) => html`<tr>
+      <td data-label="Name">${w.displayName}<br><span class="muted small">client identifier <code>${w.clientIdentifier}</code></span></td>
+      <td data-label="Auth">${w.authType}</td>
+      <td data-label="targetURI" class="wrap"><code>${w.targetURI}</code></td>
+      <td data-label="Event types" class="wrap">${w.eventTypes.join(', ')}</td>
+      <td data-label="State">${w.active ? html`<span class="badge s-processed">active</span>` : html`<span class="badge s-discarded">inactive</span>`}${
+        w.previousSecretExpiresAt && Date.parse(w.previousSecretExpiresAt) > Date.now() ? html`<br><span class="muted small">previous secret valid until ${time(w.previousSecretExpiresAt)}</span>` : ''
+      }</td>
+      <td data-label="Actions">${webhookForms(ctx, companyId, w)}</td>
+    </tr>`,
+    );
     const body = html`<p class="crumbs"><a href="${ctx.base}/companies">Companies</a> › ${company.name}</p>
 <h1>${company.name}</h1>
 ${problem && !limitProblem ? problemBox(problem) : ''}${extra ?? ''}
@@ -149,21 +161,7 @@ ${failuresTable(a.topFailures)}
 ${
   hooks.items.length === 0
     ? html`<p>No webhook yet.</p>`
-    : html`<div class="table-wrap"><table class="cards">
-  <thead><tr><th scope="col">Name</th><th scope="col">Auth</th><th scope="col">targetURI</th><th scope="col">Event types</th><th scope="col">State</th><th scope="col">Actions</th></tr></thead>
-  <tbody>${hooks.items.map(
-    (w) => html`<tr>
-    <td data-label="Name">${w.displayName}<br><span class="muted small">client identifier <code>${w.clientIdentifier}</code></span></td>
-    <td data-label="Auth">${w.authType}</td>
-    <td data-label="targetURI" class="wrap"><code>${w.targetURI}</code></td>
-    <td data-label="Event types" class="wrap">${w.eventTypes.join(', ')}</td>
-    <td data-label="State">${w.active ? html`<span class="badge s-processed">active</span>` : html`<span class="badge s-discarded">inactive</span>`}${
-      w.previousSecretExpiresAt && Date.parse(w.previousSecretExpiresAt) > Date.now() ? html`<br><span class="muted small">previous secret valid until ${time(w.previousSecretExpiresAt)}</span>` : ''
-    }</td>
-    <td data-label="Actions">${webhookForms(ctx, companyId, w)}</td>
-  </tr>`,
-  )}</tbody>
-</table></div>`
+    : table(['Name', 'Auth', 'targetURI', 'Event types', 'State', 'Actions'], webhookRows, { class: 'cards' })
 }
 <h3>Register a webhook</h3>
 <form method="post" action="${ctx.base}/companies/${companyId}/webhooks" class="stack">${csrfField(ctx)}

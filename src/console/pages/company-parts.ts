@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { CompanyState } from '../../services/company-state.js';
 import { DEFAULT_DIRECTION, TABLE_SORTS, type CompanyActivity, type CompanySummary, type MinuteSeries, type TableQuery, type TableSort } from '../../services/overview.service.js';
 import { html, type Html } from '../html.js';
-import { ago, query, time } from '../layout.js';
+import { ago, numHeading, query, table, time } from '../layout.js';
 import { parseForm } from './notifications.js';
 
 export const count = (n: number): string => n.toLocaleString('en');
@@ -23,10 +23,7 @@ const tableQuerySchema = z.object({
 });
 type TableParams = z.infer<typeof tableQuerySchema>;
 
-export function tableParams(req: FastifyRequest): TableParams {
-  const raw = req.query as Record<string, unknown>;
-  return parseForm(tableQuerySchema, { q: raw.q, sort: raw.sort, dir: raw.dir });
-}
+export const tableParams = (req: FastifyRequest): TableParams => parseForm(tableQuerySchema, req.query);
 
 export const tableQuery = (p: TableParams): TableQuery => ({ search: p.q, sort: p.sort, dir: p.dir });
 
@@ -94,10 +91,7 @@ export const worst = (xs: (number | null)[]): number | null => {
 
 export function failuresTable(failures: CompanyActivity['topFailures']): Html {
   if (failures.length === 0) return html`<p class="muted">No failures.</p>`;
-  return html`<div class="table-wrap"><table>
-    <thead><tr><th scope="col">Reason</th><th scope="col" class="num">Failures</th><th scope="col">Last</th></tr></thead>
-    <tbody>${failures.map((f) => html`<tr><td class="wrap">${f.reason}</td><td class="num">${f.failures}</td><td>${time(f.lastFailedAt)}</td></tr>`)}</tbody>
-  </table></div>`;
+  return table(['Reason', numHeading('Failures'), 'Last'], failures.map((f) => html`<tr><td class="wrap">${f.reason}</td><td class="num">${f.failures}</td><td>${time(f.lastFailedAt)}</td></tr>`));
 }
 
 const SORT_LABELS: Record<TableSort, string> = { state: 'State', backlog: 'Backlog', oldest: 'Oldest pending', name: 'Name' };
@@ -136,13 +130,11 @@ export function companyTable(base: string, action: string, rows: CompanySummary[
     const href = `${action}${query({ q: p.q, sort: key, dir: next === DEFAULT_DIRECTION[key] ? undefined : next })}`;
     return html`<th scope="col"${extra ? html` class="${extra}"` : ''}${active ? html` aria-sort="${dir === 'asc' ? 'ascending' : 'descending'}"` : ''}><a href="${href}">${SORT_LABELS[key]}${active ? (dir === 'asc' ? ' ▲' : ' ▼') : ''}</a></th>`;
   };
-  return html`<div class="table-wrap"><table class="companies">
-  <caption class="visually-hidden">${caption}</caption>
-  <thead><tr>${heading('name')}${heading('state')}${heading('backlog', 'num')}${heading('oldest', 'num')}<th scope="col" class="num">Received (1 h)</th><th scope="col" class="num">Processed (1 h)</th><th scope="col" class="num">Failed (1 h)</th></tr></thead>
-  <tbody>${rows.map(
+  const headings = [heading('name'), heading('state'), heading('backlog', 'num'), heading('oldest', 'num'), numHeading('Received (1 h)'), numHeading('Processed (1 h)'), numHeading('Failed (1 h)')];
+  const cells = rows.map(
     (c) => html`<tr><td><a href="${base}/companies/${c.id}">${c.name}</a></td><td>${stateBadge(c.state)}</td><td class="num">${count(c.backlog.pending)}</td><td class="num">${
       c.backlog.pending ? ago(c.backlog.oldestPendingAgeS) : '–'
     }</td><td class="num">${count(c.lastHour.received)}</td><td class="num">${count(c.lastHour.processed)}</td><td class="num">${count(c.lastHour.failed)}</td></tr>`,
-  )}</tbody>
-</table></div>`;
+  );
+  return table(headings, cells, { class: 'companies', caption });
 }

@@ -14,7 +14,7 @@ import { badRequest, Problem } from '../../lib/problem.js';
 import type { NotificationFilter } from '../../services/notifications.service.js';
 import type { NotificationView, TimelineEntry } from '../../services/views.js';
 import { html, type Html } from '../html.js';
-import { problemBox, jsonBlock, notice, page, query, statusBadge, time, csrfField, type PageContext } from '../layout.js';
+import { problemBox, jsonBlock, notice, numHeading, page, pager, query, statusBadge, table, time, csrfField, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../plugin.js';
 import { rfqAnswerForms } from './rfq-forms.js';
 
@@ -95,15 +95,8 @@ function listPart(ctx: PageContext, q: ListQuery, result: { items: NotificationV
 
 function listContent(ctx: PageContext, q: ListQuery, result: { items: NotificationView[]; nextCursor: string | null }, names: Map<string, string>): Html {
   const live = q.cursor === undefined;
-  return html`<p class="muted list-state">${live ? html`<span class="live-dot" aria-hidden="true"></span> Live: the newest ${q.limit}, updated as notifications arrive and change.` : 'An older page: live updates show on the first page.'}</p>
-  ${
-    result.items.length === 0
-      ? html`<p>No notification matches.</p>`
-      : html`<div class="table-wrap"><table class="notifications cards">
-    <caption class="visually-hidden">Notifications, newest first</caption>
-    <thead><tr><th scope="col">Id</th><th scope="col">Received</th><th scope="col">Company</th><th scope="col">Type</th><th scope="col">Resource</th><th scope="col">Status</th><th scope="col" class="num">Attempts</th><th scope="col">Last error</th></tr></thead>
-    <tbody>${result.items.map(
-      (n) => html`<tr>
+  const rows = result.items.map(
+    (n) => html`<tr>
       <td data-label="Id"><a id="n-${n.id}" href="${ctx.base}/notifications/${n.id}">${n.id}</a></td>
       <td data-label="Received">${time(n.receivedAt)}</td>
       <td data-label="Company">${names.get(n.companyId) ?? n.companyId}</td>
@@ -113,39 +106,30 @@ function listContent(ctx: PageContext, q: ListQuery, result: { items: Notificati
       <td data-label="Attempts" class="num">${n.attempts}</td>
       <td data-label="Last error" class="wrap error-text">${n.lastError ? n.lastError.slice(0, 140) : ''}</td>
     </tr>`,
-    )}</tbody>
-  </table></div>`
+  );
+  return html`<p class="muted list-state">${live ? html`<span class="live-dot" aria-hidden="true"></span> Live: the newest ${q.limit}, updated as notifications arrive and change.` : 'An older page: live updates show on the first page.'}</p>
+  ${
+    result.items.length === 0
+      ? html`<p>No notification matches.</p>`
+      : table(['Id', 'Received', 'Company', 'Type', 'Resource', 'Status', numHeading('Attempts'), 'Last error'], rows, { class: 'notifications cards', caption: 'Notifications, newest first' })
   }
-  <nav class="pager" aria-label="Pages">
-    ${q.cursor !== undefined ? html`<a href="${ctx.base}/notifications${listQueryString(q)}">Newest</a>` : ''}
-    ${result.nextCursor ? html`<a href="${ctx.base}/notifications${listQueryString(q, { cursor: result.nextCursor })}">Older →</a>` : ''}
-  </nav>`;
+  ${pager('Pages', (cursor) => `${ctx.base}/notifications${listQueryString(q, { cursor })}`, q.cursor, result.nextCursor)}`;
 }
 
-const kindLabel: Record<TimelineEntry['kind'], string> = {
-  received: 'Received',
-  queued: 'Queued',
-  fetch: 'Fetch',
-  replayed: 'Replayed',
-  processed: 'Processed',
-  failed: 'Failed',
-  discarded: 'Discarded',
-};
+/** A timeline entry's kind, as its row names it: `fetch` is Fetch. */
+const kindLabel = (kind: TimelineEntry['kind']) => kind.charAt(0).toUpperCase() + kind.slice(1);
 
 function timelineRows(entries: TimelineEntry[]): Html {
-  return html`<div class="table-wrap"><table class="timeline cards">
-  <caption class="visually-hidden">Timeline, oldest first</caption>
-  <thead><tr><th scope="col">At</th><th scope="col">What</th><th scope="col">Details</th></tr></thead>
-  <tbody>${entries.map((e) => {
+  const rows = entries.map((e) => {
     let details: Html | string = '';
     if (e.kind === 'fetch') {
       details = html`HTTP ${e.httpStatus ?? 'none (network error or timeout)'} · ${e.outcome} · ${e.durationMs} ms${e.snapshotVersion !== null ? html` · stored version ${e.snapshotVersion}` : ''}${
         e.error ? html`<br><span class="error-text">${e.error}</span>` : ''
       }`;
     } else if (e.kind === 'failed' && e.error) details = html`<span class="error-text">${e.error}</span>`;
-    return html`<tr class="k-${e.kind}"><td data-label="At">${time(e.at, { ms: true })}</td><td data-label="What">${kindLabel[e.kind]}</td><td data-label="Details" class="wrap">${details}</td></tr>`;
-  })}</tbody>
-</table></div>`;
+    return html`<tr class="k-${e.kind}"><td data-label="At">${time(e.at, { ms: true })}</td><td data-label="What">${kindLabel(e.kind)}</td><td data-label="Details" class="wrap">${details}</td></tr>`;
+  });
+  return table(['At', 'What', 'Details'], rows, { class: 'timeline cards', caption: 'Timeline, oldest first' });
 }
 
 const idParams = z.object({ id: z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER) });
@@ -322,8 +306,6 @@ ${
   scope.get('/resources', async (req, reply) => resourcePage(kit, req, reply, parseForm(resourceHistoryQuery, req.query)));
 }
 
-const RFQ_TYPE = NOTIFICATION_TYPE_BY_EVENT.TripRequest;
-
 /** A resource's versions with what changed; an RFQ's with its Quote… and Decline… forms (`problem`: one was refused). */
 export async function resourcePage(kit: ConsoleKit, req: FastifyRequest, reply: FastifyReply, q: z.infer<typeof resourceHistoryQuery>, problem?: Problem): Promise<FastifyReply> {
   const { notifications, companies } = kit.deps.services;
@@ -339,7 +321,7 @@ ${problem ? problemBox(problem) : ''}
   <div><dt>Latest version</dt><dd>${snapshot ? html`${snapshot.version}, fetched ${time(snapshot.fetchedAt)}${snapshot.gone ? ' (gone)' : ''}` : '–'}</dd></div>
 </dl>
 ${snapshot?.body ? html`<details><summary>The resource as stored now</summary>${jsonBlock(snapshot.body, 'Stored resource')}</details>` : ''}
-${snapshot?.type === RFQ_TYPE && !snapshot.gone ? rfqAnswerForms(ctx, q.companyId, q.href, snapshot.body) : ''}
+${snapshot?.type === NOTIFICATION_TYPE_BY_EVENT.TripRequest && !snapshot.gone ? rfqAnswerForms(ctx, q.companyId, q.href, snapshot.body) : ''}
 <h2>Versions, newest first</h2>
 ${history.items.map(
   (v) => html`<section class="version" aria-labelledby="v-${v.eventId}">
@@ -347,10 +329,7 @@ ${history.items.map(
   ${changesList(v.changes)}
 </section>`,
 )}
-<nav class="pager" aria-label="Pages">
-  ${q.cursor ? html`<a href="${ctx.base}/resources${query({ companyId: q.companyId, href: q.href })}">Newest</a>` : ''}
-  ${history.nextCursor ? html`<a href="${ctx.base}/resources${query({ companyId: q.companyId, href: q.href, cursor: history.nextCursor })}">Older →</a>` : ''}
-</nav>`;
+${pager('Pages', (cursor) => `${ctx.base}/resources${query({ companyId: q.companyId, href: q.href, cursor })}`, q.cursor, history.nextCursor)}`;
   return kit.send(reply, page(ctx, { title: 'Resource', section: '/notifications', body }), problem?.status ?? 200);
 }
 
@@ -359,11 +338,9 @@ function changesList(changes: unknown): Html {
   if (changes === null || changes === undefined) return html`<p class="muted">The first version stored: nothing to compare with.</p>`;
   if (!Array.isArray(changes)) return jsonBlock(changes, 'Changes');
   if (changes.length === 0) return html`<p class="muted">Nothing changed.</p>`;
-  return html`<div class="table-wrap"><table class="changes">
-  <thead><tr><th scope="col">Change</th><th scope="col">Path</th><th scope="col">Value</th></tr></thead>
-  <tbody>${changes.map((c: { op?: unknown; path?: unknown; value?: unknown; from?: unknown }) => {
+  const rows = changes.map((c: { op?: unknown; path?: unknown; value?: unknown; from?: unknown }) => {
     const value = c.op === 'remove' ? html`<span class="muted">–</span>` : c.op === 'move' || c.op === 'copy' ? html`from <code>${String(c.from)}</code>` : html`<code class="wrap">${JSON.stringify(c.value)}</code>`;
     return html`<tr class="op-${String(c.op)}"><td>${String(c.op)}</td><td><code class="wrap">${String(c.path)}</code></td><td class="wrap">${value}</td></tr>`;
-  })}</tbody>
-</table></div>`;
+  });
+  return table(['Change', 'Path', 'Value'], rows, { class: 'changes' });
 }

@@ -9,7 +9,7 @@ import type { Problem } from '../../lib/problem.js';
 import { companyIdParams, resourceHistoryQuery } from '../../admin/schemas.js';
 import type { DeclineView, QuoteView } from '../../services/views.js';
 import { html } from '../html.js';
-import { csrfField, doneNotice, page, problemBox, query, time, type PageContext } from '../layout.js';
+import { csrfField, doneNotice, page, pager, problemBox, query, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../plugin.js';
 import { parseForm, resourcePage } from './notifications.js';
 import { declineForm, declineRequestOf, quoteForm, quoteRequestOf } from './rfq-forms.js';
@@ -40,9 +40,7 @@ const sentTo = (a: { target: string | null; targetUrl: string | null }) =>
   a.targetUrl ? html`<span class="small">${a.target === 'snapshot_href' ? "RFQ's href" : 'assumed path'}</span><br><code class="wrap small">${a.targetUrl}</code>` : html`<span class="muted">–</span>`;
 
 function quotesTable(ctx: PageContext, quotes: QuoteView[], withResend: boolean) {
-  return html`<div class="table-wrap"><table class="cards">
-  <thead><tr><th scope="col">Seller quote identifier</th><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Marketplace ids</th><th scope="col">Sent to</th><th scope="col">Submitted</th>${withResend ? html`<th scope="col">Action</th>` : ''}</tr></thead>
-  <tbody>${quotes.map(
+  const rows = quotes.map(
     (q) => html`<tr>
     <td data-label="Seller quote identifier" class="wrap">${q.sellerUniqueQuoteIdentifier}${q.actAsAccount ? html`<br><span class="muted small">as ${q.actAsAccount}</span>` : ''}</td>
     <td data-label="Request" class="wrap">${q.requestId}</td>
@@ -52,14 +50,12 @@ function quotesTable(ctx: PageContext, quotes: QuoteView[], withResend: boolean)
     <td data-label="Submitted">${time(q.createdAt)}</td>
     ${withResend ? resendForm(ctx, `/companies/${q.companyId}/quotes/${q.id}/resend`, `quote ${q.sellerUniqueQuoteIdentifier}`) : ''}
   </tr>`,
-  )}</tbody>
-</table></div>`;
+  );
+  return table(['Seller quote identifier', 'Request', 'Status', 'Marketplace ids', 'Sent to', 'Submitted', withResend && 'Action'], rows, { class: 'cards' });
 }
 
 function declinesTable(ctx: PageContext, declines: DeclineView[], withResend: boolean) {
-  return html`<div class="table-wrap"><table class="cards">
-  <thead><tr><th scope="col">Request</th><th scope="col">Reason</th><th scope="col">Status</th><th scope="col">Trip message</th><th scope="col">Sent to</th><th scope="col">Declined</th>${withResend ? html`<th scope="col">Action</th>` : ''}</tr></thead>
-  <tbody>${declines.map(
+  const rows = declines.map(
     (d) => html`<tr>
     <td data-label="Request" class="wrap">${d.requestId}${d.actAsAccount ? html`<br><span class="muted small">as ${d.actAsAccount}</span>` : ''}</td>
     <td data-label="Reason">${d.decline.declineReason}${d.decline.message ? html`<br><span class="muted small wrap">${d.decline.message}</span>` : ''}</td>
@@ -69,8 +65,8 @@ function declinesTable(ctx: PageContext, declines: DeclineView[], withResend: bo
     <td data-label="Declined">${time(d.createdAt)}</td>
     ${withResend ? resendForm(ctx, `/companies/${d.companyId}/declines/${d.id}/resend`, `the decline of ${d.requestId}`) : ''}
   </tr>`,
-  )}</tbody>
-</table></div>`;
+  );
+  return table(['Request', 'Reason', 'Status', 'Trip message', 'Sent to', 'Declined', withResend && 'Action'], rows, { class: 'cards' });
 }
 
 // Over 80 lines on purpose: a registrar, one page or form after another, each a few lines; the helpers it shares sit above it.
@@ -97,10 +93,8 @@ export function outboundPages(scope: FastifyInstance, kit: ConsoleKit): void {
       leads.list(companyId, { limit: PAGE, cursor: q.leadsCursor }),
     ]);
     /** Newest and Older links of one of the three lists: each pages with a cursor of its own. */
-    const pager = (label: string, cursor: 'quotesCursor' | 'declinesCursor' | 'leadsCursor', next: string | null, older: string) =>
-      html`<nav class="pager" aria-label="${label} pages">${q[cursor] ? html`<a href="${ctx.base}/outbound${query({ companyId })}">Newest</a>` : ''}${
-        next ? html`<a href="${ctx.base}/outbound${query({ companyId, [cursor]: next })}">Older ${older} →</a>` : ''
-      }</nav>`;
+    const listPager = (label: string, cursor: 'quotesCursor' | 'declinesCursor' | 'leadsCursor', next: string | null, older: string) =>
+      pager(`${label} pages`, (c) => `${ctx.base}/outbound${query({ companyId, [cursor]: c })}`, q[cursor], next, `Older ${older} →`);
     const body = html`<h1>Leads &amp; quotes</h1>
 ${picker}
 ${problem ? problemBox(problem) : ''}
@@ -117,26 +111,24 @@ ${
 <section aria-labelledby="quotes">
 <h2 id="quotes">Quotes</h2>
 ${quotePage.items.length === 0 ? html`<p class="muted">No quote submitted.</p>` : quotesTable(ctx, quotePage.items, false)}
-${pager('Quote', 'quotesCursor', quotePage.nextCursor, 'quotes')}
+${listPager('Quote', 'quotesCursor', quotePage.nextCursor, 'quotes')}
 </section>
 <section aria-labelledby="declines">
 <h2 id="declines">Declines</h2>
 ${declinePage.items.length === 0 ? html`<p class="muted">No lift or RFQ declined.</p>` : declinesTable(ctx, declinePage.items, false)}
-${pager('Decline', 'declinesCursor', declinePage.nextCursor, 'declines')}
+${listPager('Decline', 'declinesCursor', declinePage.nextCursor, 'declines')}
 </section>
 <section aria-labelledby="leads">
 <h2 id="leads">Leads</h2>
 ${
   leadPage.items.length === 0
     ? html`<p class="muted">No lead created.</p>`
-    : html`<div class="table-wrap"><table>
-  <thead><tr><th scope="col">Client identifier</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col">Marketplace id</th><th scope="col">Created</th></tr></thead>
-  <tbody>${leadPage.items.map(
-    (l) => html`<tr><td class="wrap">${l.clientIdentifier}</td><td>${l.kind}</td><td>${l.status}</td><td class="wrap">${l.remoteId ?? '–'}</td><td>${time(l.createdAt)}</td></tr>`,
-  )}</tbody>
-</table></div>`
+    : table(
+        ['Client identifier', 'Kind', 'Status', 'Marketplace id', 'Created'],
+        leadPage.items.map((l) => html`<tr><td class="wrap">${l.clientIdentifier}</td><td>${l.kind}</td><td>${l.status}</td><td class="wrap">${l.remoteId ?? '–'}</td><td>${time(l.createdAt)}</td></tr>`),
+      )
 }
-${pager('Lead', 'leadsCursor', leadPage.nextCursor, 'leads')}
+${listPager('Lead', 'leadsCursor', leadPage.nextCursor, 'leads')}
 </section>`;
     return kit.send(reply, page(ctx, { title: 'Leads & quotes', section: '/outbound', body, notice: doneNotice(req.query, DONE) }), problem?.status ?? 200);
   };

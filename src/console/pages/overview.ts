@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { OLDEST_BACKLOG_MIN_AGE_S, OLDEST_BACKLOGS, type AttentionReason, type CompanyOverview, type Overview } from '../../services/overview.service.js';
 import { html, type Html } from '../html.js';
-import { ago, page, query, time } from '../layout.js';
+import { ago, numHeading, page, query, table, time } from '../layout.js';
 import type { ConsoleKit } from '../plugin.js';
 import { activityCharts, companyTable, count, failuresTable, stateBadge, stateNotice, stateWhen, tableForm, tableParams, tableQuery, worst } from './company-parts.js';
 import { parseForm } from './notifications.js';
@@ -28,7 +28,7 @@ export function overviewPage(scope: FastifyInstance, kit: ConsoleKit): void {
   scope.get('/', async (req, reply) => {
     const ctx = kit.ctx(req);
     const p = tableParams(req);
-    const { page: pageNo = 1 } = parseForm(pageParams, { page: (req.query as Record<string, unknown>).page });
+    const { page: pageNo = 1 } = parseForm(pageParams, req.query);
     const overview = await kit.deps.services.overview.overview(tableQuery(p));
     const notifications = (q: Record<string, string>) => `${kit.base}/notifications${query(q)}`;
 
@@ -66,17 +66,17 @@ export function overviewPage(scope: FastifyInstance, kit: ConsoleKit): void {
 </nav>`
         : '';
     /** Every company that needs attention, one row each, linked to its card (on this page of cards or another). */
-    const attentionList = (all: CompanyOverview[]): Html => html`<div class="table-wrap"><table class="companies attention-list">
-  <caption class="visually-hidden">Every company that needs attention, most urgent first; its card follows</caption>
-  <thead><tr><th scope="col">Name</th><th scope="col">State</th><th scope="col">Why</th><th scope="col" class="num">Backlog</th><th scope="col" class="num">Oldest pending</th><th scope="col" class="num">Failed (1 h)</th></tr></thead>
-  <tbody>${all.map((c, i) => {
-    const onPage = Math.floor(i / ATTENTION_PER_PAGE) + 1;
-    const href = onPage === shown ? `#c-${c.id}` : pageLink(onPage).replace(/#attention$/, `#c-${c.id}`);
-    return html`<tr><td><a href="${href}">${c.name}</a></td><td>${stateBadge(c.state)} <span class="small muted">${stateWhen(c.state)}</span></td><td class="small">${tagsOf(c).join(', ')}</td><td class="num">${count(c.backlog.pending)}</td><td class="num">${
-      c.backlog.pending ? ago(c.backlog.oldestPendingAgeS) : '–'
-    }</td><td class="num">${count(c.lastHour.failed)}</td></tr>`;
-  })}</tbody>
-</table></div>`;
+    const attentionRows = overview.attention.map((c, i) => {
+      const onPage = Math.floor(i / ATTENTION_PER_PAGE) + 1;
+      const href = onPage === shown ? `#c-${c.id}` : pageLink(onPage).replace(/#attention$/, `#c-${c.id}`);
+      return html`<tr><td><a href="${href}">${c.name}</a></td><td>${stateBadge(c.state)} <span class="small muted">${stateWhen(c.state)}</span></td><td class="small">${tagsOf(c).join(', ')}</td><td class="num">${count(c.backlog.pending)}</td><td class="num">${
+        c.backlog.pending ? ago(c.backlog.oldestPendingAgeS) : '–'
+      }</td><td class="num">${count(c.lastHour.failed)}</td></tr>`;
+    });
+    const attentionList = table(['Name', 'State', 'Why', numHeading('Backlog'), numHeading('Oldest pending'), numHeading('Failed (1 h)')], attentionRows, {
+      class: 'companies attention-list',
+      caption: 'Every company that needs attention, most urgent first; its card follows',
+    });
     const searching = p.q ? html` matching “${p.q}”` : '';
 
     const body = html`<h1>Overview</h1>
@@ -90,7 +90,7 @@ ${
 <section aria-labelledby="attention" class="attention">
 <h2 id="attention">Needs attention <span class="muted">(${count(overview.attention.length)}${searching})</span></h2>
 <p class="hint">Paused, throttled or unreachable; with failures in the last hour; or among the ${OLDEST_BACKLOGS} oldest backlogs of the others (pending over ${ago(OLDEST_BACKLOG_MIN_AGE_S)}). Most urgent first.</p>
-${overview.attention.length === 0 ? html`<p class="notice ok">${p.q ? 'No company needing attention matches.' : 'Every company is fine.'}</p>` : html`${attentionList(overview.attention)}${pager}${cards.map(card)}${pager}`}
+${overview.attention.length === 0 ? html`<p class="notice ok">${p.q ? 'No company needing attention matches.' : 'Every company is fine.'}</p>` : html`${attentionList}${pager}${cards.map(card)}${pager}`}
 </section>
 <section aria-labelledby="others">
 <h2 id="others">Every other company <span class="muted">(${count(overview.others.length)}${searching})</span></h2>

@@ -7,7 +7,7 @@ import type { AuthFailureLimiter } from '../../lib/auth-failure-limiter.js';
 import { constantTimeEqual, sha256 } from '../../lib/crypto.js';
 import { Problem } from '../../lib/problem.js';
 import { html } from '../html.js';
-import { errorBox, notice, page, type PageContext } from '../layout.js';
+import { notice, page, problemBox, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../plugin.js';
 
 /** Where to go after sign-in: a console path only (never another site: no open redirect). */
@@ -50,7 +50,7 @@ export function signInPages(
     if (!constantTimeEqual(sha256(token), expected)) {
       const refused = opts.limiter.refusal(req.ip, new Problem(401, 'Unauthorized', 'That is not the admin token.', { code: 'unauthorized' }));
       for (const [name, value] of Object.entries(refused.extra.headers ?? {})) reply.header(name, value);
-      return kit.send(reply, signInPage(kit.ctx(req), { next, message: errorBox({ status: refused.status, title: refused.title, detail: refused.detail }) }), refused.status);
+      return kit.send(reply, signInPage(kit.ctx(req), { next, message: problemBox(refused) }), refused.status);
     }
     const session = await kit.deps.sessions.create();
     reply.header('set-cookie', opts.sessionCookie(session.id));
