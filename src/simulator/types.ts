@@ -4,7 +4,7 @@ import type { EventType, NotificationBody } from '../marketplace/contract.js';
 import type { DeclineReason } from '../marketplace/declines.js';
 import type { companyFaultsPatch, faultsPatch } from './faults.js';
 import type { simulationSettings } from './server.js';
-import type { fireRequest, scriptedResponse } from './simulation.js';
+import type { fireRequest, resourceProgram, scriptedResponse } from './simulation.js';
 import type { companyAccount } from './state.js';
 
 /** How a quote or a decline reached the simulator: the assumed path, or an action href of an RFQ resource (rfq-actions.ts). */
@@ -70,6 +70,9 @@ export interface EmittedNotification {
 
 /** A scripted answer for the next GET of a resource href. */
 export type ScriptedResponse = z.input<typeof scriptedResponse>;
+
+/** Scripted answers for the next GETs of a resource href (POST /_sim/resources/program). */
+export type ResourceProgram = z.input<typeof resourceProgram>;
 
 export type DeliveryStatus = 'delivered' | 'pending' | 'gave_up' | 'dropped';
 
@@ -190,27 +193,5 @@ export interface SimulatorReport {
   apiCalls: ApiCallRecord[];
 }
 
-export interface Simulator {
-  /** e.g. http://127.0.0.1:4010 */
-  url: string;
-  /** `${url}/api`: the base URL companies use. */
-  apiBaseUrl: string;
-  addCompany(company: CompanyAccount): void;
-  /** Same as POST /_sim/events. */
-  fire(request: FireRequest): Promise<EmittedNotification[]>;
-  setFaults(faults: Partial<Faults>): void;
-  /** Same as PUT /_sim/companies/{id}/faults: changes some of the company's fault knobs and answers all of them. */
-  setCompanyFaults(companyId: string, faults: CompanyFaultsPatch): CompanyFaults;
-  /** Same as POST /_sim/resources/program. */
-  programResource(href: string, responses: ScriptedResponse[]): void;
-  /** Same as GET /_sim/report. */
-  report(): SimulatorReport;
-  /** Same as POST /_sim/companies/{id}/reset: the company's webhook settings are forgotten (a sandbox wipe). */
-  resetCompany(companyId: string): { forgotten: number };
-  /** Same as POST /_sim/companies/{id}/revoke-tokens: its access tokens stop working before they expire. */
-  revokeTokens(companyId: string): { revoked: number };
-  /** Resolves when no delivery is pending or in flight. */
-  idle(): Promise<void>;
-  /** Stops timers and the server; pending deliveries are abandoned. */
-  stop(): Promise<void>;
-}
+/** The running simulator that startSimulator answers: the simulation itself, whose operations the control routes call too. */
+export type { Simulation as Simulator } from './simulation.js';

@@ -487,7 +487,7 @@ describe('resource faults and scripted answers', () => {
       }),
     });
     expect(program.status).toBe(204);
-    sim.programResource(href, [{ status: 410 }]);
+    sim.programResource({ href, responses: [{ status: 410 }] });
 
     const answers = [await get(href), await get(href), await get(href), await get(href), await get(href)];
     expect(answers.map(({ status }) => status)).toEqual([401, 429, 200, 410, 200]);
@@ -563,7 +563,7 @@ describe('error entry shape', () => {
     const [emitted] = await fireOne();
     const href = emitted?.notification.href ?? '';
     const scripted = { meta: { errors: [{ code: 'E42', message: 'as scripted' }], warnings: [], infos: [] }, data: null };
-    sim.programResource(href, [{ status: 200, body: scripted }]);
+    sim.programResource({ href, responses: [{ status: 200, body: scripted }] });
     const answer = await fetch(href, { headers: { authorization: authorizationHeader(ACME.token) } });
     expect(answer.headers.get('content-type')).toContain('application/json');
     expect(await answer.json()).toEqual(scripted);
