@@ -1,7 +1,7 @@
 /** What the simulator did, kept so a test can compare what was sent with what Skyhook stored. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BoundedLog } from './collections.js';
-import type { ApiCallRecord, DeclineRecord, DeliveryStatus, FetchRecord, LeadRecord, NotificationRecord, QuoteRecord, ResourceRecord, SimulatorReport, TokenRecord } from './types.js';
+import type { ApiCallRecord, DeclineRecord, DeliveryStatus, FetchRecord, LeadRecord, NotificationRecord, QuoteRecord, ResourceRecord, TokenRecord } from './types.js';
 
 type FinalStatus = Exclude<DeliveryStatus, 'pending'>;
 
@@ -19,8 +19,13 @@ export const countCall =
 export class Ledger {
   /** In the report's order; the final statuses are counted by deliverySettled. */
   readonly counts = { delivered: 0, retried: 0, gaveUp: 0, duplicatesSent: 0, lostAcks: 0, dropped: 0 };
+  /** Every POST received on the lead, quote and decline routes (repeats, soft errors and refused tokens included), token requests and settings lists. */
   readonly calls = { leads: 0, quotes: 0, declines: 0, tokens: 0, settingsLists: 0 };
   private readonly perCompany = new Map<string, { fired: number; delivered: number }>();
+  /**
+   * Resource GETs by the company whose token they carried: `answered` with anything but 429, `refused429`
+   * with 429 (its rate limit, the global resource429Rate or a scripted answer). GETs made = the sum.
+   */
   private readonly resourceGets = new Map<string, { answered: number; refused429: number }>();
   /** The newest records of each kind (historyLimit of each); a delivery's record is updated in place as its attempts go on. */
   readonly logs;
@@ -57,7 +62,7 @@ export class Ledger {
     }
   }
 
-  report(pending: number, companyIds: string[], resources: ResourceRecord[]): SimulatorReport {
+  report(pending: number, companyIds: string[], resources: ResourceRecord[]) {
     for (const companyId of companyIds) {
       this.companyTally(companyId);
       this.resourceGetTally(companyId);

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { EventType, NotificationBody } from '../marketplace/contract.js';
 import type { DeclineReason } from '../marketplace/declines.js';
 import type { companyFaultsPatch, faultsPatch } from './faults.js';
+import type { Ledger } from './ledger.js';
 import type { simulationSettings } from './server.js';
 import type { fireRequest, resourceProgram, scriptedResponse } from './simulation.js';
 import type { companyAccount } from './state.js';
@@ -167,31 +168,8 @@ export interface ApiCallRecord {
   at: string;
 }
 
-export interface SimulatorReport {
-  delivered: number;
-  retried: number;
-  gaveUp: number;
-  duplicatesSent: number;
-  lostAcks: number;
-  dropped: number;
-  pending: number;
-  perCompany: Record<string, { fired: number; delivered: number }>;
-  /**
-   * Resource GETs by the company whose token they carried: `answered` with anything but 429, `refused429`
-   * with 429 (its rate limit, the global resource429Rate or a scripted answer). GETs made = the sum.
-   */
-  resourceGets: Record<string, { answered: number; refused429: number }>;
-  notifications: NotificationRecord[];
-  fetches: FetchRecord[];
-  resources: ResourceRecord[];
-  leads: LeadRecord[];
-  quotes: QuoteRecord[];
-  declines: DeclineRecord[];
-  /** Every POST received on the lead, quote and decline routes (repeats, soft errors and refused tokens included), token requests and settings lists. */
-  calls: { leads: number; quotes: number; declines: number; tokens: number; settingsLists: number };
-  tokens: TokenRecord[];
-  apiCalls: ApiCallRecord[];
-}
+/** What the simulator did (GET /_sim/report), as the ledger tells it. */
+export type SimulatorReport = ReturnType<Ledger['report']>;
 
 /** The running simulator that startSimulator answers: the simulation itself, whose operations the control routes call too. */
 export type { Simulation as Simulator } from './simulation.js';
