@@ -14,7 +14,7 @@ import { Ledger } from './ledger.js';
 import { newRfqFields } from './rfq-actions.js';
 import type { simulationSettings } from './server.js';
 import { API_PREFIX, companyAccount, MarketplaceState, resourcePath, type Company } from './state.js';
-import type { CompanyAccount, CompanyFaults, CompanyFaultsPatch, EmittedNotification, ErrorShape, Faults, FireRequest, ResourceProgram, SimulatorReport } from './types.js';
+import type { CompanyAccount, CompanyFaults, CompanyFaultsPatch, EmittedNotification, Faults, FireRequest, ResourceProgram, SimulatorReport } from './types.js';
 
 /** Bounds one fire call (and the size of its answer); a longer burst is several calls. */
 const MAX_EVENTS_PER_FIRE = 100_000;
@@ -51,24 +51,14 @@ export class Simulation {
   readonly deliveries: DeliveryQueue;
   /** The simulator's public origin, e.g. http://127.0.0.1:4010; known once it listens, before any event can be fired. */
   url = '';
-  readonly errorShape: ErrorShape;
-  private readonly historyLimit: number;
 
   constructor(
-    settings: z.output<typeof simulationSettings>,
+    readonly settings: z.output<typeof simulationSettings>,
     private readonly server: FastifyInstance,
   ) {
-    this.historyLimit = settings.historyLimit;
-    this.errorShape = settings.errorShape;
     this.state = new MarketplaceState(settings.faults, settings.tokenLifetimeS * 1000);
     this.ledger = new Ledger(settings.historyLimit);
-    this.deliveries = new DeliveryQueue({
-      state: this.state,
-      ledger: this.ledger,
-      timeScale: settings.timeScale,
-      replyTimeoutMs: settings.replyTimeoutMs,
-      concurrency: settings.deliveryConcurrency,
-    });
+    this.deliveries = new DeliveryQueue(this.state, this.ledger, settings);
   }
 
   /** `${url}/api`: the base URL companies use. */
@@ -148,7 +138,7 @@ export class Simulation {
   }
 
   report(): SimulatorReport {
-    const resources = this.state.newestResources(this.historyLimit).map(({ companyId, path, type, id, version }) => ({
+    const resources = this.state.newestResources(this.settings.historyLimit).map(({ companyId, path, type, id, version }) => ({
       companyId,
       href: this.hrefOf(path),
       type,

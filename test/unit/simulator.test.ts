@@ -706,7 +706,7 @@ describe('review fixes', () => {
         companyId: ACME.id,
       });
       const ledger = new Ledger(10);
-      const queue = new DeliveryQueue({ state, ledger, timeScale: 1, replyTimeoutMs: 1_000, concurrency: 1 });
+      const queue = new DeliveryQueue(state, ledger, { timeScale: 1, replyTimeoutMs: 1_000, deliveryConcurrency: 1 });
       queue.enqueue('wh_1', ACME.id, { id: 'rfq-1', href: 'http://127.0.0.1:9/api/rfqs/rfq-1', type: 'rfqs' });
       await vi.advanceTimersByTimeAsync(49 * 3_600_000);
       expect(ledger.report(queue.pendingCount, [], [])).toMatchObject({ gaveUp: 1, pending: 0 });
