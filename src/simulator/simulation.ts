@@ -104,7 +104,7 @@ export class Simulation {
     eventType: EventType,
     resourceId: string,
     { extra, fields }: { extra?: Record<string, unknown>; fields?: Record<string, unknown> } = {},
-  ): EmittedNotification {
+  ) {
     const type = NOTIFICATION_TYPE_BY_EVENT[eventType];
     // A new RFQ gets its actions and requested lifts, whose hrefs Skyhook answers it at.
     const isNewRfq = type === NOTIFICATION_TYPE_BY_EVENT.TripRequest && !this.state.resourceAt(resourcePath(type, resourceId));

@@ -1,11 +1,10 @@
 /** The public shapes of the marketplace simulator: its options, its control inputs and its report. */
 import type { z } from 'zod';
-import type { EventType, NotificationBody } from '../marketplace/contract.js';
 import type { DeclineReason } from '../marketplace/declines.js';
 import type { companyFaultsPatch, faultsPatch } from './faults.js';
 import type { Ledger } from './ledger.js';
 import type { simulationSettings } from './server.js';
-import type { fireRequest, resourceProgram, scriptedResponse } from './simulation.js';
+import type { fireRequest, resourceProgram, scriptedResponse, Simulation } from './simulation.js';
 import type { companyAccount } from './state.js';
 
 /** How a quote or a decline reached the simulator: the assumed path, or an action href of an RFQ resource (rfq-actions.ts). */
@@ -62,12 +61,7 @@ export type ErrorShape = (typeof ERROR_SHAPES)[number];
 export type FireRequest = z.input<typeof fireRequest>;
 
 /** One fired event: the notification body and the webhooks it was queued for. */
-export interface EmittedNotification {
-  companyId: string;
-  eventType: EventType;
-  notification: NotificationBody;
-  webhookIds: string[];
-}
+export type EmittedNotification = ReturnType<Simulation['emit']>;
 
 /** A scripted answer for the next GET of a resource href. */
 export type ScriptedResponse = z.input<typeof scriptedResponse>;
