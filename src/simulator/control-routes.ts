@@ -31,7 +31,9 @@ export const controlRoutes: FastifyPluginAsync<{ simulation: Simulation }> = asy
 
   control.put<{ Body: Partial<Faults> }>('/faults', async (request) => simulation.setFaults(request.body));
 
-  control.put<{ Params: { id: string }; Body: CompanyFaultsPatch }>('/companies/:id/faults', async (request) => simulation.setCompanyFaults(request.params.id, request.body));
+  control.put<{ Params: { id: string }; Body: CompanyFaultsPatch }>('/companies/:id/faults', async (request) =>
+    simulation.setCompanyFaults(request.params.id, request.body),
+  );
 
   control.post<{ Body: ResourceProgram }>('/resources/program', async (request, reply) => {
     simulation.programResource(request.body);
