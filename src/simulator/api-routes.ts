@@ -18,7 +18,8 @@ import { webhookSettingsRoutes } from './webhook-routes.js';
 
 export const apiRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (api, { simulation }) => {
   // First, so the routes below and the 401, 404 and error answers pass through it; only when asked, as it costs every answer a hook.
-  if (simulation.errorShape !== 'seed') api.addHook('preSerialization', async (_request, _reply, payload) => inErrorShape(simulation.errorShape, payload));
+  const { errorShape } = simulation.settings;
+  if (errorShape !== 'seed') api.addHook('preSerialization', async (_request, _reply, payload) => inErrorShape(errorShape, payload));
   api.setNotFoundHandler((_request, reply) => reply.code(404).send(notFound('route')));
   // Fastify's own refusals (malformed JSON, wrong content type, body too large) in the envelope too.
   api.setErrorHandler((error: FastifyError, _request, reply) => {

@@ -6,6 +6,7 @@
 import type { FastifyError, FastifyPluginAsync } from 'fastify';
 import { SimulatorInputError } from './errors.js';
 import type { Simulation } from './simulation.js';
+import type { CompanyAccount, CompanyFaultsPatch, Faults, FireRequest, ResourceProgram } from './types.js';
 
 export const CONTROL_PREFIX = '/_sim';
 
@@ -15,9 +16,11 @@ export const controlRoutes: FastifyPluginAsync<{ simulation: Simulation }> = asy
     return reply.code(status).send({ error: error.message });
   });
 
-  control.post('/events', async (request) => ({ notifications: simulation.fire(request.body) }));
+  // The Body types say what a caller should send, not what was checked: each operation validates its input.
 
-  control.post('/companies', async (request, reply) => {
+  control.post<{ Body: FireRequest }>('/events', async (request) => ({ notifications: await simulation.fire(request.body) }));
+
+  control.post<{ Body: CompanyAccount }>('/companies', async (request, reply) => {
     const { id, name } = simulation.addCompany(request.body);
     return reply.code(201).send({ id, name });
   });
@@ -26,11 +29,13 @@ export const controlRoutes: FastifyPluginAsync<{ simulation: Simulation }> = asy
 
   control.post<{ Params: { id: string } }>('/companies/:id/revoke-tokens', async (request) => simulation.revokeTokens(request.params.id));
 
-  control.put('/faults', async (request) => simulation.setFaults(request.body));
+  control.put<{ Body: Partial<Faults> }>('/faults', async (request) => simulation.setFaults(request.body));
 
-  control.put<{ Params: { id: string } }>('/companies/:id/faults', async (request) => simulation.setCompanyFaults(request.params.id, request.body));
+  control.put<{ Params: { id: string }; Body: CompanyFaultsPatch }>('/companies/:id/faults', async (request) =>
+    simulation.setCompanyFaults(request.params.id, request.body),
+  );
 
-  control.post('/resources/program', async (request, reply) => {
+  control.post<{ Body: ResourceProgram }>('/resources/program', async (request, reply) => {
     simulation.programResource(request.body);
     return reply.code(204).send();
   });

@@ -2,11 +2,13 @@
  * Delivers notifications the way the marketplace does (seed §6): a signed JSON POST to the webhook's
  * targetURI, consumed only by HTTP 200, retried with backoff until 48 hours after the first attempt.
  */
+import type { z } from 'zod';
 import type { NotificationBody } from '../marketplace/contract.js';
 import { Fifo } from './collections.js';
 import { fetchFailureReason } from './errors.js';
 import { happens } from './faults.js';
 import type { Ledger } from './ledger.js';
+import type { simulationSettings } from './server.js';
 import { deliveryAuthorization } from './sign.js';
 import type { MarketplaceState, StoredWebhookSetting } from './state.js';
 import type { NotificationRecord } from './types.js';
@@ -16,14 +18,8 @@ const MAX_BACKOFF_MS = 15 * 60_000;
 /** Seed §6.4 and §8: after 48 hours without consumption the marketplace stops trying. */
 const GIVE_UP_AFTER_MS = 48 * 3_600_000;
 
-interface DeliveryQueueOptions {
-  state: MarketplaceState;
-  ledger: Ledger;
-  /** Scales the backoffs and the 48 h window (1 = real time). */
-  timeScale: number;
-  replyTimeoutMs: number;
-  concurrency: number;
-}
+/** timeScale scales the backoffs and the 48 h window (1 = real time). */
+type DeliverySettings = Pick<z.output<typeof simulationSettings>, 'timeScale' | 'replyTimeoutMs' | 'deliveryConcurrency'>;
 
 interface Delivery {
   record: NotificationRecord;
@@ -42,7 +38,11 @@ export class DeliveryQueue {
   private idleWaiters: (() => void)[] = [];
   private stopped = false;
 
-  constructor(private readonly options: DeliveryQueueOptions) {}
+  constructor(
+    private readonly state: MarketplaceState,
+    private readonly ledger: Ledger,
+    private readonly settings: DeliverySettings,
+  ) {}
 
   get pendingCount(): number {
     return this.pending.size;
@@ -52,7 +52,7 @@ export class DeliveryQueue {
     const { id, href, type } = notification;
     const record: NotificationRecord = { id, href, type, companyId, webhookId, attempts: 0, status: 'pending' };
     const delivery: Delivery = { record, rawBody: JSON.stringify(notification), sending: false };
-    this.options.ledger.logs.notifications.push(record);
+    this.ledger.logs.notifications.push(record);
     this.pending.add(delivery);
     this.scheduleAttempt(delivery, 0);
   }
@@ -84,7 +84,7 @@ export class DeliveryQueue {
   }
 
   private scheduleAttempt(delivery: Delivery, delayMs: number): void {
-    const waitMs = delayMs + this.options.state.faults.deliveryLatencyMs;
+    const waitMs = delayMs + this.state.faults.deliveryLatencyMs;
     if (waitMs <= 0) this.makeDue(delivery);
     else delivery.timer = setTimeout(() => this.makeDue(delivery), waitMs);
   }
@@ -96,7 +96,7 @@ export class DeliveryQueue {
   }
 
   private startDueAttempts(): void {
-    while (!this.stopped && this.sendingCount < this.options.concurrency) {
+    while (!this.stopped && this.sendingCount < this.settings.deliveryConcurrency) {
       const delivery = this.due.shift();
       if (!delivery) return;
       if (delivery.record.status !== 'pending') continue; // dropped while it waited for a slot
@@ -112,7 +112,7 @@ export class DeliveryQueue {
 
   private async attempt(delivery: Delivery): Promise<void> {
     // The setting object is updated in place by PUT, so reading it after the await sees the current state.
-    const webhook = this.options.state.webhook(delivery.record.webhookId);
+    const webhook = this.state.webhook(delivery.record.webhookId);
     if (!webhook?.active) {
       this.settle(delivery, 'dropped');
       return;
@@ -121,13 +121,13 @@ export class DeliveryQueue {
     delivery.record.attempts++;
     const error = await this.post(webhook, delivery.rawBody);
     if (this.stopped) return;
-    const { faults } = this.options.state;
+    const { faults } = this.state;
     const ackLost = error === undefined && happens(faults.lostAckRate);
-    if (ackLost) this.options.ledger.counts.lostAcks++;
+    if (ackLost) this.ledger.counts.lostAcks++;
     if (error === undefined && !ackLost) {
       // The duplicate fault: the same body once more, freshly signed; its answer does not matter.
       if (happens(faults.duplicateRate)) {
-        this.options.ledger.counts.duplicatesSent++;
+        this.ledger.counts.duplicatesSent++;
         await this.post(webhook, delivery.rawBody);
       }
       if (!this.stopped) this.settle(delivery, 'delivered');
@@ -140,25 +140,25 @@ export class DeliveryQueue {
 
   /** The next attempt after the backoff, but no later than the end of the window: a last try at 48 h. */
   private retryLater(delivery: Delivery, firstAttemptAt: number): void {
-    const giveUpAt = firstAttemptAt + GIVE_UP_AFTER_MS * this.options.timeScale;
+    const giveUpAt = firstAttemptAt + GIVE_UP_AFTER_MS * this.settings.timeScale;
     const now = Date.now();
     if (now >= giveUpAt) {
       this.settle(delivery, 'gave_up');
       return;
     }
-    this.options.ledger.counts.retried++;
+    this.ledger.counts.retried++;
     this.scheduleAttempt(delivery, Math.min(this.backoffMs(delivery.record.attempts), giveUpAt - now));
   }
 
   /** 1 s doubling to 15 min (scaled), drawn from the upper half so the retries of a burst spread out. */
   private backoffMs(attempts: number): number {
-    const ceilingMs = Math.min(FIRST_BACKOFF_MS * 2 ** (attempts - 1), MAX_BACKOFF_MS) * this.options.timeScale;
+    const ceilingMs = Math.min(FIRST_BACKOFF_MS * 2 ** (attempts - 1), MAX_BACKOFF_MS) * this.settings.timeScale;
     return ceilingMs * (0.5 + Math.random() / 2);
   }
 
   /** Undefined when the webhook consumed the notification, else why not. */
   private async post(webhook: StoredWebhookSetting, rawBody: string): Promise<string | undefined> {
-    const { replyTimeoutMs } = this.options;
+    const { replyTimeoutMs } = this.settings;
     try {
       const response = await fetch(webhook.targetURI, {
         method: 'POST',
@@ -180,7 +180,7 @@ export class DeliveryQueue {
 
   private settle(delivery: Delivery, status: 'delivered' | 'gave_up' | 'dropped'): void {
     this.pending.delete(delivery);
-    this.options.ledger.deliverySettled(delivery.record, status);
+    this.ledger.deliverySettled(delivery.record, status);
     if (this.pending.size === 0) this.wakeIdleWaiters();
   }
 

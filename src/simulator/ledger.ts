@@ -1,7 +1,7 @@
 /** What the simulator did, kept so a test can compare what was sent with what Skyhook stored. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BoundedLog } from './collections.js';
-import type { ApiCallRecord, DeclineRecord, DeliveryStatus, FetchRecord, LeadRecord, NotificationRecord, QuoteRecord, ResourceRecord, SimulatorReport, TokenRecord } from './types.js';
+import type { ApiCallRecord, DeclineRecord, DeliveryStatus, FetchRecord, LeadRecord, NotificationRecord, QuoteRecord, ResourceRecord, TokenRecord } from './types.js';
 
 type FinalStatus = Exclude<DeliveryStatus, 'pending'>;
 
@@ -19,9 +19,14 @@ export const countCall =
 export class Ledger {
   /** In the report's order; the final statuses are counted by deliverySettled. */
   readonly counts = { delivered: 0, retried: 0, gaveUp: 0, duplicatesSent: 0, lostAcks: 0, dropped: 0 };
+  /** Every POST received on the lead, quote and decline routes (repeats, soft errors and refused tokens included), token requests and settings lists. */
   readonly calls = { leads: 0, quotes: 0, declines: 0, tokens: 0, settingsLists: 0 };
-  private readonly perCompany = new Map<string, { fired: number; delivered: number }>();
-  private readonly resourceGets = new Map<string, { answered: number; refused429: number }>();
+  /**
+   * By company: its events fired and delivered (the report's perCompany), and the resource GETs that carried
+   * its token (resourceGets): `answered` with anything but 429, `refused429` with 429 (its rate limit, the
+   * global resource429Rate or a scripted answer). GETs made = the sum.
+   */
+  private readonly tallies = new Map<string, { fired: number; delivered: number; answered: number; refused429: number }>();
   /** The newest records of each kind (historyLimit of each); a delivery's record is updated in place as its attempts go on. */
   readonly logs;
 
@@ -39,34 +44,32 @@ export class Ledger {
   }
 
   eventFired(companyId: string): void {
-    this.companyTally(companyId).fired++;
+    this.tally(companyId).fired++;
   }
 
   deliverySettled(record: NotificationRecord, status: FinalStatus): void {
     record.status = status;
     this.counts[status === 'gave_up' ? 'gaveUp' : status]++;
-    if (status === 'delivered') this.companyTally(record.companyId).delivered++;
+    if (status === 'delivered') this.tally(record.companyId).delivered++;
   }
 
   fetchServed(fetch: FetchRecord): void {
     this.logs.fetches.push(fetch);
     if (fetch.tokenCompanyId !== null) {
-      const tally = this.resourceGetTally(fetch.tokenCompanyId);
+      const tally = this.tally(fetch.tokenCompanyId);
       if (fetch.status === 429) tally.refused429++;
       else tally.answered++;
     }
   }
 
-  report(pending: number, companyIds: string[], resources: ResourceRecord[]): SimulatorReport {
-    for (const companyId of companyIds) {
-      this.companyTally(companyId);
-      this.resourceGetTally(companyId);
-    }
+  report(pending: number, companyIds: string[], resources: ResourceRecord[]) {
+    for (const companyId of companyIds) this.tally(companyId);
+    const tallies = [...this.tallies];
     return {
       ...this.counts,
       pending,
-      perCompany: Object.fromEntries([...this.perCompany].map(([id, tally]) => [id, { ...tally }])),
-      resourceGets: Object.fromEntries([...this.resourceGets].map(([id, tally]) => [id, { ...tally }])),
+      perCompany: Object.fromEntries(tallies.map(([id, { fired, delivered }]) => [id, { fired, delivered }])),
+      resourceGets: Object.fromEntries(tallies.map(([id, { answered, refused429 }]) => [id, { answered, refused429 }])),
       // Copies, so a caller holding the report does not see later attempts change it.
       notifications: this.logs.notifications.toArray().map((record) => ({ ...record })),
       fetches: this.logs.fetches.toArray(),
@@ -80,21 +83,13 @@ export class Ledger {
     };
   }
 
-  private resourceGetTally(companyId: string): { answered: number; refused429: number } {
-    return tallyOf(this.resourceGets, companyId, () => ({ answered: 0, refused429: 0 }));
+  /** A company's tally, made on first use. */
+  private tally(companyId: string) {
+    let tally = this.tallies.get(companyId);
+    if (!tally) {
+      tally = { fired: 0, delivered: 0, answered: 0, refused429: 0 };
+      this.tallies.set(companyId, tally);
+    }
+    return tally;
   }
-
-  private companyTally(companyId: string): { fired: number; delivered: number } {
-    return tallyOf(this.perCompany, companyId, () => ({ fired: 0, delivered: 0 }));
-  }
-}
-
-/** A company's tally in `map`, made on first use. */
-function tallyOf<T>(map: Map<string, T>, companyId: string, fresh: () => T): T {
-  let tally = map.get(companyId);
-  if (!tally) {
-    tally = fresh();
-    map.set(companyId, tally);
-  }
-  return tally;
 }

@@ -13,15 +13,14 @@ import { callerOf } from './auth.js';
 import { lateAnswer } from './faults.js';
 import { countCall, type Ledger } from './ledger.js';
 import type { Simulation } from './simulation.js';
-import { API_PREFIX, newId, resourcePath, type Company } from './state.js';
+import { newId, resourcePath, type Company } from './state.js';
 import type { AnswerRoute } from './types.js';
 
 /** The requested lifts of a new RFQ resource: two, so one can be quoted and the other declined. */
 const LIFTS_PER_RFQ = 2;
 
-const segment = encodeURIComponent;
 const actionPath = (rfqId: string, liftId: string | null, action: RfqAction): string =>
-  `${API_PREFIX}/rfqs/${segment(rfqId)}${liftId === null ? '' : `/lifts/${segment(liftId)}`}/${action}`;
+  `${resourcePath('rfqs', rfqId)}${liftId === null ? '' : `/lifts/${encodeURIComponent(liftId)}`}/${action}`;
 
 /** `{submitQuote: {href}, decline: {href}}` for the RFQ, or for one of its lifts. */
 function actionsOf(hrefOf: (path: string) => string, rfqId: string, liftId: string | null): Record<RfqAction, { href: string }> {

@@ -45,10 +45,10 @@ export const simulationSettings = z.object({
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
   const settings = parseInput(simulationSettings, options);
-  const simulation = new Simulation(settings);
-  for (const company of options.companies ?? []) simulation.addCompany(company);
   // The largest quote the shared schema accepts: Fastify's default body limit (1 MiB) refuses quotes with attachments.
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: MAX_QUOTE_BODY_BYTES });
+  const simulation = new Simulation(settings, app);
+  for (const company of options.companies ?? []) simulation.addCompany(company);
   await app.register(apiRoutes, { prefix: API_PREFIX, simulation });
   await app.register(controlRoutes, { prefix: CONTROL_PREFIX, simulation });
   try {
@@ -57,24 +57,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     await app.close(); // e.g. the port is taken: leave nothing half-open behind
     throw error;
   }
-  simulation.origin = settings.publicUrl ?? listeningOrigin(app.server.address());
-  return {
-    url: simulation.origin,
-    apiBaseUrl: simulation.apiBaseUrl,
-    addCompany: (company) => void simulation.addCompany(company),
-    fire: async (request) => simulation.fire(request),
-    setFaults: (faults) => void simulation.setFaults(faults),
-    setCompanyFaults: (companyId, faults) => simulation.setCompanyFaults(companyId, faults),
-    programResource: (href, responses) => simulation.programResource({ href, responses }),
-    report: () => simulation.report(),
-    resetCompany: (companyId) => simulation.resetCompany(companyId),
-    revokeTokens: (companyId) => simulation.revokeTokens(companyId),
-    idle: () => simulation.deliveries.idle(),
-    stop: async () => {
-      simulation.deliveries.stop();
-      await app.close();
-    },
-  };
+  simulation.url = settings.publicUrl ?? listeningOrigin(app.server.address());
+  return simulation;
 }
 
 /** An origin a local client can reach: a wildcard listening address is reached through loopback. */

@@ -1,9 +1,10 @@
 /**
- * The simulated marketplace behind both doors: the HTTP routes and the in-process `Simulator` object call the
- * same operations here, so "same as POST /_sim/events" holds by construction. Control input is validated
- * here and refused with a SimulatorInputError.
+ * The simulated marketplace behind both doors: startSimulator answers this object (types.ts Simulator), and
+ * the HTTP control routes call the same operations, so "same as POST /_sim/events" holds by construction.
+ * Control input is validated here and refused with a SimulatorInputError.
  */
 import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { EVENT_TYPES, NOTIFICATION_TYPE_BY_EVENT, type EventType, type NotificationBody } from '../marketplace/contract.js';
 import { DeliveryQueue } from './delivery.js';
@@ -13,7 +14,7 @@ import { Ledger } from './ledger.js';
 import { newRfqFields } from './rfq-actions.js';
 import type { simulationSettings } from './server.js';
 import { API_PREFIX, companyAccount, MarketplaceState, resourcePath, type Company } from './state.js';
-import type { CompanyFaults, EmittedNotification, ErrorShape, Faults, SimulatorReport } from './types.js';
+import type { CompanyAccount, CompanyFaults, CompanyFaultsPatch, EmittedNotification, Faults, FireRequest, ResourceProgram, SimulatorReport } from './types.js';
 
 /** Bounds one fire call (and the size of its answer); a longer burst is several calls. */
 const MAX_EVENTS_PER_FIRE = 100_000;
@@ -42,40 +43,34 @@ export const scriptedResponse = z.object({
   headers: z.record(z.string(), z.string()).optional(),
 });
 
-const resourceProgram = z.object({ href: z.url(), responses: z.array(scriptedResponse).min(1) });
+export const resourceProgram = z.object({ href: z.url(), responses: z.array(scriptedResponse).min(1) });
 
 export class Simulation {
   readonly state: MarketplaceState;
   readonly ledger: Ledger;
   readonly deliveries: DeliveryQueue;
-  /** The simulator's public origin; known once it listens, before any event can be fired. */
-  origin = '';
-  readonly errorShape: ErrorShape;
-  private readonly historyLimit: number;
+  /** The simulator's public origin, e.g. http://127.0.0.1:4010; known once it listens, before any event can be fired. */
+  url = '';
 
-  constructor(settings: z.output<typeof simulationSettings>) {
-    this.historyLimit = settings.historyLimit;
-    this.errorShape = settings.errorShape;
+  constructor(
+    readonly settings: z.output<typeof simulationSettings>,
+    private readonly server: FastifyInstance,
+  ) {
     this.state = new MarketplaceState(settings.faults, settings.tokenLifetimeS * 1000);
     this.ledger = new Ledger(settings.historyLimit);
-    this.deliveries = new DeliveryQueue({
-      state: this.state,
-      ledger: this.ledger,
-      timeScale: settings.timeScale,
-      replyTimeoutMs: settings.replyTimeoutMs,
-      concurrency: settings.deliveryConcurrency,
-    });
+    this.deliveries = new DeliveryQueue(this.state, this.ledger, settings);
   }
 
+  /** `${url}/api`: the base URL companies use. */
   get apiBaseUrl(): string {
-    return `${this.origin}${API_PREFIX}`;
+    return `${this.url}${API_PREFIX}`;
   }
 
   hrefOf(path: string): string {
-    return `${this.origin}${path}`;
+    return `${this.url}${path}`;
   }
 
-  addCompany(input: unknown): Company {
+  addCompany(input: CompanyAccount): Company {
     return this.state.addCompany(parseInput(companyAccount, input));
   }
 
@@ -94,7 +89,7 @@ export class Simulation {
   }
 
   /** Fires `count` events of one type for one company; each changes a resource and notifies its webhooks. */
-  fire(input: unknown): EmittedNotification[] {
+  async fire(input: FireRequest): Promise<EmittedNotification[]> {
     const request = parseInput(fireRequest, input);
     this.requireCompany(request.companyId);
     return resourceIdsToChange(request).map((resourceId) => this.emit(request.companyId, request.eventType, resourceId, { extra: request.extra }));
@@ -109,7 +104,7 @@ export class Simulation {
     eventType: EventType,
     resourceId: string,
     { extra, fields }: { extra?: Record<string, unknown>; fields?: Record<string, unknown> } = {},
-  ): EmittedNotification {
+  ) {
     const type = NOTIFICATION_TYPE_BY_EVENT[eventType];
     // A new RFQ gets its actions and requested lifts, whose hrefs Skyhook answers it at.
     const isNewRfq = type === NOTIFICATION_TYPE_BY_EVENT.TripRequest && !this.state.resourceAt(resourcePath(type, resourceId));
@@ -123,13 +118,13 @@ export class Simulation {
   }
 
   /** Changes some fault knobs and answers all of them. */
-  setFaults(input: unknown): Faults {
+  setFaults(input: Partial<Faults>): Faults {
     this.state.faults = applyFaults(this.state.faults, parseInput(faultsPatch, input));
     return this.state.faults;
   }
 
   /** Changes some of one company's fault knobs (null clears one) and answers all of them. */
-  setCompanyFaults(companyId: string, input: unknown): CompanyFaults {
+  setCompanyFaults(companyId: string, input: CompanyFaultsPatch): CompanyFaults {
     this.requireCompany(companyId);
     const faults = applyCompanyFaults(this.state.faultsOf(companyId), parseInput(companyFaultsPatch, input));
     this.state.setFaultsOf(companyId, faults);
@@ -137,13 +132,13 @@ export class Simulation {
   }
 
   /** Queues scripted answers `{href, responses}` for the next GETs of that href. */
-  programResource(input: unknown): void {
+  programResource(input: ResourceProgram): void {
     const { href, responses } = parseInput(resourceProgram, input);
     this.state.program(new URL(href).pathname, responses);
   }
 
   report(): SimulatorReport {
-    const resources = this.state.newestResources(this.historyLimit).map(({ companyId, path, type, id, version }) => ({
+    const resources = this.state.newestResources(this.settings.historyLimit).map(({ companyId, path, type, id, version }) => ({
       companyId,
       href: this.hrefOf(path),
       type,
@@ -151,6 +146,17 @@ export class Simulation {
       version,
     }));
     return this.ledger.report(this.deliveries.pendingCount, this.state.companyIds(), resources);
+  }
+
+  /** Resolves when no delivery is pending or in flight. */
+  idle(): Promise<void> {
+    return this.deliveries.idle();
+  }
+
+  /** Stops timers and the server; pending deliveries are abandoned. */
+  async stop(): Promise<void> {
+    this.deliveries.stop();
+    await this.server.close();
   }
 
   private requireCompany(companyId: string): void {

@@ -110,10 +110,8 @@ export const resourcePath = (type: string, id: string): string =>
   `${API_PREFIX}/${encodeURIComponent(type)}/${encodeURIComponent(id)}`;
 
 export class MarketplaceState {
+  /** Companies are few, so finding one by its token or client id walks them (companyWhere): no second index to keep in step. */
   private readonly companies = new Map<string, Company>();
-  /** Companies by their fixed bearer token: bearer's `token`, avinode's `authToken`. */
-  private readonly companiesByBearer = new Map<string, Company>();
-  private readonly companiesByClientId = new Map<string, Company>();
   /** Access tokens the token endpoint issued, with their company and expiry (ms). */
   private readonly accessTokens = new Map<string, { companyId: string; expiresAt: number }>();
   private readonly webhooks = new Map<string, StoredWebhookSetting>();
@@ -144,22 +142,18 @@ export class MarketplaceState {
   addCompany(account: z.output<typeof companyAccount>): Company {
     const company: Company = { ...account, name: account.name ?? account.id };
     const bearer = fixedBearer(company);
-    const holder = bearer === undefined ? undefined : this.companiesByBearer.get(bearer);
+    const holder = bearer === undefined ? undefined : this.companyWhere((other) => fixedBearer(other) === bearer);
     if (holder && holder.id !== company.id) {
       throw new SimulatorInputError(`${company.profile === 'avinode' ? 'authToken' : 'token'}: already the token of company "${holder.id}"`);
     }
-    const client = company.clientId === undefined ? undefined : this.companiesByClientId.get(company.clientId);
+    const client = company.clientId === undefined ? undefined : this.companyWhere((other) => other.clientId === company.clientId);
     if (client && client.id !== company.id) throw new SimulatorInputError(`clientId: already the client of company "${client.id}"`);
-    const previous = this.companies.get(company.id);
-    if (previous) {
-      const previousBearer = fixedBearer(previous);
-      if (previousBearer !== undefined) this.companiesByBearer.delete(previousBearer);
-      if (previous.clientId !== undefined) this.companiesByClientId.delete(previous.clientId);
-    }
     this.companies.set(company.id, company);
-    if (bearer !== undefined) this.companiesByBearer.set(bearer, company);
-    if (company.clientId !== undefined) this.companiesByClientId.set(company.clientId, company);
     return company;
+  }
+
+  private companyWhere(matches: (company: Company) => boolean): Company | undefined {
+    return [...this.companies.values()].find(matches);
   }
 
   hasCompany(companyId: string): boolean {
@@ -175,7 +169,7 @@ export class MarketplaceState {
     const bearer = bearerOf(header);
     if (bearer === undefined) return undefined;
     const issued = this.accessTokens.get(bearer);
-    return this.companiesByBearer.get(bearer) ?? (issued ? this.companies.get(issued.companyId) : undefined);
+    return this.companyWhere((company) => fixedBearer(company) === bearer) ?? (issued ? this.companies.get(issued.companyId) : undefined);
   }
 
   /**
@@ -185,7 +179,7 @@ export class MarketplaceState {
   identify(headers: Record<string, string | string[] | undefined>, now = Date.now()): Identification {
     const bearer = bearerOf(headerOf(headers, HEADERS.authorization));
     if (bearer === undefined) return refused(401, 'unauthorized', 'missing or unknown API token');
-    const fixed = this.companiesByBearer.get(bearer);
+    const fixed = this.companyWhere((company) => fixedBearer(company) === bearer);
     const issued = fixed ? undefined : this.accessTokens.get(bearer);
     const company = fixed ?? (issued && this.companies.get(issued.companyId));
     if (!company) return refused(401, 'unauthorized', 'missing or unknown API token');
@@ -200,7 +194,7 @@ export class MarketplaceState {
 
   /** Client credentials as the token endpoint receives them: the company they belong to, if the secret matches. */
   companyByClientCredentials(clientId: string, clientSecret: string): Company | undefined {
-    const company = this.companiesByClientId.get(clientId);
+    const company = this.companyWhere((known) => known.clientId === clientId);
     return company?.clientSecret === clientSecret ? company : undefined;
   }
 

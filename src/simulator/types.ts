@@ -1,10 +1,10 @@
 /** The public shapes of the marketplace simulator: its options, its control inputs and its report. */
 import type { z } from 'zod';
-import type { EventType, NotificationBody } from '../marketplace/contract.js';
 import type { DeclineReason } from '../marketplace/declines.js';
 import type { companyFaultsPatch, faultsPatch } from './faults.js';
+import type { Ledger } from './ledger.js';
 import type { simulationSettings } from './server.js';
-import type { fireRequest, scriptedResponse } from './simulation.js';
+import type { fireRequest, resourceProgram, scriptedResponse, Simulation } from './simulation.js';
 import type { companyAccount } from './state.js';
 
 /** How a quote or a decline reached the simulator: the assumed path, or an action href of an RFQ resource (rfq-actions.ts). */
@@ -61,15 +61,13 @@ export type ErrorShape = (typeof ERROR_SHAPES)[number];
 export type FireRequest = z.input<typeof fireRequest>;
 
 /** One fired event: the notification body and the webhooks it was queued for. */
-export interface EmittedNotification {
-  companyId: string;
-  eventType: EventType;
-  notification: NotificationBody;
-  webhookIds: string[];
-}
+export type EmittedNotification = ReturnType<Simulation['emit']>;
 
 /** A scripted answer for the next GET of a resource href. */
 export type ScriptedResponse = z.input<typeof scriptedResponse>;
+
+/** Scripted answers for the next GETs of a resource href (POST /_sim/resources/program). */
+export type ResourceProgram = z.input<typeof resourceProgram>;
 
 export type DeliveryStatus = 'delivered' | 'pending' | 'gave_up' | 'dropped';
 
@@ -164,53 +162,8 @@ export interface ApiCallRecord {
   at: string;
 }
 
-export interface SimulatorReport {
-  delivered: number;
-  retried: number;
-  gaveUp: number;
-  duplicatesSent: number;
-  lostAcks: number;
-  dropped: number;
-  pending: number;
-  perCompany: Record<string, { fired: number; delivered: number }>;
-  /**
-   * Resource GETs by the company whose token they carried: `answered` with anything but 429, `refused429`
-   * with 429 (its rate limit, the global resource429Rate or a scripted answer). GETs made = the sum.
-   */
-  resourceGets: Record<string, { answered: number; refused429: number }>;
-  notifications: NotificationRecord[];
-  fetches: FetchRecord[];
-  resources: ResourceRecord[];
-  leads: LeadRecord[];
-  quotes: QuoteRecord[];
-  declines: DeclineRecord[];
-  /** Every POST received on the lead, quote and decline routes (repeats, soft errors and refused tokens included), token requests and settings lists. */
-  calls: { leads: number; quotes: number; declines: number; tokens: number; settingsLists: number };
-  tokens: TokenRecord[];
-  apiCalls: ApiCallRecord[];
-}
+/** What the simulator did (GET /_sim/report), as the ledger tells it. */
+export type SimulatorReport = ReturnType<Ledger['report']>;
 
-export interface Simulator {
-  /** e.g. http://127.0.0.1:4010 */
-  url: string;
-  /** `${url}/api`: the base URL companies use. */
-  apiBaseUrl: string;
-  addCompany(company: CompanyAccount): void;
-  /** Same as POST /_sim/events. */
-  fire(request: FireRequest): Promise<EmittedNotification[]>;
-  setFaults(faults: Partial<Faults>): void;
-  /** Same as PUT /_sim/companies/{id}/faults: changes some of the company's fault knobs and answers all of them. */
-  setCompanyFaults(companyId: string, faults: CompanyFaultsPatch): CompanyFaults;
-  /** Same as POST /_sim/resources/program. */
-  programResource(href: string, responses: ScriptedResponse[]): void;
-  /** Same as GET /_sim/report. */
-  report(): SimulatorReport;
-  /** Same as POST /_sim/companies/{id}/reset: the company's webhook settings are forgotten (a sandbox wipe). */
-  resetCompany(companyId: string): { forgotten: number };
-  /** Same as POST /_sim/companies/{id}/revoke-tokens: its access tokens stop working before they expire. */
-  revokeTokens(companyId: string): { revoked: number };
-  /** Resolves when no delivery is pending or in flight. */
-  idle(): Promise<void>;
-  /** Stops timers and the server; pending deliveries are abandoned. */
-  stop(): Promise<void>;
-}
+/** The running simulator that startSimulator answers: the simulation itself, whose operations the control routes call too. */
+export type { Simulation as Simulator } from './simulation.js';

@@ -46,16 +46,6 @@ function settingProblems(state: MarketplaceState, body: WebhookSettingBody, webh
 /** Creation needs a secret; an update without one keeps the current secret. */
 const creationBody = webhookSettingBody.extend({ clientSecret: webhookSettingBody.shape.clientSecret.unwrap() });
 
-function creationProblems(state: MarketplaceState, body: WebhookSettingBody): EnvelopeMessage[] {
-  const problems = settingProblems(state, body);
-  if (!body.active) {
-    // Seed §3: creation always yields an active setting; refusing active:false makes a mismatch visible.
-    const message = 'a new webhook setting is active; deactivate it with PUT';
-    problems.push({ code: 'invalid_state', message, field: 'active' });
-  }
-  return problems;
-}
-
 export const webhookSettingsRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (api, { simulation }) => {
   const { state } = simulation;
 
@@ -68,7 +58,11 @@ export const webhookSettingsRoutes: FastifyPluginAsync<{ simulation: Simulation 
   api.post(WEBHOOK_SETTINGS_PATH, async (request) => {
     const parsed = creationBody.safeParse(request.body);
     if (!parsed.success) return softError(issueErrors(parsed.error.issues));
-    const problems = creationProblems(state, parsed.data);
+    const problems = settingProblems(state, parsed.data);
+    // Seed §3: creation always yields an active setting; refusing active:false makes a mismatch visible.
+    if (!parsed.data.active) {
+      problems.push({ code: 'invalid_state', message: 'a new webhook setting is active; deactivate it with PUT', field: 'active' });
+    }
     if (problems.length > 0) return softError(problems);
     const setting: StoredWebhookSetting = {
       ...parsed.data,

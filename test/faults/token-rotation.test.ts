@@ -46,7 +46,7 @@ describe('API token replacement', () => {
     const acme = await s.company('acme');
     const href = `${s.sim.apiBaseUrl}/rfqs/rfq-in-flight`;
     // Its first GET carries the old token: accepted on arrival, then answered 401 once the token is revoked.
-    s.sim.programResource(href, [{ status: 401 }]);
+    s.sim.programResource({ href, responses: [{ status: 401 }] });
     const arrived = arrivalOf(new URL(href).pathname);
     await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-in-flight' });
     await arrived;

@@ -14,7 +14,7 @@ afterAll(async () => s?.close());
 describe('bulk replay', () => {
   it('replays every failed notification matching the filter, and only those', async () => {
     const failing = Array.from({ length: 3 }, (_, i) => `rfq-fail-${i}`);
-    for (const id of failing) s.sim.programResource(`${s.sim.apiBaseUrl}/rfqs/${id}`, [{ status: 500 }]);
+    for (const id of failing) s.sim.programResource({ href: `${s.sim.apiBaseUrl}/rfqs/${id}`, responses: [{ status: 500 }] });
     for (const id of failing) await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: id });
     await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-fine' });
     await s.settled(4);

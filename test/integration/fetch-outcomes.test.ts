@@ -24,7 +24,7 @@ afterAll(async () => s?.close());
 /** Scripts the answers for a new resource, fires one notification for it and waits until it is final. */
 async function notifyWith(resourceId: string, responses: { status: number; body?: unknown; headers?: Record<string, string> }[]) {
   const href = `${apiBase()}/rfqs/${resourceId}`;
-  if (responses.length > 0) s.sim.programResource(href, responses);
+  if (responses.length > 0) s.sim.programResource({ href, responses });
   await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId });
   return eventually(async () => {
     const { rows } = await s.sql.query('SELECT * FROM notifications WHERE href = $1', [href]);
@@ -86,7 +86,7 @@ describe('fetch outcomes', () => {
   });
 
   it('401/403 (F4): the company paused with the reason shown, its notifications waiting, resumed by a new token', async () => {
-    s.sim.programResource(`${apiBase()}/rfqs/rfq-401`, [{ status: 401 }]);
+    s.sim.programResource({ href: `${apiBase()}/rfqs/rfq-401`, responses: [{ status: 401 }] });
     const [first] = await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-401' });
     const company = await eventually(async () => {
       const c = await s.skyhook.admin('GET', `/companies/${companyId}`);

@@ -26,7 +26,7 @@ afterAll(async () => s?.close());
 async function notify(resourceId: string, responses: { status: number; body?: unknown; headers?: Record<string, string> }[] = []) {
   const href = `${s.sim.apiBaseUrl}/rfqs/${resourceId}`;
   const { rows: before } = await s.sql.query(`SELECT coalesce(max(id), 0) AS last FROM notifications WHERE href = $1`, [href]);
-  if (responses.length > 0) s.sim.programResource(href, responses);
+  if (responses.length > 0) s.sim.programResource({ href, responses });
   await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId });
   return eventually(async () => {
     const { rows } = await s.sql.query(`SELECT id, status FROM notifications WHERE href = $1 AND id > $2 ORDER BY id DESC LIMIT 1`, [href, before[0].last]);
@@ -97,7 +97,7 @@ describe('a notification’s timeline (SPEC §7.1)', () => {
 describe('what changed (SPEC §5 changes)', () => {
   it('each stored version’s event has the RFC 6902 patch from the version before; the history lists them', async () => {
     const { href } = await notify('rfq-changes');
-    s.sim.programResource(href, [{ status: 200, body: { meta: { errors: [], warnings: [], infos: [] }, data: { id: 'rfq-changes', state: 'Quoted', legs: [{ from: 'EGLL' }, { from: 'LFPB' }] } } }]);
+    s.sim.programResource({ href, responses: [{ status: 200, body: { meta: { errors: [], warnings: [], infos: [] }, data: { id: 'rfq-changes', state: 'Quoted', legs: [{ from: 'EGLL' }, { from: 'LFPB' }] } } }] });
     await notify('rfq-changes');
     const { rows } = await s.sql.query('SELECT snapshot_version, changes FROM events WHERE href = $1 ORDER BY id', [href]);
     expect(rows.map((r) => r.snapshot_version)).toEqual([1, 2]);
@@ -123,7 +123,7 @@ describe('what changed (SPEC §5 changes)', () => {
   it('the patch applied to the previous version gives the new one', async () => {
     const { href } = await notify('rfq-patch');
     const before = (await s.sql.query('SELECT body FROM resources WHERE href = $1', [href])).rows[0].body;
-    s.sim.programResource(href, [{ status: 200, body: { meta: { errors: [], warnings: [], infos: [] }, data: { ...before, version: 7, extra: { a: [1, 2] } } } }]);
+    s.sim.programResource({ href, responses: [{ status: 200, body: { meta: { errors: [], warnings: [], infos: [] }, data: { ...before, version: 7, extra: { a: [1, 2] } } } }] });
     await notify('rfq-patch');
     const after = (await s.sql.query('SELECT body FROM resources WHERE href = $1', [href])).rows[0].body;
     const { changes } = (await s.sql.query('SELECT changes FROM events WHERE href = $1 ORDER BY id DESC LIMIT 1', [href])).rows[0];
@@ -139,7 +139,7 @@ describe('what changed (SPEC §5 changes)', () => {
     try {
       const { href } = await notify('rfq-big');
       const big = Object.fromEntries(Array.from({ length: 400 }, (_, i) => [`field${i}`, `value-${'x'.repeat(20)}-${i}`]));
-      s.sim.programResource(href, [{ status: 200, body: { meta: { errors: [], warnings: [], infos: [] }, data: { id: 'rfq-big', ...big } } }]);
+      s.sim.programResource({ href, responses: [{ status: 200, body: { meta: { errors: [], warnings: [], infos: [] }, data: { id: 'rfq-big', ...big } } }] });
       await notify('rfq-big');
       await eventually(async () => payloads.filter((p) => p.href === href).length === 2, 'both events announced');
       const [first, second] = payloads.filter((p) => p.href === href);

@@ -91,7 +91,7 @@ describe('many companies, each on its own (SPEC §5.1)', () => {
     const c = await s.company('limited');
     const d = await s.company('neighbour');
     const refusedHref = `${s.sim.apiBaseUrl}/rfqs/rfq-429`;
-    s.sim.programResource(refusedHref, [{ status: 429, headers: { 'retry-after': '2' } }]);
+    s.sim.programResource({ href: refusedHref, responses: [{ status: 429, headers: { 'retry-after': '2' } }] });
     await s.sim.fire({ companyId: 'limited', eventType: 'TripRequest', resourceId: 'rfq-429' });
     const refusal = await eventually(async () => s!.fetchesOf(refusedHref).find((f) => f.status === 429), 'the 429');
     const heldFrom = Date.parse(refusal.at);
@@ -155,7 +155,7 @@ describe('many companies, each on its own (SPEC §5.1)', () => {
   it('F4: a refusal the marketplace takes back resumes the company by itself, after one probe', async () => {
     s = await startScenario({ env: { FETCH_MIN_INTERVAL_MS: '0', PAUSED_PROBE_INTERVAL_MS: '10000' } });
     const p = await s.company('flaky');
-    s.sim.programResource(`${s.sim.apiBaseUrl}/rfqs/rfq-flaky-401`, [{ status: 401 }]);
+    s.sim.programResource({ href: `${s.sim.apiBaseUrl}/rfqs/rfq-flaky-401`, responses: [{ status: 401 }] });
     await s.sim.fire({ companyId: 'flaky', eventType: 'TripRequest', resourceId: 'rfq-flaky-401' });
     await eventually(async () => ((await s!.skyhook.admin('GET', `/companies/${p.companyId}`)).body.state.status === 'paused' ? true : undefined), 'paused');
     // The token is good: the probe (the settings list) is accepted and everything that waited is fetched.

@@ -226,7 +226,7 @@ describe('OAuth 2.0 client credentials', () => {
     const acme = await connected({ profile: 'bearer', oauth: true });
     await webhook(acme.companyId);
     const href = `${s.sim.apiBaseUrl}/rfqs/rfq-${acme.simId}`;
-    s.sim.programResource(href, [{ status: 401 }, { status: 401 }]);
+    s.sim.programResource({ href, responses: [{ status: 401 }, { status: 401 }] });
     await s.sim.fire({ companyId: acme.simId, eventType: 'TripRequest', resourceId: `rfq-${acme.simId}` });
     const paused = await eventually(async () => {
       const c = await company(acme.companyId);

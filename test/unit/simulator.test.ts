@@ -487,7 +487,7 @@ describe('resource faults and scripted answers', () => {
       }),
     });
     expect(program.status).toBe(204);
-    sim.programResource(href, [{ status: 410 }]);
+    sim.programResource({ href, responses: [{ status: 410 }] });
 
     const answers = [await get(href), await get(href), await get(href), await get(href), await get(href)];
     expect(answers.map(({ status }) => status)).toEqual([401, 429, 200, 410, 200]);
@@ -563,7 +563,7 @@ describe('error entry shape', () => {
     const [emitted] = await fireOne();
     const href = emitted?.notification.href ?? '';
     const scripted = { meta: { errors: [{ code: 'E42', message: 'as scripted' }], warnings: [], infos: [] }, data: null };
-    sim.programResource(href, [{ status: 200, body: scripted }]);
+    sim.programResource({ href, responses: [{ status: 200, body: scripted }] });
     const answer = await fetch(href, { headers: { authorization: authorizationHeader(ACME.token) } });
     expect(answer.headers.get('content-type')).toContain('application/json');
     expect(await answer.json()).toEqual(scripted);
@@ -706,7 +706,7 @@ describe('review fixes', () => {
         companyId: ACME.id,
       });
       const ledger = new Ledger(10);
-      const queue = new DeliveryQueue({ state, ledger, timeScale: 1, replyTimeoutMs: 1_000, concurrency: 1 });
+      const queue = new DeliveryQueue(state, ledger, { timeScale: 1, replyTimeoutMs: 1_000, deliveryConcurrency: 1 });
       queue.enqueue('wh_1', ACME.id, { id: 'rfq-1', href: 'http://127.0.0.1:9/api/rfqs/rfq-1', type: 'rfqs' });
       await vi.advanceTimersByTimeAsync(49 * 3_600_000);
       expect(ledger.report(queue.pendingCount, [], [])).toMatchObject({ gaveUp: 1, pending: 0 });
