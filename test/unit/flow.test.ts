@@ -1,6 +1,6 @@
 /**
  * A notification's whole way in the fast tier, in milliseconds: the receiver (buildApp, requests injected)
- * commits through the in-memory lifecycle (notifications/memory.ts); its commit follow-up hands the keys to
+ * commits through the in-memory lifecycle (test/helpers/memory-lifecycle.ts); its commit follow-up hands the keys to
  * a fake queue that deduplicates like BullMQ (C1); the real fetch job (processing/fetch-job.ts) claims,
  * "GETs" from a table of answers and applies each outcome through the same lifecycle; the real relay
  * (processing/relay.ts) queues what was committed while the queue was down. The integration tier runs
@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import type { PendingKey, ResourceRef } from '../../src/notifications/lifecycle.js';
-import { createMemoryLifecycle } from '../../src/notifications/memory.js';
+import { createMemoryLifecycle } from '../helpers/memory-lifecycle.js';
 import { createMetrics } from '../../src/lib/metrics.js';
 import type { CompanyConnection } from '../../src/processing/company-connections.js';
 import { runFetchJob, type FetchJobDeps, type FetchResult } from '../../src/processing/fetch-job.js';

@@ -1,9 +1,9 @@
 /**
  * The lifecycle's contract (test/helpers/lifecycle-contract.ts) against its in-memory implementation,
- * src/notifications/memory.ts: the fast tier's stand-in must do what PostgreSQL does.
+ * test/helpers/memory-lifecycle.ts: the fast tier's stand-in must do what PostgreSQL does.
  */
 import { randomUUID } from 'node:crypto';
-import { createMemoryLifecycle } from '../../src/notifications/memory.js';
+import { createMemoryLifecycle } from '../helpers/memory-lifecycle.js';
 import { lifecycleContract } from '../helpers/lifecycle-contract.js';
 
 lifecycleContract('in memory', async () => {

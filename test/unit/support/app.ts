@@ -1,7 +1,7 @@
 /**
  * The HTTP app (buildApp) over in-memory fakes of its narrow dependencies, for the unit tier: requests go
  * through `app.inject`, nothing listens, and no PostgreSQL or Redis is involved. The receiver's storage is
- * the real NotificationWriter over the in-memory lifecycle (notifications/memory.ts); the webhook lookup is the real
+ * the real NotificationWriter over the in-memory lifecycle (test/helpers/memory-lifecycle.ts); the webhook lookup is the real
  * WebhookDirectory over a fake loader; the OAuth nonces are remembered in a Set.
  */
 import type { FastifyInstance } from 'fastify';
@@ -18,7 +18,7 @@ import { createMetrics, type Metrics } from '../../../src/lib/metrics.js';
 import type { RedisClient } from '../../../src/lib/redis/connection.js';
 import { WebhookDirectory, type WebhookCredentials, type WebhookKey } from '../../../src/receiver/authenticate.js';
 import { NotificationWriter } from '../../../src/receiver/ingest.js';
-import { createMemoryLifecycle } from '../../../src/notifications/memory.js';
+import { createMemoryLifecycle } from '../../helpers/memory-lifecycle.js';
 
 export const PUBLIC_BASE_URL = 'https://skyhook.example';
 export const API_BASE_URL = 'https://api.marketplace.example/v1';

@@ -1,10 +1,11 @@
 /**
- * The notification lifecycle in memory: the same transitions as postgres.ts, guarded by the same table
- * (transitions.ts), over plain maps. For the fast test tier; test/helpers/lifecycle-contract.ts holds it
- * to what the PostgreSQL implementation does. It keeps only what the contract and tests read: no fetch
- * attempts, replays or timestamps other than receivedAt. Not for production: nothing survives the process.
+ * The notification lifecycle in memory: the same transitions as src/notifications/postgres.ts, guarded by
+ * the same table (transitions.ts), over plain maps. For the fast test tier, so it lives with the tests and
+ * ships in no build; lifecycle-contract.ts beside it holds it to what the PostgreSQL implementation does.
+ * It keeps only what the contract and the tests read: no fetch attempts, replays or timestamps other than
+ * receivedAt.
  */
-import type { NotificationStatus } from '../db/schema/index.js';
+import type { NotificationStatus } from '../../src/db/schema/index.js';
 import {
   CLAIM_LIMIT,
   type Claimed,
@@ -15,8 +16,8 @@ import {
   type ResourceRef,
   type Verdict,
   statusOnAccept,
-} from './lifecycle.js';
-import { allowed, PENDING, TRANSITIONS } from './transitions.js';
+} from '../../src/notifications/lifecycle.js';
+import { allowed, PENDING, TRANSITIONS } from '../../src/notifications/transitions.js';
 
 interface Row extends NewNotification {
   id: number;
