@@ -2,7 +2,8 @@
  * The notification lifecycle (SPEC §4, §5, §7.1) as an interface: every status change a notification can
  * make, each named by intent and owning its transaction and the writes that go with it; the data they take
  * and give. transitions.ts says which changes are allowed; postgres.ts is the implementation Skyhook runs
- * (the only code that writes notification state), test/helpers/memory-lifecycle.ts the fast tier's. Callers take `Pick<>` views.
+ * (the only code that writes notification state), test/helpers/memory-lifecycle.ts the fast tier's.
+ * Callers take `Pick<>` views.
  */
 import type { FetchAttemptOutcome } from '../db/schema/index.js';
 import type { SpanRef } from '../lib/tracing.js';
