@@ -246,8 +246,10 @@ async function load(opts: LoadOptions): Promise<LoadResult> {
  * Requests sent before a measured load, at the same 64 connections, and not counted: a freshly started
  * process spends its first seconds compiling (measured: about three times the CPU per notification of a
  * warm one), which says nothing about a server that runs for days. The ceiling gets the same warm-up.
+ * BENCH_WARM_UP changes the count (diagnosis: how much of a figure is the process's youth).
  */
-const WARM_UP_REQUESTS = 2000;
+const WARM_UP_REQUESTS = Number(process.env.BENCH_WARM_UP ?? 2000);
+if (!Number.isInteger(WARM_UP_REQUESTS) || WARM_UP_REQUESTS < 1) throw new Error(`BENCH_WARM_UP must be a whole number of requests, 1 or more (got ${process.env.BENCH_WARM_UP})`);
 
 async function warmUp(url: string, setup: (req: autocannon.Request) => autocannon.Request): Promise<void> {
   await autocannonRun({ url, setup, amount: WARM_UP_REQUESTS });
