@@ -121,7 +121,7 @@ export class MarketplaceClient {
     try {
       answer = await this.transport(conn.oauth.tokenUrl, what, MAX_TOKEN_ANSWER_BYTES, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', ...tokenRequestHeaders(conn) },
+        headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded', ...tokenRequestHeaders(conn) },
         body: new URLSearchParams({ grant_type: 'client_credentials', client_id: conn.oauth.clientId, client_secret: conn.oauth.clientSecret }).toString(),
         signal: AbortSignal.timeout(this.opts.timeoutMs),
       });
@@ -139,7 +139,7 @@ export class MarketplaceClient {
 
   private send(url: string, conn: ApiConnection, bearer: string, init: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal }): Promise<Answer> {
     const method = init.method ?? 'GET';
-    return this.transport(url, `${method} ${url}`, MAX_ANSWER_BYTES, { ...init, method, headers: { ...init.headers, ...callHeaders(conn, bearer) } });
+    return this.transport(url, `${method} ${url}`, MAX_ANSWER_BYTES, { ...init, method, headers: { accept: 'application/json', ...init.headers, ...callHeaders(conn, bearer) } });
   }
 
   /** One request, its answer read up to `maxBytes`; throws MarketplaceError (network, timeout) naming it `what` when there is none. */
@@ -147,7 +147,7 @@ export class MarketplaceClient {
     try {
       const res = await request(url, {
         method: init.method as Dispatcher.HttpMethod,
-        headers: { accept: 'application/json', ...init.headers },
+        headers: init.headers,
         body: init.body,
         dispatcher: this.dispatcher,
         headersTimeout: this.opts.timeoutMs,
