@@ -14,10 +14,15 @@
  *   it, which it publishes only when it next runs a statement or ends (Skyhook's one listener, woken by
  *   the insert's and the store's NOTIFY: two a notification; the minimal pipeline has none). Measured on a
  *   throwaway server: a listener's transactions since its LISTEN all appeared at once when Skyhook stopped.
+ * - The pipeline's own process: its write system calls (`syscw` in /proc/<pid>/io, all threads), nearly
+ *   one per message it sends (a request to Redis or PostgreSQL, the GET, the answer to a notification),
+ *   so about its round trips; each costs the sender a system call and wakes the other end. Unlike the CPU
+ *   figures, the count hardly moves with the machine's speed.
  * - `pg_stat_statements`, only if the server preloads it (`shared_preload_libraries`): every statement,
  *   BEGIN and COMMIT included. It is read in a database of the bench's own, `skyhook_bench_stats`, where the
  *   bench creates the extension (the view needs it in the database it is read from).
  */
+import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 
@@ -27,14 +32,21 @@ export interface Calls {
   redis: { total: number; evalsha: number; eval: number; fcall: number };
   /** statements is null when pg_stat_statements is not loaded. */
   postgres: { xacts: number; rowsInserted: number; rowsUpdated: number; rowsDeleted: number; statements: number | null };
+  /** The pipeline's process's write system calls. */
+  writes: number;
 }
+
+/** Write system calls so far of these processes (all their threads). */
+export const processWrites = (pids: number[]): number =>
+  pids.reduce((sum, pid) => sum + Number(/^syscw:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1] ?? NaN), 0);
 
 export interface CallsReader {
   /** Whether PostgreSQL statements are counted (pg_stat_statements preloaded). */
   statements: boolean;
   redis(): Promise<Calls['redis']>;
   postgres(database: string): Promise<Calls['postgres']>;
-  read(database: string): Promise<Calls>;
+  /** Everything, `pids` the pipeline's processes. */
+  read(database: string, pids: number[]): Promise<Calls>;
   close(): Promise<void>;
 }
 
@@ -83,7 +95,7 @@ export async function openCallsReader(server: string, redisUrl: string): Promise
     statements: preloaded,
     redis: readRedis,
     postgres: readPostgres,
-    read: async (database) => ({ redis: await readRedis(), postgres: await readPostgres(database) }),
+    read: async (database, pids) => ({ redis: await readRedis(), postgres: await readPostgres(database), writes: processWrites(pids) }),
     close: async () => {
       redis.disconnect();
       await sql.end();
@@ -97,11 +109,12 @@ export function callsBetween(before: Calls, after: Calls, per: number): Calls {
   const redis = { total: r(after.redis.total, before.redis.total), evalsha: r(after.redis.evalsha, before.redis.evalsha), eval: r(after.redis.eval, before.redis.eval), fcall: r(after.redis.fcall, before.redis.fcall) };
   const p = (k: keyof Omit<Calls['postgres'], 'statements'>) => r(after.postgres[k], before.postgres[k]);
   const statements = after.postgres.statements === null || before.postgres.statements === null ? null : r(after.postgres.statements, before.postgres.statements);
-  return { redis, postgres: { xacts: p('xacts'), rowsInserted: p('rowsInserted'), rowsUpdated: p('rowsUpdated'), rowsDeleted: p('rowsDeleted'), statements } };
+  return { redis, postgres: { xacts: p('xacts'), rowsInserted: p('rowsInserted'), rowsUpdated: p('rowsUpdated'), rowsDeleted: p('rowsDeleted'), statements }, writes: r(after.writes, before.writes) };
 }
 
-/** One line: Redis commands (scripts among them), PostgreSQL transactions, rows written, statements. */
+/** One line: Redis commands (scripts among them), PostgreSQL transactions, rows written, statements, the process's writes. */
 export const formatCalls = (c: Calls): string =>
   `Redis ${c.redis.total} commands (evalsha ${c.redis.evalsha}, eval ${c.redis.eval}, fcall ${c.redis.fcall}); ` +
   `PostgreSQL ${c.postgres.xacts} transactions, rows +${c.postgres.rowsInserted} ~${c.postgres.rowsUpdated} -${c.postgres.rowsDeleted}` +
-  (c.postgres.statements === null ? '' : `, ${c.postgres.statements} statements`);
+  (c.postgres.statements === null ? '' : `, ${c.postgres.statements} statements`) +
+  `; the process ${c.writes} write system calls`;

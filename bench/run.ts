@@ -23,7 +23,7 @@ import { Pool } from 'undici';
 import { encryptSecret, randomToken, sha256 } from '../src/lib/crypto.js';
 import { runConsoleBench } from './console.js';
 import { runTenantsBench } from './tenants.js';
-import { callsBetween, formatCalls, openCallsReader, type Calls, type CallsReader } from './calls.js';
+import { callsBetween, formatCalls, openCallsReader, processWrites, type Calls, type CallsReader } from './calls.js';
 import { deleteKeysWithPrefix } from '../src/lib/redis/keys.js';
 
 const args = new Set(process.argv.slice(2));
@@ -521,11 +521,11 @@ async function idleThenLightDay(p: Pipeline, reader: CallsReader, labels: [strin
 
   log(labels[0]);
   const cpu0 = cpuReading(p.pids);
-  const calls0 = await reader.read(p.database);
+  const calls0 = await reader.read(p.database, p.pids);
   const t0 = performance.now();
   await sleep(IDLE_S * 1000);
   const cpu1 = cpuReading(p.pids);
-  const calls1 = await reader.read(p.database);
+  const calls1 = await reader.read(p.database, p.pids);
   const seconds = (performance.now() - t0) / 1000;
   const share = (k: keyof CpuReading) => round(((cpu1[k] - cpu0[k]) / seconds) * 100, 1);
   const idle: Idle = { cpuPercent: { skyhook: share('skyhook'), postgres: share('postgres'), redis: share('redis') }, callsPerSecond: callsBetween(calls0, calls1, seconds) };
@@ -543,6 +543,7 @@ async function idleThenLightDay(p: Pipeline, reader: CallsReader, labels: [strin
     if (Date.now() - since > 60_000) throw new Error(`${p.name}: notifications still pending 60 s after the light day`);
   }
   const cpu2 = cpuReading(p.pids);
+  const writes2 = processWrites(p.pids);
   const redis2 = await reader.redis();
   const t2 = performance.now();
   await p.sql.end(); // its polls' counts are published as its backend ends
@@ -556,7 +557,7 @@ async function idleThenLightDay(p: Pipeline, reader: CallsReader, labels: [strin
   postgres2.rowsDeleted -= idlePg.rowsDeleted * quiet;
   if (postgres2.statements !== null) postgres2.statements -= polls + (idlePg.statements ?? 0) * quiet;
   const cpu = cpuPerNotification(cpu1, cpu2, count, p.name);
-  const callsPerNotification = callsBetween(calls1, { redis: redis2, postgres: postgres2 }, count);
+  const callsPerNotification = callsBetween(calls1, { redis: redis2, postgres: postgres2, writes: writes2 }, count);
   log(`    per notification: ${formatCalls(callsPerNotification)}`);
 
   const sql = new pg.Client({ connectionString: `${SERVER}/${p.database}` });
