@@ -9,9 +9,9 @@
  * is held. A job waits in `admit()` before it claims anything, and each step lets RELEASED_PER_STEP held
  * jobs through, oldest first, so processing never stops under a sustained flood (16 fetches a second,
  * each covering every pending notification of its resource). Once the flood is over, every held job goes
- * on at once: a flood is over when no answer has gone out for longer than its answers' own gaps (see
- * quietAfterMs), which is checked every QUIET_MS / 2 while jobs are held, not only at the next step. A
- * steady rate the process keeps up with has a handful in flight, so nothing is held back.
+ * on at once: a flood is over when no answer has gone out for QUIET_MS, which is checked every
+ * QUIET_MS / 2 while jobs are held, not only at the next step. A steady rate the process keeps up with
+ * has a handful in flight, so nothing is held back.
  *
  * A speed mechanism, kept for its measured gain: docs/decisions.md, "Speed mechanisms".
  */
@@ -19,13 +19,10 @@ const INTERVAL_MS = 250;
 const BUSY_IN_FLIGHT = 32;
 const RELEASED_PER_STEP = 4;
 /**
- * Under a flood answers go out in bursts, one commit answering a whole batch: every few milliseconds on a
- * fast machine, 50–110 ms apart on a slow one (the ingest-first test on a slow night). A flood is over when
- * no answer has gone out for twice the longest gap between answers in the last step, at least QUIET_MS
- * and at most a step: a fixed 50 ms took each gap of a slow machine's flood for its end, and never held.
+ * Under a flood answers go out every few milliseconds (one commit answers a whole batch). A commit slower
+ * than this lets the held jobs go early; the next step holds again while answers still go out.
  */
 const QUIET_MS = 50;
-const quietAfterMs = (longestGapMs: number) => Math.min(INTERVAL_MS, Math.max(QUIET_MS, 2 * longestGapMs));
 const ADMITTED = Promise.resolve();
 
 export class IngestFirst {
@@ -35,9 +32,6 @@ export class IngestFirst {
   /** Runs while jobs are held: lets them go as soon as the answers stop. */
   private quietTimer: NodeJS.Timeout | undefined;
   private lastAnswerAt = -Infinity;
-  /** The longest gap between two answers since the last step (one of a step or more is the calm before a flood). */
-  private longestGapMs = 0;
-  private quietMs = QUIET_MS;
   private flooded = false;
   /** Jobs waiting in admit(), oldest first. */
   private readonly waiting: (() => void)[] = [];
@@ -49,11 +43,8 @@ export class IngestFirst {
 
   /** The receiver accepted one notification and answered after `ms`. */
   answer(ms: number): void {
-    const now = this.now();
-    const gap = now - this.lastAnswerAt;
-    if (gap < INTERVAL_MS) this.longestGapMs = Math.max(this.longestGapMs, gap);
     this.answerMs += ms;
-    this.lastAnswerAt = now;
+    this.lastAnswerAt = this.now();
   }
 
   start(): void {
@@ -96,8 +87,6 @@ export class IngestFirst {
   tick(elapsedMs: number): void {
     const inFlight = this.answerMs / elapsedMs;
     this.answerMs = 0;
-    this.quietMs = quietAfterMs(this.longestGapMs);
-    this.longestGapMs = 0;
     // An interval that ended with the flood still averages high: the answers must still be going out.
     this.setFlooded(inFlight > BUSY_IN_FLIGHT && !this.quiet());
     this.release(this.flooded ? RELEASED_PER_STEP : this.waiting.length);
@@ -111,7 +100,7 @@ export class IngestFirst {
   }
 
   private quiet(): boolean {
-    return this.now() - this.lastAnswerAt >= this.quietMs;
+    return this.now() - this.lastAnswerAt >= QUIET_MS;
   }
 
   private setFlooded(flooded: boolean): void {
