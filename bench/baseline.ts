@@ -20,7 +20,8 @@
  *    jobs of every pending (company, href) are added again (a crash between commit and add).
  * Nothing Skyhook-specific: one company, one fixed Basic credential, no tenants, no admin surface, no
  * metrics, BullMQ's default locks and stalled checks, no retries beyond BullMQ's own. It imports no
- * Skyhook code. Environment: PORT, DATABASE_URL, REDIS_URL, QUEUE_PREFIX, BASIC_CREDENTIAL (user:secret).
+ * Skyhook code. Environment: PORT, DATABASE_URL, REDIS_URL, QUEUE_PREFIX, BASIC_CREDENTIAL (user:secret); for
+ * diagnosis only, BENCH_BASELINE_ROUND_TRIPS (below).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { Queue, Worker } from 'bullmq';
@@ -91,13 +92,29 @@ const STORE = `
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 20 });
 await pool.query(SCHEMA);
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
+
+/**
+ * A diagnosis knob, not the yardstick (docs/performance.md, "What the rules' round trips cost"):
+ * BENCH_BASELINE_ROUND_TRIPS=skyhook adds the four round trips Skyhook's rules take beyond this pipeline's,
+ * each doing the least such a step can: a script that admits the resource at its company (the job's
+ * priority) before the add; before the GET, a SELECT that claims the pending rows and a script that starts
+ * the fetch at the company's gate (its C5 slot); after the store, a script that finishes it, not awaited.
+ */
+const ROUND_TRIPS = process.env.BENCH_BASELINE_ROUND_TRIPS === 'skyhook';
+const gate = redis as Redis & Record<'gateAdmit' | 'gateStart' | 'gateFinish', (...args: string[]) => Promise<number>>;
+redis.defineCommand('gateAdmit', { numberOfKeys: 1, lua: "return redis.call('HINCRBY', KEYS[1], ARGV[1], 1) % 1000 + 1" });
+redis.defineCommand('gateStart', { numberOfKeys: 2, lua: "redis.call('SET', KEYS[2], '1', 'PX', 1000) return redis.call('HINCRBY', KEYS[1], ARGV[1], 1)" });
+redis.defineCommand('gateFinish', { numberOfKeys: 1, lua: "return redis.call('HINCRBY', KEYS[1], ARGV[1], -1)" });
+const CLAIM = 'SELECT array_agg(id) AS ids FROM notifications WHERE company = $1 AND href = $2 AND processed_at IS NULL';
 type FetchJob = { company: string; href: string };
 const queue = new Queue<FetchJob>('fetch', { connection: redis, prefix: PREFIX });
 
 /** One job per (company, href): BullMQ coalesces the adds (no-op while waiting, one follow-up while active). */
 const enqueue = (company: string, href: string) =>
-  queue
-    .add('fetch', { company, href }, { deduplication: { id: `${company}:${href}`, keepLastIfActive: true }, attempts: 5, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: true, removeOnFail: 1000 })
+  (ROUND_TRIPS ? gate.gateAdmit(`${PREFIX}:admitted`, company) : Promise.resolve(undefined))
+    .then((priority) =>
+      queue.add('fetch', { company, href }, { deduplication: { id: `${company}:${href}`, keepLastIfActive: true }, attempts: 5, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: true, removeOnFail: 1000, priority }),
+    )
     .catch((err: unknown) => console.error('add failed (the rows stay pending until a restart adds them):', err));
 
 // Group commit: while an INSERT is in flight, arriving rows gather and go together in the next one.
@@ -161,6 +178,10 @@ const worker = new Worker<FetchJob>(
     const { company, href } = job.data;
     const startedAt = new Date();
     const covers = committedUpTo;
+    if (ROUND_TRIPS) {
+      await pool.query({ name: 'claim', text: CLAIM, values: [company, href] });
+      await gate.gateStart(`${PREFIX}:running`, `${PREFIX}:slot:${company}:${href}`, company);
+    }
     const res = await request(href, { headers: { authorization: `Bearer ${RESOURCE_TOKEN}` }, headersTimeout: 10_000, bodyTimeout: 10_000 });
     const envelope = (await res.body.json()) as { meta?: { errors?: unknown[] }; data?: unknown };
     if (res.statusCode !== 200 || (envelope.meta?.errors?.length ?? 0) > 0) {
@@ -168,6 +189,7 @@ const worker = new Worker<FetchJob>(
       throw new Error(`GET ${href}: ${res.statusCode}`);
     }
     await pool.query({ name: 'store_snapshot', text: STORE, values: [company, href, JSON.stringify(envelope.data), startedAt, res.statusCode, covers] });
+    if (ROUND_TRIPS) void gate.gateFinish(`${PREFIX}:running`, company).catch((err: unknown) => console.error('gate finish failed:', err));
   },
   { connection: redis, prefix: PREFIX, concurrency: 64 },
 );
