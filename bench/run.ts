@@ -55,6 +55,14 @@ const IDLE_S = QUICK ? 3 : 10;
  * 10 s after its last transaction (bench/calls.ts). The quick run waits less; its counts are only a smoke test.
  */
 const SETTLE_MS = QUICK ? 2000 : 11_000;
+/**
+ * And before the idle reading, since the load before ended: Skyhook's pools close a connection 30 s after its
+ * last use (src/db/client.ts), the minimal pipeline's after 10 s (pg-pool's default), and a backend ending costs
+ * PostgreSQL about 8 ms of CPU on this machine. Without this wait the connections the loads opened ended
+ * inside Skyhook's idle and light-day readings (up to 25 of them: 1.0–2.0 % of a core idle, 200–290 µs a
+ * light-day notification), the pipeline's before its readings: these readings are of steady states.
+ */
+const POOLS_CLOSED_MS = QUICK ? 0 : 31_000;
 const SKYHOOK_URL = `http://127.0.0.1:${PORTS.skyhook}`;
 const API_BASE = `http://127.0.0.1:${PORTS.resources}/api`;
 const children: ChildProcess[] = [];
@@ -508,16 +516,18 @@ async function steady500(p: Pipeline): Promise<Steady> {
 
 /**
  * The pipeline idle for IDLE_S, then a light day, 30 notifications/s for LIGHT_S: what it costs when little
- * happens, where its fixed costs (timers, polls, lock renewals) weigh. Both windows start after SETTLE_MS of
- * quiet and after autovacuum, so that PostgreSQL's counts hold only their own window (bench/calls.ts). The
- * light day's CPU and Redis readings are taken as soon as nothing is pending (polled as waitProcessed does,
- * every 20 ms; each poll is one transaction, taken off the counts); its PostgreSQL reading SETTLE_MS later,
- * once every backend has published its counts, less what the pipeline does idle in that time.
+ * happens, where its fixed costs (timers, polls, lock renewals) weigh. Both windows start after SETTLE_MS
+ * of quiet (POOLS_CLOSED_MS after the load before) and after autovacuum, so that PostgreSQL's counts hold
+ * only their own window (bench/calls.ts). The light day's CPU and Redis readings are taken as soon as
+ * nothing is pending (polled as waitProcessed does, every 20 ms; each poll is one transaction, taken off
+ * the counts); its PostgreSQL reading SETTLE_MS later, once every backend has published its counts, less
+ * what the pipeline does idle in that time.
  */
 async function idleThenLightDay(p: Pipeline, reader: CallsReader, labels: [string, string]): Promise<{ idle: Idle; light: Steady & { callsPerNotification: Calls } }> {
+  const loadEnded = performance.now();
   const start = await maxId(p.sql);
   await autovacuumDone(p.sql);
-  await sleep(SETTLE_MS);
+  await sleep(Math.max(SETTLE_MS, POOLS_CLOSED_MS - (performance.now() - loadEnded)));
 
   log(labels[0]);
   const cpu0 = cpuReading(p.pids);
