@@ -110,11 +110,10 @@ type FetchJob = { company: string; href: string };
 const queue = new Queue<FetchJob>('fetch', { connection: redis, prefix: PREFIX });
 
 /** One job per (company, href): BullMQ coalesces the adds (no-op while waiting, one follow-up while active). */
+const add = (company: string, href: string, admitted?: { priority: number }) =>
+  queue.add('fetch', { company, href }, { deduplication: { id: `${company}:${href}`, keepLastIfActive: true }, attempts: 5, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: true, removeOnFail: 1000, ...admitted });
 const enqueue = (company: string, href: string) =>
-  (ROUND_TRIPS ? gate.gateAdmit(`${PREFIX}:admitted`, company) : Promise.resolve(undefined))
-    .then((priority) =>
-      queue.add('fetch', { company, href }, { deduplication: { id: `${company}:${href}`, keepLastIfActive: true }, attempts: 5, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: true, removeOnFail: 1000, priority }),
-    )
+  (ROUND_TRIPS ? gate.gateAdmit(`${PREFIX}:admitted`, company).then((priority) => add(company, href, { priority })) : add(company, href))
     .catch((err: unknown) => console.error('add failed (the rows stay pending until a restart adds them):', err));
 
 // Group commit: while an INSERT is in flight, arriving rows gather and go together in the next one.
