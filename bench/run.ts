@@ -20,6 +20,7 @@ import autocannon from 'autocannon';
 import OAuth from 'oauth-1.0a';
 import pg from 'pg';
 import { Pool } from 'undici';
+import { POOL_IDLE_TIMEOUT_MS } from '../src/db/client.js';
 import { encryptSecret, randomToken, sha256 } from '../src/lib/crypto.js';
 import { runConsoleBench } from './console.js';
 import { runTenantsBench } from './tenants.js';
@@ -57,12 +58,13 @@ const IDLE_S = QUICK ? 3 : 10;
 const SETTLE_MS = QUICK ? 2000 : 11_000;
 /**
  * And before the idle reading, since the load before ended: Skyhook's pools close a connection 30 s after its
- * last use (src/db/client.ts), the minimal pipeline's after 10 s (pg-pool's default), and a backend ending costs
- * PostgreSQL about 8 ms of CPU on this machine. Without this wait the connections the loads opened ended
- * inside Skyhook's idle and light-day readings (up to 25 of them: 1.0–2.0 % of a core idle, 200–290 µs a
- * light-day notification), the pipeline's before its readings: these readings are of steady states.
+ * last use (POOL_IDLE_TIMEOUT_MS), the minimal pipeline's after 10 s (pg-pool's default), and a backend
+ * ending costs PostgreSQL about 8 ms of CPU on this machine. Without this wait the connections the loads
+ * opened ended inside Skyhook's idle and light-day readings (up to 25 of them: 1.0–2.0 % of a core idle,
+ * 200–290 µs a light-day notification), the pipeline's before its readings: these readings are of steady
+ * states.
  */
-const POOLS_CLOSED_MS = QUICK ? 0 : 31_000;
+const POOLS_CLOSED_MS = QUICK ? 0 : POOL_IDLE_TIMEOUT_MS + 1000;
 const SKYHOOK_URL = `http://127.0.0.1:${PORTS.skyhook}`;
 const API_BASE = `http://127.0.0.1:${PORTS.resources}/api`;
 const children: ChildProcess[] = [];

@@ -14,6 +14,9 @@ export interface DbHandle {
   db: Database;
 }
 
+/** A pool closes a connection idle this long (bench/run.ts waits it out before its idle readings). */
+export const POOL_IDLE_TIMEOUT_MS = 30_000;
+
 /**
  * One pool per role: the receiver's pool must not wait behind worker transactions.
  * Every wait is bounded, so a database that stops answering turns into a 503, not a hang.
@@ -35,7 +38,7 @@ export function connectDatabase(
     ...(opts.genericPlans ? { options: '-c plan_cache_mode=force_generic_plan' } : {}),
     connectionTimeoutMillis: 3000,
     query_timeout: 15_000,
-    idleTimeoutMillis: 30_000,
+    idleTimeoutMillis: POOL_IDLE_TIMEOUT_MS,
     application_name: opts.applicationName,
   });
   // A client losing its connection must not crash the process, idle (pool 'error') or checked out
