@@ -21,7 +21,7 @@
  * Nothing Skyhook-specific: one company, one fixed Basic credential, no tenants, no admin surface, no
  * metrics, BullMQ's default locks and stalled checks, no retries beyond BullMQ's own. It imports no
  * Skyhook code. Environment: PORT, DATABASE_URL, REDIS_URL, QUEUE_PREFIX, BASIC_CREDENTIAL (user:secret); for
- * diagnosis only, BENCH_BASELINE_ROUND_TRIPS (below).
+ * diagnosis only, BENCH_BASELINE_ROUND_TRIPS and BENCH_BASELINE_SCHEMA (below).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { Queue, Worker } from 'bullmq';
@@ -89,8 +89,63 @@ const STORE = `
   )
   UPDATE notifications SET processed_at = now() WHERE company = $1 AND href = $2 AND processed_at IS NULL AND id <= $6`;
 
+/**
+ * A diagnosis knob, not the yardstick (docs/performance.md, "What Skyhook's schema costs"):
+ * BENCH_BASELINE_SCHEMA=skyhook gives the pipeline's database what Skyhook's has beyond it, written as
+ * plainly as this pipeline's own: the notifications' further columns and indexes (the console's filters,
+ * the relay's, the failures', the webhook's key), an event's changes and its two indexes, each fetch in
+ * the notifications' attempt history, and a NOTIFY of the ids at each insert and store and of each event
+ * with its changes, which a LISTEN connection receives and parses.
+ */
+const LIKE_SKYHOOK = process.env.BENCH_BASELINE_SCHEMA === 'skyhook';
+const SKYHOOK_SCHEMA = `
+  CREATE TABLE IF NOT EXISTS webhooks (id text PRIMARY KEY);
+  INSERT INTO webhooks VALUES ('w1') ON CONFLICT DO NOTHING;
+  ALTER TABLE notifications ADD COLUMN IF NOT EXISTS webhook text NOT NULL DEFAULT 'w1' REFERENCES webhooks (id) ON DELETE CASCADE,
+    ADD COLUMN IF NOT EXISTS type text NOT NULL DEFAULT 'Rfq', ADD COLUMN IF NOT EXISTS resource_id text NOT NULL DEFAULT '',
+    ADD COLUMN IF NOT EXISTS status text NOT NULL DEFAULT 'queued', ADD COLUMN IF NOT EXISTS attempt_ids bigint[];
+  CREATE INDEX IF NOT EXISTS notifications_unqueued_idx ON notifications (received_at) WHERE status = 'received';
+  CREATE INDEX IF NOT EXISTS notifications_company_idx ON notifications (company, id);
+  CREATE INDEX IF NOT EXISTS notifications_final_failed_idx ON notifications (id) WHERE status IN ('failed', 'discarded');
+  CREATE INDEX IF NOT EXISTS notifications_received_at_idx ON notifications (received_at);
+  CREATE INDEX IF NOT EXISTS notifications_type_idx ON notifications (type, id);
+  CREATE INDEX IF NOT EXISTS notifications_resource_id_idx ON notifications (resource_id, id);
+  CREATE INDEX IF NOT EXISTS notifications_href_idx ON notifications (href, id);
+  CREATE INDEX IF NOT EXISTS notifications_webhook_idx ON notifications (webhook, id);
+  ALTER TABLE events ADD COLUMN IF NOT EXISTS changes jsonb;
+  CREATE INDEX IF NOT EXISTS events_company_idx ON events (company, id);
+  CREATE INDEX IF NOT EXISTS events_resource_idx ON events (company, href, id)`;
+const notifyIds = (status: string, source: string) =>
+  `(SELECT count(pg_notify('bench_notifications', json_build_object('status', '${status}', 'ids', ids)::text)) FROM (SELECT array_agg(id) AS ids FROM ${source}) a WHERE ids IS NOT NULL)`;
+const INSERT_LIKE_SKYHOOK = `
+  WITH ins AS (INSERT INTO notifications (company, href, body, resource_id) SELECT $1, h, b, b->>'id' FROM unnest($2::text[], $3::jsonb[]) AS u(h, b) RETURNING id)
+  SELECT id FROM ins, ${notifyIds('queued', 'ins')} AS n ORDER BY id`;
+const STORE_LIKE_SKYHOOK = `
+  WITH snapshot AS (
+    INSERT INTO snapshots AS s (company, href, version, body, fetched_at) VALUES ($1, $2, 1, $3, now())
+    ON CONFLICT (company, href) DO UPDATE SET version = s.version + 1, body = EXCLUDED.body, fetched_at = EXCLUDED.fetched_at
+    RETURNING version
+  ), event AS (
+    INSERT INTO events (company, href, version, changes) SELECT $1, $2, version, $7 FROM snapshot RETURNING id, company, href, version, changes
+  ), attempt AS (
+    INSERT INTO fetch_attempts (company, href, http_status, started_at) VALUES ($1, $2, $5, $4) RETURNING id
+  ), done AS (
+    UPDATE notifications SET processed_at = now(), status = 'processed', attempt_ids = attempt_ids || (SELECT id FROM attempt)
+    WHERE company = $1 AND href = $2 AND processed_at IS NULL AND id <= $6 RETURNING id
+  )
+  SELECT (SELECT count(pg_notify('bench_events', json_build_object('id', id, 'company', company, 'href', href, 'version', version, 'changes', changes)::text)) FROM event),
+         ${notifyIds('processed', 'done')}`;
+
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 20 });
 await pool.query(SCHEMA);
+if (LIKE_SKYHOOK) {
+  await pool.query(SKYHOOK_SCHEMA);
+  const listener = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  listener.on('error', (err) => console.error('listener:', err));
+  await listener.connect();
+  listener.on('notification', (message) => JSON.parse(message.payload ?? 'null'));
+  await listener.query('LISTEN bench_notifications; LISTEN bench_events');
+}
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
 
 /**
@@ -136,7 +191,7 @@ async function flush(): Promise<void> {
     const batch = gathering;
     gathering = [];
     try {
-      const { rows } = await pool.query<{ id: string }>({ name: 'insert_notifications', text: INSERT, values: [COMPANY, batch.map((p) => p.href), batch.map((p) => p.body)] });
+      const { rows } = await pool.query<{ id: string }>({ name: 'insert_notifications', text: LIKE_SKYHOOK ? INSERT_LIKE_SKYHOOK : INSERT, values: [COMPANY, batch.map((p) => p.href), batch.map((p) => p.body)] });
       committedUpTo = Number(rows[rows.length - 1]!.id);
       batch.forEach((p, i) => p.resolve(Number(rows[i]!.id)));
       for (const href of new Set(batch.map((p) => p.href))) void enqueue(COMPANY, href);
@@ -187,7 +242,10 @@ const worker = new Worker<FetchJob>(
       await pool.query({ name: 'insert_attempt', text: 'INSERT INTO fetch_attempts (company, href, http_status, started_at) VALUES ($1, $2, $3, $4)', values: [company, href, res.statusCode, startedAt] });
       throw new Error(`GET ${href}: ${res.statusCode}`);
     }
-    await pool.query({ name: 'store_snapshot', text: STORE, values: [company, href, JSON.stringify(envelope.data), startedAt, res.statusCode, covers] });
+    const values = [company, href, JSON.stringify(envelope.data), startedAt, res.statusCode, covers];
+    // The event's changes as Skyhook's diff would give them for a resource whose one field changed.
+    if (LIKE_SKYHOOK) values.push(JSON.stringify([{ op: 'replace', path: '/updatedAt', value: startedAt.toISOString() }]));
+    await pool.query({ name: 'store_snapshot', text: LIKE_SKYHOOK ? STORE_LIKE_SKYHOOK : STORE, values });
     if (ROUND_TRIPS) void gate.gateFinish(`${PREFIX}:running`, company).catch((err: unknown) => console.error('gate finish failed:', err));
   },
   { connection: redis, prefix: PREFIX, concurrency: 64 },
