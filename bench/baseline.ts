@@ -76,13 +76,16 @@ const INSERT = `
   WITH ins AS (INSERT INTO notifications (company, href, body) SELECT $1, h, b FROM unnest($2::text[], $3::jsonb[]) AS u(h, b) RETURNING id)
   SELECT id FROM ins ORDER BY id`;
 
-/** What a successful fetch writes, in one statement and so one transaction. */
-const STORE = `
+/** The versioned snapshot upsert, $1-$3 (company, href, body): the first CTE of a store. */
+const UPSERT_SNAPSHOT = `
   WITH snapshot AS (
     INSERT INTO snapshots AS s (company, href, version, body, fetched_at) VALUES ($1, $2, 1, $3, now())
     ON CONFLICT (company, href) DO UPDATE SET version = s.version + 1, body = EXCLUDED.body, fetched_at = EXCLUDED.fetched_at
     RETURNING version
-  ), event AS (
+  )`;
+
+/** What a successful fetch writes, in one statement and so one transaction. */
+const STORE = `${UPSERT_SNAPSHOT}, event AS (
     INSERT INTO events (company, href, version) SELECT $1, $2, version FROM snapshot
   ), attempt AS (
     INSERT INTO fetch_attempts (company, href, http_status, started_at) VALUES ($1, $2, $5, $4)
@@ -120,12 +123,7 @@ const notifyIds = (status: string, source: string) =>
 const INSERT_LIKE_SKYHOOK = `
   WITH ins AS (INSERT INTO notifications (company, href, body, resource_id) SELECT $1, h, b, b->>'id' FROM unnest($2::text[], $3::jsonb[]) AS u(h, b) RETURNING id)
   SELECT id FROM ins, ${notifyIds('queued', 'ins')} AS n ORDER BY id`;
-const STORE_LIKE_SKYHOOK = `
-  WITH snapshot AS (
-    INSERT INTO snapshots AS s (company, href, version, body, fetched_at) VALUES ($1, $2, 1, $3, now())
-    ON CONFLICT (company, href) DO UPDATE SET version = s.version + 1, body = EXCLUDED.body, fetched_at = EXCLUDED.fetched_at
-    RETURNING version
-  ), event AS (
+const STORE_LIKE_SKYHOOK = `${UPSERT_SNAPSHOT}, event AS (
     INSERT INTO events (company, href, version, changes) SELECT $1, $2, version, $7 FROM snapshot RETURNING id, company, href, version, changes
   ), attempt AS (
     INSERT INTO fetch_attempts (company, href, http_status, started_at) VALUES ($1, $2, $5, $4) RETURNING id
