@@ -5,7 +5,7 @@
  * Made while the tables are small (a new install, before autovacuum has looked at them), that plan scans
  * whole tables, looks cheapest, and goes on scanning them as they grow. So the statements run unnamed,
  * planned per batch, until an EXPLAIN of each one's generic plan (on a connection of its own) reads no table
- * sequentially; the check runs at most every CHECK_INTERVAL_MS until it passes once. A speed mechanism:
+ * sequentially; the check runs at most every PLAN_CHECK_INTERVAL_MS until it passes once. A speed mechanism:
  * docs/decisions.md, "Speed mechanisms".
  */
 import type pg from 'pg';
@@ -16,7 +16,7 @@ export interface Statement {
   text: string;
 }
 
-const CHECK_INTERVAL_MS = 10_000;
+export const PLAN_CHECK_INTERVAL_MS = 10_000;
 
 export class CachedPlans {
   private ready = false;
@@ -38,7 +38,7 @@ export class CachedPlans {
           if (ok) this.log.info('the worker statements now keep their plans: PostgreSQL plans them with the indexes');
         })
         .catch((err: unknown) => this.log.warn({ err }, 'could not check the worker statements\' plans; they stay planned per batch'))
-        .finally(() => (this.nextCheckAt = Date.now() + CHECK_INTERVAL_MS));
+        .finally(() => (this.nextCheckAt = Date.now() + PLAN_CHECK_INTERVAL_MS));
     }
     return this.ready ? statement.name : undefined;
   }
