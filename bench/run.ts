@@ -862,7 +862,7 @@ async function yardstickOnly(): Promise<void> {
   await autovacuumDone(sql);
   // A new install runs the worker's statements planned per batch until its tables hold rows (db/cached-plans.ts):
   // the warm-up's first fetch found them empty, and the check runs again PLAN_CHECK_INTERVAL_MS later, at the
-  // first fetch after that. Measured before it, 60 % of the steady phase ran that way (PostgreSQL about 200 µs
+  // first fetch after that. Measured before it, 60 % of the steady phase ran that way (PostgreSQL about 250 µs
   // a notification more); a full run's phase, after its loads, never does, nor does a process restarted on a
   // database that holds rows. So the steady phase starts once the check is due again.
   await sleep(PLAN_CHECK_INTERVAL_MS);
