@@ -27,17 +27,16 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import * as schema from './db/schema/index.js';
 import { MarketplaceClient } from './marketplace/client.js';
 import { AccessTokens } from './marketplace/oauth2.js';
-import { CompanyConnections } from './processing/company-connections.js';
-import { CompanyGate, GateFinishes, gateOptions } from './processing/company-gate.js';
-import { companyControls, PausedCompanies, settingsProbe } from './processing/paused-companies.js';
-import { allCompanyStates } from './services/company-state.js';
+import { CompanyConnections } from './companies/connections.js';
+import { CompanyMirror } from './companies/mirror.js';
+import { createCompanyStates, sayThrottled } from './companies/postgres.js';
+import { Gate, GateFinishes } from './gate/gate.js';
 import { webhookSettingsApi } from './marketplace/webhook-settings.js';
-import { findCompany } from './db/company-connection.js';
 import { FetchEnqueuer } from './processing/enqueue.js';
 import { fetchResource, type FetchJobDeps } from './processing/fetch-job.js';
 import { FetchStarts } from './processing/fetch-start.js';
 import { createFetchWorker } from './processing/fetch-worker.js';
-import { createFetchQueue, fetchKey } from './processing/fetch.queue.js';
+import { companyGateOptions, createFetchQueue, fetchKey } from './processing/fetch.queue.js';
 import { SnapshotStore } from './processing/snapshots.js';
 import { IngestFirst } from './processing/ingest-first.js';
 import { builtInHandlers, type HandlerRegistry } from './processing/handlers/index.js';
@@ -92,10 +91,25 @@ async function createCore(config: Config, log: Logger) {
   producer.on('ready', outages.redisBack);
   const queue = createFetchQueue(producer, config.queuePrefix);
   queue.on('error', report('fetch_queue', 'the fetch queue met an error', 'redis'));
-  const gate = new CompanyGate(producer, config.queuePrefix, gateOptions(config.fetch));
-  const enqueuer = new FetchEnqueuer(queue, notifications, gate, { attempts: config.fetch.attempts, timeoutMs: ENQUEUE_TIMEOUT_MS }, log, tracing);
-  const gateError = report('company_gate', 'the company gate could not be read or told in Redis; states show what PostgreSQL knows', 'redis');
-  const controls = companyControls(gate, { pendingResources: notifications.pendingResources, enqueue: (r) => enqueuer.enqueue(r) }, { timeoutMs: ENQUEUE_TIMEOUT_MS, log });
+  const gate = new Gate(producer, config.queuePrefix, 'company', companyGateOptions(config.fetch));
+  const enqueuer = new FetchEnqueuer(queue, producer, notifications, gate, { attempts: config.fetch.attempts, timeoutMs: ENQUEUE_TIMEOUT_MS }, log, tracing);
+  // One OAuth token cache per process, shared by the admin calls and the fetches (marketplace/oauth2.ts).
+  const tokens = new AccessTokens();
+  const companies = createCompanyStates({
+    db: api.db,
+    gate,
+    redis: producer,
+    prefix: config.queuePrefix,
+    secretKey: config.secretKey,
+    settings: webhookSettingsApi(new MarketplaceClient({ timeoutMs: config.marketplaceTimeoutMs, tokens, onCall: (operation, outcome) => metrics.marketplaceCalls.inc({ operation, outcome }) })),
+    queueWaiting: (companyId) => enqueuer.queueWaiting(companyId),
+    fetchKey,
+    defaultMaxFetches: config.fetch.companyConcurrency,
+    probeIntervalMs: config.fetch.pausedProbeIntervalMs,
+    gateTimeoutMs: ENQUEUE_TIMEOUT_MS,
+    log,
+    onGateError: report('company_gate', 'the company gate could not be read or told in Redis; states show what PostgreSQL knows, and the gate is mended from it', 'redis'),
+  });
   return {
     config,
     log,
@@ -104,8 +118,7 @@ async function createCore(config: Config, log: Logger) {
     outages,
     report,
     tracing,
-    // One OAuth token cache per process, shared by the admin calls and the fetches (marketplace/oauth2.ts).
-    tokens: new AccessTokens(),
+    tokens,
     // One info line per finished batch, by company and outcome (lib/batch-summary.ts); a line per notification is debug.
     received: new BatchSummary(log, (n) => `received ${plural(n)}`),
     finished: new BatchSummary(log, (n) => `finished ${plural(n)}`),
@@ -114,10 +127,9 @@ async function createCore(config: Config, log: Logger) {
     producer,
     queue,
     enqueuer,
-    gateError,
-    controls,
+    companies,
     relay: new Relay(notifications, enqueuer, { intervalMs: config.relayIntervalMs, graceMs: config.relayGraceMs }, log, () => redisRunId(producer), report('relay', 'the relay could not queue committed notifications; it tries again shortly')),
-    companyStates: () => allCompanyStates(api.db, controls, gateError),
+    companyStates: () => companies.all(),
     // Roles api and all together: the workers yield to a flooded receiver (processing/ingest-first.ts).
     ingestFirst: runsApi && config.role !== 'api' ? new IngestFirst((n) => metrics.jobsHeld.set(n)) : undefined,
     started: false,
@@ -194,8 +206,7 @@ async function apiRole(core: Core): Promise<RolePart> {
     config,
     metrics,
     tokens: core.tokens,
-    controls: core.controls,
-    onGateError: core.gateError,
+    states: core.companies,
     onOutboundCleanupError: report('outbound_cleanup', "a failed lead, quote or decline call's row could not be settled; it stays sending and a repeat takes it over once stale", 'postgres'),
     onWebhookChange: () => directory.invalidate(),
   });
@@ -264,9 +275,9 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
   const connection = connectRedis(config, 'worker', 'skyhook-worker', outages.redisDown);
   connection.on('ready', outages.redisBack);
   const notifications = createNotificationsRepository(workerDb.pool, log);
-  const gate = new CompanyGate(connection, config.queuePrefix, gateOptions(config.fetch));
+  const gate = new Gate(connection, config.queuePrefix, 'company', companyGateOptions(config.fetch));
   // The parked resources a finished fetch frees get their jobs at once.
-  const finishes = new GateFinishes(gate, (admitted) => enqueuer.addAdmitted(admitted), log);
+  const finishes = new GateFinishes(gate, (handedOut) => enqueuer.addHandedOut(handedOut), sayThrottled(log));
   const fetchWorker = createFetchWorker({
     job: fetchJobDeps(core, { db: workerDb, notifications, gate, finishes, handlers }),
     connection,
@@ -279,7 +290,7 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
   // Listened to from the start: BullMQ prints an unheard 'error' to stderr, a stack trace per retry.
   fetchWorker.on('error', workerError);
   fetchWorker.on('failed', (job, err) => log.debug({ jobId: job?.id, companyId: job?.data.companyId, err: err.message }, 'fetch attempt failed'));
-  const { pausedCompanies, retention } = workerLoops(core, { db: workerDb, connection, gate, notifications });
+  const { mirror, retention } = workerLoops(core, { connection, gate, notifications });
   // Running jobs finish (bounded); a job still running at the deadline is left to stalled-job recovery:
   // its lock lapses and another worker takes it (worker.close(true) would still wait for it). While Redis
   // is unreachable nothing can finish, and a graceful close would wait for Redis: the close is forced.
@@ -296,7 +307,7 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
       void fetchWorker.run().catch(workerError);
       ingestFirst?.start();
       retention.start();
-      pausedCompanies.start();
+      mirror.start();
     },
     closers: [
       ['ingest-first', async () => ingestFirst?.stop()],
@@ -304,28 +315,21 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
       // Their places at the gate are given back before the connections close (else they lapse with their lease).
       ['gate finishes', () => finishes.drain()],
       ['retention', () => retention.close(redisGone())],
-      ['paused companies', () => pausedCompanies.stop()],
+      ['company mirror', () => mirror.stop()],
       ['worker connections', async () => (await workerDb.pool.end(), connection.disconnect())],
     ],
   };
 }
 
-/** The worker's periodic parts: the paused-company loop (kicks, mending, probes) and retention. */
-function workerLoops(core: Core, own: { db: DbHandle; connection: RedisClient; gate: CompanyGate; notifications: NotificationsRepository }) {
+/** The worker's periodic parts: the companies' mirror (hand-outs, mending, probes) and retention. */
+function workerLoops(core: Core, own: { connection: RedisClient; gate: Gate; notifications: NotificationsRepository }) {
   const { config, log, report, enqueuer } = core;
-  const { db: workerDb, connection, gate, notifications } = own;
-  const pausedCompanies = new PausedCompanies({
-    pool: workerDb.pool,
-    redis: connection,
-    prefix: config.queuePrefix,
-    gate,
-    company: (companyId) => findCompany(workerDb.db, companyId),
-    resume: core.controls.resume,
-    kick: async (companyIds) => enqueuer.addAdmitted(await gate.kick(companyIds)),
-    probe: settingsProbe(webhookSettingsApi(new MarketplaceClient({ timeoutMs: config.marketplaceTimeoutMs, tokens: core.tokens })), config.secretKey),
+  const { connection, gate, notifications } = own;
+  const mirror = new CompanyMirror({
+    states: core.companies,
+    handOut: async (companyIds) => enqueuer.addHandedOut(await gate.handOut(companyIds)),
     probeIntervalMs: config.fetch.pausedProbeIntervalMs,
-    log,
-    onError: report('paused_companies', 'the paused-company loop met an error; it runs again shortly'),
+    onError: report('company_mirror', "the companies' mirror loop met an error; it runs again shortly"),
   });
   const retention = createRetention({
     connection,
@@ -335,14 +339,14 @@ function workerLoops(core: Core, own: { db: DbHandle; connection: RedisClient; g
     log,
     onError: report('retention', 'the retention job met an error; it runs again within the hour'),
   });
-  return { pausedCompanies, retention };
+  return { mirror, retention };
 }
 
 /**
  * What a fetch job runs on (processing/fetch-job.ts): the caches and batchers one process's jobs share,
  * the marketplace client, and every write through the notifications repository.
  */
-function fetchJobDeps(core: Core, own: { db: DbHandle; notifications: NotificationsRepository; gate: CompanyGate; finishes: GateFinishes; handlers: HandlerRegistry }): FetchJobDeps {
+function fetchJobDeps(core: Core, own: { db: DbHandle; notifications: NotificationsRepository; gate: Gate; finishes: GateFinishes; handlers: HandlerRegistry }): FetchJobDeps {
   const { config, metrics, enqueuer, ingestFirst } = core;
   const { notifications, gate } = own;
   const onError = core.report('fetch_gate', "the company gate in Redis missed a fetch's end or a pause; places lapse by themselves, pauses are mended from PostgreSQL", 'redis');
@@ -363,18 +367,13 @@ function fetchJobDeps(core: Core, own: { db: DbHandle; notifications: Notificati
     admit: ingestFirst && (() => ingestFirst.admit()),
     company: (companyId) => connections.get(companyId),
     begin: (request) => starts.begin(request),
-    finish: (resource, max, answer) => void own.finishes.finish({ ...resource, fetchKey: fetchKey(resource), max, answer }).catch(onError),
+    finish: (resource, max, answer) => void own.finishes.finish({ id: resource.companyId, item: fetchKey(resource), max, answer }).catch(onError),
     get: (href, connection) => fetchResource(marketplace, href, connection),
     store: (snapshot) => snapshots.store(snapshot),
     retry: notifications.retry,
     fail: notifications.fail,
     markGone: notifications.markGone,
-    pause: async (attempt, revision, why) => {
-      const paused = await notifications.park(attempt, revision, `GET ${attempt.href}: ${why}`);
-      // If Redis cannot be told, the paused-company loop tells it from PostgreSQL within seconds.
-      if (paused) await gate.pause(attempt.companyId, [attempt]).catch(onError);
-      return paused;
-    },
+    pause: core.companies.pause,
     forgetCompany: (companyId) => connections.forget(companyId),
     requeue: (resource) => enqueuer.enqueue([resource]),
     now: () => new Date(),

@@ -123,7 +123,7 @@ export interface NotificationLifecycle {
   pendingResources(companyId: string): Promise<ResourceRef[]>;
   /** What a fetch starting now covers, per key (indexed like `keys`; nothing pending: no entry). */
   claimPending(keys: ResourceRef[]): Promise<(Claimed | undefined)[]>;
-  /** retry: the attempt recorded and counted; its notifications stay pending, for the next one. */
+  /** retry: the attempt recorded and counted; its notifications stay pending, for the next one (or parked: their company paused). */
   retry(attempt: FetchAttempt): Promise<void>;
   /** finish, failed: the attempt recorded, its notifications failed with `error`. */
   fail(attempt: FetchAttempt, error: string): Promise<void>;
@@ -131,16 +131,12 @@ export interface NotificationLifecycle {
   storeFetched(items: FetchedSnapshot[]): Promise<Stored[]>;
   /** finish: processed, outcome `gone`, the stored snapshot flagged gone. */
   markGone(attempt: FetchAttempt): Promise<void>;
-  /** retry, for refused credentials: the notifications left pending and the company paused, if `revision` is its current one. */
-  park(attempt: FetchAttempt, revision: number, reason: string): Promise<boolean>;
   /** replay: back to received, keeping the final state each had; answers what was replayed. */
   replay(ids: number[]): Promise<PendingKey[]>;
   /** What the live stream says of each notification. */
   summaries(ids: number[]): Promise<NotificationSummary[]>;
   /** purge: one batch of final notifications older than `retentionDays`, with their history; answers how many. */
   purgeBatch(retentionDays: number, limit: number): Promise<number>;
-  /** A webhook deleted with its notifications and their history. */
+  /** A webhook deleted with its notifications and their history (a company is deleted by src/companies/). */
   deleteWebhook(webhookId: string): Promise<void>;
-  /** A company deleted with everything of it. */
-  deleteCompany(companyId: string): Promise<void>;
 }

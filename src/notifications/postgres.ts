@@ -113,7 +113,7 @@ async function lockUnqueued(client: Sql, graceMs: number, limit: number): Promis
 /**
  * The relay: the next page of keys (company, href) with rows left `queued` longer than `olderThanMs` (their
  * job may be lost), after `after`, in key order. A paused company's rows wait parked by design: they are
- * queued again when it resumes (processing/paused-companies.ts), not here.
+ * queued again when it resumes (src/companies/), not here.
  */
 async function staleQueuedKeys(sql: Sql, olderThanMs: number, after: ResourceRef | undefined, limit: number): Promise<ResourceRef[]> {
   const { rows } = await sql.query<{ company_id: string; href: string }>(
@@ -235,24 +235,6 @@ async function markGone(client: Sql, attempt: FetchAttempt): Promise<void> {
     attempt.startedAt.toISOString(),
   ]);
   await recordAttempt(client, attempt, { status: 'processed', outcome: 'gone' });
-}
-
-/**
- * The marketplace refused the company's credentials (SPEC §5.1 F4): the attempt is recorded and its
- * notifications stay pending, parked until the company resumes; nothing fails for refused credentials. The
- * company is paused only if `revision` is still its credentials revision (credentials replaced meanwhile are
- * not the ones refused). Answers whether it paused it. `reason` is what the admin sees (connection_error);
- * `paused_at` keeps the first refusal's time.
- */
-async function park(client: Sql, attempt: FetchAttempt, revision: number, reason: string): Promise<boolean> {
-  await recordAttempt(client, attempt, { status: 'pending' });
-  const { rowCount } = await client.query(
-    `UPDATE companies SET connection_status = 'unauthorized', connection_error = $2, updated_at = now(),
-       paused_at = CASE WHEN connection_status = 'unauthorized' THEN coalesce(paused_at, now()) ELSE now() END
-     WHERE id = $1 AND credentials_revision = $3`,
-    [attempt.companyId, reason, revision],
-  );
-  return (rowCount ?? 0) > 0;
 }
 
 /** The NOTIFY skyhook_events payload's ceiling: PostgreSQL refuses payloads of 8,000 bytes or more. */
@@ -434,15 +416,6 @@ async function deleteWebhook(client: Sql, webhookId: string): Promise<void> {
   await deleteOrphanAttempts(client, attemptIdsOf(rows));
 }
 
-/**
- * A deleted company's key cascades to everything of it (webhooks and their notifications, resources,
- * events, leads, quotes, declines) but its fetch attempts, which have no key to it (for the worker's sake).
- */
-async function deleteCompany(client: Sql, companyId: string): Promise<void> {
-  await client.query('DELETE FROM fetch_attempts WHERE company_id = $1', [companyId]);
-  await client.query('DELETE FROM companies WHERE id = $1', [companyId]);
-}
-
 // ---------------------------------------------------------------------------------------------------
 // What the live stream says of each announced notification
 
@@ -493,11 +466,9 @@ export function createNotificationsRepository(pool: pg.Pool, log: Logger = pino(
         return rows;
       }),
     markGone: (attempt: FetchAttempt): Promise<void> => inTransaction(pool, (client) => markGone(client, attempt)),
-    park: (attempt: FetchAttempt, revision: number, reason: string): Promise<boolean> => inTransaction(pool, (client) => park(client, attempt, revision, reason)),
     /** Runs `fn` in one transaction; `client` is its connection, for what else must commit with it (the handlers). */
     transaction: <T>(fn: (tx: NotificationsTx, client: pg.PoolClient) => Promise<T>): Promise<T> => inTransaction(pool, (client) => fn(bind(client), client)),
     deleteWebhook: (webhookId: string): Promise<void> => inTransaction(pool, (client) => deleteWebhook(client, webhookId)),
-    deleteCompany: (companyId: string): Promise<void> => inTransaction(pool, (client) => deleteCompany(client, companyId)),
     purgeBatch: (retentionDays: number, limit: number): Promise<number> => inTransaction(pool, (client) => purgeBatch(client, retentionDays, limit)),
   };
   return repository satisfies NotificationLifecycle;

@@ -1,17 +1,29 @@
 /**
  * Adding fetch jobs (the queue's contract is fetch.queue.ts): after each commit, one job per distinct
- * resource of the batch, deduplicated by BullMQ (C1-C3), while its company has a free slot; else its href
- * is parked at the company's gate until one frees (company-gate.ts, SPEC §5.1). One script admits the
- * batch and leaves out the adds BullMQ would ignore (their key's job covers them already), so that under
- * a flood BullMQ's dear add script runs only when it changes something.
+ * resource of the batch, deduplicated by BullMQ (C1-C3), while its company has a free place at its gate;
+ * else its href is parked there until one frees (src/gate/, SPEC §5.1). One script (lua/admit-fetches.lua)
+ * admits the batch and leaves out the adds BullMQ would ignore (their key's job covers them already), so
+ * that under a flood BullMQ's dear add script runs only when it changes something.
  */
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
+import type { Gate, HandedOut } from '../gate/gate.js';
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';
+import type { RedisClient } from '../lib/redis/connection.js';
+import { luaScript, type Script } from '../lib/redis/scripts.js';
 import { withTimeout } from '../lib/timeout.js';
 import type { SpanRef, Tracing } from '../lib/tracing.js';
-import type { Admitted, CompanyGate, QueueKeys } from './company-gate.js';
 import { fetchJobOptions, fetchKey, type FetchJob, type ResourceKey } from './fetch.queue.js';
+
+/** Resources queued per enqueue when a company resumes. */
+const RESUME_BATCH = 1000;
+
+/** What lua/covered.lua reads of the queue: where BullMQ keeps its deduplication keys, its jobs and its delayed set. */
+interface QueueKeys {
+  dedup: string;
+  job: string;
+  delayed: string;
+}
 
 /** A committed row whose job is added after the commit (receiver/ingest.ts stored it `queued` when Redis was up). */
 interface CommittedRow extends ResourceKey {
@@ -29,17 +41,21 @@ const idsIn = (rows: CommittedRow[], status: CommittedRow['status']) => rows.fil
 export class FetchEnqueuer {
   private redisDown = false;
   private readonly queueKeys: QueueKeys;
+  private readonly admitScript: Script<number[]>;
 
   constructor(
     private readonly queue: Queue<FetchJob>,
-    private readonly notifications: Pick<NotificationLifecycle, 'queue' | 'unqueue'>,
-    private readonly gate: Pick<CompanyGate, 'admit'>,
+    redis: RedisClient,
+    private readonly notifications: Pick<NotificationLifecycle, 'queue' | 'unqueue' | 'pendingResources'>,
+    /** The companies' gate (runtime.ts: kind `company`). */
+    private readonly gate: Pick<Gate, 'admitFields' | 'pausedSet'>,
     private readonly opts: { attempts: number; timeoutMs: number },
     private readonly log: Logger,
     /** Set when traces are exported: each job added is a span, and carries its traceparent. */
     private readonly tracing?: Pick<Tracing, 'enqueue'>,
   ) {
     this.queueKeys = { dedup: `${queue.keys.de}:`, job: queue.keys['']!, delayed: queue.keys.delayed! };
+    this.admitScript = luaScript(redis, 'skyhookAdmitFetches', new URL('./lua/admit-fetches.lua', import.meta.url));
   }
 
   /** Whether newly committed rows can be stored `queued`: false from a failed add until one succeeds. */
@@ -83,21 +99,31 @@ export class FetchEnqueuer {
   }
 
   /**
-   * Adds the jobs of resources their company's gate admitted as a place freed (company-gate.ts): they had
-   * no job while parked, so neither the precheck nor the admission is asked again.
+   * Adds the jobs of resources their company's gate handed out as a place freed: they had no job while
+   * parked, so neither the precheck nor the admission is asked again.
    */
-  async addAdmitted(resources: Admitted[]): Promise<void> {
-    await withTimeout(Promise.all(resources.map((r) => this.add(fetchKey(r), r, r.priority))), this.opts.timeoutMs, 'enqueue');
+  async addHandedOut(handedOut: HandedOut[]): Promise<void> {
+    const jobs = handedOut.map((h) => ({ companyId: h.id, href: h.payload, priority: h.priority }));
+    await withTimeout(Promise.all(jobs.map((r) => this.add(fetchKey(r), r, r.priority))), this.opts.timeoutMs, 'enqueue');
   }
 
+  /** Queues again every resource a company has pending (it resumed): read from PostgreSQL; answers how many. */
+  async queueWaiting(companyId: string): Promise<number> {
+    const resources = await this.notifications.pendingResources(companyId);
+    for (let i = 0; i < resources.length; i += RESUME_BATCH) await this.enqueue(resources.slice(i, i + RESUME_BATCH));
+    return resources.length;
+  }
+
+  /** Per resource, -1 (its key's job covers it already), 0 (parked at its company's gate) or its job's priority. */
   private async admitAndAdd(keyed: [string, Queued][]): Promise<void> {
     if (keyed.length === 0) return;
-    const admitted = await this.gate.admit(keyed.map(([key, row]) => ({ companyId: row.companyId, href: row.href, fetchKey: key })), this.queueKeys);
+    const items = keyed.map(([key, row]) => ({ id: row.companyId, item: key, payload: row.href }));
+    const admitted = await this.admitScript([this.gate.pausedSet], [JSON.stringify({ ...this.gate.admitFields(), queue: this.queueKeys, items })]);
     // One add per job, not addBulk: addBulk sends its adds through an ioredis pipeline, onto which ioredis
     // copies every script defined on the connection (BullMQ's 64), dearer than a batch's one or two adds.
     await Promise.all(keyed.flatMap(([key, row], i) => {
-      const admission = admitted[i];
-      return typeof admission === 'number' ? [this.add(key, row, admission)] : [];
+      const priority = admitted[i]!;
+      return priority > 0 ? [this.add(key, row, priority)] : [];
     }));
   }
 

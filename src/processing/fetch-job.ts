@@ -1,7 +1,7 @@
 /**
  * One fetch job, as a plain function of narrow dependencies (built in runtime.ts), top to bottom:
  * 1. for one resource of a company it claims the pending notifications, then passes the company's gate
- *    and reserves the C5 slot (fetch-start.ts, company-gate.ts);
+ *    and reserves the C5 slot (fetch-start.ts, src/gate/);
  * 2. GETs the href exactly as received with the company's token, through the one marketplace client
  *    (SPEC §5, §14), and classifies the answer (fetchResource);
  * 3. applies what the answer means to the claimed notifications (applyOutcome, SPEC §5):
@@ -22,8 +22,9 @@ import type { BatchSummary } from '../lib/batch-summary.js';
 import type { Metrics } from '../lib/metrics.js';
 import { endsWith, type FetchSpan } from '../lib/tracing.js';
 import { dataOf, isTransientStatus, MarketplaceError, MAX_ANSWER_BYTES, parseRetryAfter, softErrors, type ApiConnection, type MarketplaceClient } from '../marketplace/client.js';
-import type { CompanyConnection } from './company-connections.js';
-import type { GateAnswer } from './company-gate.js';
+import type { CompanyConnection } from '../companies/connections.js';
+import type { CompanyStates } from '../companies/states.js';
+import type { GateAnswer } from '../gate/gate.js';
 import type { FetchStart, StartRequest } from './fetch-start.js';
 import { RetryableFetchError, type FetchJob, type ResourceKey } from './fetch.queue.js';
 import { changesBetween } from './snapshots.js';
@@ -33,7 +34,7 @@ export interface FetchJobDeps extends OutcomeDeps {
   company(companyId: string): Promise<CompanyConnection | null>;
   /** The C4 claim, then the company's gate and the C5 slot (fetch-start.ts). */
   begin(request: StartRequest): Promise<FetchStart>;
-  /** Frees the job's place at its company's gate, with what the marketplace answered (company-gate.ts). */
+  /** Frees the job's place at its company's gate, with what the marketplace answered (src/gate/). */
   finish(resource: FetchJob, max: number, answer: GateAnswer): void;
   get(href: string, connection: ApiConnection): Promise<FetchResult>;
   metrics: Pick<Metrics, 'fetchOutcomes' | 'processingLatency'>;
@@ -97,10 +98,8 @@ export async function runFetchJob(
     deps.finished.add(resource.companyId, result.kind === 'gone' && applied.final === 'processed' ? 'gone' : applied.final, claimed.ids.length);
   }
   if (applied.next === 'retry') return { next: 'retry', error: applied.error };
-  if (applied.next === 'parked') {
-    deps.log.warn({ companyId: resource.companyId, jobId: job.id }, 'marketplace refused the company credentials; the company is paused and its notifications wait for new credentials');
-    return { next: 'done', summary: 'parked' };
-  }
+  // The company is paused (companies/ says so in the log): its notifications wait, parked.
+  if (applied.next === 'parked') return { next: 'done', summary: 'parked' };
   // One claim takes at most CLAIM_LIMIT rows: the rest of a large backlog gets a job of its own.
   if (claimed.ids.length >= CLAIM_LIMIT) await deps.requeue(resource);
   return { next: 'done', summary: result.kind };
@@ -193,12 +192,8 @@ export interface OutcomeDeps {
   store(snapshot: FetchedSnapshot): Promise<Stored>;
   /** 404/410: the snapshot flagged gone and the attempt recorded, together. */
   markGone(attempt: FetchAttempt): Promise<void>;
-  /**
-   * 401/403: pauses the company if `revision` is still its credentials revision, recording the attempt (the
-   * notifications stay pending), together, and parks the href; answers whether it did (false: the
-   * credentials were replaced meanwhile).
-   */
-  pause(attempt: FetchAttempt, revision: number, why: string): Promise<boolean>;
+  /** 401/403: the company paused if the refused credentials are still its own, the href parked (companies/); false: replaced meanwhile. */
+  pause: CompanyStates['pause'];
   /** Forgets the cached connection of a company whose token was refused. */
   forgetCompany(companyId: string): void;
   requeue(resource: ResourceKey): Promise<void>;
@@ -269,9 +264,11 @@ async function refused(result: Extract<FetchResult, { kind: 'soft_error' | 'fail
 }
 
 async function unauthorized(result: Extract<FetchResult, { kind: 'unauthorized' }>, ctx: FetchContext, deps: OutcomeDeps): Promise<Applied> {
-  const why = result.message;
-  deps.forgetCompany(ctx.resource.companyId);
-  const paused = await deps.pause(attemptOf(ctx, result, deps.now(), 'unauthorized', why), ctx.company.revision, why);
+  const { companyId, href } = ctx.resource;
+  deps.forgetCompany(companyId);
+  // Recorded, and its notifications stay pending: parked at the paused company's gate, none failed (F4).
+  await deps.retry(attemptOf(ctx, result, deps.now(), 'unauthorized', result.message));
+  const paused = await deps.pause(companyId, { revision: ctx.company.revision, reason: `GET ${href}: ${result.message}`, hrefs: [href] });
   if (paused) return { final: null, next: 'parked' };
   // Not this job's failure: the token was replaced meanwhile; fetch again with it (no attempt spent).
   await deps.requeue(ctx.resource);

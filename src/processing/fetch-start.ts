@@ -1,7 +1,7 @@
 /**
  * The start of a fetch, batched across the worker's concurrent jobs: first one SELECT claims the pending
  * notifications of every job in the batch (C4: what a fetch starting now covers); then, for the jobs that
- * found something pending, one Redis script passes each company's gate (company-gate.ts: paused, held,
+ * found something pending, one Redis script passes each company's gate (src/gate/: paused, held,
  * paced, at its limit) and reserves the C5 fetch slot, right before the GET. A job whose slot is taken or
  * whose company is held waits (it is delayed; what it claimed is claimed again when it starts again); a
  * parked one ends; a job with nothing pending reserves nothing, so the next notification for that key is
@@ -9,13 +9,13 @@
  */
 import type { Claimed, NotificationLifecycle } from '../notifications/lifecycle.js';
 import { Batcher } from '../lib/batcher.js';
-import type { CompanyGate, GateStartRequest } from './company-gate.js';
+import type { Gate, GateStartRequest } from '../gate/gate.js';
 import { fetchKey, type ResourceKey } from './fetch.queue.js';
 
 export type FetchStart =
   /** The key's previous fetch started less than FETCH_MIN_INTERVAL_MS ago, or its company is held or paced: try again in `waitMs`. */
   | { kind: 'wait'; waitMs: number }
-  /** The company is paused or at its limit: the href is parked until it has a slot (company-gate.ts). */
+  /** The company is paused or at its limit: the href is parked at its gate until it has a place. */
   | { kind: 'park' }
   /** Nothing is pending for the key (an earlier fetch covered it). */
   | { kind: 'empty' }
@@ -32,7 +32,8 @@ export class FetchStarts {
 
   constructor(
     private readonly notifications: Pick<NotificationLifecycle, 'claimPending'>,
-    private readonly gate: Pick<CompanyGate, 'start'>,
+    /** The companies' gate. */
+    private readonly gate: Pick<Gate, 'start'>,
     private readonly prefix: string,
     private readonly minIntervalMs: number,
   ) {
@@ -56,7 +57,7 @@ export class FetchStarts {
       pending.map((i) => {
         const r = requests[i]!;
         const key = fetchKey(r.resource);
-        return { ...r.resource, fetchKey: key, max: r.max, paused: r.paused, retried: r.retried, slotKey: `${this.prefix}:fetch-slot:${key}` };
+        return { id: r.resource.companyId, item: key, payload: r.resource.href, max: r.max, paused: r.paused, retried: r.retried, slot: `${this.prefix}:fetch-slot:${key}` };
       }),
       this.minIntervalMs,
     );

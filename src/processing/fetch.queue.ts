@@ -42,7 +42,7 @@ export function createFetchQueue(connection: RedisClient, prefix: string): Queue
 
 /**
  * How a job of `key` is added: deduplicated by its resource, retried with fetchBackoff, and ordered by its
- * company's gate (company-gate.ts): `priority` is how many jobs its company has queued or running, so a
+ * company's gate (src/gate/): `priority` is how many jobs its company has queued or running, so a
  * quiet company's job goes ahead of a busy one's backlog (SPEC §5.1 F1).
  */
 export const fetchJobOptions = (key: string, attempts: number, priority: number): JobsOptions => ({
@@ -64,6 +64,12 @@ const FETCH_LOCK_MS = 6000;
 const STALLED_CHECK_MS = 3000;
 /** A job found stalled more often than this fails (BullMQ's safeguard against a job that kills its worker). */
 const MAX_STALLED_COUNT = 2;
+
+/** A running fetch's place at its company's gate lapses this long after its fetch timeout (a dead worker's). */
+const LEASE_MARGIN_MS = 30_000;
+
+/** The companies' gate (src/gate/, kind `company`), the same in every process: COMPANY_FETCH_CONCURRENCY, and a place held for a fetch's longest run. */
+export const companyGateOptions = (fetch: { companyConcurrency: number; timeoutMs: number }) => ({ defaultMax: fetch.companyConcurrency, leaseMs: fetch.timeoutMs + LEASE_MARGIN_MS });
 
 /** A Worker of the fetch queue: its share of the concurrency, started by the runtime (runtime.ts), the locks above, the backoff below. */
 export const fetchWorkerOptions = (

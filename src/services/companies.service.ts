@@ -1,30 +1,31 @@
 /**
- * Companies and their marketplace connections (SPEC §7, §14). Secrets (the API token, an avinode auth token,
- * an OAuth client secret) are encrypted at rest and never leave this module in clear except to the
- * marketplace client. Setting or replacing credentials checks them with one harmless call (the settings
- * list) and records what the marketplace said.
+ * Companies and their marketplace connections (SPEC §7, §14): validated here, their state changed through
+ * src/companies/ (the only writer of a company's pause, credentials' verdict and limit). Secrets (the API
+ * token, an avinode auth token, an OAuth client secret) are encrypted here and never leave in clear except
+ * to the marketplace client. Setting or replacing credentials checks them with one harmless call (the
+ * settings list) and records what the marketplace said.
  */
-import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
+import { asc, eq, gt, inArray } from 'drizzle-orm';
 import type { z } from 'zod';
 import type { connectionBody } from '../admin/schemas.js';
+import type { CompanyStates, CredentialColumns } from '../companies/states.js';
+import type { CompanyState } from '../companies/transitions.js';
 import type { Database } from '../db/client.js';
 import { connectionFromRow, findCompany } from '../db/company-connection.js';
 import { companies, type CompanyRow } from '../db/schema/index.js';
+import type { GateView } from '../gate/gate.js';
 import { encryptSecret } from '../lib/crypto.js';
 import { decodeCursor, isUuid, pageOf } from '../db/pagination.js';
 import { badRequest, notFound, type FieldError } from '../lib/problem.js';
-import { MarketplaceError, type ApiConnection } from '../marketplace/client.js';
-import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
-import type { GateView } from '../processing/company-gate.js';
-import { companyState, gateViews, type CompanyControls } from './company-state.js';
+import type { ApiConnection } from '../marketplace/client.js';
 import { companyThrottled, marketplaceCall } from './marketplace-call.js';
 import { companyViewSchema, viewOf, type CompanyView } from './views.js';
 
 /** The `connection` object of POST and PATCH /admin/companies. */
 type ConnectionInput = z.infer<typeof connectionBody>;
 
-const companyView = (c: CompanyRow, gate: GateView | undefined, defaultMaxFetches: number): CompanyView => viewOf(companyViewSchema, c, {
-  state: companyState(c, gate),
+const companyView = (c: CompanyRow, { state, gate }: { state: CompanyState; gate: GateView | undefined }, defaultMaxFetches: number): CompanyView => viewOf(companyViewSchema, c, {
+  state,
   fetches: {
     limit: c.fetchConcurrency ?? defaultMaxFetches,
     ownLimit: c.fetchConcurrency,
@@ -51,20 +52,10 @@ interface CompaniesDeps {
   db: Database;
   secretKey: Buffer;
   requireHttps: boolean;
-  /** The harmless call that checks credentials. */
-  settings: Pick<WebhookSettingsApi, 'list'>;
-  /** The companies' gates and pauses (SPEC §5.1). */
-  controls: CompanyControls;
+  /** The companies' states and their gates (SPEC §5.1): every change of a company goes through it. */
+  states: Pick<CompanyStates, 'change' | 'check' | 'states' | 'heldUntil' | 'hold'>;
   /** COMPANY_FETCH_CONCURRENCY. */
   defaultMaxFetches: number;
-  /** Errors of the gate that do not stop the call (Redis down: a view without the gate's part). */
-  onGateError: (err: unknown) => void;
-}
-
-/** What a credentials check found, from the one call's error (none: accepted). */
-export function credentialsVerdict(err: MarketplaceError | null): Pick<CompanyRow, 'credentialsStatus' | 'credentialsError'> {
-  if (err === null) return { credentialsStatus: 'accepted', credentialsError: null };
-  return { credentialsStatus: err.transient ? 'unreachable' : 'refused', credentialsError: err.message };
 }
 
 // Over 80 lines on purpose: its body is the service's methods, each short, over the dependencies they share.
@@ -118,7 +109,7 @@ export function createCompaniesService(deps: CompaniesDeps) {
   }
 
   /** An API token replacing the stored one, the rest of the connection kept. */
-  function apiTokenColumns(current: CompanyRow, apiToken: string) {
+  function apiTokenColumns(current: CompanyRow, apiToken: string): CredentialColumns {
     if (current.connectionProfile === 'bearer' && current.oauthTokenUrl !== null) {
       throw refuse([{ field: 'apiToken', message: 'is not sent by this bearer connection, whose token comes from OAuth client credentials: replace the connection instead' }]);
     }
@@ -131,36 +122,10 @@ export function createCompaniesService(deps: CompaniesDeps) {
     return row;
   }
 
-  /**
-   * One harmless call with the credentials of `row` (the settings list, asked once), its verdict recorded
-   * only if they are still the company's credentials: a check that lost a race with a newer replacement
-   * says nothing about the newer credentials.
-   */
-  async function checkCredentials(row: CompanyRow): Promise<CompanyRow> {
-    let failure: MarketplaceError | null = null;
-    try {
-      await deps.settings.list(connectionFromRow(row, secretKey), { retry: false });
-    } catch (err) {
-      if (!(err instanceof MarketplaceError)) throw err;
-      failure = err;
-    }
-    const verdict = credentialsVerdict(failure);
-    // Refused credentials pause the company at once (SPEC §5.1 F5): no fetch starts with them.
-    const pause = verdict.credentialsStatus === 'refused' ? { connectionStatus: 'unauthorized' as const, connectionError: `credentials check: ${verdict.credentialsError}`, pausedAt: new Date() } : {};
-    const [checked] = await db
-      .update(companies)
-      .set({ ...verdict, credentialsCheckedAt: new Date(), ...pause })
-      .where(and(eq(companies.id, row.id), eq(companies.credentialsRevision, row.credentialsRevision)))
-      .returning();
-    // The gate learns of it now; if Redis cannot be told, the paused-company loop mends it within seconds.
-    if (checked && checked.connectionStatus === 'unauthorized') await deps.controls.pause(row.id).catch(deps.onGateError);
-    return checked ?? getRow(row.id);
-  }
-
-  /** The views of these rows, with what their gates know (none if Redis cannot be read). */
+  /** The views of these rows, with their states (from PostgreSQL alone if Redis cannot be read). */
   async function views(rows: CompanyRow[]): Promise<CompanyView[]> {
-    const gates = await gateViews(deps.controls, rows.map((r) => r.id), deps.onGateError);
-    return rows.map((r, i) => companyView(r, gates[i], deps.defaultMaxFetches));
+    const states = await deps.states.states(rows);
+    return rows.map((r, i) => companyView(r, states[i]!, deps.defaultMaxFetches));
   }
 
   const view = async (row: CompanyRow) => (await views([row]))[0]!;
@@ -174,7 +139,7 @@ export function createCompaniesService(deps: CompaniesDeps) {
         .insert(companies)
         .values({ name: input.name, apiBaseUrl, ...columns })
         .returning();
-      return view(await checkCredentials(row!));
+      return view((await deps.states.check(row!.id)) ?? row!);
     },
 
     async list(opts: { limit: number; cursor?: string }): Promise<{ items: CompanyView[]; nextCursor: string | null }> {
@@ -215,34 +180,9 @@ export function createCompaniesService(deps: CompaniesDeps) {
           : patch.apiToken !== undefined
             ? apiTokenColumns(current, patch.apiToken)
             : undefined;
-      const [row] = await db
-        .update(companies)
-        .set({
-          ...(patch.name !== undefined ? { name: patch.name } : {}),
-          ...(patch.fetchConcurrency !== undefined ? { fetchConcurrency: patch.fetchConcurrency } : {}),
-          ...(credentials !== undefined
-            ? {
-                ...credentials,
-                credentialsRevision: sql`${companies.credentialsRevision} + 1`,
-                credentialsStatus: 'unchecked' as const,
-                credentialsCheckedAt: null,
-                credentialsError: null,
-                connectionStatus: 'ok' as const,
-                connectionError: null,
-                pausedAt: null,
-              }
-            : {}),
-          updatedAt: new Date(),
-        })
-        .where(eq(companies.id, companyId))
-        .returning();
+      const row = await deps.states.change(companyId, { name: patch.name, fetchConcurrency: patch.fetchConcurrency, credentials });
       if (!row) throw notFound(`Company ${companyId}`);
-      // If Redis cannot be told now, the worker's next company read and the paused-company loop apply it.
-      if (patch.fetchConcurrency !== undefined) await deps.controls.setMax(companyId, row.fetchConcurrency ?? deps.defaultMaxFetches).catch(deps.onGateError);
-      if (credentials === undefined) return view(row);
-      const checked = await checkCredentials(row);
-      if (current.connectionStatus === 'unauthorized' && checked.connectionStatus !== 'unauthorized') await deps.controls.resume(companyId).catch(deps.onGateError);
-      return view(checked);
+      return view(row);
     },
 
     /**
@@ -252,12 +192,9 @@ export function createCompaniesService(deps: CompaniesDeps) {
      */
     async connection(companyId: string): Promise<{ row: CompanyRow; conn: ApiConnection; call: <T>(send: () => Promise<T>) => Promise<T> }> {
       const row = await getRow(companyId);
-      const heldUntil = await deps.controls.heldUntil(companyId).catch((err: unknown) => {
-        deps.onGateError(err);
-        return null;
-      });
+      const heldUntil = await deps.states.heldUntil(companyId);
       if (heldUntil !== null) throw companyThrottled(companyId, heldUntil);
-      const throttled = (retryAfterMs: number | undefined, why: string) => deps.controls.hold(companyId, retryAfterMs, why).catch(deps.onGateError);
+      const throttled = (retryAfterMs: number | undefined, why: string) => deps.states.hold(companyId, retryAfterMs, why);
       return { row, conn: connectionFromRow(row, secretKey), call: (send) => marketplaceCall(send, throttled) };
     },
 

@@ -2,13 +2,14 @@
  * Deleting a company or a webhook (SPEC §7): every active webhook setting is deactivated on the
  * marketplace first, so it stops sending; if the marketplace refuses, nothing is deleted (502), unless
  * `force`, which deletes locally all the same and says which settings stay active there. Deleting takes
- * the notifications with it, and their history.
+ * the notifications with it, and their history; a company goes with everything it owns (src/companies/).
  */
 import { eq } from 'drizzle-orm';
 import type { z } from 'zod';
 import type { deletedSchema } from '../admin/schemas.js';
 import type { Database } from '../db/client.js';
 import { companies, webhooks, type WebhookRow } from '../db/schema/index.js';
+import type { CompanyStates } from '../companies/states.js';
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';
 import { Problem, notFound } from '../lib/problem.js';
 import type { WebhooksService } from './webhooks.service.js';
@@ -19,7 +20,8 @@ export type Deleted = z.infer<typeof deletedSchema>;
 export function createDeletionsService(deps: {
   db: Database;
   webhooks: Pick<WebhooksService, 'row' | 'update' | 'changed'>;
-  notifications: Pick<NotificationLifecycle, 'deleteWebhook' | 'deleteCompany'>;
+  notifications: Pick<NotificationLifecycle, 'deleteWebhook'>;
+  states: Pick<CompanyStates, 'delete'>;
 }) {
   const { db } = deps;
 
@@ -56,7 +58,7 @@ export function createDeletionsService(deps: {
       const [company] = await db.select({ id: companies.id, name: companies.name }).from(companies).where(eq(companies.id, companyId));
       if (!company) throw notFound(`Company ${companyId}`);
       const rows = await db.select().from(webhooks).where(eq(webhooks.companyId, companyId));
-      return deleteAfter(`Company ${company.name}`, rows, opts.force, () => deps.notifications.deleteCompany(companyId));
+      return deleteAfter(`Company ${company.name}`, rows, opts.force, () => deps.states.delete(companyId));
     },
   };
 }

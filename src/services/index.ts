@@ -1,4 +1,5 @@
 /** The services the admin API, the CLI and the console share, composed once from narrow dependencies. */
+import type { CompanyStates } from '../companies/states.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';
@@ -8,7 +9,6 @@ import type { AccessTokens } from '../marketplace/oauth2.js';
 import { webhookSettingsApi } from '../marketplace/webhook-settings.js';
 import type { FetchEnqueuer } from '../processing/enqueue.js';
 import { createCompaniesService } from './companies.service.js';
-import type { CompanyControls } from './company-state.js';
 import { createDeclinesService } from './declines.service.js';
 import { createDeletionsService } from './deletions.service.js';
 import { createLeadsService } from './leads.service.js';
@@ -19,7 +19,7 @@ import { createWebhooksService } from './webhooks.service.js';
 
 export function createServices(deps: {
   db: Database;
-  notifications: Pick<NotificationLifecycle, 'replay' | 'queue' | 'deleteWebhook' | 'deleteCompany'>;
+  notifications: Pick<NotificationLifecycle, 'replay' | 'queue' | 'deleteWebhook'>;
   enqueuer: Pick<FetchEnqueuer, 'enqueue'>;
   config: Pick<Config, 'secretKey' | 'env' | 'publicBaseUrl' | 'rotationGraceMs' | 'marketplaceTimeoutMs' | 'requireHttpsHrefs' | 'fetch'>;
   /** Called after a webhook changes (the receiver drops cached credentials). */
@@ -27,10 +27,8 @@ export function createServices(deps: {
   metrics?: Pick<Metrics, 'marketplaceCalls'>;
   /** The process's OAuth token cache, shared with its fetches (default: the services' own). */
   tokens?: AccessTokens;
-  /** The companies' gates and pauses (SPEC §5.1). */
-  controls: CompanyControls;
-  /** A gate that could not be read or told (Redis out of reach): the call carries on. */
-  onGateError: (err: unknown) => void;
+  /** The companies' states and their gates (SPEC §5.1). */
+  states: CompanyStates;
   /** A failed outbound call's row that could not be settled (services/send-once.ts): the call's error is answered. */
   onOutboundCleanupError: (err: unknown) => void;
 }) {
@@ -45,10 +43,8 @@ export function createServices(deps: {
     db,
     secretKey: config.secretKey,
     requireHttps: config.env === 'production',
-    settings,
-    controls: deps.controls,
+    states: deps.states,
     defaultMaxFetches: config.fetch.companyConcurrency,
-    onGateError: deps.onGateError,
   });
   const webhooks = createWebhooksService({
     db,
@@ -64,12 +60,12 @@ export function createServices(deps: {
   return {
     companies,
     webhooks,
-    deletions: createDeletionsService({ db, webhooks, notifications: deps.notifications }),
+    deletions: createDeletionsService({ db, webhooks, notifications: deps.notifications, states: deps.states }),
     notifications: createNotificationsService({ db, notifications: deps.notifications, enqueuer: deps.enqueuer }),
     leads: createLeadsService(outbound),
     quotes: createQuotesService(outbound),
     declines: createDeclinesService(outbound),
-    overview: createOverviewService({ db, controls: deps.controls, onGateError: deps.onGateError }),
+    overview: createOverviewService({ db, states: deps.states }),
   };
 }
 

@@ -7,7 +7,8 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { failureReason } from '../db/schema/index.js';
-import { allCompanyStates, type CompanyControls, type CompanyState, type CompanyStateName } from './company-state.js';
+import type { CompanyStates } from '../companies/states.js';
+import type { CompanyState, CompanyStateName } from '../companies/transitions.js';
 
 /** The per-minute series cover this many minutes, the current one last. */
 const OVERVIEW_MINUTES = 60;
@@ -154,7 +155,7 @@ function byUrgency(a: CompanyOverview, b: CompanyOverview): number {
 }
 
 // Over 80 lines on purpose: its body is the service's methods, each short, over the dependencies they share.
-export function createOverviewService(deps: { db: Database; controls: Pick<CompanyControls, 'views'>; onGateError: (err: unknown) => void }) {
+export function createOverviewService(deps: { db: Database; states: Pick<CompanyStates, 'all'> }) {
   const { db } = deps;
 
   /**
@@ -238,7 +239,7 @@ export function createOverviewService(deps: { db: Database; controls: Pick<Compa
 
   /** Every company with its state and its activity: one read of the states and gates, the grouped queries beside it. */
   async function everyCompany(now: Date) {
-    const [states, act] = await Promise.all([allCompanyStates(db, deps.controls, deps.onGateError), activity(now)]);
+    const [states, act] = await Promise.all([deps.states.all(), activity(now)]);
     const companies = states.map((s) => ({ id: s.id, name: s.name, state: s.state, ...(act.byCompany.get(s.id) ?? blankActivity()) }));
     return { minutes: act.minutes, deployment: act.deployment, companies };
   }

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { declineSchema } from '../marketplace/declines.js';
-import { COMPANY_STATES } from './company-state.js';
+import { COMPANY_STATES } from '../companies/transitions.js';
 import {
   authenticatedBy,
   authType,
@@ -58,7 +58,7 @@ const credentialsViewSchema = z.object({
   error: z.string().nullable().describe("the marketplace's reason, with its codes, when refused or unreachable"),
 });
 
-/** A company's one state (SPEC §5.1 F5; services/company-state.ts works it out). */
+/** A company's one state (SPEC §5.1 F5; companies/transitions.ts works it out). */
 export const companyStateSchema = z.object({
   status: z
     .enum(COMPANY_STATES)

@@ -42,12 +42,12 @@ const keyOf = (r: ResourceRef) => `${r.companyId} ${r.href}`;
 const isPending = (s: NotificationStatus) => (PENDING as readonly NotificationStatus[]).includes(s);
 
 /** Over 80 lines on purpose: its body is the interface's methods, each short, over the maps they share. */
-export function createMemoryLifecycle(opts: { companies?: { id: string; revision: number }[]; now?: () => Date } = {}) {
+export function createMemoryLifecycle(opts: { /** Whether a company is paused (its state is src/companies/'s). */ paused?: (companyId: string) => boolean; now?: () => Date } = {}) {
   const now = opts.now ?? (() => new Date());
   const rows = new Map<number, Row>();
   const resources = new Map<string, Resource>();
   const events: { id: number; companyId: string; href: string; version: number; changes: unknown[] | null }[] = [];
-  const companies = new Map((opts.companies ?? []).map((c) => [c.id, { revision: c.revision, paused: false, reason: null as string | null }]));
+  const paused = opts.paused ?? (() => false);
   let nextId = 1;
 
   const recordAttempt = async (attempt: FetchAttempt, verdict: Verdict): Promise<void> => {
@@ -108,7 +108,7 @@ export function createMemoryLifecycle(opts: { companies?: { id: string; revision
       const before = now().getTime() - olderThanMs;
       const keys = new Map<string, ResourceRef>();
       for (const r of rows.values()) {
-        if (r.status !== 'queued' || r.receivedAt.getTime() >= before || companies.get(r.companyId)?.paused) continue;
+        if (r.status !== 'queued' || r.receivedAt.getTime() >= before || paused(r.companyId)) continue;
         if (after && keyOf(r) <= keyOf(after)) continue;
         keys.set(keyOf(r), { companyId: r.companyId, href: r.href });
       }
@@ -171,13 +171,6 @@ export function createMemoryLifecycle(opts: { companies?: { id: string; revision
       if (resource && resource.fetchedAt <= attempt.startedAt) Object.assign(resource, { gone: true, fetchedAt: attempt.startedAt });
       await recordAttempt(attempt, { status: 'processed', outcome: 'gone' });
     },
-    async park(attempt, revision, reason) {
-      await recordAttempt(attempt, { status: 'pending' });
-      const company = companies.get(attempt.companyId);
-      if (!company || company.revision !== revision) return false;
-      Object.assign(company, { paused: true, reason });
-      return true;
-    },
     async replay(ids) {
       const replayed: PendingKey[] = [];
       for (const id of [...ids].sort((a, b) => a - b)) {
@@ -203,11 +196,6 @@ export function createMemoryLifecycle(opts: { companies?: { id: string; revision
     async deleteWebhook(webhookId) {
       for (const [id, r] of rows) if (r.webhookId === webhookId) rows.delete(id);
     },
-    async deleteCompany(companyId) {
-      for (const [id, r] of rows) if (r.companyId === companyId) rows.delete(id);
-      for (const [key] of resources) if (key.startsWith(`${companyId} `)) resources.delete(key);
-      companies.delete(companyId);
-    },
   };
   return {
     ...lifecycle,
@@ -215,7 +203,6 @@ export function createMemoryLifecycle(opts: { companies?: { id: string; revision
     inspect: {
       row: (id: number) => rows.get(id),
       resource: (ref: ResourceRef) => resources.get(keyOf(ref)),
-      company: (id: string) => companies.get(id),
       events: () => events,
     },
   };

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fetchKey } from '../../src/processing/fetch.queue.js';
 import { createNotificationsRepository } from '../../src/notifications/postgres.js';
-import { CompanyGate } from '../../src/processing/company-gate.js';
+import { Gate } from '../../src/gate/gate.js';
 import { FetchStarts } from '../../src/processing/fetch-start.js';
 import { REDIS_URL } from '../helpers/database.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
@@ -186,7 +186,7 @@ const request = (companyId: string, href: string) => ({ resource: { companyId, h
 function fetchStarts(s: Scenario, minIntervalMs: number): { starts: FetchStarts; pool: pg.Pool; close: () => Promise<void> } {
   const pool = new pg.Pool({ connectionString: s.db.url, max: 1 });
   const redis = new Redis(REDIS_URL);
-  const gate = new CompanyGate(redis, s.prefix, { defaultMax: 64, leaseMs: 60_000, probeIntervalMs: 300_000 });
+  const gate = new Gate(redis, s.prefix, 'company', { defaultMax: 64, leaseMs: 60_000 });
   const starts = new FetchStarts(createNotificationsRepository(pool), gate, s.prefix, minIntervalMs);
   return {
     starts,

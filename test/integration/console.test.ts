@@ -11,7 +11,7 @@ import { createSessionStore, SESSION_TTL_MS } from '../../src/console/sessions.j
 import { CONTENT_SECURITY_POLICY } from '../../src/console/plugin.js';
 import type { DbHandle } from '../../src/db/client.js';
 import { encryptSecret } from '../../src/lib/crypto.js';
-import { CompanyGate } from '../../src/processing/company-gate.js';
+import { Gate } from '../../src/gate/gate.js';
 import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
 import { basicAuthorization, connectFixtures, postNotification, seedCompany, seedWebhook, type SeededWebhook } from '../helpers/fixtures.js';
 import { consoleClient } from '../helpers/console-client.js';
@@ -371,7 +371,7 @@ describe('the overview and the companies page with many companies', () => {
 
   it('shows every company needing attention, a paused one after the first 100 by id included, and the totals', async () => {
     await sql.pool.query(`UPDATE companies SET connection_status = 'unauthorized', connection_error = 'marketplace answered 401: <b>token</b> refused', paused_at = now() - interval '1 hour' WHERE id = $1`, [paused]);
-    const gate = new CompanyGate(redis, sky.config.queuePrefix, { defaultMax: 8, leaseMs: 60_000, probeIntervalMs: 300_000 });
+    const gate = new Gate(redis, sky.config.queuePrefix, 'company', { defaultMax: 8, leaseMs: 60_000 });
     await gate.hold(throttled, 120_000, 'marketplace answered 429: slow down');
     for (const id of failing) await notificationsOf(id, 'failed', 1, 300);
     await notificationsOf(paused, 'queued', 2, 1200);

@@ -9,7 +9,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { createNotificationsRepository } from '../../src/notifications/postgres.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CompanyGate } from '../../src/processing/company-gate.js';
+import { Gate } from '../../src/gate/gate.js';
 import { FetchEnqueuer } from '../../src/processing/enqueue.js';
 import { createFetchQueue, FETCH_QUEUE, type FetchJob } from '../../src/processing/fetch.queue.js';
 import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
@@ -28,8 +28,8 @@ beforeAll(async () => {
   pool = new pg.Pool({ connectionString: db.url, max: 2 });
   producer = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
   queue = createFetchQueue(producer, prefix);
-  const gate = new CompanyGate(producer, prefix, { defaultMax: 10_000, leaseMs: 60_000, probeIntervalMs: 300_000 });
-  enqueuer = new FetchEnqueuer(queue, createNotificationsRepository(pool), gate, { attempts: 3, timeoutMs: 2000 }, pino({ level: 'silent' }));
+  const gate = new Gate(producer, prefix, 'company', { defaultMax: 10_000, leaseMs: 60_000 });
+  enqueuer = new FetchEnqueuer(queue, producer, createNotificationsRepository(pool), gate, { attempts: 3, timeoutMs: 2000 }, pino({ level: 'silent' }));
 });
 
 afterAll(async () => {

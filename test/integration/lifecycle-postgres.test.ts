@@ -30,7 +30,7 @@ lifecycleContract('PostgreSQL', async () => {
       (
         await handle.pool.query('SELECT status, attempts, last_error AS "lastError", snapshot_version AS "snapshotVersion" FROM notifications WHERE id = $1', [nid])
       ).rows[0],
-    paused: async (companyId) => (await handle.pool.query('SELECT connection_status FROM companies WHERE id = $1', [companyId])).rows[0]?.connection_status === 'unauthorized',
+    pause: async (companyId) => void (await handle.pool.query("UPDATE companies SET connection_status = 'unauthorized', paused_at = now() WHERE id = $1", [companyId])),
     resource: async (ref) => (await handle.pool.query('SELECT version, gone FROM resources WHERE company_id = $1 AND href = $2', [ref.companyId, ref.href])).rows[0],
   };
 });

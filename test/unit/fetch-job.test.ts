@@ -6,9 +6,10 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { FetchAttempt, FetchedSnapshot, Verdict } from '../../src/notifications/lifecycle.js';
 import { createMetrics } from '../../src/lib/metrics.js';
-import type { CompanyConnection } from '../../src/processing/company-connections.js';
+import type { CompanyConnection } from '../../src/companies/connections.js';
+import type { Refusal } from '../../src/companies/states.js';
+import type { GateAnswer } from '../../src/gate/gate.js';
 import { runFetchJob, type FetchJobDeps } from '../../src/processing/fetch-job.js';
-import type { GateAnswer } from '../../src/processing/company-gate.js';
 import type { FetchResult } from '../../src/processing/fetch-job.js';
 import type { FetchStart } from '../../src/processing/fetch-start.js';
 import { RetryableFetchError } from '../../src/processing/fetch.queue.js';
@@ -22,7 +23,7 @@ function world(answer: FetchResult | Error, opts: { start?: FetchStart; company?
   const recorded: { attempt: FetchAttempt; verdict: Verdict }[] = [];
   const stored: FetchedSnapshot[] = [];
   const gone: FetchAttempt[] = [];
-  const paused: { attempt: FetchAttempt; why: string }[] = [];
+  const paused: { companyId: string; refusal: Refusal }[] = [];
   const requeued: unknown[] = [];
   const forgotten: string[] = [];
   const finished: { companyId: string; outcome: string; count: number }[] = [];
@@ -47,8 +48,8 @@ function world(answer: FetchResult | Error, opts: { start?: FetchStart; company?
     retry: async (attempt) => void recorded.push({ attempt, verdict: { status: 'pending' } }),
     fail: async (attempt, error) => void recorded.push({ attempt, verdict: { status: 'failed', error } }),
     markGone: async (attempt) => void gone.push(attempt),
-    pause: async (attempt, _sealed, why) => {
-      paused.push({ attempt, why });
+    pause: async (companyId, refusal) => {
+      paused.push({ companyId, refusal });
       return opts.pauses ?? true;
     },
     forgetCompany: (id) => void forgotten.push(id),
@@ -113,7 +114,9 @@ describe('a fetch job', () => {
     const w = world({ kind: 'unauthorized', status: 401, message: 'marketplace answered 401: the API token was refused' });
     expect(await runFetchJob(w.deps, job())).toEqual({ next: 'done', summary: 'parked' });
     expect(w.finished).toEqual([]);
-    expect(w.paused).toEqual([{ attempt: expect.objectContaining({ outcome: 'unauthorized' }), why: 'marketplace answered 401: the API token was refused' }]);
+    // The attempt is recorded, its notifications left pending; the company paused for the credentials the fetch used.
+    expect(w.recorded).toEqual([{ attempt: expect.objectContaining({ outcome: 'unauthorized', ids: claimed.ids }), verdict: { status: 'pending' } }]);
+    expect(w.paused).toEqual([{ companyId: resource.companyId, refusal: { revision: 1, reason: `GET ${resource.href}: marketplace answered 401: the API token was refused`, hrefs: [resource.href] } }]);
     expect(w.forgotten).toEqual([resource.companyId]);
     expect(w.requeued).toEqual([]);
   });

@@ -4,7 +4,8 @@
  * a fake queue that deduplicates like BullMQ (C1); the real fetch job (processing/fetch-job.ts) claims,
  * "GETs" from a table of answers and applies each outcome through the same lifecycle; the real relay
  * (processing/relay.ts) queues what was committed while the queue was down. The integration tier runs
- * the same path against PostgreSQL, Redis and the simulator (test/integration/, test/faults/).
+ * the same path against PostgreSQL, Redis and the simulator (test/integration/, test/faults/). A company's
+ * state is the in-memory double of src/companies/ (test/helpers/memory-company-states.ts).
  */
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -12,7 +13,8 @@ import type { FastifyInstance } from 'fastify';
 import type { PendingKey, ResourceRef } from '../../src/notifications/lifecycle.js';
 import { createMemoryLifecycle } from '../helpers/memory-lifecycle.js';
 import { createMetrics } from '../../src/lib/metrics.js';
-import type { CompanyConnection } from '../../src/processing/company-connections.js';
+import type { CompanyConnection } from '../../src/companies/connections.js';
+import { createMemoryCompanyStates } from '../helpers/memory-company-states.js';
 import { runFetchJob, type FetchJobDeps, type FetchResult } from '../../src/processing/fetch-job.js';
 import { Relay } from '../../src/processing/relay.js';
 import { basicAuthorization } from '../helpers/fixtures.js';
@@ -34,7 +36,9 @@ const href = (id: string) => `${API_BASE_URL}/rfqs/${id}`;
 async function pipeline() {
   // The lifecycle's clock, moved on by hand: the relay takes only rows older than its grace.
   const clock = { ms: Date.parse('2026-11-26T10:00:00Z') };
-  const lifecycle = createMemoryLifecycle({ companies: [{ id: webhook.companyId, revision: 1 }], now: () => new Date(clock.ms) });
+  const companies = createMemoryCompanyStates({});
+  companies.add({ id: webhook.companyId });
+  const lifecycle = createMemoryLifecycle({ paused: companies.paused, now: () => new Date(clock.ms) });
   /** What each href answers, in turn (the last answer repeats). */
   const answers = new Map<string, FetchResult[]>();
   const gets: string[] = [];
@@ -78,7 +82,7 @@ async function pipeline() {
     retry: lifecycle.retry,
     fail: lifecycle.fail,
     markGone: lifecycle.markGone,
-    pause: lifecycle.park,
+    pause: companies.pause,
     forgetCompany: () => {},
     requeue: async (resource) => queue.add([resource]),
     now: () => new Date(),
@@ -99,7 +103,7 @@ async function pipeline() {
   };
   const enqueuer = { enqueue: async (rows: PendingKey[]) => queue.add(rows) };
   const relay = new Relay(lifecycle, enqueuer, { intervalMs: 1000, graceMs: 5000 }, pino({ level: 'silent' }), async () => 'run-1', () => {});
-  return { app, lifecycle, clock, answers, gets, queue, jobs, drain, relay };
+  return { app, lifecycle, companies, clock, answers, gets, queue, jobs, drain, relay };
 }
 
 async function notify(app: FastifyInstance, id: string): Promise<number> {
@@ -152,7 +156,7 @@ describe('a notification from the receiver to its outcome, in memory', () => {
     const id = await notify(p.app, 'r2');
     await p.drain();
     expect(p.lifecycle.inspect.row(id)?.status).toBe('queued');
-    expect(p.lifecycle.inspect.company(webhook.companyId)).toMatchObject({ paused: true });
+    expect(p.companies.paused(webhook.companyId)).toBe(true);
   });
 
   it('committed while the queue is down: answered 200, then queued by the relay once it is back, and processed', async () => {

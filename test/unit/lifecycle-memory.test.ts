@@ -8,7 +8,8 @@ import { lifecycleContract } from '../helpers/lifecycle-contract.js';
 
 lifecycleContract('in memory', async () => {
   const company = { id: randomUUID(), webhookId: randomUUID(), revision: 1 };
-  const memory = createMemoryLifecycle({ companies: [{ id: company.id, revision: company.revision }] });
+  const paused = new Set<string>();
+  const memory = createMemoryLifecycle({ paused: (id) => paused.has(id) });
   return {
     lifecycle: memory,
     company,
@@ -22,7 +23,7 @@ lifecycleContract('in memory', async () => {
       const row = memory.inspect.row(id);
       return row && { ...row };
     },
-    paused: async (companyId) => memory.inspect.company(companyId)?.paused ?? false,
+    pause: async (companyId) => void paused.add(companyId),
     resource: async (ref) => memory.inspect.resource(ref),
   };
 });

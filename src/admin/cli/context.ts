@@ -10,10 +10,14 @@ import { createNotificationsRepository, type NotificationsRepository } from '../
 import { describeError } from '../../lib/error-reporter.js';
 import { createLogger } from '../../lib/logger.js';
 import { connectRedis, redisReady } from '../../lib/redis/connection.js';
-import { CompanyGate, gateOptions } from '../../processing/company-gate.js';
-import { companyControls } from '../../processing/paused-companies.js';
+import { createCompanyStates } from '../../companies/postgres.js';
+import type { DbHandle } from '../../db/client.js';
+import { Gate } from '../../gate/gate.js';
+import type { RedisClient } from '../../lib/redis/connection.js';
+import { MarketplaceClient } from '../../marketplace/client.js';
+import { webhookSettingsApi } from '../../marketplace/webhook-settings.js';
 import { FetchEnqueuer } from '../../processing/enqueue.js';
-import { createFetchQueue } from '../../processing/fetch.queue.js';
+import { companyGateOptions, createFetchQueue, fetchKey } from '../../processing/fetch.queue.js';
 import { createServices, type Services } from '../../services/index.js';
 
 export interface AdminContext {
@@ -39,6 +43,25 @@ function redisNote(consequence: string): (err: unknown) => void {
   };
 }
 
+/** The companies' states over the CLI's pool and Redis connection, as `skyhook start` has them (runtime.ts). */
+function companyStates(config: Config, handle: DbHandle, redis: RedisClient, queueWaiting: (companyId: string) => Promise<number>, onGateError: (err: unknown) => void, log: ReturnType<typeof createLogger>) {
+  return createCompanyStates({
+    db: handle.db,
+    gate: new Gate(redis, config.queuePrefix, 'company', companyGateOptions(config.fetch)),
+    redis,
+    prefix: config.queuePrefix,
+    secretKey: config.secretKey,
+    settings: webhookSettingsApi(new MarketplaceClient({ timeoutMs: config.marketplaceTimeoutMs })),
+    queueWaiting,
+    fetchKey,
+    defaultMaxFetches: config.fetch.companyConcurrency,
+    probeIntervalMs: config.fetch.pausedProbeIntervalMs,
+    gateTimeoutMs: 2000,
+    log,
+    onGateError,
+  });
+}
+
 /** `migrate`: create and migrate the database first, as `skyhook start` does (commands that write); a read opens it as it is. */
 export async function openAdminContext(env: Record<string, string | undefined>, opts: { migrate: boolean }): Promise<AdminContext> {
   const config = loadConfig(env);
@@ -57,14 +80,15 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
     // The companies' states read their gates in Redis; without Redis they show what PostgreSQL knows.
     const gateNote = redisNote('company states show what PostgreSQL knows');
     const redis = connectRedis(config, 'producer', 'skyhook-cli');
-    const gated = companyControls(new CompanyGate(redis, config.queuePrefix, gateOptions(config.fetch)), { pendingResources: notifications.pendingResources, ...readOnly }, { timeoutMs: 1000, log });
+    const read = companyStates(config, handle, redis, readOnly.enqueue, gateNote, log);
     // Only a command that shows companies waits for Redis, and only once.
     let ready: Promise<void> | undefined;
-    const controls = { ...gated, views: async (ids: string[]) => (await (ready ??= redisReady(redis, 1000)), gated.views(ids)) };
+    const waitForRedis = () => (ready ??= redisReady(redis, 1000).catch(gateNote));
+    const states = { ...read, states: async (rows: Parameters<typeof read.states>[0]) => (await waitForRedis(), read.states(rows)), all: async () => (await waitForRedis(), read.all()) };
     return {
       config,
       notifications,
-      services: createServices({ db: handle.db, notifications, enqueuer: readOnly, config, controls, onGateError: gateNote, onOutboundCleanupError: cleanupNote }),
+      services: createServices({ db: handle.db, notifications, enqueuer: readOnly, config, states, onOutboundCleanupError: cleanupNote }),
       close: async () => {
         redis.disconnect();
         await handle.pool.end();
@@ -77,13 +101,12 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
   await redisReady(redis, 2000).catch(replayNote);
   const queue = createFetchQueue(redis, config.queuePrefix);
   queue.on('error', replayNote);
-  const gate = new CompanyGate(redis, config.queuePrefix, gateOptions(config.fetch));
-  const enqueuer = new FetchEnqueuer(queue, notifications, gate, { attempts: config.fetch.attempts, timeoutMs: 2000 }, log);
-  const controls = companyControls(gate, { pendingResources: notifications.pendingResources, enqueue: (r) => enqueuer.enqueue(r) }, { timeoutMs: 2000, log });
+  const enqueuer = new FetchEnqueuer(queue, redis, notifications, new Gate(redis, config.queuePrefix, 'company', companyGateOptions(config.fetch)), { attempts: config.fetch.attempts, timeoutMs: 2000 }, log);
+  const states = companyStates(config, handle, redis, (companyId) => enqueuer.queueWaiting(companyId), replayNote, log);
   return {
     config,
     notifications,
-    services: createServices({ db: handle.db, notifications, enqueuer, config, controls, onGateError: replayNote, onOutboundCleanupError: cleanupNote }),
+    services: createServices({ db: handle.db, notifications, enqueuer, config, states, onOutboundCleanupError: cleanupNote }),
     async close() {
       await queue.close().catch(replayNote);
       redis.disconnect();

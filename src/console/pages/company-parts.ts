@@ -5,7 +5,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { CompanyState } from '../../services/company-state.js';
+import type { CompanyState } from '../../companies/transitions.js';
 import { DEFAULT_DIRECTION, TABLE_SORTS, type CompanyActivity, type CompanySummary, type MinuteSeries, type TableQuery, type TableSort } from '../../services/overview.service.js';
 import { html, type Html } from '../html.js';
 import { ago, numHeading, query, table, time } from '../layout.js';

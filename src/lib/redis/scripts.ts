@@ -1,31 +1,37 @@
-/** Lua scripts as functions: how Skyhook's batches talk to Redis. */
+/**
+ * Lua scripts as functions: how Skyhook's batches talk to Redis. Each script is a `.lua` file of its own,
+ * loaded by name, as BullMQ keeps its commands; a line `--- @include "<path>"` (relative to the file, no
+ * extension) is replaced by that file, once per script, so shared parts are written once.
+ */
+import { readFileSync } from 'node:fs';
 import type { RedisClient } from './connection.js';
 
-/**
- * SET NX PX per key, in one script: 0 for a key set now (this caller has it for its TTL), else how long
- * it stays taken. The TTL of the i-th key is ARGV[i] (whole milliseconds). A call's keys share one hash
- * tag (the queue prefix's), so on a Redis Cluster they live in one slot and a multi-key script is allowed.
- * One command for a whole batch of OAuth nonces.
- */
-const RESERVE_KEYS = `
-local out = {}
-for i, key in ipairs(KEYS) do
-  if redis.call('SET', key, '1', 'PX', ARGV[i], 'NX') then
-    out[i] = 0
-  else
-    out[i] = math.max(1, redis.call('PTTL', key))
-  end
-end
-return out`;
+const INCLUDE = /^--- @include "([^"]+)"\s*$/gm;
 
-export const reserveKeys = (redis: RedisClient) => redisScript<number[]>(redis, 'skyhookReserveKeys', RESERVE_KEYS);
+/** The text of the script at `file` with its includes expanded (each at most once). */
+export function loadLua(file: URL, seen = new Set<string>()): string {
+  return readFileSync(file, 'utf8').replace(INCLUDE, (_, path: string) => {
+    const included = new URL(`${path}.lua`, file);
+    if (seen.has(included.href)) return '';
+    seen.add(included.href);
+    return loadLua(included, seen);
+  });
+}
+
+export type Script<T> = (keys: string[], args: (string | number)[]) => Promise<T>;
 
 /**
  * A Lua script as a function of its keys and arguments, defined once on `redis` under `name` (ioredis
  * sends EVALSHA, and the script itself when the server does not know it yet).
  */
-export function redisScript<T>(redis: RedisClient, name: string, lua: string): (keys: string[], args: (string | number)[]) => Promise<T> {
+export function redisScript<T>(redis: RedisClient, name: string, lua: string): Script<T> {
   redis.defineCommand(name, { lua });
   const command = (redis as unknown as Record<string, (numKeys: number, ...rest: (string | number)[]) => Promise<T>>)[name]!.bind(redis);
   return (keys, args) => command(keys.length, ...keys, ...args);
 }
+
+/** The script in `file` (includes expanded) as a function, under `name`. */
+export const luaScript = <T>(redis: RedisClient, name: string, file: URL): Script<T> => redisScript<T>(redis, name, loadLua(file));
+
+/** reserve-keys.lua: SET NX PX for a batch of keys; per key 0 (taken now) or how long it stays taken. */
+export const reserveKeys = (redis: RedisClient) => luaScript<number[]>(redis, 'skyhookReserveKeys', new URL('./lua/reserve-keys.lua', import.meta.url));

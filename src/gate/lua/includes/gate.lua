@@ -1,0 +1,26 @@
+-- The gate's shared parts (src/gate/gate.ts documents the keys). Every script is called with one JSON
+-- argument, ARGV[1], decoded into `a`: `a.gp` is the prefix of the keys' hashes (`<prefix>:<kind>:`),
+-- `a.paused` the set of paused ids, `a.now` the caller's clock (ms), and the script's own fields.
+
+-- The limit a key runs at now: `lim` (slow start from `slow`, halved on a refusal), never above its max.
+local function limitOf(g, max, slow)
+  local lim = tonumber(redis.call('HGET', g, 'lim')) or math.min(max, slow)
+  return math.max(1, math.min(max, math.floor(lim)))
+end
+
+-- How many of a key's items hold a place now; places whose lease lapsed (a dead worker's) are freed first.
+local function runningOf(g, now)
+  local R = g .. ':running'
+  redis.call('ZREMRANGEBYSCORE', R, '-inf', now)
+  return redis.call('ZCARD', R)
+end
+
+-- Parks an item: no job exists for it until a place frees (hand-out) or its key resumes.
+local function park(g, now, item, payload)
+  redis.call('ZADD', g .. ':parked', 'NX', now, item .. ' ' .. payload)
+end
+
+-- A key's own max (set by the last start or by setMax), else `default`.
+local function maxOf(g, default)
+  return tonumber(redis.call('HGET', g, 'max')) or default
+end
