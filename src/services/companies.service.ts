@@ -6,7 +6,7 @@
  */
 import { and, asc, eq, gt, inArray, sql } from 'drizzle-orm';
 import type { z } from 'zod';
-import type { connectionBody } from '../admin/schemas.js';
+import type { connectionBody } from './schemas.js';
 import type { Database } from '../db/client.js';
 import { connectionFromRow, findCompany } from '../db/company-connection.js';
 import { companies, type CompanyRow } from '../db/schema/index.js';

@@ -4,7 +4,7 @@
  */
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { z } from 'zod';
-import type { createWebhookBody, patchWebhookBody } from '../admin/schemas.js';
+import type { createWebhookBody, patchWebhookBody } from './schemas.js';
 import type { Database } from '../db/client.js';
 import { webhooks, type WebhookRow } from '../db/schema/index.js';
 import { decryptSecret, encryptSecret, randomToken, sha256 } from '../lib/crypto.js';

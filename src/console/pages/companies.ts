@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { companyIdParams, createCompanyBody, createWebhookBody, fetchConcurrency, patchCompanyBody, webhookParams } from '../../admin/schemas.js';
+import { companyIdParams, createCompanyBody, createWebhookBody, fetchConcurrency, patchCompanyBody, webhookParams } from '../../services/schemas.js';
 import { badRequest, type Problem } from '../../lib/problem.js';
 import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES } from '../../marketplace/contract.js';
 import type { Deleted } from '../../services/deletions.service.js';

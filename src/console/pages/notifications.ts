@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { NOTIFICATION_FILTER_KEYS as FILTER_KEYS, notificationsQuery, replayableStatus, resourceHistoryQuery } from '../../admin/schemas.js';
+import { NOTIFICATION_FILTER_KEYS as FILTER_KEYS, notificationsQuery, replayableStatus, resourceHistoryQuery } from '../../services/schemas.js';
 import { streamToClient } from '../../admin/stream.js';
 import { notificationStatus } from '../../db/schema/index.js';
 import { NOTIFICATION_TYPE_BY_EVENT } from '../../marketplace/contract.js';

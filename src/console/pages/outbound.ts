@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Problem } from '../../lib/problem.js';
-import { companyIdParams, resourceHistoryQuery } from '../../admin/schemas.js';
+import { companyIdParams, resourceHistoryQuery } from '../../services/schemas.js';
 import type { DeclineView, QuoteView } from '../../services/views.js';
 import { html } from '../html.js';
 import { csrfField, doneNotice, page, pager, problemBox, query, table, time, type PageContext } from '../layout.js';

@@ -4,7 +4,7 @@
  * posts them. The form fields are read back into the admin API's own request schemas.
  */
 import { z } from 'zod';
-import { createDeclineBody, createQuoteBody } from '../../admin/schemas.js';
+import { createDeclineBody, createQuoteBody } from '../../services/schemas.js';
 import { decodeJsonBody, storableText } from '../../lib/json-body.js';
 import { badRequest, Problem } from '../../lib/problem.js';
 import { DECLINE_REASONS } from '../../marketplace/declines.js';
