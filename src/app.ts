@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { queueDashboard } from './admin/dashboard.js';
 import { adminRoutes, type AdminDeps } from './admin/routes.js';
 import { consoleRoutes, type ConsoleDeps } from './console/plugin.js';
-import { isDatabaseUnavailable } from './db/client.js';
+import { isDatabaseUnavailable } from './lib/database-unavailable.js';
 import { AuthFailureLimiter } from './lib/auth-failure-limiter.js';
 import type { Metrics } from './lib/metrics.js';
 import { redisAnswers, type RedisClient } from './lib/redis/connection.js';
