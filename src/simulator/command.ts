@@ -6,8 +6,9 @@ import { exitOnUsageError, USAGE_EXIT_CODE } from '../lib/cli-usage.js';
 import { EVENT_TYPES } from '../marketplace/contract.js';
 import { describeIssues, fetchFailureReason } from './errors.js';
 import { DEFAULT_HOST, startSimulator } from './server.js';
-import { companyAccount } from './state.js';
-import { ERROR_SHAPES, type CompanyAccount, type CompanyFaults, type EmittedNotification, type ErrorShape, type Faults, type ResourceRateLimit, type Simulator } from './types.js';
+import { companyAccount, ERROR_SHAPES } from './schemas.js';
+import type { EmittedNotification, Simulation as Simulator } from './simulation.js';
+import type { CompanyAccount, CompanyFaults, ErrorShape, Faults, ResourceRateLimit } from './types.js';
 
 const DEFAULT_PORT = 4010;
 const DEFAULT_URL = `http://127.0.0.1:${DEFAULT_PORT}`;
