@@ -87,10 +87,30 @@ export default {
     },
   ],
   options: {
+    // Known and temporary: company files on their way to src/companies/. Each entry names its two files, so it
+    // matches nothing once they have moved and every rule then holds in full; meanwhile the check passes with
+    // these three, and any other violation still fails it.
+    knownViolations: [
+      // removed when paused-companies.ts moves to src/companies/ with company-state.ts (issue #46)
+      { type: 'dependency', from: 'src/processing/paused-companies.ts', to: 'src/services/companies.service.ts', rule: { name: 'layer-processing', severity: 'error' } },
+      // removed when paused-companies.ts moves to src/companies/ with company-state.ts (issue #46)
+      { type: 'dependency', from: 'src/processing/paused-companies.ts', to: 'src/services/company-state.ts', rule: { name: 'layer-processing', severity: 'error' } },
+      // removed when company-state.ts moves to src/companies/ (issue #46)
+      {
+        type: 'cycle',
+        from: 'src/services/company-state.ts',
+        to: 'src/services/views.ts',
+        rule: { name: 'no-circular', severity: 'error' },
+        cycle: [
+          { name: 'src/services/views.ts', dependencyTypes: ['local', 'type-only', 'import'] },
+          { name: 'src/services/company-state.ts', dependencyTypes: ['local', 'import'] },
+        ],
+      },
+    ],
     doNotFollow: { path: 'node_modules' },
     // `import type` and type-only specifiers are dependencies too.
     tsPreCompilationDeps: true,
-    // NodeNext resolution: `./x.js` finds `./x.ts`.
+    // Resolved as tsc does (NodeNext): `./x.js` finds `./x.ts`.
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
   },
