@@ -305,7 +305,7 @@ function parseSwitch(value: string): boolean {
   throw new InvalidArgumentError('must be true or false (or nothing, for true)');
 }
 
-/** The fault flags: the flag, the knob it sets (types.ts Faults), its help, its parser. */
+/** The fault flags: the flag, the knob it sets (faults.ts Faults), its help, its parser. */
 const FAULT_FLAGS: [string, keyof Faults, string, (value: string) => number | boolean][] = [
   ['--duplicate-rate <share>', 'duplicateRate', 'fault: share of deliveries sent twice', parseShare],
   ['--lost-ack-rate <share>', 'lostAckRate', 'fault: share of 200 answers treated as lost', parseShare],
