@@ -18,7 +18,7 @@ import { waitForDatabase } from './db/migrate.js';
 import { createNotificationsRepository, type NotificationsRepository } from './notifications/postgres.js';
 import { BatchSummary } from './lib/batch-summary.js';
 import { describeError, ErrorReporter } from './lib/error-reporter.js';
-import { loadTracing, type Tracing } from './lib/tracing.js';
+import type { Tracing } from './lib/tracing.js';
 import { createMetrics } from './lib/metrics.js';
 import { connectRedis, redisRunId, type RedisClient } from './lib/redis/connection.js';
 import { errorPolicy, outageReports } from './lib/outages.js';
@@ -81,7 +81,9 @@ async function createCore(config: Config, log: Logger) {
   const outages = outageReports(config, reporter);
   const report = errorPolicy(reporter, outages);
   // Unset, nothing of OpenTelemetry is loaded: the import happens here or not at all.
-  const tracing: Tracing | undefined = config.tracing ? await loadTracing(config.tracing, { role: config.role, log, reporter, registry: metrics.registry }) : undefined;
+  const tracing: Tracing | undefined = config.tracing
+    ? (await import('./lib/tracing-otel.js')).startTracing(config.tracing, { role: config.role, log, reporter, registry: metrics.registry })
+    : undefined;
   const plural = (n: number) => `${n} notification${n === 1 ? '' : 's'}`;
 
   // A worker-only process uses this pool for the relay alone; the worker has its own, sized to its concurrency.

@@ -14,7 +14,7 @@ import type { AuthFailureLimiter } from '../lib/auth-failure-limiter.js';
 import { decodeJsonBody } from '../lib/json-body.js';
 import { adminTokenCheck } from './auth.js';
 import { streamToClient } from './stream.js';
-import * as s from './schemas.js';
+import * as s from '../services/schemas.js';
 
 /** The services the routes call (the CLI and the console call the same ones), the admin token, the live stream. */
 export type AdminDeps = Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'declines'> & {

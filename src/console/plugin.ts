@@ -5,30 +5,20 @@
  * files, form bodies, and errors shown as pages. Everything here is scoped to the console's routes: the
  * receiver's requests pay for none of it.
  */
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import type { AuthFailureLimiter } from '../lib/auth-failure-limiter.js';
 import { constantTimeEqual, sha256 } from '../lib/crypto.js';
 import { Problem } from '../lib/problem.js';
-import type { Services } from '../services/index.js';
-import type { NotificationStream } from '../services/notification-stream.js';
 import { loadAssets } from './assets.js';
 import { html, type Html } from './html.js';
+import type { ConsoleDeps, ConsoleKit } from './kit.js';
 import { page, problemBox, type PageContext } from './layout.js';
 import { companyPages } from './pages/companies.js';
 import { notificationPages } from './pages/notifications.js';
 import { outboundPages } from './pages/outbound.js';
 import { overviewPage } from './pages/overview.js';
 import { signInPages } from './pages/sign-in.js';
-import { SESSION_TTL_MS, type ConsoleSession, type SessionStore } from './sessions.js';
-
-export interface ConsoleDeps {
-  adminToken: string;
-  services: Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'declines' | 'overview'>;
-  stream: NotificationStream;
-  sessions: SessionStore;
-  /** PUBLIC_BASE_URL: its path prefixes the console's URLs, and https makes the cookie Secure. */
-  publicBaseUrl: string;
-}
+import { SESSION_TTL_MS, type ConsoleSession } from './sessions.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -56,21 +46,6 @@ export const CONTENT_SECURITY_POLICY = [
   "form-action 'self'",
   "frame-ancestors 'none'",
 ].join('; ');
-
-/** What every route handler gets: the page context and a renderer. */
-export interface ConsoleKit {
-  deps: ConsoleDeps;
-  base: string;
-  ctx(req: FastifyRequest): PageContext;
-  /** Answers HTML: a whole page, or a fragment for htmx. */
-  send(reply: FastifyReply, markup: Html, status?: number): FastifyReply;
-  /** 303 to a console path (after a successful POST: reloading the page does not repeat it). */
-  redirect(reply: FastifyReply, path: string): FastifyReply;
-  /** Any error as a problem (status, title, detail, fields), to show in a page. */
-  problem(err: unknown): Problem;
-  /** `err` as a problem to show on the page the form came from, when the operator can act on it; else rethrown. */
-  refusal(err: unknown): Problem;
-}
 
 /** A refusal the operator can act on: a 4xx, or the marketplace's 502 or 503. Any other 5xx is Skyhook's own failure. */
 const actionable = (p: Problem): boolean => p.status < 500 || p.status === 502 || p.status === 503;

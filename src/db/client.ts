@@ -54,19 +54,6 @@ export function connectDatabase(
 }
 
 /**
- * SQLSTATEs (and socket errors) meaning "the database is unreachable", not "your data is wrong".
- * drizzle wraps driver errors (DrizzleQueryError), so the causes are looked at too.
- */
-export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
-  const e = err as { code?: string; message?: string; cause?: unknown };
-  if (!e || typeof e !== 'object' || depth > 3) return false;
-  if (e.code && /^(08|53|57P0[1-3])/.test(e.code)) return true;
-  if (e.code && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'].includes(e.code)) return true;
-  if (/timeout exceeded when trying to connect|Connection terminated|connection timeout|Query read timeout/i.test(e.message ?? '')) return true;
-  return isDatabaseUnavailable(e.cause, depth + 1);
-}
-
-/**
  * Runs `fn` in a transaction on one client of the pool. A client that cannot even roll back is broken:
  * it is destroyed, not returned to the pool.
  */

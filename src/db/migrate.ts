@@ -10,7 +10,7 @@ import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import { withoutPassword } from '../lib/redact.js';
 import { describeError } from '../lib/error-reporter.js';
-import { isDatabaseUnavailable } from './client.js';
+import { isDatabaseUnavailable } from '../lib/database-unavailable.js';
 
 const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
 const MIGRATION_LOCK = 7_461_736_001; // arbitrary, fixed: "skyhook migrate"

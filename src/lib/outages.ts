@@ -2,11 +2,10 @@
  * Outages and the errors of parts that carry on (SPEC §5): what is said while Redis or PostgreSQL is out of
  * reach, and how every other error is reported, counted, or folded into the outage that explains it.
  */
-import type { Config } from '../config.js';
-import { isDatabaseUnavailable } from '../db/client.js';
+import { isDatabaseUnavailable } from './database-unavailable.js';
 import type { ErrorReporter } from './error-reporter.js';
 import { withoutPassword } from './redact.js';
-import { isRedisUnavailable } from './redis/connection.js';
+import { isRedisUnavailable, type RedisTarget } from './redis/connection.js';
 
 /** Error kinds of the outages a process waits out; each is one line when it starts and one when it ends. */
 const REDIS_DOWN = 'redis_unreachable';
@@ -14,11 +13,17 @@ const POSTGRES_DOWN = 'postgres_unreachable';
 
 type Outages = ReturnType<typeof outageReports>;
 
+/** What the lines name, read from the configuration (config.ts): where Redis and PostgreSQL are, and the process's role. */
+interface OutageConfig extends RedisTarget {
+  databaseUrl: string;
+  role: 'api' | 'worker' | 'all';
+}
+
 /**
  * The one line said when Redis or PostgreSQL becomes unreachable, what Skyhook does meanwhile (by role),
  * rate-limited reminders while it lasts, and one line when it is back.
  */
-export function outageReports(config: Config, reporter: ErrorReporter) {
+export function outageReports(config: OutageConfig, reporter: ErrorReporter) {
   const redisAt = config.redisClusterNodes
     ? `the Redis Cluster at ${config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')} (REDIS_CLUSTER_NODES)`
     : `Redis at ${withoutPassword(config.redisUrl)} (REDIS_URL)`;

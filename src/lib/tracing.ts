@@ -1,6 +1,6 @@
 /**
  * Traces (SPEC §15): a notification's way, in the code's own words. The implementation, lib/tracing-otel.ts,
- * is imported by loadTracing only when an OTLP endpoint is set; otherwise every `tracing` dependency is
+ * is imported by runtime.ts only when an OTLP endpoint is set; otherwise every `tracing` dependency is
  * undefined and each place that would trace costs one check. Which trace each span joins: docs/decisions.md.
  */
 import type { Logger } from 'pino';
@@ -117,10 +117,4 @@ export interface TracingContext {
   reporter: ErrorReporter;
   /** The process's metrics: tracing adds skyhook_trace_spans_dropped_total to them. */
   registry: Registry;
-}
-
-/** Loads the OpenTelemetry implementation: only ever called when tracing is configured. */
-export async function loadTracing(config: TracingConfig, context: TracingContext): Promise<Tracing> {
-  const { startTracing } = await import('./tracing-otel.js');
-  return startTracing(config, context);
 }

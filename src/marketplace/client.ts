@@ -10,9 +10,9 @@
  * Redirects are never followed, so a token is never carried to another address.
  */
 import { Agent, request, type Dispatcher } from 'undici';
-import { DEFAULT_ACCESS_TOKEN_LIFETIME_S, readEnvelopeMessage, type EnvelopeEntry } from './contract.js';
+import { DEFAULT_ACCESS_TOKEN_LIFETIME_S, readEnvelopeMessage } from './contract.js';
 import { actAsAccountHeader, callHeaders, fixedBearerToken, tokenRequestHeaders, type ApiConnection } from './connection.js';
-import { isTransientStatus, MarketplaceError } from './errors.js';
+import { isTransientStatus, MarketplaceError, type EnvelopeEntry } from './errors.js';
 import { AccessTokens, type AccessToken, type OAuthConnection } from './oauth2.js';
 
 export { isTransientStatus, MarketplaceError } from './errors.js';

@@ -4,7 +4,7 @@
  * answer is known. The simulator imports the same constants, so both sides move together.
  */
 import { z } from 'zod';
-import { MarketplaceError } from './errors.js';
+import { MarketplaceError, type EnvelopeEntry } from './errors.js';
 
 /**
  * OAuth 2.0 client credentials (SPEC §14): the token request is a form POST of `grant_type=client_credentials`
@@ -124,13 +124,6 @@ export interface TitledEnvelopeMessage {
   title: string;
   code: string;
   path?: string;
-}
-
-/** An envelope entry as Skyhook reads it: always a text, and the field and code when the marketplace gave them. */
-export interface EnvelopeEntry {
-  message: string;
-  field?: string;
-  code?: string;
 }
 
 /** A text read from a marketplace answer is cut here, so an odd answer cannot flood a problem or a log line. */

@@ -1,8 +1,14 @@
 /**
- * The marketplace client's typed error, apart from its transport (client.ts), so that code which builds
- * calls but does not make them can raise it without loading undici.
+ * The marketplace client's typed error and the envelope entries it carries, apart from its transport
+ * (client.ts), so that code which builds calls but does not make them can raise it without loading undici.
  */
-import type { EnvelopeEntry } from './contract.js';
+
+/** An envelope entry as Skyhook reads it (contract.ts readEnvelopeMessage): always a text, and the field and code when the marketplace gave them. */
+export interface EnvelopeEntry {
+  message: string;
+  field?: string;
+  code?: string;
+}
 
 /**
  * `invalid_request`: the call was not sent, as a value it needs cannot be put in it (contract.ts pathSegment).

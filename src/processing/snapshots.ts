@@ -6,7 +6,8 @@
  */
 import jsonpatch, { type Operation } from 'fast-json-patch';
 import type pg from 'pg';
-import { isDatabaseUnavailable, type Tx } from '../db/client.js';
+import type { Tx } from '../db/client.js';
+import { isDatabaseUnavailable } from '../lib/database-unavailable.js';
 import { type NotificationsRepository } from '../notifications/postgres.js';
 import { type FetchedSnapshot, type Stored } from '../notifications/lifecycle.js';
 import { Batcher, splitOnFailure } from '../lib/batcher.js';

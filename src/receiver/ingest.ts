@@ -16,7 +16,7 @@
  * left `queued` adds their jobs (relay.ts). A speed mechanism, kept for its measured gain:
  * docs/decisions.md, "Speed mechanisms".
  */
-import { isDatabaseUnavailable } from '../db/client.js';
+import { isDatabaseUnavailable } from '../lib/database-unavailable.js';
 import type { NewNotification as NotificationRow, NotificationLifecycle } from '../notifications/lifecycle.js';
 import { Batcher, splitOnFailure } from '../lib/batcher.js';
 import { decodeJson } from '../lib/json-body.js';

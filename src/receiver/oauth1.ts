@@ -1,12 +1,13 @@
 /**
  * OAuth 1.0a signature verification (RFC 5849) for notifications signed by the marketplace.
  * `oauth-1.0a` only signs, so this module parses the Authorization header, normalises the URL
- * (§3.4.1.2), puts the query pairs in with the oauth parameters itself (the library drops
- * `request.data` once a body hash is present), and recomputes the signature with the library.
+ * (§3.4.1.2, lib/oauth1-base-url.ts), puts the query pairs in with the oauth parameters itself (the
+ * library drops `request.data` once a body hash is present), and recomputes the signature with the library.
  */
 import { createHmac, hash } from 'node:crypto';
 import OAuth from 'oauth-1.0a';
 import { constantTimeEqual } from '../lib/crypto.js';
+import { normaliseBaseUrl } from '../lib/oauth1-base-url.js';
 
 const SIGNATURE_METHODS = { 'HMAC-SHA1': 'sha1', 'HMAC-SHA256': 'sha256' } as const;
 export type SignatureMethod = keyof typeof SIGNATURE_METHODS;
@@ -47,14 +48,6 @@ export function parseOAuthHeader(header: string): Record<string, string> {
     at = SEPARATOR_RE.lastIndex;
   }
   return params;
-}
-
-/** RFC 5849 §3.4.1.2: lower-case scheme and host, default port dropped, no query or fragment. */
-export function normaliseBaseUrl(url: URL): string {
-  const scheme = url.protocol.toLowerCase();
-  const defaultPort = (scheme === 'http:' && url.port === '80') || (scheme === 'https:' && url.port === '443');
-  const port = url.port && !defaultPort ? `:${url.port}` : '';
-  return `${scheme}//${url.hostname.toLowerCase()}${port}${url.pathname}`;
 }
 
 type Params = Record<string, string | string[]>;

@@ -7,7 +7,7 @@
  */
 import { asc, eq, gt, inArray } from 'drizzle-orm';
 import type { z } from 'zod';
-import type { connectionBody } from '../admin/schemas.js';
+import type { connectionBody } from './schemas.js';
 import type { CompanyStates, CredentialColumns } from '../companies/states.js';
 import type { CompanyState } from '../companies/transitions.js';
 import type { Database } from '../db/client.js';

@@ -4,7 +4,7 @@
  */
 import { eq } from 'drizzle-orm';
 import type { z } from 'zod';
-import type { createDeclineBody } from '../admin/schemas.js';
+import type { createDeclineBody } from './schemas.js';
 import { declines, type DeclineRow } from '../db/schema/index.js';
 import type { Decline, DeclineAnswered } from '../marketplace/declines.js';
 import { findAnswer, heldUnknown, sendRfqAnswer, type RfqAnswerDeps } from './rfq-answers.js';

@@ -6,7 +6,7 @@
  */
 import { eq } from 'drizzle-orm';
 import type { z } from 'zod';
-import type { deletedSchema } from '../admin/schemas.js';
+import type { deletedSchema } from './schemas.js';
 import type { Database } from '../db/client.js';
 import { companies, webhooks, type WebhookRow } from '../db/schema/index.js';
 import type { CompanyStates } from '../companies/states.js';

@@ -5,7 +5,7 @@
  */
 import { and, asc, count, desc, eq, getTableColumns, gte, inArray, lt, lte, sql, type SQL } from 'drizzle-orm';
 import type { z } from 'zod';
-import type { notificationsQuery } from '../admin/schemas.js';
+import type { notificationsQuery } from './schemas.js';
 import type { Database } from '../db/client.js';
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';
 import { allowed, TRANSITIONS } from '../notifications/transitions.js';

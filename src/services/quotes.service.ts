@@ -5,7 +5,7 @@
  */
 import { eq } from 'drizzle-orm';
 import type { z } from 'zod';
-import type { createQuoteBody } from '../admin/schemas.js';
+import type { createQuoteBody } from './schemas.js';
 import { quotes, type QuoteRow } from '../db/schema/index.js';
 import { Problem, badRequest } from '../lib/problem.js';
 import { priceMismatch, type QuoteSubmission, type QuoteSubmitted } from '../marketplace/quotes.js';

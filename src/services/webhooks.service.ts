@@ -4,11 +4,11 @@
  */
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { z } from 'zod';
-import type { createWebhookBody, patchWebhookBody } from '../admin/schemas.js';
+import type { createWebhookBody, patchWebhookBody } from './schemas.js';
 import type { Database } from '../db/client.js';
 import { webhooks, type WebhookRow } from '../db/schema/index.js';
 import { decryptSecret, encryptSecret, randomToken, sha256 } from '../lib/crypto.js';
-import { isDatabaseUnavailable } from '../db/client.js';
+import { isDatabaseUnavailable } from '../lib/database-unavailable.js';
 import { describeError } from '../lib/error-reporter.js';
 import { Problem, notFound, serviceUnavailable } from '../lib/problem.js';
 import type { ApiConnection } from '../marketplace/connection.js';

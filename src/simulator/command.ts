@@ -6,8 +6,9 @@ import { exitOnUsageError, USAGE_EXIT_CODE } from '../lib/cli-usage.js';
 import { EVENT_TYPES } from '../marketplace/contract.js';
 import { describeIssues, fetchFailureReason } from './errors.js';
 import { DEFAULT_HOST, startSimulator } from './server.js';
-import { companyAccount } from './state.js';
-import { ERROR_SHAPES, type CompanyAccount, type CompanyFaults, type EmittedNotification, type ErrorShape, type Faults, type ResourceRateLimit, type Simulator } from './types.js';
+import { companyAccount, ERROR_SHAPES } from './schemas.js';
+import type { EmittedNotification, Simulation as Simulator } from './simulation.js';
+import type { CompanyAccount, CompanyFaults, ErrorShape, Faults, ResourceRateLimit } from './types.js';
 
 const DEFAULT_PORT = 4010;
 const DEFAULT_URL = `http://127.0.0.1:${DEFAULT_PORT}`;
@@ -304,7 +305,7 @@ function parseSwitch(value: string): boolean {
   throw new InvalidArgumentError('must be true or false (or nothing, for true)');
 }
 
-/** The fault flags: the flag, the knob it sets (types.ts Faults), its help, its parser. */
+/** The fault flags: the flag, the knob it sets (faults.ts Faults), its help, its parser. */
 const FAULT_FLAGS: [string, keyof Faults, string, (value: string) => number | boolean][] = [
   ['--duplicate-rate <share>', 'duplicateRate', 'fault: share of deliveries sent twice', parseShare],
   ['--lost-ack-rate <share>', 'lostAckRate', 'fault: share of 200 answers treated as lost', parseShare],

@@ -8,7 +8,7 @@ import { Fifo } from './collections.js';
 import { fetchFailureReason } from './errors.js';
 import { happens } from './faults.js';
 import type { Ledger } from './ledger.js';
-import type { simulationSettings } from './server.js';
+import type { simulationSettings } from './schemas.js';
 import { deliveryAuthorization } from './sign.js';
 import type { MarketplaceState, StoredWebhookSetting } from './state.js';
 import type { NotificationRecord } from './types.js';

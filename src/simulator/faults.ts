@@ -1,7 +1,6 @@
-/** The fault knobs: their defaults, their validation and the dice that decide each fault. */
+/** The fault knobs: their types, their defaults, their validation and the dice that decide each fault. */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import type { CompanyFaults, CompanyFaultsPatch, Faults } from './types.js';
 
 export const NO_FAULTS: Faults = {
   duplicateRate: 0,
@@ -18,7 +17,7 @@ export const NO_FAULTS: Faults = {
 const share = z.number().min(0).max(1);
 const latencyMs = z.number().int().min(0).max(600_000);
 
-/** A partial update of the faults (types.ts Faults); unknown keys are refused so a misspelt knob is not silently ignored. */
+/** A partial update of the faults (Faults, below); unknown keys are refused so a misspelt knob is not silently ignored. */
 export const faultsPatch = z.strictObject({
   /** Share of deliveries sent twice. */
   duplicateRate: share.optional(),
@@ -45,7 +44,7 @@ export const NO_COMPANY_FAULTS: CompanyFaults = { resourceLatencyMs: 0, resource
 /** The largest per-company rate limit: the window keeps one time per admitted GET. */
 const MAX_RATE_PER_SECOND = 100_000;
 
-/** A partial update of one company's faults (types.ts CompanyFaults): an absent knob keeps its value, null clears it. */
+/** A partial update of one company's faults (CompanyFaults, below): an absent knob keeps its value, null clears it. */
 export const companyFaultsPatch = z.strictObject({
   resourceLatencyMs: latencyMs.nullable().optional(),
   resourceRateLimit: z
@@ -56,6 +55,32 @@ export const companyFaultsPatch = z.strictObject({
     .nullable()
     .optional(),
 });
+
+/** Fault knobs, so tests can see how Skyhook copes with an imperfect marketplace. Rates are shares in [0, 1]. */
+export type Faults = Required<z.output<typeof faultsPatch>>;
+
+/** A company's rate limit on resource GETs: above `perSecond` in any sliding second, `429` with `Retry-After: <retryAfterS>`. */
+export interface ResourceRateLimit {
+  perSecond: number;
+  retryAfterS: number;
+}
+
+/**
+ * Fault knobs of one company's resource GETs (those carrying its credentials), on top of the global ones:
+ * one company slow or rate-limited while the others are not (SPEC §5.1).
+ */
+export interface CompanyFaults {
+  /** Added before each of its resource GET answers (after the global resourceLatencyMs); a 429 of its rate limit is not delayed. */
+  resourceLatencyMs: number;
+  /**
+   * Decided when the GET arrives, before its latency and any scripted answer; a refused GET takes no place
+   * in the window. null: no limit.
+   */
+  resourceRateLimit: ResourceRateLimit | null;
+}
+
+/** A partial update of a company's faults: an absent knob keeps its value, `null` clears it. */
+export type CompanyFaultsPatch = z.input<typeof companyFaultsPatch>;
 
 export function applyCompanyFaults(current: CompanyFaults, patch: CompanyFaultsPatch): CompanyFaults {
   return {

@@ -93,3 +93,6 @@ export class Ledger {
     return tally;
   }
 }
+
+/** What the simulator did (GET /_sim/report), as the ledger tells it. */
+export type SimulatorReport = ReturnType<Ledger['report']>;

@@ -7,37 +7,14 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { actAsAccountHeader } from '../marketplace/connection.js';
-import { marketplaceId, rfqActionPath, RFQ_ACTIONS, type RfqAction } from '../marketplace/contract.js';
+import { marketplaceId, rfqActionPath, type RfqAction } from '../marketplace/contract.js';
 import { issueErrors, notFound, softError } from './answers.js';
 import { callerOf } from './auth.js';
 import { lateAnswer } from './faults.js';
 import { countCall, type Ledger } from './ledger.js';
 import type { Simulation } from './simulation.js';
-import { newId, resourcePath, type Company } from './state.js';
+import { resourcePath, type Company } from './state.js';
 import type { AnswerRoute } from './types.js';
-
-/** The requested lifts of a new RFQ resource: two, so one can be quoted and the other declined. */
-const LIFTS_PER_RFQ = 2;
-
-const actionPath = (rfqId: string, liftId: string | null, action: RfqAction): string =>
-  `${resourcePath('rfqs', rfqId)}${liftId === null ? '' : `/lifts/${encodeURIComponent(liftId)}`}/${action}`;
-
-/** `{submitQuote: {href}, decline: {href}}` for the RFQ, or for one of its lifts. */
-function actionsOf(hrefOf: (path: string) => string, rfqId: string, liftId: string | null): Record<RfqAction, { href: string }> {
-  return Object.fromEntries(RFQ_ACTIONS.map((action) => [action, { href: hrefOf(actionPath(rfqId, liftId, action)) }])) as Record<RfqAction, { href: string }>;
-}
-
-/**
- * The fields an RFQ resource gets when it is created: its actions, and its requested lifts (`sellerLift`)
- * each with its id and actions. A later event keeps them (the resource's fields are merged).
- */
-export function newRfqFields(hrefOf: (path: string) => string, rfqId: string): Record<string, unknown> {
-  const sellerLift = Array.from({ length: LIFTS_PER_RFQ }, () => {
-    const id = newId('lift');
-    return { id, actions: actionsOf(hrefOf, rfqId, id) };
-  });
-  return { actions: actionsOf(hrefOf, rfqId, null), sellerLift };
-}
 
 /** The user login an answer is sent as, in the header of the company's profile; a blank header counts as not sent, as no login is blank. */
 function actAsAccountOf(request: FastifyRequest, company: Company): string | null {

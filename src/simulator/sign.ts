@@ -1,7 +1,7 @@
 /** The Authorization header the marketplace puts on each notification it delivers (seed §5.2). */
 import { createHash, createHmac } from 'node:crypto';
 import OAuth from 'oauth-1.0a';
-import { normaliseBaseUrl } from '../receiver/oauth1.js';
+import { normaliseBaseUrl } from '../lib/oauth1-base-url.js';
 import type { StoredWebhookSetting } from './state.js';
 
 /**

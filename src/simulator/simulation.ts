@@ -1,49 +1,20 @@
 /**
- * The simulated marketplace behind both doors: startSimulator answers this object (types.ts Simulator), and
- * the HTTP control routes call the same operations, so "same as POST /_sim/events" holds by construction.
- * Control input is validated here and refused with a SimulatorInputError.
+ * The simulated marketplace behind both doors: startSimulator answers this object (index.ts exports it as
+ * Simulator), and the HTTP control routes call the same operations, so "same as POST /_sim/events" holds by
+ * construction. Control input is validated here (schemas.ts) and refused with a SimulatorInputError.
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
-import { EVENT_TYPES, NOTIFICATION_TYPE_BY_EVENT, type EventType, type NotificationBody } from '../marketplace/contract.js';
+import type { z } from 'zod';
+import { NOTIFICATION_TYPE_BY_EVENT, type EventType, type NotificationBody } from '../marketplace/contract.js';
 import { DeliveryQueue } from './delivery.js';
 import { parseInput, SimulatorInputError } from './errors.js';
 import { applyCompanyFaults, applyFaults, companyFaultsPatch, faultsPatch } from './faults.js';
-import { Ledger } from './ledger.js';
-import { newRfqFields } from './rfq-actions.js';
-import type { simulationSettings } from './server.js';
-import { API_PREFIX, companyAccount, MarketplaceState, resourcePath, type Company } from './state.js';
-import type { CompanyAccount, CompanyFaults, CompanyFaultsPatch, EmittedNotification, Faults, FireRequest, ResourceProgram, SimulatorReport } from './types.js';
-
-/** Bounds one fire call (and the size of its answer); a longer burst is several calls. */
-const MAX_EVENTS_PER_FIRE = 100_000;
-
-export const fireRequest = z
-  .object({
-    companyId: z.string().min(1),
-    eventType: z.enum(EVENT_TYPES),
-    count: z.number().int().min(1).max(MAX_EVENTS_PER_FIRE).default(1),
-    /** Every event changes this resource (created on first use). */
-    resourceId: z.string().min(1).max(200).optional(),
-    /** The events go round-robin over this many new resources. Default: a new resource per event. */
-    resources: z.number().int().min(1).max(MAX_EVENTS_PER_FIRE).optional(),
-    /** Extra notification properties; they are spread last, so tests can also override `type` or `href`. */
-    extra: z.record(z.string(), z.unknown()).optional(),
-  })
-  .refine((request) => request.resourceId === undefined || request.resources === undefined, {
-    message: 'give resourceId or resources, not both',
-    path: ['resources'],
-  });
-
-export const scriptedResponse = z.object({
-  status: z.number().int().min(200).max(599),
-  /** Default: an envelope (with an error for status >= 400, else the resource or null). */
-  body: z.unknown().optional(),
-  headers: z.record(z.string(), z.string()).optional(),
-});
-
-export const resourceProgram = z.object({ href: z.url(), responses: z.array(scriptedResponse).min(1) });
+import { Ledger, type SimulatorReport } from './ledger.js';
+import { newRfqFields } from './rfq-resources.js';
+import { companyAccount, fireRequest, resourceProgram, type simulationSettings } from './schemas.js';
+import { API_PREFIX, MarketplaceState, resourcePath, type Company } from './state.js';
+import type { CompanyAccount, CompanyFaults, CompanyFaultsPatch, Faults, FireRequest, ResourceProgram } from './types.js';
 
 export class Simulation {
   readonly state: MarketplaceState;
@@ -163,6 +134,9 @@ export class Simulation {
     if (!this.state.hasCompany(companyId)) throw new SimulatorInputError(`companyId: unknown company "${companyId}"`);
   }
 }
+
+/** One fired event: the notification body and the webhooks it was queued for. */
+export type EmittedNotification = ReturnType<Simulation['emit']>;
 
 /** Which resource each event changes: the given one, round-robin over a few new ones, or a new one each. */
 function resourceIdsToChange(request: z.infer<typeof fireRequest>): string[] {

@@ -1,7 +1,7 @@
 /** The marketplace's memory: companies and their tokens, webhook settings, leads, quotes, resources, scripted answers. */
-import { z } from 'zod';
+import type { z } from 'zod';
 import { randomToken } from '../lib/crypto.js';
-import { CONNECTION_PROFILES, HEADERS, SENT_TIMESTAMP_SKEW_MS } from '../marketplace/connection.js';
+import { HEADERS, SENT_TIMESTAMP_SKEW_MS } from '../marketplace/connection.js';
 import type { EventType, SeedEnvelopeMessage, WebhookSetting } from '../marketplace/contract.js';
 import type { LeadCreated } from '../marketplace/leads.js';
 import type { DeclineAnswered } from '../marketplace/declines.js';
@@ -10,40 +10,11 @@ import { PerCompany } from './collections.js';
 import { SimulatorInputError } from './errors.js';
 import { NO_COMPANY_FAULTS } from './faults.js';
 import { SlidingWindow } from './rate-window.js';
+import type { companyAccount } from './schemas.js';
 import type { CompanyFaults, Faults, ScriptedResponse } from './types.js';
 
 /** Where the marketplace API lives on the simulator; the rest of the origin is the simulator's URL. */
 export const API_PREFIX = '/api';
-
-const secret = z.string().min(1).max(500);
-
-/** A company account as the control surface and the CLI accept it (types.ts CompanyAccount). */
-export const companyAccount = z
-  .object({
-    id: z.string().min(1).max(200),
-    name: z.string().min(1).max(200).optional(),
-    /** bearer: the Authorization token (optional with OAuth client credentials); avinode: the X-Avinode-ApiToken (required). */
-    token: secret.optional(),
-    profile: z.enum(CONNECTION_PROFILES).default('bearer'),
-    /** avinode: the fixed Authorization token (optional with OAuth client credentials). */
-    authToken: secret.optional(),
-    /** OAuth 2.0 client credentials the token endpoint accepts for this company. */
-    clientId: secret.optional(),
-    clientSecret: secret.optional(),
-  })
-  .superRefine((a, ctx) => {
-    const oauth = a.clientId !== undefined && a.clientSecret !== undefined;
-    if ((a.clientId === undefined) !== (a.clientSecret === undefined)) {
-      ctx.addIssue({ code: 'custom', path: [a.clientId === undefined ? 'clientId' : 'clientSecret'], message: 'clientId and clientSecret go together' });
-    }
-    if (a.profile === 'bearer') {
-      if (a.authToken !== undefined) ctx.addIssue({ code: 'custom', path: ['authToken'], message: 'is only used by the avinode profile' });
-      if (a.token === undefined && !oauth) ctx.addIssue({ code: 'custom', path: ['token'], message: 'is required (or OAuth client credentials: clientId and clientSecret)' });
-    } else {
-      if (a.token === undefined) ctx.addIssue({ code: 'custom', path: ['token'], message: 'is required by the avinode profile (the X-Avinode-ApiToken)' });
-      if (a.authToken === undefined && !oauth) ctx.addIssue({ code: 'custom', path: ['authToken'], message: 'is required by the avinode profile (or OAuth client credentials: clientId and clientSecret)' });
-    }
-  });
 
 /** A company the marketplace knows: its account, named (by its id when it was given no name). */
 export type Company = z.output<typeof companyAccount> & { name: string };

@@ -1,11 +1,12 @@
-/** The public shapes of the marketplace simulator: its options, its control inputs and its report. */
+/**
+ * The public shapes of the marketplace simulator: its options, its control inputs and the records of its
+ * report. Every module of the simulator may import it, so it imports none of them but the schemas and the
+ * fault knobs these shapes are read from. The report itself (ledger.ts), a fired event and the running
+ * simulator (simulation.ts) are named beside the code that makes them; index.ts exports them all.
+ */
 import type { z } from 'zod';
 import type { DeclineReason } from '../marketplace/declines.js';
-import type { companyFaultsPatch, faultsPatch } from './faults.js';
-import type { Ledger } from './ledger.js';
-import type { simulationSettings } from './server.js';
-import type { fireRequest, resourceProgram, scriptedResponse, Simulation } from './simulation.js';
-import type { companyAccount } from './state.js';
+import type { companyAccount, ERROR_SHAPES, fireRequest, resourceProgram, scriptedResponse, simulationSettings } from './schemas.js';
 
 /** How a quote or a decline reached the simulator: the assumed path, or an action href of an RFQ resource (rfq-actions.ts). */
 export type AnswerRoute = 'assumed_path' | 'action_href';
@@ -17,33 +18,9 @@ export type AnswerRoute = 'assumed_path' | 'action_href';
  */
 export type CompanyAccount = z.input<typeof companyAccount>;
 
-/** Fault knobs, so tests can see how Skyhook copes with an imperfect marketplace. Rates are shares in [0, 1]. */
-export type Faults = Required<z.output<typeof faultsPatch>>;
+export type { CompanyFaults, CompanyFaultsPatch, Faults, ResourceRateLimit } from './faults.js';
 
-/** A company's rate limit on resource GETs: above `perSecond` in any sliding second, `429` with `Retry-After: <retryAfterS>`. */
-export interface ResourceRateLimit {
-  perSecond: number;
-  retryAfterS: number;
-}
-
-/**
- * Fault knobs of one company's resource GETs (those carrying its credentials), on top of the global ones:
- * one company slow or rate-limited while the others are not (SPEC §5.1).
- */
-export interface CompanyFaults {
-  /** Added before each of its resource GET answers (after the global resourceLatencyMs); a 429 of its rate limit is not delayed. */
-  resourceLatencyMs: number;
-  /**
-   * Decided when the GET arrives, before its latency and any scripted answer; a refused GET takes no place
-   * in the window. null: no limit.
-   */
-  resourceRateLimit: ResourceRateLimit | null;
-}
-
-/** A partial update of a company's faults: an absent knob keeps its value, `null` clears it. */
-export type CompanyFaultsPatch = z.input<typeof companyFaultsPatch>;
-
-/** startSimulator's options: the simulation's settings (server.ts) and where it listens. */
+/** startSimulator's options: the simulation's settings (schemas.ts) and where it listens. */
 export type SimulatorOptions = z.input<typeof simulationSettings> & {
   /** 0 = a random free port. Default 0. */
   port?: number;
@@ -54,14 +31,10 @@ export type SimulatorOptions = z.input<typeof simulationSettings> & {
   logger?: boolean;
 };
 
-export const ERROR_SHAPES = ['seed', 'titled'] as const;
 export type ErrorShape = (typeof ERROR_SHAPES)[number];
 
 /** Fire events on demand (POST /_sim/events). */
 export type FireRequest = z.input<typeof fireRequest>;
-
-/** One fired event: the notification body and the webhooks it was queued for. */
-export type EmittedNotification = ReturnType<Simulation['emit']>;
 
 /** A scripted answer for the next GET of a resource href. */
 export type ScriptedResponse = z.input<typeof scriptedResponse>;
@@ -161,9 +134,3 @@ export interface ApiCallRecord {
   actAsAccount: string | null;
   at: string;
 }
-
-/** What the simulator did (GET /_sim/report), as the ledger tells it. */
-export type SimulatorReport = ReturnType<Ledger['report']>;
-
-/** The running simulator that startSimulator answers: the simulation itself, whose operations the control routes call too. */
-export type { Simulation as Simulator } from './simulation.js';

@@ -1,7 +1,7 @@
 /** The example bodies the README's tour and the CLI's help point to are accepted as they are. */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { createDeclineBody, createLeadBody, createQuoteBody } from '../../src/admin/schemas.js';
+import { createDeclineBody, createLeadBody, createQuoteBody } from '../../src/services/schemas.js';
 import { priceMismatch } from '../../src/marketplace/quotes.js';
 
 const example = (name: string): unknown => JSON.parse(readFileSync(new URL(`../../examples/${name}`, import.meta.url), 'utf8'));

@@ -7,7 +7,7 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { problemSchema } from '../../src/admin/schemas.js';
+import { problemSchema } from '../../src/services/schemas.js';
 import { Problem } from '../../src/lib/problem.js';
 import { MAX_ANSWER_BYTES, MarketplaceClient, MarketplaceError, envelopeErrors, softErrors } from '../../src/marketplace/client.js';
 import { pathSegment, readEnvelopeMessage, rfqActionPath, type WebhookSettingBody } from '../../src/marketplace/contract.js';

@@ -7,7 +7,6 @@ import { describe, expect, it } from 'vitest';
 import {
   bodyHashMatches,
   computeSignature,
-  normaliseBaseUrl,
   OAuthHeaderError,
   parseOAuthHeader,
   readOAuthHeader,
@@ -15,6 +14,7 @@ import {
   type OAuthHeaderCheck,
   type SignatureMethod,
 } from '../../src/receiver/oauth1.js';
+import { normaliseBaseUrl } from '../../src/lib/oauth1-base-url.js';
 import { oauthAuthorization, type OAuthSigning } from '../helpers/fixtures.js';
 
 const SKEW = 300;

@@ -1,6 +1,6 @@
 /** `skyhook companies …`: companies (tenants) and their marketplace API connection. */
 import type { Command } from 'commander';
-import * as s from '../schemas.js';
+import * as s from '../../services/schemas.js';
 import { addPageOptions, dataCommand, group, readStdin, subcommand, UsageError, validate, validateBoth, type JsonFlag, type PageFlags } from './command.js';
 import type { CompanyView } from '../../services/views.js';
 import { keyValues, listing, shortTime } from './output.js';

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { z } from 'zod';
 import { DECLINE_REASONS } from '../../marketplace/declines.js';
-import * as s from '../schemas.js';
+import * as s from '../../services/schemas.js';
 import { addPageOptions, dataCommand, group, readJsonFile, subcommand, together, validate, validateBody, validateBoth, type JsonFlag, type PageFlags } from './command.js';
 import { listing, shortTime } from './output.js';
 

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { NotificationView, TimelineEntry } from '../../services/views.js';
 import type { Services } from '../../services/index.js';
 import { describeError } from '../../lib/error-reporter.js';
-import * as s from '../schemas.js';
+import * as s from '../../services/schemas.js';
 import { addPageOptions, dataCommand, execute, group, numberText, subcommand, validate, withServices, type JsonFlag, type PageFlags } from './command.js';
 import type { AdminContext } from './context.js';
 import { keyValues, listing, shortTime, table, truncate, yesNo } from './output.js';

@@ -1,7 +1,7 @@
 /** `skyhook webhooks …`: a company's webhook settings on the marketplace (Skyhook generates the credentials). */
 import type { Command } from 'commander';
 import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES } from '../../marketplace/contract.js';
-import * as s from '../schemas.js';
+import * as s from '../../services/schemas.js';
 import { booleanText, dataCommand, group, list, subcommand, UsageError, validate, validateBoth, type JsonFlag } from './command.js';
 import { FORCE_HELP, remaining } from './companies.js';
 import { keyValues, listing, table, yesNo } from './output.js';

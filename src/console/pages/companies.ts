@@ -5,15 +5,15 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { companyIdParams, createCompanyBody, createWebhookBody, fetchConcurrency, patchCompanyBody, webhookParams } from '../../admin/schemas.js';
+import { companyIdParams, createCompanyBody, createWebhookBody, fetchConcurrency, patchCompanyBody, webhookParams } from '../../services/schemas.js';
 import { badRequest, type Problem } from '../../lib/problem.js';
 import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES } from '../../marketplace/contract.js';
 import type { Deleted } from '../../services/deletions.service.js';
+import { asRequest, parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
 import { ago, csrfField, doneNotice, page, problemBox, query, table, time, type PageContext } from '../layout.js';
-import type { ConsoleKit } from '../plugin.js';
+import type { ConsoleKit } from '../kit.js';
 import { activityCharts, companyTable, count, failuresTable, stateBadge, stateDetail, stateNotice, stateWhen, tableForm, tableParams, tableQuery } from './company-parts.js';
-import { asRequest, parseForm } from './notifications.js';
 
 const form = (req: FastifyRequest) => (req.body ?? {}) as Record<string, string | string[] | undefined>;
 const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);

@@ -7,9 +7,9 @@ import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { CompanyState } from '../../companies/transitions.js';
 import { DEFAULT_DIRECTION, TABLE_SORTS, type CompanyActivity, type CompanySummary, type MinuteSeries, type TableQuery, type TableSort } from '../../services/overview.service.js';
+import { parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
 import { ago, numHeading, query, table, time } from '../layout.js';
-import { parseForm } from './notifications.js';
 
 export const count = (n: number): string => n.toLocaleString('en');
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);

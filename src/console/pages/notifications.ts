@@ -6,45 +6,26 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { NOTIFICATION_FILTER_KEYS as FILTER_KEYS, notificationsQuery, replayableStatus, resourceHistoryQuery } from '../../admin/schemas.js';
+import { NOTIFICATION_FILTER_KEYS as FILTER_KEYS, notificationsQuery, replayableStatus, resourceHistoryQuery } from '../../services/schemas.js';
 import { streamToClient } from '../../admin/stream.js';
 import { notificationStatus } from '../../db/schema/index.js';
 import { NOTIFICATION_TYPE_BY_EVENT } from '../../marketplace/contract.js';
-import { badRequest, Problem } from '../../lib/problem.js';
+import { Problem } from '../../lib/problem.js';
 import type { NotificationFilter } from '../../services/notifications.service.js';
 import type { NotificationView, TimelineEntry } from '../../services/views.js';
+import { parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
 import { problemBox, jsonBlock, notice, numHeading, page, pager, query, statusBadge, table, time, csrfField, type PageContext } from '../layout.js';
-import type { ConsoleKit } from '../plugin.js';
+import type { ConsoleKit } from '../kit.js';
 import { rfqAnswerForms } from './rfq-forms.js';
 
 type ListQuery = z.infer<typeof notificationsQuery>;
 
-/** A datetime-local field's value (no offset) is read as UTC, as the page says; ISO values pass as they are. */
-const asInstant = (v: string) => (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(v) ? `${v.length === 16 ? `${v}:00` : v}Z` : v);
-/** What the datetime-local field shows for an ISO instant. */
+/** What the datetime-local field shows for an ISO instant (parseForm reads its value back as UTC). */
 const asLocalField = (v: string | undefined) => {
   const t = v ? Date.parse(v) : NaN;
   return Number.isNaN(t) ? '' : new Date(t).toISOString().slice(0, 16);
 };
-
-/** Form and query values, blanks dropped, through a schema; a bad one is a 400 page naming the field. */
-export function parseForm<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
-  const cleaned = Object.fromEntries(
-    Object.entries((raw ?? {}) as Record<string, unknown>)
-      .filter(([k, v]) => k !== '_csrf' && typeof v === 'string' && v.trim() !== '')
-      .map(([k, v]) => [k, k === 'receivedAfter' || k === 'receivedBefore' ? asInstant((v as string).trim()) : (v as string).trim()]),
-  );
-  return asRequest(schema, cleaned);
-}
-
-/** A request schema's answer for a form, or a 400 naming each field it got wrong as `field` names it (by default, its path). */
-export function asRequest<S extends z.ZodType>(schema: S, request: unknown, field = (path: PropertyKey[]) => path.join('.')): z.output<S> {
-  const parsed = schema.safeParse(request);
-  if (parsed.success) return parsed.data;
-  const errors = parsed.error.issues.map((i) => ({ field: field(i.path) || 'form', message: i.message }));
-  throw badRequest(`Please correct: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
-}
 
 const filterOf = (q: Partial<ListQuery>): NotificationFilter & { status?: NotificationView['status'] } =>
   Object.fromEntries(FILTER_KEYS.filter((k) => q[k] !== undefined).map((k) => [k, q[k]]));

@@ -6,12 +6,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Problem } from '../../lib/problem.js';
-import { companyIdParams, resourceHistoryQuery } from '../../admin/schemas.js';
+import { companyIdParams, resourceHistoryQuery } from '../../services/schemas.js';
 import type { DeclineView, QuoteView } from '../../services/views.js';
+import { parseForm } from '../forms.js';
 import { html } from '../html.js';
 import { csrfField, doneNotice, page, pager, problemBox, query, table, time, type PageContext } from '../layout.js';
-import type { ConsoleKit } from '../plugin.js';
-import { parseForm, resourcePage } from './notifications.js';
+import type { ConsoleKit } from '../kit.js';
+import { resourcePage } from './notifications.js';
 import { declineForm, declineRequestOf, quoteForm, quoteRequestOf } from './rfq-forms.js';
 
 const cursor = z.string().max(200).optional();

@@ -6,11 +6,11 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { OLDEST_BACKLOG_MIN_AGE_S, OLDEST_BACKLOGS, type AttentionReason, type CompanyOverview, type Overview } from '../../services/overview.service.js';
+import { parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
 import { ago, numHeading, page, query, table, time } from '../layout.js';
-import type { ConsoleKit } from '../plugin.js';
+import type { ConsoleKit } from '../kit.js';
 import { activityCharts, companyTable, count, failuresTable, stateBadge, stateNotice, stateWhen, tableForm, tableParams, tableQuery, worst } from './company-parts.js';
-import { parseForm } from './notifications.js';
 
 /**
  * Cards per page: each carries two charts, so a deployment where hundreds need attention pages through

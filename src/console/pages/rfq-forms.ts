@@ -4,13 +4,13 @@
  * posts them. The form fields are read back into the admin API's own request schemas.
  */
 import { z } from 'zod';
-import { createDeclineBody, createQuoteBody } from '../../admin/schemas.js';
+import { createDeclineBody, createQuoteBody } from '../../services/schemas.js';
 import { decodeJsonBody, storableText } from '../../lib/json-body.js';
 import { badRequest, Problem } from '../../lib/problem.js';
 import { DECLINE_REASONS } from '../../marketplace/declines.js';
+import { asRequest } from '../forms.js';
 import { html, type Html } from '../html.js';
 import { csrfField, type PageContext } from '../layout.js';
-import { asRequest } from './notifications.js';
 
 /** The ids an RFQ can be answered on: the RFQ's own, then each requested lift's (`sellerLift[].id`). */
 function answerableIds(body: unknown): { id: string; label: string }[] {

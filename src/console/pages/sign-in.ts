@@ -8,7 +8,7 @@ import { constantTimeEqual, sha256 } from '../../lib/crypto.js';
 import { Problem } from '../../lib/problem.js';
 import { html } from '../html.js';
 import { notice, page, problemBox, type PageContext } from '../layout.js';
-import type { ConsoleKit } from '../plugin.js';
+import type { ConsoleKit } from '../kit.js';
 
 /** Where to go after sign-in: a console path only (never another site: no open redirect). */
 const safeNext = (next: unknown): string => (typeof next === 'string' && /^\/(?![/\\])[^\s]*$/.test(next) ? next : '/');

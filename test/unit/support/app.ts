@@ -9,7 +9,7 @@ import type pg from 'pg';
 import { pino } from 'pino';
 import { buildApp } from '../../../src/app.js';
 import type { AdminDeps } from '../../../src/admin/routes.js';
-import type { ConsoleDeps } from '../../../src/console/plugin.js';
+import type { ConsoleDeps } from '../../../src/console/kit.js';
 import type { InsertedStatus, NewNotification, NotificationLifecycle } from '../../../src/notifications/lifecycle.js';
 import { sha256 } from '../../../src/lib/crypto.js';
 import { BatchSummary } from '../../../src/lib/batch-summary.js';

@@ -1,7 +1,10 @@
-/** Admin API schemas: written once, used for validation, types and the OpenAPI document. */
+/**
+ * The admin API's schemas, beside the services that take them (the admin routes, the console and the CLI use
+ * them too): written once, used for validation, types and the OpenAPI document.
+ */
 import { z } from 'zod';
 import { outboundStatus } from '../db/schema/index.js';
-import { notificationStatus } from '../services/views.js';
+import { notificationStatus } from './views.js';
 import { storableText } from '../lib/json-body.js';
 import { CONNECTION_PROFILES } from '../marketplace/connection.js';
 import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES, marketplaceId } from '../marketplace/contract.js';
@@ -10,7 +13,7 @@ import { quoteSubmissionSchema } from '../marketplace/quotes.js';
 
 export { clientLeadSchema as createLeadBody } from '../marketplace/leads.js';
 // The answers' shapes, written once beside the services that build them.
-export * from '../services/views.js';
+export * from './views.js';
 
 export const problemSchema = z
   .object({

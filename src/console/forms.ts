@@ -1,0 +1,27 @@
+/**
+ * The console's form helpers: form and query values read through a request schema (the admin API's own,
+ * mostly), and a value the schema refuses answered as a 400 page naming each field it got wrong.
+ */
+import type { z } from 'zod';
+import { badRequest } from '../lib/problem.js';
+
+/** A datetime-local field's value (no offset) is read as UTC, as the page says; ISO values pass as they are. */
+const asInstant = (v: string) => (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(v) ? `${v.length === 16 ? `${v}:00` : v}Z` : v);
+
+/** Form and query values, blanks dropped, through a schema; a bad one is a 400 page naming the field. */
+export function parseForm<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
+  const cleaned = Object.fromEntries(
+    Object.entries((raw ?? {}) as Record<string, unknown>)
+      .filter(([k, v]) => k !== '_csrf' && typeof v === 'string' && v.trim() !== '')
+      .map(([k, v]) => [k, k === 'receivedAfter' || k === 'receivedBefore' ? asInstant((v as string).trim()) : (v as string).trim()]),
+  );
+  return asRequest(schema, cleaned);
+}
+
+/** A request schema's answer for a form, or a 400 naming each field it got wrong as `field` names it (by default, its path). */
+export function asRequest<S extends z.ZodType>(schema: S, request: unknown, field = (path: PropertyKey[]) => path.join('.')): z.output<S> {
+  const parsed = schema.safeParse(request);
+  if (parsed.success) return parsed.data;
+  const errors = parsed.error.issues.map((i) => ({ field: field(i.path) || 'form', message: i.message }));
+  throw badRequest(`Please correct: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
+}
