@@ -12,6 +12,7 @@ import { Problem } from '../lib/problem.js';
 import type { Services } from '../services/index.js';
 import type { NotificationStream } from '../services/notification-stream.js';
 import { loadAssets } from './assets.js';
+import { companyPickerRoutes } from './company-picker.js';
 import { html, type Html } from './html.js';
 import { page, problemBox, type PageContext } from './layout.js';
 import { companyPages } from './pages/companies.js';
@@ -208,6 +209,7 @@ export async function consoleRoutes(
   notificationPages(scope, kit);
   companyPages(scope, kit);
   outboundPages(scope, kit);
+  companyPickerRoutes(scope, kit);
   // Live streams are ended at close by the admin API's preClose hook: the stream is the same.
 }
 
