@@ -31,6 +31,107 @@
     if (question && !window.confirm(question)) e.preventDefault();
   });
 
+  // Company pickers ([data-company-picker], src/console/company-picker.ts): a combobox over the suggestions
+  // htmx puts in its listbox. Arrow keys move through them, Enter or a click picks one (its id goes in the
+  // hidden companyId), Escape closes them. A pasted id is taken as it is. The form then sends companyId
+  // only; text that was not picked is sent as `company`, for the server to read.
+  var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+  function pickerOf(el) {
+    var root = el && el.closest && el.closest('[data-company-picker]');
+    if (!root) return null;
+    var input = root.querySelector('input[data-listbox]');
+    return { root: root, input: input, id: root.querySelector('input[name="companyId"]'), list: document.getElementById(input.getAttribute('data-listbox')), status: root.querySelector('[role="status"]') };
+  }
+  function pickerOptions(p) { return Array.prototype.slice.call(p.list.querySelectorAll('[role="option"]:not([aria-disabled="true"])')); }
+  function pickerActive(p) { return p.list.querySelector('[role="option"][aria-selected="true"]'); }
+  function pickerOpen(p, open) {
+    p.list.hidden = !open;
+    p.input.setAttribute('aria-expanded', open ? 'true' : 'false');
+    if (!open) pickerMove(p, null);
+  }
+  function pickerMove(p, option) {
+    var active = pickerActive(p);
+    if (active) active.setAttribute('aria-selected', 'false');
+    if (option) {
+      option.setAttribute('aria-selected', 'true');
+      p.input.setAttribute('aria-activedescendant', option.id);
+      option.scrollIntoView({ block: 'nearest' });
+    } else p.input.removeAttribute('aria-activedescendant');
+  }
+  function pickerPick(p, option) {
+    p.input.value = option.getAttribute('data-name');
+    p.id.value = option.getAttribute('data-id');
+    pickerOpen(p, false);
+  }
+  document.querySelectorAll('[data-company-picker]').forEach(function (root) {
+    var p = pickerOf(root);
+    p.input.setAttribute('role', 'combobox');
+    p.input.setAttribute('aria-autocomplete', 'list');
+    p.input.setAttribute('aria-expanded', 'false');
+    p.input.setAttribute('aria-controls', p.list.id);
+  });
+  document.addEventListener('input', function (e) {
+    var p = pickerOf(e.target);
+    if (!p || e.target !== p.input) return;
+    // Typed text names no company until one is picked (or it is an id).
+    var text = p.input.value.trim();
+    p.id.value = UUID.test(text) ? text : '';
+    if (text === '') pickerOpen(p, false);
+  });
+  document.addEventListener('htmx:afterSwap', function (e) {
+    var p = pickerOf(e.detail.target);
+    if (!p || e.detail.target !== p.list) return;
+    p.list.querySelectorAll('[role="option"]').forEach(function (option, i) { option.id = p.list.id + '-' + i; });
+    var n = pickerOptions(p).length;
+    p.status.textContent = n === 0 ? 'No company matches.' : n + (n === 1 ? ' company matches' : ' companies match') + ': use the arrow keys to pick.';
+    // Shown while the operator is in the field: for the text typed, or when asked (an arrow key).
+    var asked = e.detail.requestConfig && e.detail.requestConfig.triggeringEvent;
+    pickerOpen(p, document.activeElement === p.input && (p.input.value.trim() !== '' || (asked && asked.type === 'picker:open')));
+  });
+  document.addEventListener('keydown', function (e) {
+    var p = pickerOf(e.target);
+    if (!p || e.target !== p.input || e.altKey && e.key !== 'ArrowDown' || e.ctrlKey || e.metaKey) return;
+    var options = pickerOptions(p);
+    var at = options.indexOf(pickerActive(p));
+    if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+      e.preventDefault();
+      // Closed: open it (its suggestions asked for first, if there are none yet).
+      if (p.list.hidden) {
+        if (p.list.children.length === 0) window.htmx.trigger(p.input, 'picker:open');
+        else pickerOpen(p, true);
+        return;
+      }
+      if (options.length === 0) return;
+      // Down from the last (or Up from the first, or from none) goes round.
+      var next = e.key === 'ArrowDown' ? at + 1 : at <= 0 ? options.length - 1 : at - 1;
+      pickerMove(p, options[next % options.length]);
+    } else if (e.key === 'Enter' && !p.list.hidden && at >= 0) {
+      e.preventDefault();
+      pickerPick(p, options[at]);
+    } else if (e.key === 'Escape' && !p.list.hidden) {
+      e.preventDefault();
+      pickerOpen(p, false);
+    }
+  });
+  // mousedown keeps the focus in the field; click picks.
+  document.addEventListener('mousedown', function (e) {
+    if (e.target.closest && e.target.closest('.picker-options')) e.preventDefault();
+  });
+  document.addEventListener('click', function (e) {
+    var option = e.target.closest && e.target.closest('.picker-options [role="option"]:not([aria-disabled="true"])');
+    var p = pickerOf(option);
+    if (p) pickerPick(p, option);
+  });
+  document.addEventListener('focusout', function (e) {
+    var p = pickerOf(e.target);
+    if (p && e.target === p.input) pickerOpen(p, false);
+  });
+  // A picked company is sent as its id alone: the URL says companyId=…, as every link does.
+  document.addEventListener('formdata', function (e) {
+    var p = pickerOf(e.target.querySelector('[data-company-picker]'));
+    if (p && p.id.value) e.formData.delete('company');
+  });
+
   // Charts: each [data-chart] holds {x: [unix seconds], series: [[label, values], ...]}.
   var COLOURS = ['#0b5cad', '#1a7f37', '#c0262d', '#9a6700'];
   function drawCharts() {

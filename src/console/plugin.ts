@@ -10,6 +10,7 @@ import type { AuthFailureLimiter } from '../lib/auth-failure-limiter.js';
 import { constantTimeEqual, sha256 } from '../lib/crypto.js';
 import { Problem } from '../lib/problem.js';
 import { loadAssets } from './assets.js';
+import { companyPickerRoutes } from './company-picker.js';
 import { html, type Html } from './html.js';
 import type { ConsoleDeps, ConsoleKit } from './kit.js';
 import { page, problemBox, type PageContext } from './layout.js';
@@ -183,6 +184,7 @@ export async function consoleRoutes(
   notificationPages(scope, kit);
   companyPages(scope, kit);
   outboundPages(scope, kit);
+  companyPickerRoutes(scope, kit);
   // Live streams are ended at close by the admin API's preClose hook: the stream is the same.
 }
 

@@ -2,9 +2,10 @@
  * The operator console in a real browser (SPEC §13): headless Chromium (Debian's) driven by
  * playwright-core, against the simulator and Skyhook really started (test/helpers/scenario.ts). Signs in
  * by keyboard, watches a notification arrive live, opens it, replays it and sees the new fetch in its
- * timeline; filters; a forged form refused; a requested lift declined from its RFQ's page; the overview
- * and a company page, whose fetch limit is set and reset by keyboard; signs out. Throughout: no request to
- * another origin, no error in the browser's console (a CSP violation would be one).
+ * timeline; filters, a company picked by part of its name among the server's matches; a forged form
+ * refused; a requested lift declined from its RFQ's page; the overview and a company page, whose fetch
+ * limit is set and reset by keyboard; signs out. Throughout: no request to another origin, no error in
+ * the browser's console (a CSP violation would be one).
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -117,6 +118,55 @@ describe.skipIf(!available)('the operator console in Chromium', () => {
     expect(await page.getByLabel('Resource id').inputValue()).toBe(other!.notification.id);
   });
 
+  it('picks a company by part of its name, by keyboard, among the matches the server finds, and filters the list to it', { timeout: 60_000 }, async () => {
+    // More companies than the picker suggests at once, and another company with a notification of its own.
+    await scenario.sql.query(`INSERT INTO companies (name, api_base_url) SELECT 'Filler Jets ' || lpad(g::text, 2, '0'), 'http://127.0.0.1:9/api' FROM generate_series(1, 30) g`);
+    const other = await scenario.company('skyline-charters');
+    const [elsewhere] = await scenario.sim.fire({ companyId: other.simId, eventType: 'TripRequest', count: 1 });
+    await scenario.settled(3);
+    await page.goto(`${origin}/console/notifications`);
+    const list = page.locator('#list');
+    await expect.poll(() => list.textContent()).toContain(elsewhere!.notification.id);
+
+    const field = page.getByRole('combobox', { name: 'Company' });
+    const options = page.getByRole('listbox', { name: 'Company: suggestions' }).getByRole('option');
+    expect(await field.inputValue()).toBe('');
+    // The field empty, the down arrow asks for the first names.
+    await field.focus();
+    await page.keyboard.press('ArrowDown');
+    await expect.poll(() => options.count()).toBe(20);
+    expect(await options.first().textContent()).toBe(`console-co ${company.companyId}`);
+    await page.keyboard.press('Escape');
+    await expect.poll(() => options.count()).toBe(0);
+    await page.keyboard.type('jets');
+    // At most 20 suggestions, by name.
+    await expect.poll(() => options.count()).toBe(20);
+    expect(await field.getAttribute('aria-expanded')).toBe('true');
+    expect(await options.first().textContent()).toMatch(/^Filler Jets 01 [0-9a-f-]{36}$/);
+    await page.keyboard.press('Escape');
+    await expect.poll(() => options.count()).toBe(0);
+
+    // Part of the name, from its middle: one match; down to it, Enter picks it, Enter again sends the form.
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('SOLE-c');
+    await expect.poll(() => options.allTextContents()).toEqual([`console-co ${company.companyId}`]);
+    await page.keyboard.press('ArrowDown');
+    expect(await options.first().getAttribute('aria-selected')).toBe('true');
+    expect(await field.getAttribute('aria-activedescendant')).toBe(await options.first().getAttribute('id'));
+    await page.keyboard.press('Enter');
+    expect(await field.inputValue()).toBe('console-co');
+    expect(await field.getAttribute('aria-expanded')).toBe('false');
+    await page.keyboard.press('Enter');
+    // The form sends the company's id alone.
+    await page.waitForURL(new RegExp(`/console/notifications\\?companyId=${company.companyId}&status=`));
+    expect(page.url()).not.toContain('company=');
+    expect(await page.getByRole('combobox', { name: 'Company' }).inputValue()).toBe('console-co');
+    const companies = await page.locator('table.notifications tbody td[data-label="Company"]').allTextContents();
+    expect(companies.length).toBeGreaterThan(0);
+    expect(new Set(companies)).toEqual(new Set(['console-co']));
+    expect(await list.textContent()).not.toContain(elsewhere!.notification.id);
+  });
+
   it('refuses a form without the session CSRF token with a 403 page', async () => {
     const before = consoleErrors.length;
     const status = await page.evaluate(async (base) => {
@@ -142,8 +192,11 @@ describe.skipIf(!available)('the operator console in Chromium', () => {
     expect(held.body.code).toBe('outcome_unknown');
     await page.goto(`${origin}/console`);
     await page.getByRole('link', { name: 'Leads & quotes' }).click();
-    await page.getByLabel('Company', { exact: true }).selectOption(company.companyId);
+    // The company picked with the mouse: part of its name typed, its suggestion clicked.
+    await page.getByLabel('Company', { exact: true }).fill('console');
+    await page.getByRole('option', { name: `console-co ${company.companyId}` }).click();
     await page.getByRole('button', { name: 'Show' }).click();
+    await page.waitForURL(new RegExp(`/console/outbound\\?companyId=${company.companyId}$`));
     const unknown = page.locator('section[aria-labelledby="unknown"]');
     expect(await unknown.textContent()).toContain('console-quote-1');
     const asked: string[] = [];

@@ -14,6 +14,7 @@ import { Problem } from '../../lib/problem.js';
 import type { NotificationFilter } from '../../services/notifications.service.js';
 import type { NotificationView, TimelineEntry } from '../../services/views.js';
 import { parseForm } from '../forms.js';
+import { companyPicker, pickCompany, type Picked } from '../company-picker.js';
 import { html, type Html } from '../html.js';
 import { problemBox, jsonBlock, notice, numHeading, page, pager, query, statusBadge, table, time, csrfField, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
@@ -30,14 +31,11 @@ const asLocalField = (v: string | undefined) => {
 const filterOf = (q: Partial<ListQuery>): NotificationFilter & { status?: NotificationView['status'] } =>
   Object.fromEntries(FILTER_KEYS.filter((k) => q[k] !== undefined).map((k) => [k, q[k]]));
 
-function filterForm(ctx: PageContext, q: ListQuery, companies: { id: string; name: string }[]): Html {
+function filterForm(ctx: PageContext, q: ListQuery, company: Picked): Html {
   const field = (name: string, label: string, value: string | undefined, extra: Html | string = '') =>
     html`<div class="field"><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${value ?? ''}"${extra}></div>`;
   return html`<form method="get" action="${ctx.base}/notifications" class="filters" aria-label="Filter notifications">
-  <div class="field wide"><label for="f-companyId">Company</label>
-    <select id="f-companyId" name="companyId"><option value="">All companies</option>${companies.map(
-      (c) => html`<option value="${c.id}"${q.companyId === c.id ? html` selected` : ''}>${c.name}</option>`,
-    )}</select></div>
+  ${companyPicker(ctx, { id: 'f-company', label: 'Company', picked: company, placeholder: 'All companies: type a name or paste an id' })}
   <div class="field"><label for="f-status">Status</label>
     <select id="f-status" name="status"><option value="">Any status</option>${notificationStatus.enumValues.map(
       (s) => html`<option${q.status === s ? html` selected` : ''}>${s}</option>`,
@@ -125,8 +123,8 @@ const bulkForm = z.object({
 export function notificationPages(scope: FastifyInstance, kit: ConsoleKit): void {
   const { notifications, companies, webhooks } = kit.deps.services;
 
-  const loadList = async (req: FastifyRequest) => {
-    const q = parseForm(notificationsQuery, req.query);
+  const loadList = async (raw: unknown) => {
+    const q = parseForm(notificationsQuery, raw);
     const result = await notifications.list(q);
     const names = await companies.names(result.items.map((n) => n.companyId));
     return { q, result, names };
@@ -134,28 +132,30 @@ export function notificationPages(scope: FastifyInstance, kit: ConsoleKit): void
 
   scope.get('/notifications', async (req, reply) => {
     const ctx = kit.ctx(req);
-    const all = await companies.list({ limit: 500 });
+    // The company field's text, read into the companyId filter (company-picker.ts).
+    const pick = await pickCompany(companies, req.query);
     let body: Html;
     try {
-      const { q, result, names } = await loadList(req);
+      if (pick.problem) throw pick.problem;
+      const { q, result, names } = await loadList(pick.query);
       const replayable = q.status !== 'discarded';
       body = html`<h1>Notifications</h1>
-${filterForm(ctx, q, all.items)}
+${filterForm(ctx, q, pick.picked)}
 <p class="actions">${replayable ? html`<a class="button secondary" href="${ctx.base}/notifications/replay${listQueryString(q)}">Replay the matching ones…</a>` : ''}</p>
 <div hx-ext="sse" sse-connect="${ctx.base}/stream${query({ companyId: q.companyId })}">${listPart(ctx, q, result, names)}</div>`;
     } catch (err) {
       // A bad filter: the form as sent, with what is wrong, rather than a bare error page.
       const p = kit.problem(err);
       if (p.status >= 500) throw err;
-      const q = { limit: 50, ...Object.fromEntries(Object.entries((req.query ?? {}) as Record<string, string>).filter(([k]) => (FILTER_KEYS as readonly string[]).includes(k))) } as ListQuery;
+      const q = { limit: 50, ...Object.fromEntries(Object.entries(pick.query as Record<string, string>).filter(([k]) => (FILTER_KEYS as readonly string[]).includes(k))) } as ListQuery;
       reply.code(p.status);
-      body = html`<h1>Notifications</h1>${filterForm(ctx, q, all.items)}${problemBox(p)}`;
+      body = html`<h1>Notifications</h1>${filterForm(ctx, q, pick.picked)}${problemBox(p)}`;
     }
     return kit.send(reply, page(ctx, { title: 'Notifications', section: '/notifications', body }), reply.statusCode);
   });
 
   scope.get('/notifications/rows', async (req, reply) => {
-    const { q, result, names } = await loadList(req);
+    const { q, result, names } = await loadList(req.query);
     return kit.send(reply, listContent(kit.ctx(req), q, result, names));
   });
 

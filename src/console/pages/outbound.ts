@@ -9,6 +9,7 @@ import type { Problem } from '../../lib/problem.js';
 import { companyIdParams, resourceHistoryQuery } from '../../services/schemas.js';
 import type { DeclineView, QuoteView } from '../../services/views.js';
 import { parseForm } from '../forms.js';
+import { companyPicker, pickCompany } from '../company-picker.js';
 import { html } from '../html.js';
 import { csrfField, doneNotice, page, pager, problemBox, query, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
@@ -76,15 +77,19 @@ export function outboundPages(scope: FastifyInstance, kit: ConsoleKit): void {
 
   const outboundPage = async (req: FastifyRequest, reply: FastifyReply, companyIdGiven?: string, problem?: Problem) => {
     const ctx = kit.ctx(req);
-    const q = parseForm(outboundQuery, req.query);
-    const all = await companies.list({ limit: 500 });
-    const companyId = companyIdGiven ?? q.companyId ?? all.items[0]?.id;
+    // The company field's text, read into companyId (company-picker.ts); none picked: the first company by id.
+    const pick = await pickCompany(companies, companyIdGiven ? { ...(req.query as object), companyId: companyIdGiven, company: undefined } : req.query);
+    const q = parseForm(outboundQuery, pick.query);
+    const first = pick.problem || q.companyId ? undefined : (await companies.list({ limit: 1 })).items[0];
+    const companyId = q.companyId ?? first?.id;
     const picker = html`<form method="get" action="${ctx.base}/outbound" class="filters" aria-label="Choose a company">
-  <div class="field wide"><label for="o-company">Company</label><select id="o-company" name="companyId">${all.items.map(
-    (c) => html`<option value="${c.id}"${c.id === companyId ? html` selected` : ''}>${c.name}</option>`,
-  )}</select></div>
+  ${companyPicker(ctx, { id: 'o-company', label: 'Company', picked: first ? { companyId: first.id, text: first.name } : pick.picked, placeholder: 'Type a name or paste an id' })}
   <div class="buttons"><button type="submit">Show</button></div>
 </form>`;
+    if (pick.problem) {
+      const body = html`<h1>Leads &amp; quotes</h1>${picker}${problemBox(pick.problem)}`;
+      return kit.send(reply, page(ctx, { title: 'Leads & quotes', section: '/outbound', body }), pick.problem.status);
+    }
     if (!companyId) return kit.send(reply, page(ctx, { title: 'Leads & quotes', section: '/outbound', body: html`<h1>Leads &amp; quotes</h1><p>No company yet.</p>` }));
     const [unknown, unknownDeclines, quotePage, declinePage, leadPage] = await Promise.all([
       quotes.list(companyId, { status: 'unknown', limit: 100 }),
