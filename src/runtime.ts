@@ -33,9 +33,7 @@ import { createCompanyStates, sayThrottled } from './companies/postgres.js';
 import { Gate, GateFinishes } from './gate/gate.js';
 import { webhookSettingsApi } from './marketplace/webhook-settings.js';
 import { FetchEnqueuer } from './processing/enqueue.js';
-import { fetchResource, type FetchJobDeps } from './processing/fetch-job.js';
-import { FetchStarts } from './processing/fetch-start.js';
-import { createFetchWorker } from './processing/fetch-worker.js';
+import { createFetchWorker, fetchResource, FetchStarts, type FetchJobDeps } from './processing/fetch-job.js';
 import { companyGateOptions, createFetchQueue, fetchKey } from './processing/fetch.queue.js';
 import { SnapshotStore } from './processing/snapshots.js';
 import { IngestFirst } from './processing/ingest-first.js';
@@ -262,7 +260,7 @@ async function apiRole(core: Core): Promise<RolePart> {
 /** Roles worker and all: the fetch worker with its own pool and connection, the paused-company loop, retention. */
 function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
   const { config, log, outages, report, enqueuer, ingestFirst } = core;
-  // The jobs share their statements (fetch-start.ts, snapshots.ts), so a few connections serve any
+  // The jobs share their statements (fetch-job.ts FetchStarts, snapshots.ts), so a few connections serve any
   // concurrency; the rest wait for rare per-job writes (a failure, a gone resource).
   // Generic plans: PostgreSQL would otherwise plan the claim and the store anew for every batch (their
   // custom plans look cheaper than a generic one sized for ten keys), which at a steady rate costs more than

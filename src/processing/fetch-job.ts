@@ -1,7 +1,8 @@
 /**
- * One fetch job, as a plain function of narrow dependencies (built in runtime.ts), top to bottom:
+ * Where a notification's resource is fetched: one fetch job, as a plain function of narrow dependencies
+ * (runJob below, its dependencies built in runtime.ts), top to bottom:
  * 1. for one resource of a company it claims the pending notifications, then passes the company's gate
- *    and reserves the C5 slot (fetch-start.ts, src/gate/);
+ *    and reserves the C5 slot, batched with the other starting jobs (FetchStarts; src/gate/);
  * 2. GETs the href exactly as received with the company's token, through the one marketplace client
  *    (SPEC §5, §14), and classifies the answer (fetchResource);
  * 3. applies what the answer means to the claimed notifications (applyOutcome, SPEC §5):
@@ -14,25 +15,28 @@
  * 4. tells the gate how the marketplace answered (a 429 holds the company, SPEC §5.1 F3).
  * Every attempt is recorded with the notifications it covered (notifications/postgres.ts). Rows that
  * arrive while it runs are not claimed: BullMQ (keepLastIfActive) runs one more job for the resource
- * afterwards (C2). The BullMQ side (delays, retries) is fetch-worker.ts.
+ * afterwards (C2). At the bottom, BullMQ's side (createFetchWorker): the payload checked, the job run, and
+ * its end turned into BullMQ's (done, delayed without an attempt, retried with backoff).
  */
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { CLAIM_LIMIT, type Claimed, type FetchAttempt, type FetchedSnapshot, type NotificationLifecycle, type Stored } from '../notifications/lifecycle.js';
 import type { BatchSummary } from '../lib/batch-summary.js';
 import type { Metrics } from '../lib/metrics.js';
-import { endsWith, type FetchSpan } from '../lib/tracing.js';
+import { Batcher } from '../lib/batcher.js';
+import type { RedisClient } from '../lib/redis/connection.js';
+import { endsWith, type FetchSpan, type Tracing } from '../lib/tracing.js';
 import { dataOf, isTransientStatus, MarketplaceError, MAX_ANSWER_BYTES, parseRetryAfter, softErrors, type ApiConnection, type MarketplaceClient } from '../marketplace/client.js';
 import type { CompanyConnection } from '../companies/connections.js';
 import type { CompanyStates } from '../companies/states.js';
-import type { GateAnswer } from '../gate/gate.js';
-import type { FetchStart, StartRequest } from './fetch-start.js';
-import { RetryableFetchError, type FetchJob, type ResourceKey } from './fetch.queue.js';
+import type { Gate, GateAnswer, GateStartRequest } from '../gate/gate.js';
+import { FETCH_QUEUE, fetchJobSchema, fetchKey, fetchWorkerOptions, RetryableFetchError, type FetchJob, type ResourceKey } from './fetch.queue.js';
 import { changesBetween } from './snapshots.js';
 export interface FetchJobDeps extends OutcomeDeps {
   /** Role `all`: resolves when a job may start; a flooded receiver holds processing (ingest-first.ts). */
   admit?: () => Promise<void>;
   company(companyId: string): Promise<CompanyConnection | null>;
-  /** The C4 claim, then the company's gate and the C5 slot (fetch-start.ts). */
+  /** The C4 claim, then the company's gate and the C5 slot (FetchStarts). */
   begin(request: StartRequest): Promise<FetchStart>;
   /** Frees the job's place at its company's gate, with what the marketplace answered (src/gate/). */
   finish(resource: FetchJob, max: number, answer: GateAnswer): void;
@@ -115,6 +119,75 @@ function gateAnswer(result: FetchResult): GateAnswer {
     return { kind: 'throttled', retryAfterMs: result.retryAfterMs, why: result.message };
   }
   return { kind: 'answered' };
+}
+
+// 1. The start: the claim, the gate, the C5 slot.
+
+export type FetchStart =
+  /** The key's previous fetch started less than FETCH_MIN_INTERVAL_MS ago, or its company is held or paced: try again in `waitMs`. */
+  | { kind: 'wait'; waitMs: number }
+  /** The company is paused or at its limit: the href is parked at its gate until it has a place. */
+  | { kind: 'park' }
+  /** Nothing is pending for the key (an earlier fetch covered it). */
+  | { kind: 'empty' }
+  /** The slot is reserved and these rows, committed before now, are what this fetch covers (C4). */
+  | { kind: 'claimed'; claimed: Claimed };
+
+/** What a starting job tells the gate about itself. */
+export interface StartRequest extends Pick<GateStartRequest, 'max' | 'paused' | 'retried'> {
+  resource: ResourceKey;
+}
+
+/**
+ * The start of a fetch, batched across the worker's concurrent jobs: first one SELECT claims the pending
+ * notifications of every job in the batch (C4: what a fetch starting now covers); then, for the jobs that
+ * found something pending, one Redis script passes each company's gate (src/gate/: paused, held, paced,
+ * at its limit) and reserves the C5 fetch slot, right before the GET. A job whose slot is taken or whose
+ * company is held waits (it is delayed; what it claimed is claimed again when it starts again); a parked
+ * one ends; a job with nothing pending reserves nothing, so the next notification for that key is
+ * fetched at once.
+ */
+export class FetchStarts {
+  private readonly batcher: Batcher<StartRequest, FetchStart>;
+
+  constructor(
+    private readonly notifications: Pick<NotificationLifecycle, 'claimPending'>,
+    /** The companies' gate. */
+    private readonly gate: Pick<Gate, 'start'>,
+    private readonly prefix: string,
+    private readonly minIntervalMs: number,
+  ) {
+    // Not split on failure (as writes are): nothing here fails for one key alone. A failed batch fails its
+    // jobs, which BullMQ retries; it reserved no slot if its claim failed.
+    this.batcher = new Batcher(async (keys) => (await this.startMany(keys)).map((value) => ({ ok: true, value })), { maxBatch: 500 });
+  }
+
+  begin(request: StartRequest): Promise<FetchStart> {
+    return this.batcher.add(request);
+  }
+
+  /**
+   * The claim before the gate: the C5 slot is reserved once the claim is done, right before the GET, and
+   * only for a fetch that will happen (C5 is about when the marketplace sees the GETs).
+   */
+  private async startMany(requests: StartRequest[]): Promise<FetchStart[]> {
+    const claims = await this.notifications.claimPending(requests.map((r) => r.resource));
+    const pending = requests.flatMap((r, i) => (claims[i] ? [i] : []));
+    const gated = await this.gate.start(
+      pending.map((i) => {
+        const r = requests[i]!;
+        const key = fetchKey(r.resource);
+        return { id: r.resource.companyId, item: key, payload: r.resource.href, max: r.max, paused: r.paused, retried: r.retried, slot: `${this.prefix}:fetch-slot:${key}` };
+      }),
+      this.minIntervalMs,
+    );
+    const starts: FetchStart[] = requests.map(() => ({ kind: 'empty' }));
+    pending.forEach((i, n) => {
+      const gate = gated[n]!;
+      starts[i] = gate.kind === 'go' ? { kind: 'claimed', claimed: claims[i]! } : gate.kind === 'wait' ? { kind: 'wait', waitMs: gate.ms } : { kind: 'park' };
+    });
+    return starts;
+  }
 }
 
 // 2. The GET, and what its answer is.
@@ -299,4 +372,62 @@ export function applyOutcome(result: FetchResult, ctx: FetchContext, deps: Outco
     case 'retry':
       return retry(result, ctx, deps);
   }
+}
+
+// 4. BullMQ's side: each job's payload is checked against the queue's contract (fetch.queue.ts) when it is
+// taken, the job runs as the plain function above, and its end becomes BullMQ's.
+
+export function createFetchWorker(deps: {
+  job: FetchJobDeps;
+  /** Worker connection (maxRetriesPerRequest: null). */
+  connection: RedisClient;
+  prefix: string;
+  concurrency: number;
+  backoff: { backoffBaseMs: number; backoffMaxMs: number };
+  /** Set when traces are exported: each run is a span in the trace its job carries (lib/tracing.ts). */
+  tracing?: Pick<Tracing, 'fetch'>;
+}): Worker<FetchJob> {
+  const { tracing } = deps;
+  const processor = async (job: Job<FetchJob>, token?: string): Promise<string> => {
+    const payload = fetchJobSchema.safeParse(job.data);
+    // A job no code of this version adds: retrying it would change nothing.
+    if (!payload.success) throw new UnrecoverableError(`not a fetch job: ${payload.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`);
+    const resource = payload.data;
+    const trace = tracing?.fetch({
+      traceparent: resource.traceparent,
+      id: job.id,
+      companyId: resource.companyId,
+      href: resource.href,
+      fetchKey: fetchKey(resource),
+      enqueuedAt: job.timestamp,
+      takenAt: job.processedOn ?? Date.now(),
+      attemptsStarted: job.attemptsStarted,
+      attemptsMade: job.attemptsMade,
+    });
+    const running = runFetchJob(deps.job, { resource, attemptsMade: job.attemptsMade, attempts: job.opts.attempts ?? 1, id: job.id, trace });
+    const end = trace ? await traced(trace, running) : await running;
+    switch (end.next) {
+      case 'done':
+        return end.summary;
+      case 'delay':
+        await job.moveToDelayed(Date.now() + end.ms, token);
+        throw new DelayedError();
+      case 'retry':
+        throw end.error;
+    }
+  };
+  return new Worker<FetchJob>(FETCH_QUEUE, processor, fetchWorkerOptions(deps.connection, deps.prefix, deps.concurrency, deps.backoff));
+}
+
+/** Ends the run's span with what the job asks of the queue (or the error it threw). */
+async function traced(trace: FetchSpan, running: Promise<JobEnd>): Promise<JobEnd> {
+  let end: JobEnd;
+  try {
+    end = await running;
+  } catch (err) {
+    trace.end({ next: 'retry', error: err });
+    throw err;
+  }
+  trace.end(end.next === 'done' ? { next: 'done', summary: end.summary } : end.next === 'retry' ? { next: 'retry', error: end.error } : { next: 'delay' });
+  return end;
 }

@@ -7,7 +7,7 @@
  *  - C1: while the key's job waits (or is delayed), adding again is a no-op;
  *  - C2: adding while it runs stores exactly one follow-up job, created when the running one ends;
  *  - C3: so at most one job per key exists outside "waiting for the active one", hence runs at a time;
- *  - C5 is enforced by the worker (fetch-start.ts: a slot per key); C4 by the worker's claim of pending rows.
+ *  - C5 is enforced by the worker (fetch-job.ts FetchStarts: a slot per key); C4 by the worker's claim of pending rows.
  */
 import { hash } from 'node:crypto';
 import { Queue, type JobsOptions, type WorkerOptions } from 'bullmq';

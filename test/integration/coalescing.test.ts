@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { fetchKey } from '../../src/processing/fetch.queue.js';
 import { createNotificationsRepository } from '../../src/notifications/postgres.js';
 import { Gate } from '../../src/gate/gate.js';
-import { FetchStarts } from '../../src/processing/fetch-start.js';
+import { FetchStarts } from '../../src/processing/fetch-job.js';
 import { REDIS_URL } from '../helpers/database.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { eventually } from '../helpers/skyhook.js';

@@ -11,7 +11,7 @@ import type { Refusal } from '../../src/companies/states.js';
 import type { GateAnswer } from '../../src/gate/gate.js';
 import { runFetchJob, type FetchJobDeps } from '../../src/processing/fetch-job.js';
 import type { FetchResult } from '../../src/processing/fetch-job.js';
-import type { FetchStart } from '../../src/processing/fetch-start.js';
+import type { FetchStart } from '../../src/processing/fetch-job.js';
 import { RetryableFetchError } from '../../src/processing/fetch.queue.js';
 
 const resource = { companyId: '00000000-0000-4000-8000-000000000001', href: 'https://api.example.com/api/rfqs/r1' };
