@@ -17,9 +17,10 @@
  *  - `paused`        the set of paused ids: a mirror of what the owner keeps in PostgreSQL, mended from it.
  *
  * Each moment is one script (lua/, one file per intent, shared parts in lua/includes/), called with one
- * JSON argument of named fields: admit (a place, or parked), start (go, wait, or park), finish (the place
- * given back, the answer applied, parked items handed out), hold, hand-out, views. The scripts' priorities
- * keep one FIFO queue fair: an item's job goes in with its key's count of items queued or running.
+ * JSON argument: the gate's settings (fields() below) and the call's own named fields. admit (a place, or
+ * parked), start (go, wait, or park), finish (the place given back, the answer applied, parked items handed
+ * out), hold, hand-out, views. The scripts' priorities keep one FIFO queue fair: an item's job goes in
+ * with its key's count of items queued or running.
  */
 import type { ChainableCommander } from 'ioredis';
 import { Batcher } from '../lib/batcher.js';
@@ -152,26 +153,42 @@ export class Gate {
   }
 
   /**
-   * The fields of an admission that lua/includes/admit.lua reads, for a script that admits with it beside
-   * work of its own (processing/lua/admit-fetches.lua); KEYS[1] is the paused set.
+   * The gate's settings, the fields every script reads beside its own (lua/includes/gate.lua): also for a
+   * script that admits with the gate's admit beside work of its own (processing/lua/admit-fetches.lua),
+   * whose KEYS[1] is then the paused set.
    */
-  admitFields(): { gp: string; paused: string; now: number; max: number; slow: number; lease: number } {
-    return { gp: this.keyPrefix, paused: this.pausedSet, now: Date.now(), max: this.opts.defaultMax, slow: SLOW_START, lease: ADMIT_LEASE_MS };
+  fields<T extends object>(own: T) {
+    return {
+      gp: this.keyPrefix,
+      paused: this.pausedSet,
+      now: Date.now(),
+      max: this.opts.defaultMax,
+      slow: SLOW_START,
+      admitLease: ADMIT_LEASE_MS,
+      lease: this.opts.leaseMs,
+      floor: HOLD_FLOOR_MS,
+      early: EARLY_MS,
+      overLimitMs: OVER_LIMIT_RETRY_MS,
+      ...PACE,
+      ...own,
+    };
+  }
+
+  private call<T>(script: Script<T>, own: object, slots: string[] = []): Promise<T> {
+    return script([this.pausedSet, ...slots], [JSON.stringify(this.fields(own))]);
   }
 
   /** Admits each item (its job is to be added, with this priority) or parks it. */
   async admit(items: GateItem[]): Promise<Admission[]> {
     if (items.length === 0) return [];
-    const out = await this.scripts.admit([this.pausedSet], [JSON.stringify({ ...this.admitFields(), items })]);
+    const out = await this.call(this.scripts.admit, { items });
     return out.map((n) => (n === 0 ? 'parked' : n));
   }
 
   /** Decides each item's start (and takes its slot of `intervalMs` when it goes). */
   async start(requests: GateStartRequest[], intervalMs: number): Promise<GateStart[]> {
     if (requests.length === 0) return [];
-    const fields = { gp: this.keyPrefix, paused: this.pausedSet, now: Date.now(), lease: this.opts.leaseMs, slow: SLOW_START, early: EARLY_MS, overLimitMs: OVER_LIMIT_RETRY_MS, interval: intervalMs, items: requests };
-    const slots = requests.flatMap((r) => (r.slot ? [r.slot] : []));
-    const out = await this.scripts.start([this.pausedSet, ...slots], [JSON.stringify(fields)]);
+    const out = await this.call(this.scripts.start, { interval: intervalMs, items: requests }, requests.flatMap((r) => (r.slot ? [r.slot] : [])));
     return requests.map((_, i) => {
       const code = Number(out[2 * i]);
       return code === 0 ? { kind: 'go' } : code === 1 ? { kind: 'wait', ms: Number(out[2 * i + 1]) } : { kind: 'park' };
@@ -181,14 +198,12 @@ export class Gate {
   /** Gives the items' places back and applies their answers; answers the parked items now handed out (add their jobs). */
   async finish(ends: GateEnd[]): Promise<HandedOut[]> {
     if (ends.length === 0) return [];
-    const fields = { gp: this.keyPrefix, paused: this.pausedSet, now: Date.now(), slow: SLOW_START, lease: ADMIT_LEASE_MS, floor: HOLD_FLOOR_MS, ...PACE, items: ends };
-    return list<HandedOut>(await this.scripts.finish([this.pausedSet], [JSON.stringify(fields)]));
+    return list<HandedOut>(await this.call(this.scripts.finish, { items: ends }));
   }
 
   /** Holds a key for what is not an item's work (a lead's or a quote's 429): its items wait too, as a throttled answer would make them. */
   async hold(id: string, retryAfterMs: number | undefined, why: string): Promise<void> {
-    const fields = { gp: this.keyPrefix, now: Date.now(), slow: SLOW_START, floor: HOLD_FLOOR_MS, ...PACE, max: this.opts.defaultMax, id, retryAfterMs, why };
-    await this.scripts.hold([this.pausedSet], [JSON.stringify(fields)]);
+    await this.call(this.scripts.hold, { id, retryAfterMs, why });
   }
 
   /**
@@ -197,8 +212,7 @@ export class Gate {
    */
   async handOut(ids: string[]): Promise<HandedOut[]> {
     if (ids.length === 0) return [];
-    const fields = { gp: this.keyPrefix, paused: this.pausedSet, now: Date.now(), slow: SLOW_START, lease: ADMIT_LEASE_MS, max: this.opts.defaultMax, ids };
-    return list<HandedOut>(await this.scripts.handOut([this.pausedSet], [JSON.stringify(fields)]));
+    return list<HandedOut>(await this.call(this.scripts.handOut, { ids }));
   }
 
   /** Pauses a key and parks these items of it: nothing of it starts until it resumes. */
@@ -238,7 +252,7 @@ export class Gate {
     if (ids.length === 0) return [];
     const now = Date.now();
     type Raw = Partial<Record<'held' | 'why' | 'ur' | 'urwhy' | 'lim' | 'max' | 'ans', string>> & { running: number; parked: number };
-    const raw = list<Raw>(await this.scripts.views([this.pausedSet], [JSON.stringify({ gp: this.keyPrefix, now, ids })]));
+    const raw = list<Raw>(await this.call(this.scripts.views, { now, ids }));
     return raw.map((f) => {
       const held = num(f.held);
       const lim = num(f.lim);

@@ -48,7 +48,7 @@ export class FetchEnqueuer {
     redis: RedisClient,
     private readonly notifications: Pick<NotificationLifecycle, 'queue' | 'unqueue' | 'pendingResources'>,
     /** The companies' gate (runtime.ts: kind `company`). */
-    private readonly gate: Pick<Gate, 'admitFields' | 'pausedSet'>,
+    private readonly gate: Pick<Gate, 'fields' | 'pausedSet'>,
     private readonly opts: { attempts: number; timeoutMs: number },
     private readonly log: Logger,
     /** Set when traces are exported: each job added is a span, and carries its traceparent. */
@@ -118,7 +118,7 @@ export class FetchEnqueuer {
   private async admitAndAdd(keyed: [string, Queued][]): Promise<void> {
     if (keyed.length === 0) return;
     const items = keyed.map(([key, row]) => ({ id: row.companyId, item: key, payload: row.href }));
-    const admitted = await this.admitScript([this.gate.pausedSet], [JSON.stringify({ ...this.gate.admitFields(), queue: this.queueKeys, items })]);
+    const admitted = await this.admitScript([this.gate.pausedSet], [JSON.stringify(this.gate.fields({ queue: this.queueKeys, items }))]);
     // One add per job, not addBulk: addBulk sends its adds through an ioredis pipeline, onto which ioredis
     // copies every script defined on the connection (BullMQ's 64), dearer than a batch's one or two adds.
     await Promise.all(keyed.flatMap(([key, row], i) => {

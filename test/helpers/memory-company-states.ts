@@ -10,6 +10,9 @@ import type { CheckVerdict, CompanyStates, CredentialColumns } from '../../src/c
 import { allowed, stateOf, type CompanyStateName } from '../../src/companies/transitions.js';
 import { HOLD_FLOOR_MS, type GateView } from '../../src/gate/gate.js';
 
+/** What new credentials start as: unchecked, a pause lifted. */
+const UNCHECKED = { credentialsStatus: 'unchecked', credentialsCheckedAt: null, credentialsError: null, connectionStatus: 'ok', connectionError: null, pausedAt: null } as const;
+
 /** A row as the companies table would hold it, with its defaults. */
 export function memoryCompanyRow(over: Partial<CompanyRow> = {}): CompanyRow {
   const now = new Date();
@@ -26,12 +29,7 @@ export function memoryCompanyRow(over: Partial<CompanyRow> = {}): CompanyRow {
     product: null,
     apiVersion: null,
     credentialsRevision: 1,
-    credentialsStatus: 'unchecked',
-    credentialsCheckedAt: null,
-    credentialsError: null,
-    connectionStatus: 'ok',
-    connectionError: null,
-    pausedAt: null,
+    ...UNCHECKED,
     fetchConcurrency: null,
     settingsPathForm: 'plural',
     createdAt: now,
@@ -69,15 +67,7 @@ export function createMemoryCompanyStates(opts: {
       const credentials: CredentialColumns | undefined = change.credentials;
       if (credentials === undefined) return { ...row };
       if (!allowed('replaceCredentials', current(companyId), 'unchecked')) throw new Error('replaceCredentials refused by the table');
-      Object.assign(row, credentials, {
-        credentialsRevision: row.credentialsRevision + 1,
-        credentialsStatus: 'unchecked',
-        credentialsCheckedAt: null,
-        credentialsError: null,
-        connectionStatus: 'ok',
-        connectionError: null,
-        pausedAt: null,
-      });
+      Object.assign(row, credentials, UNCHECKED, { credentialsRevision: row.credentialsRevision + 1 });
       const checked = await states.check(companyId);
       if (wasPaused && checked?.connectionStatus !== 'unauthorized') await queueWaiting(companyId);
       return checked;

@@ -1,5 +1,5 @@
 -- Admission: each item gets its place (answers its priority) or is parked (answers 0).
--- KEYS[1]: the paused set. ARGV[1]: {gp, paused, now, max, slow, lease, items: [{id, item, payload}]}.
+-- ARGV[1]: the gate's settings and `items` ([{id, item, payload}]).
 --- @include "includes/admit"
 
 local a = cjson.decode(ARGV[1])

@@ -1,7 +1,7 @@
 -- The end of items' work: each gives its place back and its key learns what the far side answered
 -- (includes/answer, against the item's max); then each key hands out as many parked items as it has free places.
--- KEYS[1]: the paused set. ARGV[1]: {gp, paused, now, slow, lease, floor, minRate, rateStep, unpacedRate,
--- items: [{id, item, max, answer: {kind, retryAfterMs?, why?}}]}. Answers JSON: [{id, payload, priority}].
+-- ARGV[1]: the gate's settings and `items` ([{id, item, max, answer: {kind, retryAfterMs?, why?}}]).
+-- Answers JSON: [{id, payload, priority}].
 --- @include "includes/answer"
 --- @include "includes/hand-out"
 

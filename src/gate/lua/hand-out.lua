@@ -1,6 +1,6 @@
 -- Hands out the parked items of these keys that have free places: places that freed without a finish
 -- (a dead worker's lapsed leases, a limit raised).
--- KEYS[1]: the paused set. ARGV[1]: {gp, paused, now, max, slow, lease, ids}. Answers JSON: [{id, payload, priority}].
+-- ARGV[1]: the gate's settings and `ids`. Answers JSON: [{id, payload, priority}].
 --- @include "includes/hand-out"
 
 local a = cjson.decode(ARGV[1])

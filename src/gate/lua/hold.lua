@@ -1,6 +1,5 @@
 -- Holds a key (a 429 met by a call that is not an item's work: a lead, a quote): as a throttled answer does.
--- KEYS[1]: the paused set. ARGV[1]: {gp, now, slow, floor, minRate, rateStep, unpacedRate, max, id,
--- retryAfterMs?, why}.
+-- ARGV[1]: the gate's settings, `id`, `retryAfterMs` (absent: the floor) and `why`.
 --- @include "includes/answer"
 
 local a = cjson.decode(ARGV[1])

@@ -6,8 +6,8 @@
 --  - a held or paced key books the item a start and waits for it;
 --  - an item that goes takes its place (a lease) and, with `slot`, the slot that keeps two starts of the
 --    item `interval` ms apart (else it waits for the slot).
--- KEYS: the paused set, then the items' slots. ARGV[1]: {gp, paused, now, lease, slow, early, overLimitMs,
--- interval, items: [{id, item, payload, max, paused (PostgreSQL's word), retried, slot?}]}.
+-- KEYS: the paused set, then the items' slots. ARGV[1]: the gate's settings, `interval` and `items`
+-- ([{id, item, payload, max, paused (the owner's word), retried, slot?}]).
 -- Answers per item a pair: code (0 go, 1 wait, 2 park) and ms.
 --- @include "includes/gate"
 

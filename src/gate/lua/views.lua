@@ -1,6 +1,6 @@
 -- What the gate knows of each id now (lapsed places dropped first).
--- KEYS[1]: the paused set. ARGV[1]: {gp, now, ids}. Answers JSON: per id {held?, why?, ur?, urwhy?, lim?,
--- max?, ans?, running, parked} (a field the key never had is absent).
+-- ARGV[1]: the gate's settings and `ids`. Answers JSON: per id {held?, why?, ur?, urwhy?, lim?, max?, ans?,
+-- running, parked} (a field the key never had is absent).
 --- @include "includes/gate"
 
 local a = cjson.decode(ARGV[1])

@@ -1,9 +1,8 @@
 -- The admission of a batch of fetches after a commit (processing/enqueue.ts), in one round trip: a resource
 -- whose key's job covers it already (covered) needs no add and answers -1; each other one is admitted at
 -- its company's gate (the gate's admit: its job's priority) or parked there (0).
--- KEYS[1]: the paused set. ARGV[1]: the gate's admission fields (src/gate/gate.ts admitFields: gp, paused,
--- now, max, slow, lease), `queue` ({dedup, job, delayed}) and `items` ([{id: company id, item: fetch key,
--- payload: href}]).
+-- KEYS[1]: the paused set. ARGV[1]: the gate's settings (src/gate/gate.ts fields()), `queue` ({dedup, job,
+-- delayed}) and `items` ([{id: company id, item: fetch key, payload: href}]).
 --- @include "../../gate/lua/includes/admit"
 --- @include "covered"
 

@@ -1,7 +1,6 @@
 --- @include "gate"
 
 -- Applies what the far side answered (`ans`: {kind, retryAfterMs?, why?}) to key hash `g` whose max is `max`.
--- `a`: {now, slow, floor (a hold's least length), minRate, rateStep, unpacedRate}.
 --  throttled: held until now + max(Retry-After, floor); the limit halved; starts paced at half the rate;
 --  answered:  the limit grows (by one, or by 1/limit per answer after a refusal), the pace speeds up;
 --  no_answer: marked unreachable since the first one (until an answer comes).

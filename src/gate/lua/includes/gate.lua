@@ -1,6 +1,8 @@
 -- The gate's shared parts (src/gate/gate.ts documents the keys). Every script is called with one JSON
--- argument, ARGV[1], decoded into `a`: `a.gp` is the prefix of the keys' hashes (`<prefix>:<kind>:`),
--- `a.paused` the set of paused ids, `a.now` the caller's clock (ms), and the script's own fields.
+-- argument, ARGV[1], decoded into `a`: the gate's settings (gate.ts fields(): `gp` the prefix of the keys'
+-- hashes, `paused` the set of paused ids, `now` the caller's clock in ms, `max` the default limit, `slow`,
+-- `admitLease`, `lease`, `floor`, `early`, `overLimitMs`, `minRate`, `rateStep`, `unpacedRate`) and the
+-- call's own fields. KEYS[1] is the paused set.
 
 -- The limit a key runs at now: `lim` (slow start from `slow`, halved on a refusal), never above its max.
 local function limitOf(g, max, slow)

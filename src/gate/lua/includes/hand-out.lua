@@ -2,7 +2,7 @@
 
 -- Hands out, for each key of `keys` ({id, max}: its max if the gate has none) not paused, as many parked
 -- items as it has free places, oldest first, their places taken: answers them as {id, payload, priority}
--- (the caller adds their jobs). `a`: {gp, paused, now, slow, lease}.
+-- (the caller adds their jobs).
 local function handOut(a, keys)
   local out, seen = {}, {}
   for _, key in ipairs(keys) do
@@ -16,7 +16,7 @@ local function handOut(a, keys)
           local popped = redis.call('ZPOPMIN', g .. ':parked', free)
           for j = 1, #popped, 2 do
             local sep = string.find(popped[j], ' ', 1, true)
-            redis.call('ZADD', g .. ':running', a.now + a.lease, string.sub(popped[j], 1, sep - 1))
+            redis.call('ZADD', g .. ':running', a.now + a.admitLease, string.sub(popped[j], 1, sep - 1))
             out[#out + 1] = { id = id, payload = string.sub(popped[j], sep + 1), priority = redis.call('ZCARD', g .. ':running') }
           end
         end
