@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { withoutPassword } from './lib/redact.js';
 import type { RedisNodeAddress } from './lib/redis/connection.js';
 import type { TracingConfig } from './lib/tracing.js';
+import { parseAllowList } from './lib/addresses.js';
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
@@ -15,6 +16,13 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 const DEVELOPMENT_SECRET_KEY = Buffer.alloc(32, 'skyhook-development-key-not-secret');
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+/** `250` (ms), `5s`, `5m`, `2h`; undefined when it is none of these. */
+function durationMs(text: string): number | undefined {
+  const m = /^(\d+)(ms|s|m|h)?$/.exec(text);
+  if (!m) return undefined;
+  return Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 'ms') as 'ms' | 's' | 'm' | 'h'];
+}
 
 /** `host:port`, or `[ipv6]:port`. */
 const NODE_ADDRESS = /^(?:\[([0-9a-fA-F:.]+)\]|([^\s:,[\]]+)):(\d{1,5})$/;
@@ -82,6 +90,34 @@ const envSchema = z
     /** A received row younger than this is left to the receiver's own enqueue before the relay takes it. */
     RELAY_GRACE_MS: int(0, 600_000).default(3000),
     RETENTION_DAYS: int(1, 3650).default(30),
+    /** Delivery jobs one worker process runs at once (SPEC §5.2); a queue and workers apart from the fetches'. */
+    DELIVERY_CONCURRENCY: int(1, 1000).default(64),
+    /** A destination's requests at once across every worker, unless it sets its own. */
+    DESTINATION_CONCURRENCY: int(1, 1000).default(16),
+    /** A request that has not answered by then failed (a destination may set its own, up to 60 s). */
+    DESTINATION_TIMEOUT_MS: int(100, 60_000).default(15_000),
+    /** The wait before each attempt: `0,5s,5m,30m,2h,5h,10h,10h` (about 28 h in all). */
+    DELIVERY_RETRY_SCHEDULE: z.string().default('0,5s,5m,30m,2h,5h,10h,10h').transform((value, ctx) => {
+      const waits = value.split(',').map((s) => durationMs(s.trim()));
+      if (waits.length === 0 || waits.some((w) => w === undefined)) {
+        ctx.addIssue({ code: 'custom', message: 'must be comma-separated waits such as 0,5s,5m,30m,2h (ms without a unit)' });
+        return z.NEVER;
+      }
+      return waits as number[];
+    }),
+    /** A delivery's body above this leaves the snapshot out, then the changes. */
+    DELIVERY_BODY_LIMIT_BYTES: int(4096, 10 * 1024 * 1024).default(256 * 1024),
+    /** A destination failing for this long without a success is disabled (fractions allowed). */
+    DESTINATION_DISABLE_AFTER_DAYS: z.coerce.number().positive().max(365).default(5),
+    /** Destinations admitted beyond the public https rule: hosts or CIDRs, each optionally `=companyId+companyId` (lib/addresses.ts). */
+    DESTINATION_ALLOW: z.string().default('').transform((value, ctx) => {
+      const parsed = parseAllowList(value);
+      if (typeof parsed === 'string') {
+        ctx.addIssue({ code: 'custom', message: `must be comma-separated hosts or CIDRs, each optionally =companyId+companyId: ${parsed}` });
+        return z.NEVER;
+      }
+      return parsed;
+    }),
     DB_POOL_SIZE: int(1, 200).default(20),
     /** Failed authentications allowed per client address and minute before 429s. */
     AUTH_FAILURE_LIMIT: int(1, 1_000_000).default(60),
@@ -187,6 +223,16 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     relayIntervalMs: env.RELAY_INTERVAL_MS,
     relayGraceMs: env.RELAY_GRACE_MS,
     retentionDays: env.RETENTION_DAYS,
+    delivery: {
+      concurrency: env.DELIVERY_CONCURRENCY,
+      destinationConcurrency: env.DESTINATION_CONCURRENCY,
+      timeoutMs: env.DESTINATION_TIMEOUT_MS,
+      schedule: env.DELIVERY_RETRY_SCHEDULE,
+      bodyLimit: env.DELIVERY_BODY_LIMIT_BYTES,
+      disableAfterDays: env.DESTINATION_DISABLE_AFTER_DAYS,
+      /** Outside development: https and public addresses only, unless allowed (SPEC §5.2). */
+      addresses: { strict: env.NODE_ENV === 'production', allow: env.DESTINATION_ALLOW },
+    },
     dbPoolSize: env.DB_POOL_SIZE,
     authFailureLimit: env.AUTH_FAILURE_LIMIT,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,

@@ -30,7 +30,15 @@ import { AccessTokens } from './marketplace/oauth2.js';
 import { CompanyConnections } from './companies/connections.js';
 import { CompanyMirror } from './companies/mirror.js';
 import { createCompanyStates, sayThrottled } from './companies/postgres.js';
-import { Gate, GateFinishes } from './gate/gate.js';
+import { Gate, GateFinishes, type GateStart, type GateStartRequest } from './gate/gate.js';
+import { destinationConnection } from './destinations/connections.js';
+import { createDestinationStates } from './destinations/postgres.js';
+import { createDeliveryWorker, probeDestination, type DeliveryJobDeps } from './delivery/deliver-job.js';
+import { createDeliveryQueue, deliveryKey, destinationGateOptions } from './delivery/delivery.queue.js';
+import { DeliveryEnqueuer } from './delivery/enqueue.js';
+import { DeliveryLoop } from './delivery/loop.js';
+import { DeliverySender } from './delivery/send.js';
+import { Batcher } from './lib/batcher.js';
 import { webhookSettingsApi } from './marketplace/webhook-settings.js';
 import { FetchEnqueuer } from './processing/enqueue.js';
 import { createFetchWorker, fetchResource, FetchStarts, type FetchJobDeps } from './processing/fetch-job.js';
@@ -110,6 +118,19 @@ async function createCore(config: Config, log: Logger) {
     log,
     onGateError: report('company_gate', 'the company gate could not be read or told in Redis; states show what PostgreSQL knows, and the gate is mended from it', 'redis'),
   });
+  // Deliveries (SPEC §5.2): their own queue, and a gate per destination.
+  const deliveryQueue = createDeliveryQueue(producer, config.queuePrefix);
+  deliveryQueue.on('error', report('delivery_queue', 'the delivery queue met an error', 'redis'));
+  const destinationGate = new Gate(producer, config.queuePrefix, 'destination', destinationGateOptions(config.delivery));
+  const destinations = createDestinationStates({
+    db: api.db,
+    gate: destinationGate,
+    queueWaiting: (destinationId) => deliveryEnqueuer.queueWaiting(destinationId),
+    schedule: config.delivery.schedule,
+    log,
+    onGateError: report('destination_gate', "a destination's gate could not be told in Redis; it is mended from PostgreSQL", 'redis'),
+  });
+  const deliveryEnqueuer = new DeliveryEnqueuer(deliveryQueue, destinationGate, destinations, ENQUEUE_TIMEOUT_MS);
   return {
     config,
     log,
@@ -119,6 +140,10 @@ async function createCore(config: Config, log: Logger) {
     report,
     tracing,
     tokens,
+    deliveryQueue,
+    destinationGate,
+    destinations,
+    deliveryEnqueuer,
     // One info line per finished batch, by company and outcome (lib/batch-summary.ts); a line per notification is debug.
     received: new BatchSummary(log, (n) => `received ${plural(n)}`),
     finished: new BatchSummary(log, (n) => `finished ${plural(n)}`),
@@ -160,6 +185,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
     ...parts.flatMap((p) => p.closers),
     ['relay', () => relay.stop()],
     ['fetch queue', () => queue.close()],
+    ['delivery queue', () => core.deliveryQueue.close()],
     ['producer connection', async () => producer.disconnect()],
     ['database pool', () => api.pool.end()],
     ['log summaries', async () => (received.flush(), finished.flush())],
@@ -207,6 +233,8 @@ async function apiRole(core: Core): Promise<RolePart> {
     metrics,
     tokens: core.tokens,
     states: core.companies,
+    destinations: { states: core.destinations, gate: core.destinationGate, enqueue: (keys) => core.deliveryEnqueuer.enqueue(keys) },
+    onBackgroundError: report('admin_background', "a destination's gate or the events' listener met an error; the answer carries on without it"),
     onOutboundCleanupError: report('outbound_cleanup', "a failed lead, quote or decline call's row could not be settled; it stays sending and a repeat takes it over once stale", 'postgres'),
     onWebhookChange: () => directory.invalidate(),
   });
@@ -291,6 +319,7 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
   fetchWorker.on('error', workerError);
   fetchWorker.on('failed', (job, err) => log.debug({ jobId: job?.id, companyId: job?.data.companyId, err: err.message }, 'fetch attempt failed'));
   const { mirror, retention } = workerLoops(core, { connection, gate, notifications });
+  const delivery = deliveryWorker(core, { connection });
   // Running jobs finish (bounded); a job still running at the deadline is left to stalled-job recovery:
   // its lock lapses and another worker takes it (worker.close(true) would still wait for it). While Redis
   // is unreachable nothing can finish, and a graceful close would wait for Redis: the close is forced.
@@ -305,6 +334,7 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
     worker: fetchWorker,
     start: () => {
       void fetchWorker.run().catch(workerError);
+      delivery.start();
       ingestFirst?.start();
       retention.start();
       mirror.start();
@@ -312,6 +342,7 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
     closers: [
       ['ingest-first', async () => ingestFirst?.stop()],
       ['fetch workers', closeWorker],
+      ...delivery.closers,
       // Their places at the gate are given back before the connections close (else they lapse with their lease).
       ['gate finishes', () => finishes.drain()],
       ['retention', () => retention.close(redisGone())],
@@ -335,6 +366,7 @@ function workerLoops(core: Core, own: { connection: RedisClient; gate: Gate; not
     connection,
     prefix: config.queuePrefix,
     notifications,
+    deliveries: core.destinations,
     retentionDays: config.retentionDays,
     log,
     onError: report('retention', 'the retention job met an error; it runs again within the hour'),
@@ -353,7 +385,8 @@ function fetchJobDeps(core: Core, own: { db: DbHandle; notifications: Notificati
   const connections = new CompanyConnections(own.db.db, config.secretKey, config.fetch.companyConcurrency);
   const starts = new FetchStarts(notifications, gate, config.queuePrefix, config.fetch.minIntervalMs);
   // Handlers write through drizzle, on the connection of the transaction that stores their snapshot.
-  const snapshots = new SnapshotStore(notifications, own.handlers, (client) => drizzle({ client, schema }), core.tracing);
+  const queueDeliveries = core.report('delivery_enqueue', "queueing deliveries after their commit failed; the delivery relay queues them", 'redis');
+  const snapshots = new SnapshotStore(notifications, own.handlers, (client) => drizzle({ client, schema }), (keys) => void core.deliveryEnqueuer.enqueue(keys).catch(queueDeliveries), core.tracing);
   const marketplace = new MarketplaceClient({
     timeoutMs: config.fetch.timeoutMs,
     connections: config.fetch.concurrency,
@@ -380,5 +413,60 @@ function fetchJobDeps(core: Core, own: { db: DbHandle; notifications: Notificati
     metrics,
     finished: core.finished,
     log: core.log,
+  };
+}
+
+/**
+ * Role worker and all: the delivery worker (SPEC §5.2), on the worker's pool and Redis connection, with
+ * its own BullMQ worker, its destinations' gate, and the loop of relay, hand-outs, repair and probes.
+ */
+function deliveryWorker(core: Core, own: { connection: RedisClient }): { start: () => void; closers: RolePart['closers'] } {
+  const { config, metrics, log, report } = core;
+  const gate = new Gate(own.connection, config.queuePrefix, 'destination', destinationGateOptions(config.delivery));
+  const onError = report('delivery_gate', "a destination's gate in Redis missed a request's end; places lapse by themselves", 'redis');
+  const finishes = new GateFinishes(gate, (handedOut) => core.deliveryEnqueuer.addHandedOut(handedOut), (destinationId, until, why) =>
+    log.warn({ destinationId, state: 'throttled', until: new Date(until).toISOString(), reason: why }, 'a destination asked to slow down: its deliveries are held, then paced'),
+  );
+  const starts = new Batcher<GateStartRequest, GateStart>(async (requests) => (await gate.start(requests, 0)).map((value) => ({ ok: true, value })), { maxBatch: 500 });
+  const defaults = { concurrency: config.delivery.destinationConcurrency, timeoutMs: config.delivery.timeoutMs };
+  const sender = new DeliverySender(config.delivery.addresses);
+  const job: DeliveryJobDeps = {
+    connect: (d) => destinationConnection(d, d.destination, config.secretKey, defaults),
+    next: core.destinations.next,
+    record: core.destinations.record,
+    start: (request) => starts.add(request),
+    finish: (key, max, answer) => void finishes.finish({ id: key.destinationId, item: deliveryKey(key), max, answer }).catch(onError),
+    send: (delivery) => sender.send(delivery),
+    requeue: (key) => core.deliveryEnqueuer.enqueue([key]),
+    schedule: config.delivery.schedule,
+    bodyLimit: config.delivery.bodyLimit,
+    metrics,
+    log,
+    now: () => new Date(),
+  };
+  const worker = createDeliveryWorker({ job, connection: own.connection, prefix: config.queuePrefix, concurrency: config.delivery.concurrency });
+  const workerError = report('delivery_worker', 'a delivery worker met an error; it carries on', 'redis');
+  worker.on('error', workerError);
+  // A delivery's own failures are recorded by the job; a job that throws met something else (PostgreSQL out of reach, say): BullMQ retries it.
+  worker.on('failed', report('delivery_job', 'a delivery job threw; BullMQ tries it again and the relay covers it'));
+  const loop = new DeliveryLoop({
+    states: core.destinations,
+    enqueuer: core.deliveryEnqueuer,
+    handOut: (ids) => gate.handOut(ids),
+    probe: (id) => probeDestination({ ...job, oldestPending: core.destinations.oldestPending }, id),
+    disableAfterDays: config.delivery.disableAfterDays,
+    onError: report('delivery_loop', "the deliveries' loop met an error; it runs again shortly"),
+  });
+  return {
+    start: () => {
+      void worker.run().catch(workerError);
+      loop.start();
+    },
+    closers: [
+      ['delivery workers', () => withTimeout(worker.close(own.connection.status !== 'ready'), config.shutdownTimeoutMs, 'delivery worker close')],
+      ['delivery gate finishes', () => finishes.drain()],
+      ['delivery loop', () => loop.stop()],
+      ['delivery connections', () => sender.close()],
+    ],
   };
 }

@@ -13,16 +13,17 @@ import type { NotificationStream } from '../services/notification-stream.js';
 import type { AuthFailureLimiter } from '../lib/auth-failure-limiter.js';
 import { decodeJsonBody } from '../lib/json-body.js';
 import { adminTokenCheck } from './auth.js';
+import { destinationRoutes } from './destination-routes.js';
+import { documented, errors } from './documented.js';
 import { streamToClient } from './stream.js';
 import * as s from '../services/schemas.js';
 
 /** The services the routes call (the CLI and the console call the same ones), the admin token, the live stream. */
-export type AdminDeps = Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'declines'> & {
+export type AdminDeps = Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'declines' | 'destinations' | 'events'> & {
   adminToken: string;
   stream: NotificationStream;
 };
 
-const errors = { 400: s.problemSchema, 401: s.problemSchema, 404: s.problemSchema };
 /** A DELETE answers 204, or 200 with the settings a forced delete left active on the marketplace. */
 const deletedResponse = { 200: s.deletedSchema, 204: z.null().describe('deleted'), ...errors, 502: s.problemSchema };
 const answerDeleted = (reply: FastifyReply, deleted: Deleted) => (deleted.remainingRemoteSettings.length > 0 ? reply.code(200).send(deleted) : reply.code(204).send(null));
@@ -35,11 +36,9 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, async (_req: FastifyRequest, body: Buffer) => decodeJsonBody(body));
   // Live streams end when the server closes: they would otherwise hold the shutdown open.
-  app.addHook('preClose', async () => deps.stream.close());
-
-  /** A route's schema, documented (tag, summary, description) for /docs, and behind the admin token there. */
-  const documented = <S extends object>(tag: string, summary: string, description: string, schema: S) => ({
-    schema: { tags: [tag], summary, description, security: [{ adminToken: [] }], ...schema },
+  app.addHook('preClose', async () => {
+    await deps.stream.close();
+    await deps.events.close();
   });
 
   app.post(
@@ -291,4 +290,6 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
     }),
     async (req) => deps.notifications.resourceHistory(req.query),
   );
+
+  destinationRoutes(app, deps);
 }

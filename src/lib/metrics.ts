@@ -55,6 +55,31 @@ export function createMetrics() {
       help: "1 for each company's one state (SPEC §5.1 F5): ok, paused (credentials refused: its notifications wait for new ones), throttled, unreachable or unchecked",
       labelNames: ['company', 'state'] as const,
     })),
+    deliveries: new Counter(registered({
+      name: 'skyhook_deliveries_total',
+      help: "Delivery attempts to companies' destinations by outcome (delivered, retry, failed, gone)",
+      labelNames: ['outcome'] as const,
+    })),
+    deliveryLatency: new Histogram(registered({
+      name: 'skyhook_delivery_latency_seconds',
+      help: 'From an event stored to its delivery answered 2xx (SPEC §5.2)',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600, 21600, 86400],
+    })),
+    destinationState: new Gauge(registered({
+      name: 'skyhook_destination_state',
+      help: "1 for each destination's one state (SPEC §5.2): ok, failing (its circuit open), throttled or disabled",
+      labelNames: ['destination', 'company', 'state'] as const,
+    })),
+    deliveriesPending: new Gauge(registered({
+      name: 'skyhook_deliveries_pending',
+      help: 'Deliveries waiting to be answered, and the age of the oldest, per destination',
+      labelNames: ['destination', 'company'] as const,
+    })),
+    oldestPendingDeliveryAge: new Gauge(registered({
+      name: 'skyhook_oldest_pending_delivery_age_seconds',
+      help: "Age of a destination's oldest delivery not yet answered: the delivery lag",
+      labelNames: ['destination', 'company'] as const,
+    })),
     ready: new Gauge(registered({
       name: 'skyhook_ready',
       help: 'Whether /readyz would answer 200 (started, PostgreSQL and Redis answer): 1 or 0, as of the last /readyz or scrape',

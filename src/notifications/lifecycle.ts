@@ -89,6 +89,8 @@ export interface Stored {
   stored: number | null;
   /** The event row of the stored version. */
   eventId: number | null;
+  /** The destinations its event is to be delivered to (SPEC §5.2): a delivery of each was stored with it. */
+  destinations: string[];
 }
 
 export interface NotificationSummary {

@@ -17,12 +17,13 @@ import type pg from 'pg';
 import pino, { type Logger } from 'pino';
 import { CachedPlans, type Statement } from '../db/cached-plans.js';
 import { inTransaction } from '../db/client.js';
+import { NOTIFICATION_TYPE_BY_EVENT } from '../marketplace/contract.js';
 import type { NotificationStatus } from '../db/schema/index.js';
 import { CLAIM_LIMIT, statusOnAccept, type Claimed, type FetchAttempt, type FetchedSnapshot, type InsertedStatus, type NewNotification, type NotificationLifecycle, type NotificationSummary, type PendingKey, type ResourceRef, type Stored, type Verdict } from './lifecycle.js';
 import { fromGuard, TRANSITIONS } from './transitions.js';
 
 export const NOTIFICATIONS_CHANNEL = 'skyhook_notifications';
-const EVENTS_CHANNEL = 'skyhook_events';
+export const EVENTS_CHANNEL = 'skyhook_events';
 
 /**
  * Ids per NOTIFY message: 400 ids of up to 16 digits stay under PostgreSQL's 8,000-byte payload limit.
@@ -241,12 +242,22 @@ async function markGone(client: Sql, attempt: FetchAttempt): Promise<void> {
 const EVENT_PAYLOAD_MAX = 7900;
 
 /**
+ * (assumed) The marketplace event types behind a change: each covered notification's webhook's subscribed
+ * types that produce its notification type (marketplace/contract.ts), an unknown type's all of them. As
+ * JSON, for STORE_SQL: event type -> notification type.
+ */
+const EVENT_TYPE_MAP = JSON.stringify(NOTIFICATION_TYPE_BY_EVENT);
+
+/**
  * The processed transition, written with the snapshot that covers it, for any number of fetches (of
  * distinct keys: C3 guarantees that), in one statement: each snapshot is upserted unless a fetch that
  * started later already stored one (a snapshot is never replaced by an older fetch); an event row with
- * its changes and its NOTIFY skyhook_events per stored snapshot; a fetch_attempts row per fetch; and the
- * covered notifications marked processed, with the attempt in their history and their change announced.
- * Results come back in input order.
+ * its changes, its body, the event types behind it and its NOTIFY skyhook_events per stored snapshot,
+ * numbered in its company's commit order (event_sequences: the row's lock is held to commit, SPEC §5.2
+ * pull); one delivery per event and destination of its company whose filter matches (SPEC §5.2); a
+ * fetch_attempts row per fetch; and the covered notifications marked processed, with the attempt in their
+ * history and their change announced. Results come back in input order, each with the destinations its
+ * event is to be delivered to.
  */
 const STORE_SQL = `
   WITH input AS (
@@ -272,7 +283,7 @@ const STORE_SQL = `
   -- Without a row from up, a later fetch already stored a newer copy (read as it was before this
   -- statement): it covers these notifications too.
   cur AS (
-    SELECT i.ord, i.company_id, i.href, i.type, i.resource_id, i.fetched_at, i.finished_at, i.http_status,
+    SELECT i.ord, i.company_id, i.href, i.type, i.resource_id, i.fetched_at, i.finished_at, i.http_status, i.body,
            u.version AS stored, coalesce(u.version, r.version) AS version,
            -- The changes hold only if this version follows the one they were computed from.
            CASE WHEN u.version = coalesce(i.previous_version, 0) + 1 AND jsonb_typeof(i.changes) = 'array' THEN i.changes END AS changes
@@ -280,10 +291,37 @@ const STORE_SQL = `
     LEFT JOIN up u ON u.company_id = i.company_id AND u.href = i.href
     LEFT JOIN resources r ON r.company_id = i.company_id AND r.href = i.href
   ),
+  behind AS (
+    SELECT x.ord, array_agg(DISTINCT t.et ORDER BY t.et) AS event_types
+    FROM unnest($7::bigint[], $8::bigint[]) AS x(id, ord)
+    JOIN notifications n ON n.id = x.id
+    JOIN webhooks w ON w.id = n.webhook_id
+    CROSS JOIN LATERAL unnest(w.event_types) AS t(et)
+    WHERE coalesce($13::jsonb ->> t.et, n.type) = n.type
+    GROUP BY x.ord
+  ),
+  -- Each company's next positions, its row locked until commit (ordered: two batches lock in one order).
+  seqs AS (
+    INSERT INTO event_sequences AS s (company_id, last)
+    SELECT company_id, count(*) FROM cur WHERE stored IS NOT NULL GROUP BY company_id ORDER BY company_id
+    ON CONFLICT (company_id) DO UPDATE SET last = s.last + excluded.last
+    RETURNING company_id, last
+  ),
   ev AS (
-    INSERT INTO events (company_id, type, resource_id, href, snapshot_version, changes)
-    SELECT company_id, type, resource_id, href, stored, changes FROM cur WHERE stored IS NOT NULL ORDER BY ord
-    RETURNING id, company_id, type, resource_id, href, snapshot_version, changes
+    INSERT INTO events (company_id, seq, type, resource_id, href, snapshot_version, changes, event_types, snapshot)
+    SELECT c.company_id, q.last - count(*) OVER (PARTITION BY c.company_id) + row_number() OVER (PARTITION BY c.company_id ORDER BY c.ord),
+           c.type, c.resource_id, c.href, c.stored, c.changes, coalesce(b.event_types, '{}'), c.body
+    FROM cur c JOIN seqs q USING (company_id) LEFT JOIN behind b USING (ord)
+    WHERE c.stored IS NOT NULL ORDER BY c.ord
+    RETURNING id, seq, company_id, type, resource_id, href, snapshot_version, changes, event_types
+  ),
+  dl AS (
+    INSERT INTO deliveries (company_id, destination_id, event_id, href, resource_type, resource_id, version)
+    SELECT e.company_id, d.id, e.id, e.href, e.type, e.resource_id, e.snapshot_version
+    FROM ev e JOIN destinations d ON d.company_id = e.company_id AND d.deleted_at IS NULL
+    WHERE (d.resource_types IS NULL OR e.type = ANY(d.resource_types)) AND (d.event_types IS NULL OR d.event_types && e.event_types)
+    ORDER BY e.id, d.id
+    RETURNING company_id, href, destination_id
   ),
   att AS (
     INSERT INTO fetch_attempts (company_id, href, started_at, finished_at, http_status, outcome, snapshot_version, notification_ids)
@@ -309,12 +347,13 @@ const STORE_SQL = `
                   SELECT (base || jsonb_build_object('changesTruncated', true, 'changesSummary', jsonb_build_object('operations', jsonb_array_length(changes),
                             'paths', (SELECT jsonb_agg(op -> 'path') FROM (SELECT op FROM jsonb_array_elements(changes) AS op LIMIT 20) first))))::text AS summed,
                          (base || jsonb_build_object('changesTruncated', true, 'changesSummary', jsonb_build_object('operations', jsonb_array_length(changes))))::text AS counted
-                  FROM (SELECT jsonb_build_object('id', e.id, 'companyId', e.company_id::text, 'type', e.type, 'resourceId', e.resource_id,
+                  FROM (SELECT jsonb_build_object('id', e.id, 'seq', e.seq, 'companyId', e.company_id::text, 'type', e.type, 'resourceId', e.resource_id,
                                  'href', e.href, 'snapshotVersion', e.snapshot_version) AS base) b) s) END AS payload
-    FROM (SELECT ev.*, json_build_object('id', ev.id, 'companyId', ev.company_id::text, 'type', ev.type, 'resourceId', ev.resource_id,
+    FROM (SELECT ev.*, json_build_object('id', ev.id, 'seq', ev.seq, 'companyId', ev.company_id::text, 'type', ev.type, 'resourceId', ev.resource_id,
                    'href', ev.href, 'snapshotVersion', ev.snapshot_version, 'changes', ev.changes)::text AS whole FROM ev) e
   )
   SELECT c.version, c.stored, e.id AS event_id,
+         (SELECT array_agg(d.destination_id) FROM dl d WHERE d.company_id = c.company_id AND d.href = c.href) AS destinations,
          (SELECT count(pg_notify('${EVENTS_CHANNEL}', payload)) FROM notice) AS notified,
          ${announce('done')} AS announced
   FROM cur c LEFT JOIN ev e ON e.company_id = c.company_id AND e.href = c.href
@@ -325,7 +364,7 @@ export const STORE_STATEMENT: Statement = { name: 'skyhook_store_snapshots', tex
 /** Stores a batch of fetched snapshots and processes the notifications they cover (see STORE_SQL). */
 async function storeFetched(sql: Sql, plans: CachedPlans | undefined, items: FetchedSnapshot[]): Promise<Stored[]> {
   const col = <T>(f: (i: FetchedSnapshot) => T) => items.map(f);
-  const { rows } = await sql.query<{ version: number; stored: number | null; event_id: string | null }>({
+  const { rows } = await sql.query<{ version: number; stored: number | null; event_id: string | null; destinations: string[] | null }>({
     name: plans?.nameFor(STORE_STATEMENT),
     text: STORE_SQL,
     values: [
@@ -341,10 +380,11 @@ async function storeFetched(sql: Sql, plans: CachedPlans | undefined, items: Fet
       col((i) => i.httpStatus),
       JSON.stringify(col((i) => i.changes)),
       col((i) => i.claimed.previous?.version ?? null),
+      EVENT_TYPE_MAP,
     ],
   });
   if (rows.length !== items.length) throw new Error(`stored ${rows.length} of ${items.length} snapshots`);
-  return rows.map((r) => ({ version: r.version, stored: r.stored, eventId: r.event_id === null ? null : Number(r.event_id) }));
+  return rows.map((r) => ({ version: r.version, stored: r.stored, eventId: r.event_id === null ? null : Number(r.event_id), destinations: r.destinations ?? [] }));
 }
 
 // ---------------------------------------------------------------------------------------------------

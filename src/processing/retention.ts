@@ -1,11 +1,13 @@
 /**
- * Retention (SPEC §5): a BullMQ job scheduler runs `purge` hourly; it deletes final notifications
+ * Retention (SPEC §5, §5.2): a BullMQ job scheduler runs `purge` hourly; it deletes final notifications
  * (processed, failed, discarded) older than RETENTION_DAYS, with their history (fetch attempts no kept
- * notification shares, replays). Pending ones are never purged (that would lose work); snapshots and
- * events stay.
+ * notification shares, replays), and final deliveries with their attempts. Pending notifications are never
+ * purged (that would lose work); a delivery still pending past RETENTION_DAYS ends `expired` first, said in
+ * the log per destination. Snapshots and events stay.
  */
 import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
+import type { DeliveryLifecycle } from '../destinations/lifecycle.js';
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';
 import type { RedisClient } from '../lib/redis/connection.js';
 
@@ -13,11 +15,11 @@ const MAINTENANCE_QUEUE = 'maintenance';
 const PURGE_EVERY_MS = 3_600_000;
 const BATCH = 5000;
 
-/** Purges in batches of short transactions, so no long lock is held; answers how many notifications went. */
-export async function purgeOldNotifications(notifications: Pick<NotificationLifecycle, 'purgeBatch'>, retentionDays: number): Promise<number> {
+/** Purges in batches of short transactions, so no long lock is held; answers how many rows went. */
+export async function purgeInBatches(purgeBatch: (retentionDays: number, limit: number) => Promise<number>, retentionDays: number): Promise<number> {
   let total = 0;
   for (;;) {
-    const purged = await notifications.purgeBatch(retentionDays, BATCH);
+    const purged = await purgeBatch(retentionDays, BATCH);
     total += purged;
     if (purged < BATCH) return total;
   }
@@ -32,6 +34,7 @@ export function createRetention(deps: {
   connection: RedisClient;
   prefix: string;
   notifications: Pick<NotificationLifecycle, 'purgeBatch'>;
+  deliveries: Pick<DeliveryLifecycle, 'expire' | 'purgeBatch'>;
   retentionDays: number;
   log: Logger;
   onError: (err: unknown) => void;
@@ -41,9 +44,14 @@ export function createRetention(deps: {
   const worker = new Worker(
     MAINTENANCE_QUEUE,
     async () => {
-      const purged = await purgeOldNotifications(deps.notifications, deps.retentionDays);
+      const purged = await purgeInBatches(deps.notifications.purgeBatch, deps.retentionDays);
       if (purged > 0) deps.log.info({ purged, retentionDays: deps.retentionDays }, 'purged old notifications');
-      return purged;
+      for (const { destinationId, expired } of await deps.deliveries.expire(deps.retentionDays)) {
+        deps.log.warn({ destinationId, expired, retentionDays: deps.retentionDays }, 'deliveries still pending past retention ended expired');
+      }
+      const deliveries = await purgeInBatches(deps.deliveries.purgeBatch, deps.retentionDays);
+      if (deliveries > 0) deps.log.info({ purged: deliveries, retentionDays: deps.retentionDays }, 'purged old deliveries');
+      return purged + deliveries;
     },
     { connection: deps.connection, prefix: deps.prefix, concurrency: 1, autorun: false },
   );

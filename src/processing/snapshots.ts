@@ -1,8 +1,9 @@
 /**
- * Where fetched resources are stored: the snapshot upsert, the event row with its changes and NOTIFY, the
- * fetch attempt, and the covered notifications' final status, in one statement for every fetch that
- * completed meanwhile (notifications/postgres.ts, STORE_SQL); then the business logic of the types
- * that have a handler, in the same transaction.
+ * Where fetched resources are stored: the snapshot upsert, the event row with its changes and NOTIFY, its
+ * deliveries to the company's destinations, the fetch attempt, and the covered notifications' final status,
+ * in one statement for every fetch that completed meanwhile (notifications/postgres.ts, STORE_SQL); then the
+ * business logic of the types that have a handler, in the same transaction. Once committed, the deliveries'
+ * jobs are queued (their relay queues what this could not).
  */
 import jsonpatch, { type Operation } from 'fast-json-patch';
 import type pg from 'pg';
@@ -12,6 +13,7 @@ import { type NotificationsRepository } from '../notifications/postgres.js';
 import { type FetchedSnapshot, type Stored } from '../notifications/lifecycle.js';
 import { Batcher, splitOnFailure } from '../lib/batcher.js';
 import { endsWith, type Tracing } from '../lib/tracing.js';
+import type { DeliveryKey } from '../destinations/lifecycle.js';
 import type { HandlerRegistry } from './handlers/index.js';
 
 /**
@@ -49,12 +51,22 @@ export class SnapshotStore {
     private readonly handlers: HandlerRegistry,
     /** Builds the drizzle transaction handle handlers write through, on the transaction's connection. */
     private readonly handlerTx: (client: pg.PoolClient) => Tx,
+    /** Called after the commit with the deliveries it stored (delivery/enqueue.ts queues their jobs; never throws). */
+    private readonly queueDeliveries: (keys: DeliveryKey[]) => void,
     /** Set when traces are exported: each handler run is a span under its fetch's snapshot span. */
     private readonly tracing?: Pick<Tracing, 'handler'>,
   ) {
     // A batch holds at most the worker's running jobs; the cap bounds the statement's size (each
     // resource may be up to 5 MB).
-    this.batcher = new Batcher(splitOnFailure((items) => this.write(items), isDatabaseUnavailable), { maxBatch: 64 });
+    this.batcher = new Batcher(
+      splitOnFailure(async (items) => {
+        const stored = await this.write(items);
+        const keys = stored.flatMap((s, i) => s.destinations.map((destinationId) => ({ companyId: items[i]!.companyId, destinationId, href: items[i]!.href })));
+        if (keys.length > 0) this.queueDeliveries(keys);
+        return stored;
+      }, isDatabaseUnavailable),
+      { maxBatch: 64 },
+    );
   }
 
   /** Answers the version the claimed notifications are covered by. */

@@ -1,5 +1,11 @@
 /** The services the admin API, the CLI and the console share, composed once from narrow dependencies. */
 import type { CompanyStates } from '../companies/states.js';
+import { listen } from '../db/listen.js';
+import type { DeliveryKey, DeliveryLifecycle } from '../destinations/lifecycle.js';
+import type { DestinationStatesRepository } from '../destinations/postgres.js';
+import { DeliverySender } from '../delivery/send.js';
+import { newSigningSecret, signatureHeaders } from '../delivery/sign.js';
+import type { Gate } from '../gate/gate.js';
 import type { Config } from '../config.js';
 import type { Database } from '../db/client.js';
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';
@@ -11,6 +17,8 @@ import type { FetchEnqueuer } from '../processing/enqueue.js';
 import { createCompaniesService } from './companies.service.js';
 import { createDeclinesService } from './declines.service.js';
 import { createDeletionsService } from './deletions.service.js';
+import { createDestinationsService } from './destinations.service.js';
+import { createEventsService } from './events.service.js';
 import { createLeadsService } from './leads.service.js';
 import { createNotificationsService } from './notifications.service.js';
 import { createOverviewService } from './overview.service.js';
@@ -21,7 +29,7 @@ export function createServices(deps: {
   db: Database;
   notifications: Pick<NotificationLifecycle, 'replay' | 'queue' | 'deleteWebhook'>;
   enqueuer: Pick<FetchEnqueuer, 'enqueue'>;
-  config: Pick<Config, 'secretKey' | 'env' | 'publicBaseUrl' | 'rotationGraceMs' | 'marketplaceTimeoutMs' | 'requireHttpsHrefs' | 'fetch'>;
+  config: Pick<Config, 'secretKey' | 'env' | 'publicBaseUrl' | 'rotationGraceMs' | 'marketplaceTimeoutMs' | 'requireHttpsHrefs' | 'fetch' | 'delivery' | 'databaseUrl'>;
   /** Called after a webhook changes (the receiver drops cached credentials). */
   onWebhookChange?: () => void;
   metrics?: Pick<Metrics, 'marketplaceCalls'>;
@@ -29,8 +37,16 @@ export function createServices(deps: {
   tokens?: AccessTokens;
   /** The companies' states and their gates (SPEC §5.1). */
   states: CompanyStates;
+  /** Destinations' states and deliveries (SPEC §5.2), their gate's views, and how replayed deliveries are queued. */
+  destinations: {
+    states: Pick<DestinationStatesRepository, 'disable' | 'enable' | 'delete'> & Pick<DeliveryLifecycle, 'replay' | 'replayMatching'>;
+    gate: Pick<Gate, 'views'>;
+    enqueue: (keys: DeliveryKey[]) => Promise<void>;
+  };
   /** A failed outbound call's row that could not be settled (services/send-once.ts): the call's error is answered. */
   onOutboundCleanupError: (err: unknown) => void;
+  /** A gate that could not be read (Redis out of reach), or the events' listener: the call carries on. */
+  onBackgroundError: (err: unknown) => void;
 }) {
   const { db, config } = deps;
   const marketplace = new MarketplaceClient({
@@ -57,9 +73,33 @@ export function createServices(deps: {
   });
   // Quotes and declines answer the RFQs the company fetched: the action hrefs they carry are checked as a notification's href is.
   const outbound = { db, companies, marketplace, timeoutMs: config.marketplaceTimeoutMs, requireHttpsHrefs: config.requireHttpsHrefs, onCleanupError: deps.onOutboundCleanupError };
+  // A destination's test is sent as deliveries are: through the address rules, signed.
+  const sender = new DeliverySender(config.delivery.addresses);
+  const destinations = createDestinationsService({
+    db,
+    secretKey: config.secretKey,
+    companies,
+    states: deps.destinations.states,
+    gate: deps.destinations.gate,
+    enqueue: deps.destinations.enqueue,
+    sender: {
+      newSecret: newSigningSecret,
+      sendTest: async (t) => {
+        const result = await sender.send({ destinationId: t.destinationId, companyId: t.companyId, url: t.url, body: t.body, headers: signatureHeaders(t.webhookId, t.body, t.secrets), timeoutMs: t.timeoutMs });
+        return result.kind === 'answered'
+          ? { httpStatus: result.status, durationMs: result.durationMs, response: result.response, error: null }
+          : { httpStatus: null, durationMs: result.durationMs, response: null, error: result.error };
+      },
+    },
+    addresses: config.delivery.addresses,
+    defaults: { timeoutMs: config.delivery.timeoutMs },
+    onGateError: deps.onBackgroundError,
+  });
   return {
     companies,
     webhooks,
+    destinations,
+    events: createEventsService({ db, companies, listen: (channels, listener) => listen(config.databaseUrl, channels, listener), onError: deps.onBackgroundError }),
     deletions: createDeletionsService({ db, webhooks, notifications: deps.notifications, states: deps.states }),
     notifications: createNotificationsService({ db, notifications: deps.notifications, enqueuer: deps.enqueuer }),
     leads: createLeadsService(outbound),

@@ -205,3 +205,67 @@ export const createDeclineBody = z.strictObject({
 const outboundPage = { status: z.enum(outboundStatus.enumValues).optional(), limit, cursor: text(100).optional() };
 export const declinesQuery = z.object({ requestId: text(200).optional().describe('the decline of this lift or RFQ'), ...outboundPage });
 export const quotesQuery = z.object({ liftId: text(200).optional(), ...outboundPage });
+
+// Destinations, deliveries and the pull feed (SPEC §5.2).
+
+export const destinationParams = z.object({ companyId: z.uuid(), destinationId: z.uuid() });
+export const deliveryParams = z.object({ companyId: z.uuid(), deliveryId: z.coerce.number().int().positive() });
+export const eventParams = z.object({ companyId: z.uuid(), eventId: z.coerce.number().int().positive() });
+
+const typeName = text(100).regex(/^[A-Za-z0-9_.:-]+$/, 'must be letters, digits, _ . : or -');
+const typeList = (what: string) =>
+  z.array(typeName).min(1).max(50).refine((a) => new Set(a).size === a.length, { message: `must not repeat a ${what}` });
+const destinationFilter = z
+  .strictObject({
+    resourceTypes: typeList('resource type').nullable().optional().describe('resource types delivered (`rfqs`, `tripmsgs`, ...); absent or null: all'),
+    eventTypes: typeList('event type').nullable().optional().describe('marketplace event types behind a change (`TripRequest`, ...), any of which makes it delivered; absent or null: all'),
+  })
+  .describe('both lists must match, within a list any entry does');
+const destinationLimits = {
+  maxConcurrency: z.number().int().min(1).max(1000).nullable().optional().describe('its requests at once across every worker (null: DESTINATION_CONCURRENCY)'),
+  ratePerSecond: z.number().int().min(1).max(10_000).nullable().optional().describe('its requests per second at most (null: no limit of its own)'),
+  timeoutMs: z.number().int().min(100).max(60_000).nullable().optional().describe('a request unanswered by then failed (null: DESTINATION_TIMEOUT_MS)'),
+};
+
+export const createDestinationBody = z.strictObject({
+  url: text(2048).min(1).describe('where deliveries are POSTed: https and a public address outside development (DESTINATION_ALLOW admits others)'),
+  description: text(500).optional(),
+  filter: destinationFilter.optional(),
+  active: z.boolean().optional().describe('default true; false: created disabled'),
+  ...destinationLimits,
+});
+export const patchDestinationBody = z
+  .strictObject({
+    url: text(2048).min(1).optional().describe('applies to pending deliveries too (each attempt records where it went)'),
+    description: text(500).optional(),
+    filter: destinationFilter.optional().describe('applies to later events (a replay since a time fills what the old filter left out)'),
+    active: z.boolean().optional().describe('false: disabled (its deliveries wait); true: enabled (what waits is sent, or skipped before skipBefore)'),
+    rotateSecret: z
+      .strictObject({ graceSeconds: z.number().int().min(0).max(30 * 86_400).optional().describe('how long the previous secret signs beside the new one (default 86400; 0 after a leak)') })
+      .optional(),
+    skipBefore: instant.optional().describe('with active: true, deliveries created before this end skipped instead of being sent'),
+    ...destinationLimits,
+  })
+  .refine((b) => Object.keys(b).length > 0, { message: 'give at least one field to change' })
+  .refine((b) => b.skipBefore === undefined || b.active === true, { message: 'skipBefore goes with active: true', path: ['skipBefore'] });
+
+export const destinationReplayBody = z
+  .strictObject({
+    since: instant.optional().describe('deliveries created at or after this'),
+    status: z.enum(['delivered', 'failed', 'skipped', 'expired']).optional().describe('only these (e.g. failed after an outage)'),
+    dryRun: z.boolean().optional().describe('only count'),
+  })
+  .nullish();
+
+export const deliveriesQuery = z.object({
+  destinationId: z.uuid().optional(),
+  status: z.enum(['pending', 'delivered', 'failed', 'skipped', 'expired']).optional(),
+  resourceId: text(200).optional(),
+  after: instant.optional().describe('created after'),
+  before: instant.optional().describe('created before'),
+  limit,
+  cursor: text(200).optional(),
+});
+
+/** The pull feed: `after` is a cursor it answered (opaque); its `limit` has a maximum. */
+export const eventsQuery = z.object({ after: text(200).optional().describe('a cursor an earlier page or event answered; absent: from the oldest kept'), limit: z.coerce.number().int().min(1).max(500).default(100) });

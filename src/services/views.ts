@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { declineSchema } from '../marketplace/declines.js';
 import { COMPANY_STATES } from '../companies/transitions.js';
+import { DELIVERY_STATUSES, DESTINATION_STATES } from '../destinations/transitions.js';
 import {
   authenticatedBy,
   authType,
@@ -267,3 +268,96 @@ export const declineViewSchema = z.object({
   createdAt: z.string(),
 });
 export type DeclineView = z.infer<typeof declineViewSchema>;
+
+/** A destination's one state (SPEC §5.2; destinations/transitions.ts works it out). */
+export const destinationStateSchema = z.object({
+  status: z.enum(DESTINATION_STATES).describe('failing: five attempts in a row failed, its deliveries wait behind a probe; throttled: it asked to slow down (429) until `until`; disabled: see `reason` and `by`; ok'),
+  since: z.string().nullable(),
+  until: z.string().nullable(),
+  reason: z.string().nullable(),
+  by: z.string().nullable().describe('disabled: who (a key, or `skyhook` for a 410 or days without a success)'),
+});
+
+export const destinationViewSchema = z.object({
+  id: z.string(),
+  companyId: z.string(),
+  url: z.string(),
+  description: z.string(),
+  filter: z.object({ resourceTypes: z.array(z.string()).nullable(), eventTypes: z.array(z.string()).nullable() }),
+  active: z.boolean(),
+  state: destinationStateSchema,
+  limits: z.object({ maxConcurrency: z.number().nullable(), ratePerSecond: z.number().nullable(), timeoutMs: z.number().nullable() }),
+  stats: z
+    .object({
+      pending: z.number(),
+      oldestPendingAt: z.string().nullable(),
+      delivered24h: z.number(),
+      failed24h: z.number(),
+      successRate24h: z.number().nullable().describe("share of the last 24 h's attempts answered 2xx (null: none)"),
+      latencyP50Ms24h: z.number().nullable().describe('stored -> delivered, median over the last 24 h'),
+      lastAttemptAt: z.string().nullable(),
+      lastSuccessAt: z.string().nullable(),
+    })
+    .describe('what its deliveries did'),
+  previousSecretExpiresAt: z.string().nullable().describe('a rotation: the previous secret signs beside the new one until then'),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export type DestinationView = z.infer<typeof destinationViewSchema>;
+/** Creation and rotation answer the secret, once; GET .../secret answers it again to whoever may manage the destination. */
+export const destinationWithSecretSchema = destinationViewSchema.extend({ secret: z.string().describe('whsec_...: verify the signatures with it (Standard Webhooks)') });
+export const destinationSecretSchema = z.object({ secret: z.string(), previousSecret: z.string().nullable(), previousSecretExpiresAt: z.string().nullable() });
+
+export const deliveryAttemptViewSchema = z.object({
+  at: z.string(),
+  durationMs: z.number(),
+  url: z.string(),
+  httpStatus: z.number().nullable(),
+  error: z.string().nullable(),
+  response: z.string().nullable().describe("the answer's first 4 KB"),
+  probe: z.boolean().describe('sent while the circuit was open'),
+});
+
+export const deliveryViewSchema = z.object({
+  id: z.number(),
+  webhookId: z.string().describe('the `webhook-id` it is sent with, on every attempt and replay'),
+  companyId: z.string(),
+  destinationId: z.string(),
+  eventId: z.number(),
+  resource: z.object({ type: z.string(), id: z.string(), href: z.string(), version: z.number() }),
+  status: z.enum(DELIVERY_STATUSES),
+  replay: z.boolean(),
+  attempts: z.number(),
+  nextAttemptAt: z.string().nullable().describe('pending: when its next attempt is due'),
+  lastError: z.string().nullable(),
+  lastStatus: z.number().nullable(),
+  createdAt: z.string(),
+  deliveredAt: z.string().nullable(),
+  finishedAt: z.string().nullable(),
+  attemptsList: z.array(deliveryAttemptViewSchema).optional().describe('GET .../deliveries/{id}: every attempt, oldest first'),
+});
+export type DeliveryView = z.infer<typeof deliveryViewSchema>;
+
+export const testAttemptSchema = z.object({
+  webhookId: z.string(),
+  httpStatus: z.number().nullable(),
+  durationMs: z.number(),
+  response: z.string().nullable(),
+  error: z.string().nullable(),
+  delivered: z.boolean(),
+});
+
+/** An event as deliveries carry it (SPEC §5.2), with the cursor that follows it in the pull feed. */
+export const eventViewSchema = z.object({
+  cursor: z.string().describe('pass it as `after` (or Last-Event-ID) to read what follows'),
+  id: z.number(),
+  type: z.string(),
+  companyId: z.string(),
+  occurredAt: z.string(),
+  resource: z.object({ type: z.string(), id: z.string(), href: z.string(), version: z.number(), previousVersion: z.number().nullable() }),
+  eventTypes: z.array(z.string()),
+  changes: z.array(z.unknown()).nullable(),
+  snapshot: z.unknown(),
+});
+export type EventView = z.infer<typeof eventViewSchema>;
+export const eventsPageSchema = z.object({ items: z.array(eventViewSchema), nextCursor: z.string().nullable().describe('null: none yet; ask again with the last cursor') });

@@ -163,7 +163,7 @@ export function createMemoryLifecycle(opts: { /** Whether a company is paused (i
           Object.assign(row, { status: 'processed', outcome: 'stored', snapshotVersion: version, lastError: null });
           row.attempts++;
         }
-        return { version, stored, eventId };
+        return { version, stored, eventId, destinations: [] };
       });
     },
     async markGone(attempt) {

@@ -191,7 +191,7 @@ describe('a marketplace slower than FETCH_TIMEOUT_MS', () => {
 
 /** A snapshot store of its own, on `handle`'s pool (without the worker around it). */
 function snapshotStore(handle: ReturnType<typeof connectDatabase>): SnapshotStore {
-  return new SnapshotStore(createNotificationsRepository(handle.pool), builtInHandlers(), () => handle.db);
+  return new SnapshotStore(createNotificationsRepository(handle.pool), builtInHandlers(), () => handle.db, () => {});
 }
 
 const claimOf = (ids: number[], resourceId: string) => ({ ids, receivedAt: ids.map(() => 0), type: 'rfqs', resourceId, previous: null });

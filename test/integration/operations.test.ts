@@ -1,7 +1,7 @@
 /** Health, readiness, Prometheus metrics and retention. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNotificationsRepository } from '../../src/notifications/postgres.js';
-import { purgeOldNotifications } from '../../src/processing/retention.js';
+import { purgeInBatches } from '../../src/processing/retention.js';
 import { killAllChildren, spawnSkyhook } from '../helpers/processes.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { freePort } from '../helpers/skyhook.js';
@@ -76,7 +76,7 @@ describe('retention', () => {
       [companyId, webhook],
     );
     const before = await s.sql.query(`SELECT (SELECT count(*) FROM resources)::int AS resources, (SELECT count(*) FROM events)::int AS events`);
-    const purged = await purgeOldNotifications(createNotificationsRepository(s.skyhook.runtime.api.pool), 30);
+    const purged = await purgeInBatches(createNotificationsRepository(s.skyhook.runtime.api.pool).purgeBatch, 30);
     expect(purged).toBe(9000);
     const left = await s.sql.query(`SELECT status, count(*)::int AS n FROM notifications WHERE received_at < now() - interval '30 days' GROUP BY status`);
     expect(left.rows).toEqual([{ status: 'queued', n: 3000 }]);

@@ -43,7 +43,7 @@ function world(answer: FetchResult | Error, opts: { start?: FetchStart; company?
     store: async (snapshot) => {
       if (opts.storeFails) throw opts.storeFails;
       stored.push(snapshot);
-      return { version: 2, stored: 2, eventId: 1 };
+      return { version: 2, stored: 2, eventId: 1, destinations: [] };
     },
     retry: async (attempt) => void recorded.push({ attempt, verdict: { status: 'pending' } }),
     fail: async (attempt, error) => void recorded.push({ attempt, verdict: { status: 'failed', error } }),

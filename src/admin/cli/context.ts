@@ -18,6 +18,9 @@ import { MarketplaceClient } from '../../marketplace/client.js';
 import { webhookSettingsApi } from '../../marketplace/webhook-settings.js';
 import { FetchEnqueuer } from '../../processing/enqueue.js';
 import { companyGateOptions, createFetchQueue, fetchKey } from '../../processing/fetch.queue.js';
+import { createDestinationStates } from '../../destinations/postgres.js';
+import { createDeliveryQueue, destinationGateOptions } from '../../delivery/delivery.queue.js';
+import { DeliveryEnqueuer } from '../../delivery/enqueue.js';
 import { createServices, type Services } from '../../services/index.js';
 
 export interface AdminContext {
@@ -62,6 +65,20 @@ function companyStates(config: Config, handle: DbHandle, redis: RedisClient, que
   });
 }
 
+/** Destinations' states and deliveries over the CLI's pool and Redis: replays are queued as `skyhook start` queues them. */
+function destinationParts(config: Config, handle: DbHandle, redis: RedisClient, onGateError: (err: unknown) => void, log: ReturnType<typeof createLogger>, opts: { queue: boolean }) {
+  const gate = new Gate(redis, config.queuePrefix, 'destination', destinationGateOptions(config.delivery));
+  const queue = opts.queue ? createDeliveryQueue(redis, config.queuePrefix) : undefined;
+  queue?.on('error', onGateError);
+  const states = createDestinationStates({ db: handle.db, gate, queueWaiting: (id) => enqueuer?.queueWaiting(id) ?? Promise.resolve(0), schedule: config.delivery.schedule, log, onGateError });
+  const enqueuer = queue && new DeliveryEnqueuer(queue, gate, states, 2000);
+  const enqueue = async (keys: Parameters<DeliveryEnqueuer['enqueue']>[0]) => {
+    if (!enqueuer) throw new Error('a command that only reads queues nothing');
+    await enqueuer.enqueue(keys);
+  };
+  return { parts: { states, gate, enqueue }, close: async () => queue?.close() };
+}
+
 /** `migrate`: create and migrate the database first, as `skyhook start` does (commands that write); a read opens it as it is. */
 export async function openAdminContext(env: Record<string, string | undefined>, opts: { migrate: boolean }): Promise<AdminContext> {
   const config = loadConfig(env);
@@ -88,7 +105,7 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
     return {
       config,
       notifications,
-      services: createServices({ db: handle.db, notifications, enqueuer: readOnly, config, states, onOutboundCleanupError: cleanupNote }),
+      services: createServices({ db: handle.db, notifications, enqueuer: readOnly, config, states, destinations: destinationParts(config, handle, redis, gateNote, log, { queue: false }).parts, onOutboundCleanupError: cleanupNote, onBackgroundError: gateNote }),
       close: async () => {
         redis.disconnect();
         await handle.pool.end();
@@ -103,12 +120,14 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
   queue.on('error', replayNote);
   const enqueuer = new FetchEnqueuer(queue, redis, notifications, new Gate(redis, config.queuePrefix, 'company', companyGateOptions(config.fetch)), { attempts: config.fetch.attempts, timeoutMs: 2000 }, log);
   const states = companyStates(config, handle, redis, (companyId) => enqueuer.queueWaiting(companyId), replayNote, log);
+  const destinations = destinationParts(config, handle, redis, replayNote, log, { queue: true });
   return {
     config,
     notifications,
-    services: createServices({ db: handle.db, notifications, enqueuer, config, states, onOutboundCleanupError: cleanupNote }),
+    services: createServices({ db: handle.db, notifications, enqueuer, config, states, destinations: destinations.parts, onOutboundCleanupError: cleanupNote, onBackgroundError: replayNote }),
     async close() {
       await queue.close().catch(replayNote);
+      await destinations.close().catch(replayNote);
       redis.disconnect();
       await handle.pool.end();
     },

@@ -5,5 +5,6 @@ export * from './resources.js';
 export * from './leads.js';
 export * from './quotes.js';
 export * from './declines.js';
+export * from './destinations.js';
 export * from './views.js';
 export * from './console-sessions.js';

@@ -1,4 +1,5 @@
-import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
+import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { ownedByCompany } from './companies.js';
 
 /** The latest fetched copy of what a notification's href points to, per company. */
@@ -19,22 +20,31 @@ export const resources = pgTable(
   (t) => [primaryKey({ columns: [t.companyId, t.href] }), index('resources_company_type_idx').on(t.companyId, t.type)],
 );
 
-/** One row per stored snapshot, so a company's own application can follow along with SQL (and NOTIFY). */
+/**
+ * One row per stored snapshot: what a company's destinations are sent and its pull feed reads (SPEC §5.2),
+ * and what its own application can follow with SQL (and NOTIFY).
+ */
 export const events = pgTable(
   'events',
   {
     id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
     companyId: ownedByCompany(),
+    /** Its place among the company's events, in commit order (event_sequences): the pull feed's cursor. */
+    seq: bigint('seq', { mode: 'number' }).notNull(),
     type: text('type').notNull(),
     resourceId: text('resource_id').notNull(),
     href: text('href').notNull(),
     snapshotVersion: integer('snapshot_version').notNull(),
     /** RFC 6902 JSON Patch from the previous stored version to this one; null for the first. */
     changes: jsonb('changes'),
+    /** The marketplace event types behind the change (of the notifications it covers; docs/decisions.md). */
+    eventTypes: text('event_types').array().notNull().default(sql`'{}'`),
+    /** The version's body as fetched: deliveries and the pull feed send it (null for events stored before it was kept). */
+    snapshot: jsonb('snapshot'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  // A company's events in order (following along with SQL), and one resource's versions (its history).
-  (t) => [index('events_company_idx').on(t.companyId, t.id), index('events_resource_idx').on(t.companyId, t.href, t.id)],
+  // A company's events in order (the pull feed, following along with SQL), and one resource's versions (its history).
+  (t) => [uniqueIndex('events_company_seq_idx').on(t.companyId, t.seq), index('events_resource_idx').on(t.companyId, t.href, t.id)],
 );
 
 export type ResourceRow = typeof resources.$inferSelect;

@@ -83,9 +83,11 @@ function credentials(w: FakeWebhook): WebhookCredentials {
 export type FakeServices = Partial<{ [K in Exclude<keyof AdminDeps, 'adminToken' | 'stream'>]: Partial<AdminDeps[K]> }>;
 
 function services(given: FakeServices): Omit<AdminDeps, 'adminToken' | 'stream'> {
-  const names = ['companies', 'webhooks', 'deletions', 'notifications', 'leads', 'quotes', 'declines'] as const;
+  const names = ['companies', 'webhooks', 'deletions', 'notifications', 'leads', 'quotes', 'declines', 'destinations', 'events'] as const;
+  // The events' follower is closed with the app whatever a test fakes.
+  const defaults: FakeServices = { events: { close: async () => {} } };
   const entries = names.map((name) => {
-    const fake = (given[name] ?? {}) as Record<string, unknown>;
+    const fake = { ...defaults[name], ...given[name] } as Record<string, unknown>;
     return [
       name,
       new Proxy(fake, {

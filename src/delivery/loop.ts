@@ -1,0 +1,56 @@
+/**
+ * The loop each worker process runs over the destinations (SPEC §5.2), every few seconds: the relay
+ * (deliveries due whose key has no job, after a lost Redis or a failed add, queued again), hand-outs
+ * (places freed without an end: a dead worker's), the gates mended from PostgreSQL, the probes of failing
+ * destinations that are due (one process each), and the disabling of those failing for days.
+ */
+import type { DestinationStatesRepository } from '../destinations/postgres.js';
+import type { DeliveryEnqueuer } from './enqueue.js';
+
+const LOOP_MS = 5000;
+/** A delivery due this long ago with nothing working on it is queued again (its job is gone). */
+const RELAY_GRACE_MS = 10_000;
+const RELAY_LIMIT = 1000;
+const PROBES_PER_PASS = 20;
+
+export class DeliveryLoop {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly deps: {
+      states: Pick<DestinationStatesRepository, 'overdueKeys' | 'waiting' | 'repair' | 'probesDue' | 'probeLater' | 'disableStale'>;
+      enqueuer: Pick<DeliveryEnqueuer, 'enqueue' | 'addHandedOut'>;
+      handOut: (destinationIds: string[]) => Promise<Parameters<DeliveryEnqueuer['addHandedOut']>[0]>;
+      /** One probe: answered (the circuit closed), failed, or nothing to send. */
+      probe: (destinationId: string) => Promise<'answered' | 'failed' | 'nothing pending'>;
+      disableAfterDays: number;
+      onError: (err: unknown) => void;
+    },
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => {
+      if (!this.running) this.running = this.runOnce().catch(this.deps.onError).finally(() => (this.running = undefined));
+    }, LOOP_MS);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  async runOnce(): Promise<void> {
+    const { states, enqueuer } = this.deps;
+    const overdue = await states.overdueKeys(RELAY_GRACE_MS, RELAY_LIMIT);
+    if (overdue.length > 0) await enqueuer.enqueue(overdue);
+    const waiting = await states.waiting();
+    if (waiting.length > 0) await enqueuer.addHandedOut(await this.deps.handOut(waiting));
+    await states.repair();
+    for (const { id, failures } of await states.probesDue(PROBES_PER_PASS)) {
+      if ((await this.deps.probe(id)) !== 'answered') await states.probeLater(id, failures + 1);
+    }
+    await states.disableStale(this.deps.disableAfterDays);
+  }
+}

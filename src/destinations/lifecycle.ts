@@ -1,0 +1,121 @@
+/**
+ * Destinations and their deliveries (SPEC §5.2) as an interface: every change of a destination's state and
+ * of a delivery's status, named by intent, each owning its statement and what it tells the destination's
+ * gate; and the reads the delivery worker, the relay and the admin surfaces need. transitions.ts says which
+ * changes are allowed; postgres.ts is the implementation (the only code that writes a destination's state
+ * or a delivery's status). Callers take `Pick<>` views.
+ */
+import type { DeliveryStatus } from './transitions.js';
+
+/** What one attempt found, as it is recorded (SPEC §5.2: every attempt, never a secret). */
+export interface DeliveryAttempt {
+  deliveryId: number;
+  destinationId: string;
+  startedAt: Date;
+  durationMs: number;
+  /** Where it went (the destination's URL when it was made). */
+  url: string;
+  /** Null: no answer (a network error, a timeout, an address refused). */
+  httpStatus: number | null;
+  error: string | null;
+  /** The first 4 KB of the answer. */
+  response: string | null;
+}
+
+/** What an attempt does: to its delivery, and to its destination. */
+export type AttemptVerdict =
+  /** 2xx: delivered; the destination answered. */
+  | { kind: 'delivered' }
+  /** Failed, another attempt at `nextAt`; `countsAgainst`: a failure of the destination (the circuit counts it), not a 429. */
+  | { kind: 'retry'; nextAt: Date; countsAgainst: boolean }
+  /** Failed, and it was the last attempt: failed. */
+  | { kind: 'failed'; countsAgainst: boolean }
+  /** 410 Gone: the destination is disabled; the delivery waits with the rest. */
+  | { kind: 'gone' };
+
+/** What a recorded attempt did to the destination. */
+export interface AttemptEffect {
+  /** Its circuit opened: it is `failing`, its deliveries parked behind a probe. */
+  circuitOpened: boolean;
+  /** It was disabled (a 410). */
+  disabled: boolean;
+  /** A probe was answered: its circuit closed, everything waiting resumes. */
+  circuitClosed: boolean;
+}
+
+/** Where a delivery goes, as its destination is now (read with it: an edited URL or a rotated secret applies at once). */
+export interface DestinationNow {
+  url: string;
+  /** Sealed (lib/crypto.ts): destinations/connections.ts opens them to sign. */
+  secretEncrypted: string;
+  previousSecretEncrypted: string | null;
+  previousSecretExpiresAt: Date | null;
+  maxConcurrency: number | null;
+  ratePerSecond: number | null;
+  timeoutMs: number | null;
+  /** Failing or disabled: its deliveries wait parked at its gate. */
+  paused: boolean;
+}
+
+/** A delivery to send, with what its request is built from (delivery/body.ts) and where it goes. */
+export interface DeliveryToSend {
+  id: number;
+  companyId: string;
+  destinationId: string;
+  href: string;
+  status: DeliveryStatus;
+  attempts: number;
+  nextAttemptAt: Date;
+  replay: boolean;
+  event: {
+    id: number;
+    type: string;
+    resourceId: string;
+    version: number;
+    eventTypes: string[];
+    changes: unknown[] | null;
+    snapshot: unknown;
+    occurredAt: Date;
+  };
+  destination: DestinationNow;
+}
+
+/** A (destination, resource): the unit of order and of a delivery job. */
+export interface DeliveryKey {
+  companyId: string;
+  destinationId: string;
+  href: string;
+}
+
+export interface DeliveryFilter {
+  /** Created at or after. */
+  since?: Date;
+  status?: Exclude<DeliveryStatus, 'pending'>;
+}
+
+export interface DeliveryLifecycle {
+  /** The next delivery of a (destination, resource): a replay first, else the oldest version pending. */
+  next(key: Pick<DeliveryKey, 'destinationId' | 'href'>): Promise<DeliveryToSend | undefined>;
+  /** The oldest pending delivery of a destination: what probes it while its circuit is open. */
+  oldestPending(destinationId: string): Promise<DeliveryToSend | undefined>;
+  /**
+   * deliver, retry or fail the delivery with the attempt recorded; and the destination: a success resets its
+   * count of failures (closing its circuit: a probe), a failure counts (five open it), a 410 disables it.
+   * `probe`: sent while the circuit is open, the attempt spends none of the delivery's.
+   */
+  record(attempt: DeliveryAttempt, verdict: AttemptVerdict, opts: { probe: boolean }): Promise<AttemptEffect>;
+  /** skip: a deleted destination's pending deliveries, or those created before `before`; answers how many. */
+  skipPending(destinationId: string, before?: Date): Promise<number>;
+  /** replay: these deliveries pending again (a replay, outside the order); answers them. */
+  replay(ids: number[]): Promise<DeliveryKey[]>;
+  /** replay, of a destination's deliveries matching `filter` (final ones only); `dryRun` only counts. */
+  replayMatching(destinationId: string, filter: DeliveryFilter, dryRun: boolean): Promise<{ matched: number; replayed: DeliveryKey[] }>;
+  /** The keys with deliveries pending of a destination (it resumed: queue them again). */
+  waitingKeys(destinationId: string): Promise<DeliveryKey[]>;
+  /** The relay: keys of answering destinations whose pending deliveries are due since `graceMs` and have no job working on them. */
+  overdueKeys(graceMs: number, limit: number): Promise<DeliveryKey[]>;
+  /** expire: pending deliveries older than `retentionDays`; answers how many (by destination). */
+  expire(retentionDays: number): Promise<{ destinationId: string; expired: number }[]>;
+  /** Final deliveries older than `retentionDays`, with their attempts; answers how many. */
+  purgeBatch(retentionDays: number, limit: number): Promise<number>;
+}

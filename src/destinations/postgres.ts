@@ -1,0 +1,328 @@
+/**
+ * Destinations and their deliveries in PostgreSQL, with each destination's gate in Redis as the mirror of
+ * its state (SPEC §5.2): every statement that changes a delivery's status or a destination's state, each
+ * guarded by the transition tables (destinations/transitions.ts), and what each change tells the gate after
+ * it commits. A failing or disabled destination is paused at its gate: its deliveries park there, no job
+ * and no poll for them, whatever their number; resuming it queues what waits again from PostgreSQL.
+ * repair() mends the gate from PostgreSQL (every worker runs it: delivery/loop.ts).
+ */
+import { sql } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import type { Database } from '../db/client.js';
+import type { Gate } from '../gate/gate.js';
+import type { AttemptEffect, AttemptVerdict, DeliveryAttempt, DeliveryFilter, DeliveryKey, DeliveryLifecycle, DeliveryToSend } from './lifecycle.js';
+import { DISABLED_SQL, deliveryGuard, destinationGuard, FAILING_SQL } from './transitions.js';
+
+/** Failed attempts in a row that open a destination's circuit (SPEC §5.2). */
+export const CIRCUIT_FAILURES = 5;
+/** A failing destination's probes follow the retry schedule, never further apart than this (then hourly). */
+const MAX_PROBE_GAP_MS = 3_600_000;
+/** The first 4 KB of an answer are kept with its attempt. */
+export const RESPONSE_EXCERPT_BYTES = 4096;
+
+export interface DestinationStatesDeps {
+  db: Database;
+  gate: Pick<Gate, 'pause' | 'resume' | 'paused' | 'forget'>;
+  /** Queues again every resource with deliveries pending of a destination (from PostgreSQL); answers how many. */
+  queueWaiting: (destinationId: string) => Promise<number>;
+  /** The retry schedule (DELIVERY_RETRY_SCHEDULE): the wait before each attempt; a failing destination's probes follow it. */
+  schedule: number[];
+  log: Pick<Logger, 'info' | 'warn'>;
+  /** A gate that could not be told (Redis out of reach): the change stands in PostgreSQL and repair() mends it. */
+  onGateError: (err: unknown) => void;
+}
+
+/** As db.execute answers it: drizzle's node-postgres driver leaves times as text. */
+type NextRow = {
+  id: string;
+  company_id: string;
+  destination_id: string;
+  href: string;
+  status: DeliveryToSend['status'];
+  attempts: number;
+  next_attempt_at: string;
+  replay: boolean;
+  event_id: string;
+  type: string;
+  resource_id: string;
+  version: number;
+  event_types: string[];
+  changes: unknown[] | null;
+  snapshot: unknown;
+  occurred_at: string;
+  url: string;
+  secret_encrypted: string;
+  previous_secret_encrypted: string | null;
+  previous_secret_expires_at: string | null;
+  max_concurrency: number | null;
+  rate_per_second: number | null;
+  timeout_ms: number | null;
+  paused: boolean;
+};
+
+/** A delivery, its event and its destination as they are now: FROM deliveries d JOIN events e JOIN destinations t. */
+const SEND_COLUMNS = sql`d.id, d.company_id, d.destination_id, d.href, d.status, d.attempts, d.next_attempt_at, d.replay,
+  e.id AS event_id, e.type, e.resource_id, e.snapshot_version AS version, e.event_types, e.changes, e.snapshot, e.created_at AS occurred_at,
+  t.url, t.secret_encrypted, t.previous_secret_encrypted, t.previous_secret_expires_at, t.max_concurrency, t.rate_per_second, t.timeout_ms,
+  (t.disabled_at IS NOT NULL OR t.failing_since IS NOT NULL) AS paused`;
+const SEND_FROM = sql`deliveries d JOIN events e ON e.id = d.event_id JOIN destinations t ON t.id = d.destination_id`;
+
+const toSend = (r: NextRow): DeliveryToSend => ({
+  id: Number(r.id),
+  companyId: r.company_id,
+  destinationId: r.destination_id,
+  href: r.href,
+  status: r.status,
+  attempts: r.attempts,
+  nextAttemptAt: new Date(r.next_attempt_at),
+  replay: r.replay,
+  event: { id: Number(r.event_id), type: r.type, resourceId: r.resource_id, version: r.version, eventTypes: r.event_types, changes: r.changes, snapshot: r.snapshot, occurredAt: new Date(r.occurred_at) },
+  destination: {
+    url: r.url,
+    secretEncrypted: r.secret_encrypted,
+    previousSecretEncrypted: r.previous_secret_encrypted,
+    previousSecretExpiresAt: r.previous_secret_expires_at === null ? null : new Date(r.previous_secret_expires_at),
+    maxConcurrency: r.max_concurrency,
+    ratePerSecond: r.rate_per_second,
+    timeoutMs: r.timeout_ms,
+    paused: r.paused,
+  },
+});
+
+const keyOf = (r: { company_id: string; destination_id: string; href: string }): DeliveryKey => ({ companyId: r.company_id, destinationId: r.destination_id, href: r.href });
+
+// Over 80 lines on purpose: its body is the interface's methods, each short, over the dependencies they share.
+export function createDestinationStates(deps: DestinationStatesDeps) {
+  const { db, gate, log } = deps;
+  const tell = (work: Promise<unknown>) => work.then(() => undefined, deps.onGateError);
+
+  /** The gap before probe `n` of a failing destination (0: the first after its circuit opened). */
+  const probeGap = (n: number) => Math.min(deps.schedule[Math.min(n + 1, deps.schedule.length - 1)] ?? MAX_PROBE_GAP_MS, MAX_PROBE_GAP_MS);
+
+  /** The destination resumes at its gate, and what waits is queued again, in order. */
+  async function resume(destinationId: string): Promise<void> {
+    await gate.resume(destinationId);
+    const keys = await deps.queueWaiting(destinationId);
+    log.info({ destinationId, state: 'ok', resources: keys }, 'destination resumed: its waiting deliveries are sent again, in order');
+  }
+
+  const lifecycle: DeliveryLifecycle = {
+    async next(key) {
+      const { rows } = await db.execute<NextRow>(sql`
+        SELECT ${SEND_COLUMNS} FROM ${SEND_FROM}
+        WHERE d.destination_id = ${key.destinationId} AND d.href = ${key.href} AND d.status = 'pending'
+        ORDER BY d.replay DESC, d.version, d.id LIMIT 1`);
+      return rows[0] && toSend(rows[0]);
+    },
+
+    async oldestPending(destinationId) {
+      const { rows } = await db.execute<NextRow>(sql`
+        SELECT ${SEND_COLUMNS} FROM ${SEND_FROM}
+        WHERE d.destination_id = ${destinationId} AND d.status = 'pending' ORDER BY d.id LIMIT 1`);
+      return rows[0] && toSend(rows[0]);
+    },
+
+    async record(attempt: DeliveryAttempt, verdict: AttemptVerdict, opts): Promise<AttemptEffect> {
+      const ok = verdict.kind === 'delivered';
+      const status = verdict.kind === 'delivered' ? 'delivered' : verdict.kind === 'failed' ? 'failed' : 'pending';
+      // A probe's failure spends none of the delivery's attempts (SPEC §5.2: it fails only while its destination answers).
+      const spent = opts.probe && !ok ? 0 : 1;
+      const nextAt = verdict.kind === 'retry' ? verdict.nextAt : null;
+      const counts = verdict.kind === 'gone' || ((verdict.kind === 'retry' || verdict.kind === 'failed') && verdict.countsAgainst);
+      const error = attempt.error ?? (attempt.httpStatus !== null && !ok ? `answered ${attempt.httpStatus}` : null);
+      const { rows } = await db.execute<{ opened: boolean; closed: boolean; disabled: boolean; failures: number }>(sql`
+        WITH att AS (
+          INSERT INTO delivery_attempts (delivery_id, started_at, duration_ms, url, http_status, error, response, probe)
+          VALUES (${attempt.deliveryId}, ${attempt.startedAt.toISOString()}, ${attempt.durationMs}, ${attempt.url}, ${attempt.httpStatus}, ${attempt.error}, ${attempt.response}, ${opts.probe})
+        ),
+        dv AS (
+          UPDATE deliveries SET status = ${status}::delivery_status, attempts = attempts + ${spent}, last_error = ${error}, last_status = ${attempt.httpStatus},
+            next_attempt_at = coalesce(${nextAt?.toISOString() ?? null}::timestamptz, next_attempt_at),
+            delivered_at = CASE WHEN ${ok} THEN now() ELSE delivered_at END,
+            finished_at = CASE WHEN ${status} <> 'pending' THEN now() ELSE finished_at END,
+            replay = CASE WHEN ${status} <> 'pending' THEN false ELSE replay END
+          WHERE id = ${attempt.deliveryId} AND ${sql.raw(deliveryGuard('deliver'))}
+        ),
+        before AS (SELECT id, failing_since IS NOT NULL AND ${sql.raw(FAILING_SQL)} AS failing FROM destinations WHERE id = ${attempt.destinationId} FOR UPDATE)
+        UPDATE destinations t SET last_attempt_at = now(),
+          last_success_at = CASE WHEN ${ok} THEN now() ELSE last_success_at END,
+          consecutive_failures = CASE WHEN ${ok} THEN 0 WHEN ${counts} THEN consecutive_failures + 1 ELSE consecutive_failures END,
+          -- closeCircuit, on an answered probe; openCircuit, at the fifth failure in a row (not a 429: the receiver answered).
+          failing_since = CASE WHEN ${ok} THEN NULL
+                               WHEN ${counts} AND consecutive_failures + 1 >= ${CIRCUIT_FAILURES} AND (${sql.raw(destinationGuard('openCircuit'))}) THEN now()
+                               ELSE failing_since END,
+          failing_error = CASE WHEN ${ok} THEN NULL WHEN ${counts} THEN ${error} ELSE failing_error END,
+          next_probe_at = CASE WHEN ${ok} THEN NULL
+                               WHEN ${counts} AND consecutive_failures + 1 >= ${CIRCUIT_FAILURES} AND failing_since IS NULL THEN now() + make_interval(secs => ${probeGap(0) / 1000})
+                               ELSE next_probe_at END,
+          -- disable, on a 410 Gone.
+          disabled_at = CASE WHEN ${verdict.kind === 'gone'} AND disabled_at IS NULL THEN now() ELSE disabled_at END,
+          disabled_reason = CASE WHEN ${verdict.kind === 'gone'} AND disabled_at IS NULL THEN 'the destination answered 410 Gone' ELSE disabled_reason END,
+          disabled_by = CASE WHEN ${verdict.kind === 'gone'} AND disabled_at IS NULL THEN 'skyhook' ELSE disabled_by END,
+          updated_at = now()
+        FROM before b WHERE t.id = b.id
+        RETURNING (NOT b.failing AND t.failing_since IS NOT NULL AND t.disabled_at IS NULL) AS opened, (b.failing AND t.failing_since IS NULL) AS closed,
+                  (t.disabled_at = now()) AS disabled, t.consecutive_failures AS failures`);
+      const row = rows[0];
+      const effect = { circuitOpened: row?.opened ?? false, circuitClosed: row?.closed ?? false, disabled: row?.disabled ?? false };
+      if (effect.circuitOpened) {
+        log.warn({ destinationId: attempt.destinationId, state: 'failing', reason: error }, `the destination failed ${CIRCUIT_FAILURES} attempts in a row: its deliveries wait behind a probe`);
+        await tell(gate.pause(attempt.destinationId));
+      }
+      if (effect.disabled) {
+        log.warn({ destinationId: attempt.destinationId, state: 'disabled' }, 'the destination answered 410 Gone: it is disabled, its deliveries wait');
+        await tell(gate.pause(attempt.destinationId));
+      }
+      if (effect.circuitClosed) await resume(attempt.destinationId).catch(deps.onGateError);
+      return effect;
+    },
+
+    async skipPending(destinationId, before) {
+      const { rowCount } = await db.execute(sql`
+        UPDATE deliveries SET status = 'skipped', finished_at = now(), replay = false
+        WHERE destination_id = ${destinationId} AND ${sql.raw(deliveryGuard('skip'))} AND (${before?.toISOString() ?? null}::timestamptz IS NULL OR created_at < ${before?.toISOString() ?? null}::timestamptz)`);
+      return rowCount ?? 0;
+    },
+
+    async replay(ids) {
+      if (ids.length === 0) return [];
+      const { rows } = await db.execute<{ company_id: string; destination_id: string; href: string }>(sql`
+        UPDATE deliveries SET status = 'pending', replay = true, next_attempt_at = now(), finished_at = NULL
+        WHERE id = ANY(${sql.param(ids)}::bigint[]) AND ${sql.raw(deliveryGuard('replay'))}
+        RETURNING company_id, destination_id, href`);
+      return rows.map(keyOf);
+    },
+
+    async replayMatching(destinationId, filter: DeliveryFilter, dryRun) {
+      const where = sql`destination_id = ${destinationId} AND ${sql.raw(deliveryGuard('replay'))}
+        AND (${filter.since?.toISOString() ?? null}::timestamptz IS NULL OR created_at >= ${filter.since?.toISOString() ?? null}::timestamptz)
+        AND (${filter.status ?? null}::delivery_status IS NULL OR status = ${filter.status ?? null}::delivery_status)`;
+      if (dryRun) {
+        const { rows } = await db.execute<{ n: string }>(sql`SELECT count(*) AS n FROM deliveries WHERE ${where}`);
+        return { matched: Number(rows[0]!.n), replayed: [] };
+      }
+      const { rows } = await db.execute<{ company_id: string; destination_id: string; href: string }>(sql`
+        UPDATE deliveries SET status = 'pending', replay = true, next_attempt_at = now(), finished_at = NULL WHERE ${where}
+        RETURNING company_id, destination_id, href`);
+      return { matched: rows.length, replayed: rows.map(keyOf) };
+    },
+
+    async waitingKeys(destinationId) {
+      const { rows } = await db.execute<{ company_id: string; destination_id: string; href: string }>(sql`
+        SELECT DISTINCT company_id, destination_id, href FROM deliveries WHERE destination_id = ${destinationId} AND status = 'pending'`);
+      return rows.map(keyOf);
+    },
+
+    async overdueKeys(graceMs, limit) {
+      const { rows } = await db.execute<{ company_id: string; destination_id: string; href: string }>(sql`
+        SELECT DISTINCT d.company_id, d.destination_id, d.href FROM destinations t
+        JOIN deliveries d ON d.destination_id = t.id AND d.status = 'pending'
+        WHERE t.deleted_at IS NULL AND NOT (${sql.raw(DISABLED_SQL)}) AND t.failing_since IS NULL
+          AND d.next_attempt_at < now() - make_interval(secs => ${graceMs}::double precision / 1000)
+        LIMIT ${limit}`);
+      return rows.map(keyOf);
+    },
+
+    async expire(retentionDays) {
+      const { rows } = await db.execute<{ destination_id: string; expired: string }>(sql`
+        WITH ex AS (
+          UPDATE deliveries SET status = 'expired', finished_at = now(), replay = false
+          WHERE ${sql.raw(deliveryGuard('expire'))} AND created_at < now() - make_interval(days => ${retentionDays})
+          RETURNING destination_id)
+        SELECT destination_id, count(*) AS expired FROM ex GROUP BY destination_id`);
+      return rows.map((r) => ({ destinationId: r.destination_id, expired: Number(r.expired) }));
+    },
+
+    async purgeBatch(retentionDays, limit) {
+      const { rowCount } = await db.execute(sql`
+        DELETE FROM deliveries WHERE id IN (
+          SELECT id FROM deliveries WHERE status <> 'pending' AND created_at < now() - make_interval(days => ${retentionDays}) ORDER BY id LIMIT ${limit})`);
+      return rowCount ?? 0;
+    },
+  };
+
+  return {
+    ...lifecycle,
+
+    /** disable: `active: false` (by a key), or no success for days (by skyhook): its deliveries wait parked. */
+    async disable(destinationId: string, why: { by: string; reason: string }): Promise<boolean> {
+      const { rowCount } = await db.execute(sql`
+        UPDATE destinations SET disabled_at = now(), disabled_by = ${why.by}, disabled_reason = ${why.reason}, updated_at = now()
+        WHERE id = ${destinationId} AND deleted_at IS NULL AND disabled_at IS NULL AND (${sql.raw(destinationGuard('disable'))})`);
+      if (!rowCount) return false;
+      log.warn({ destinationId, state: 'disabled', by: why.by, reason: why.reason }, 'destination disabled: its deliveries wait');
+      await tell(gate.pause(destinationId));
+      return true;
+    },
+
+    /** enable: what waits is sent, in order; or, with `skipBefore`, what was created before it is skipped first. */
+    async enable(destinationId: string, skipBefore?: Date): Promise<boolean> {
+      const { rowCount } = await db.execute(sql`
+        UPDATE destinations SET disabled_at = NULL, disabled_by = NULL, disabled_reason = NULL, failing_since = NULL, failing_error = NULL,
+          next_probe_at = NULL, consecutive_failures = 0, updated_at = now()
+        WHERE id = ${destinationId} AND deleted_at IS NULL AND (${sql.raw(destinationGuard('enable'))})`);
+      if (skipBefore) await lifecycle.skipPending(destinationId, skipBefore);
+      if (!rowCount) return false;
+      await resume(destinationId).catch(deps.onGateError);
+      return true;
+    },
+
+    /** Deleted: its pending deliveries skipped, its gate forgotten; its rows stay until retention. */
+    async delete(destinationId: string): Promise<boolean> {
+      const deleted = await db.transaction(async (tx) => {
+        const { rowCount } = await tx.execute(sql`UPDATE destinations SET deleted_at = now(), updated_at = now() WHERE id = ${destinationId} AND deleted_at IS NULL`);
+        if (!rowCount) return false;
+        await tx.execute(sql`UPDATE deliveries SET status = 'skipped', finished_at = now(), replay = false WHERE destination_id = ${destinationId} AND ${sql.raw(deliveryGuard('skip'))}`);
+        return true;
+      });
+      if (deleted) await tell(gate.forget(destinationId));
+      return deleted;
+    },
+
+    /** Failing destinations whose probe is due, claimed by one process at a time (their next probe moved on). */
+    async probesDue(limit: number): Promise<{ id: string; failures: number }[]> {
+      const { rows } = await db.execute<{ id: string; failures: number }>(sql`
+        UPDATE destinations SET next_probe_at = now() + make_interval(secs => 60) WHERE id IN (
+          SELECT id FROM destinations WHERE deleted_at IS NULL AND ${sql.raw(FAILING_SQL)} AND next_probe_at <= now()
+          ORDER BY next_probe_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+        RETURNING id, consecutive_failures AS failures`);
+      return rows;
+    },
+
+    /** The next probe of a failing destination whose probe found nothing to send or did not answer: on the schedule. */
+    async probeLater(destinationId: string, failures: number): Promise<void> {
+      await db.execute(sql`UPDATE destinations SET next_probe_at = now() + make_interval(secs => ${probeGap(Math.max(0, failures - CIRCUIT_FAILURES)) / 1000}) WHERE id = ${destinationId}`);
+    },
+
+    /** disable, of destinations failing for longer than `days` (no success since): said once each. */
+    async disableStale(days: number): Promise<string[]> {
+      const { rows } = await db.execute<{ id: string }>(sql`
+        UPDATE destinations SET disabled_at = now(), disabled_by = 'skyhook', disabled_reason = ${`no success for ${days} days`}, updated_at = now()
+        WHERE deleted_at IS NULL AND ${sql.raw(FAILING_SQL)} AND failing_since < now() - make_interval(secs => ${days * 86_400}) RETURNING id`);
+      for (const { id } of rows) {
+        log.warn({ destinationId: id, state: 'disabled', reason: `no success for ${days} days` }, 'destination disabled: no success for days');
+        await tell(gate.pause(id));
+      }
+      return rows.map((r) => r.id);
+    },
+
+    /** The gate mended from PostgreSQL: failing and disabled destinations paused there, the others resumed. */
+    async repair(): Promise<void> {
+      const { rows } = await db.execute<{ id: string }>(sql`SELECT id FROM destinations WHERE deleted_at IS NULL AND (${sql.raw(DISABLED_SQL)} OR failing_since IS NOT NULL)`);
+      const paused = new Set(rows.map((r) => r.id));
+      const mirrored = new Set(await gate.paused());
+      for (const id of paused) if (!mirrored.has(id)) await gate.pause(id);
+      for (const id of mirrored) if (!paused.has(id)) await resume(id);
+    },
+
+    /** Answering destinations with deliveries pending: their parked resources may have places that freed unseen. */
+    async waiting(): Promise<string[]> {
+      const { rows } = await db.execute<{ id: string }>(sql`
+        SELECT t.id FROM destinations t WHERE t.deleted_at IS NULL AND NOT (${sql.raw(DISABLED_SQL)}) AND t.failing_since IS NULL
+          AND EXISTS (SELECT 1 FROM deliveries d WHERE d.destination_id = t.id AND d.status = 'pending')`);
+      return rows.map((r) => r.id);
+    },
+  };
+}
+
+export type DestinationStatesRepository = ReturnType<typeof createDestinationStates>;
