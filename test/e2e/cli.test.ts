@@ -403,8 +403,8 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     try {
       await sql.query(`INSERT INTO resources (company_id, href, type, resource_id, version, fetched_at, body) VALUES ($1, $2, 'rfqs', 'rfq-versions', 2, now(), '{"state":"Quoted"}')`, [companyId, href]);
       await sql.query(
-        `INSERT INTO events (company_id, type, resource_id, href, snapshot_version, changes)
-         VALUES ($1, 'rfqs', 'rfq-versions', $2, 1, NULL), ($1, 'rfqs', 'rfq-versions', $2, 2, '[{"op":"replace","path":"/state","value":"Quoted"}]')`,
+        `INSERT INTO events (company_id, seq, type, resource_id, href, snapshot_version, changes)
+         VALUES ($1, 1001, 'rfqs', 'rfq-versions', $2, 1, NULL), ($1, 1002, 'rfqs', 'rfq-versions', $2, 2, '[{"op":"replace","path":"/state","value":"Quoted"}]')`,
         [companyId, href],
       );
     } finally {
