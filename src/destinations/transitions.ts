@@ -70,6 +70,12 @@ export const DELIVERY_TRANSITIONS = {
 export type DestinationIntent = keyof typeof DESTINATION_TRANSITIONS;
 export type DeliveryIntent = keyof typeof DELIVERY_TRANSITIONS;
 
+/** Whether a delivery `intent` applies to one in `from` and may leave it in `to`. */
+export function allowedDelivery(intent: DeliveryIntent, from: DeliveryStatus, to: DeliveryStatus): boolean {
+  const t: Transition<DeliveryStatus> = DELIVERY_TRANSITIONS[intent];
+  return t.from.includes(from) && t.to.includes(to);
+}
+
 /** The SQL guard of a delivery transition: `<column> IN ('a', 'b')`, from the table. */
 export function deliveryGuard(intent: DeliveryIntent, column = 'status'): string {
   const from: readonly string[] = DELIVERY_TRANSITIONS[intent].from;
