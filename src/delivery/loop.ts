@@ -19,7 +19,7 @@ export class DeliveryLoop {
 
   constructor(
     private readonly deps: {
-      states: Pick<DestinationStatesRepository, 'overdueKeys' | 'waiting' | 'repair' | 'probesDue' | 'probeLater' | 'disableStale'>;
+      states: Pick<DestinationStatesRepository, 'any' | 'overdueKeys' | 'waiting' | 'repair' | 'probesDue' | 'probeLater' | 'disableStale'>;
       enqueuer: Pick<DeliveryEnqueuer, 'enqueue' | 'addHandedOut'>;
       handOut: (destinationIds: string[]) => Promise<Parameters<DeliveryEnqueuer['addHandedOut']>[0]>;
       /** One probe: answered (the circuit closed), failed, or nothing to send. */
@@ -43,6 +43,8 @@ export class DeliveryLoop {
 
   async runOnce(): Promise<void> {
     const { states, enqueuer } = this.deps;
+    // A deployment without destinations pays one query a pass, not six.
+    if (!(await states.any())) return;
     const overdue = await states.overdueKeys(RELAY_GRACE_MS, RELAY_LIMIT);
     if (overdue.length > 0) await enqueuer.enqueue(overdue);
     const waiting = await states.waiting();

@@ -315,6 +315,12 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
       for (const id of mirrored) if (!paused.has(id)) await resume(id);
     },
 
+    /** Whether any destination exists (a deleted one's deliveries may still be pending: kept until they end). */
+    async any(): Promise<boolean> {
+      const { rows } = await db.execute<{ any: boolean }>(sql`SELECT EXISTS (SELECT 1 FROM destinations) AS any`);
+      return rows[0]?.any === true;
+    },
+
     /** Answering destinations with deliveries pending: their parked resources may have places that freed unseen. */
     async waiting(): Promise<string[]> {
       const { rows } = await db.execute<{ id: string }>(sql`
