@@ -106,7 +106,7 @@ export interface DeliveryLifecycle {
   record(attempt: DeliveryAttempt, verdict: AttemptVerdict, opts: { probe: boolean }): Promise<AttemptEffect>;
   /** skip: a deleted destination's pending deliveries, or those created before `before`; answers how many. */
   skipPending(destinationId: string, before?: Date): Promise<number>;
-  /** replay: these deliveries pending again (a replay, outside the order); answers them. */
+  /** replay: these deliveries pending again (a replay, outside the order, its retry schedule from the start); answers them. */
   replay(ids: number[]): Promise<DeliveryKey[]>;
   /** replay, of a destination's deliveries matching `filter` (final ones only); `dryRun` only counts. */
   replayMatching(destinationId: string, filter: DeliveryFilter, dryRun: boolean): Promise<{ matched: number; replayed: DeliveryKey[] }>;

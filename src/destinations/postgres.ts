@@ -187,7 +187,7 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
     async replay(ids) {
       if (ids.length === 0) return [];
       const { rows } = await db.execute<{ company_id: string; destination_id: string; href: string }>(sql`
-        UPDATE deliveries SET status = 'pending', replay = true, next_attempt_at = now(), finished_at = NULL
+        UPDATE deliveries SET status = 'pending', replay = true, attempts = 0, next_attempt_at = now(), finished_at = NULL
         WHERE id = ANY(${sql.param(ids)}::bigint[]) AND ${sql.raw(deliveryGuard('replay'))}
         RETURNING company_id, destination_id, href`);
       return rows.map(keyOf);
@@ -202,7 +202,7 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
         return { matched: Number(rows[0]!.n), replayed: [] };
       }
       const { rows } = await db.execute<{ company_id: string; destination_id: string; href: string }>(sql`
-        UPDATE deliveries SET status = 'pending', replay = true, next_attempt_at = now(), finished_at = NULL WHERE ${where}
+        UPDATE deliveries SET status = 'pending', replay = true, attempts = 0, next_attempt_at = now(), finished_at = NULL WHERE ${where}
         RETURNING company_id, destination_id, href`);
       return { matched: rows.length, replayed: rows.map(keyOf) };
     },
