@@ -124,10 +124,12 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
 
     async record(attempt: DeliveryAttempt, verdict: AttemptVerdict, opts): Promise<AttemptEffect> {
       const ok = verdict.kind === 'delivered';
-      const status = verdict.kind === 'delivered' ? 'delivered' : verdict.kind === 'failed' ? 'failed' : 'pending';
-      // A probe's failure spends none of the delivery's attempts (SPEC §5.2: it fails only while its destination answers).
-      const spent = opts.probe && !ok ? 0 : 1;
-      const nextAt = verdict.kind === 'retry' ? verdict.nextAt : null;
+      // A probe's failure leaves its delivery as it was and spends none of its attempts (SPEC §5.2: a delivery
+      // fails only by failing while its destination otherwise answers).
+      const probeFailed = opts.probe && !ok;
+      const status = ok ? 'delivered' : verdict.kind === 'failed' && !probeFailed ? 'failed' : 'pending';
+      const spent = probeFailed ? 0 : 1;
+      const nextAt = verdict.kind === 'retry' && !probeFailed ? verdict.nextAt : null;
       const counts = verdict.kind === 'gone' || ((verdict.kind === 'retry' || verdict.kind === 'failed') && verdict.countsAgainst);
       const error = attempt.error ?? (attempt.httpStatus !== null && !ok ? `answered ${attempt.httpStatus}` : null);
       const { rows } = await db.execute<{ opened: boolean; closed: boolean; disabled: boolean; failures: number }>(sql`
