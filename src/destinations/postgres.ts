@@ -100,10 +100,10 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
   const probeGap = (n: number) => Math.min(deps.schedule[Math.min(n + 1, deps.schedule.length - 1)] ?? MAX_PROBE_GAP_MS, MAX_PROBE_GAP_MS);
 
   /** The destination resumes at its gate, and what waits is queued again, in order. */
-  async function resume(destinationId: string): Promise<void> {
+  async function resume(destinationId: string, companyId: string | undefined): Promise<void> {
     await gate.resume(destinationId);
     const keys = await deps.queueWaiting(destinationId);
-    log.info({ destinationId, state: 'ok', resources: keys }, 'destination resumed: its waiting deliveries are sent again, in order');
+    log.info({ companyId, destinationId, state: 'ok', resources: keys }, 'destination resumed: its waiting deliveries are sent again, in order');
   }
 
   const lifecycle: DeliveryLifecycle = {
@@ -166,14 +166,14 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
       const row = rows[0];
       const effect = { circuitOpened: row?.opened ?? false, circuitClosed: row?.closed ?? false, disabled: row?.disabled ?? false };
       if (effect.circuitOpened) {
-        log.warn({ destinationId: attempt.destinationId, state: 'failing', reason: error }, `the destination failed ${CIRCUIT_FAILURES} attempts in a row: its deliveries wait behind a probe`);
+        log.warn({ companyId: attempt.companyId, destinationId: attempt.destinationId, state: 'failing', reason: error }, `the destination failed ${CIRCUIT_FAILURES} attempts in a row: its deliveries wait behind a probe`);
         await tell(gate.pause(attempt.destinationId));
       }
       if (effect.disabled) {
-        log.warn({ destinationId: attempt.destinationId, state: 'disabled' }, 'the destination answered 410 Gone: it is disabled, its deliveries wait');
+        log.warn({ companyId: attempt.companyId, destinationId: attempt.destinationId, state: 'disabled' }, 'the destination answered 410 Gone: it is disabled, its deliveries wait');
         await tell(gate.pause(attempt.destinationId));
       }
-      if (effect.circuitClosed) await resume(attempt.destinationId).catch(deps.onGateError);
+      if (effect.circuitClosed) await resume(attempt.destinationId, attempt.companyId).catch(deps.onGateError);
       return effect;
     },
 
@@ -246,24 +246,24 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
 
     /** disable: `active: false` (by a key), or no success for days (by skyhook): its deliveries wait parked. */
     async disable(destinationId: string, why: { by: string; reason: string }): Promise<boolean> {
-      const { rowCount } = await db.execute(sql`
+      const { rows } = await db.execute<{ company_id: string }>(sql`
         UPDATE destinations SET disabled_at = now(), disabled_by = ${why.by}, disabled_reason = ${why.reason}, updated_at = now()
-        WHERE id = ${destinationId} AND deleted_at IS NULL AND disabled_at IS NULL AND (${sql.raw(destinationGuard('disable'))})`);
-      if (!rowCount) return false;
-      log.warn({ destinationId, state: 'disabled', by: why.by, reason: why.reason }, 'destination disabled: its deliveries wait');
+        WHERE id = ${destinationId} AND deleted_at IS NULL AND disabled_at IS NULL AND (${sql.raw(destinationGuard('disable'))}) RETURNING company_id`);
+      if (!rows[0]) return false;
+      log.warn({ companyId: rows[0].company_id, destinationId, state: 'disabled', by: why.by, reason: why.reason }, 'destination disabled: its deliveries wait');
       await tell(gate.pause(destinationId));
       return true;
     },
 
     /** enable: what waits is sent, in order; or, with `skipBefore`, what was created before it is skipped first. */
     async enable(destinationId: string, skipBefore?: Date): Promise<boolean> {
-      const { rowCount } = await db.execute(sql`
+      const { rows } = await db.execute<{ company_id: string }>(sql`
         UPDATE destinations SET disabled_at = NULL, disabled_by = NULL, disabled_reason = NULL, failing_since = NULL, failing_error = NULL,
           next_probe_at = NULL, consecutive_failures = 0, updated_at = now()
-        WHERE id = ${destinationId} AND deleted_at IS NULL AND (${sql.raw(destinationGuard('enable'))})`);
+        WHERE id = ${destinationId} AND deleted_at IS NULL AND (${sql.raw(destinationGuard('enable'))}) RETURNING company_id`);
       if (skipBefore) await lifecycle.skipPending(destinationId, skipBefore);
-      if (!rowCount) return false;
-      await resume(destinationId).catch(deps.onGateError);
+      if (!rows[0]) return false;
+      await resume(destinationId, rows[0].company_id).catch(deps.onGateError);
       return true;
     },
 
@@ -296,11 +296,11 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
 
     /** disable, of destinations failing for longer than `days` (no success since): said once each. */
     async disableStale(days: number): Promise<string[]> {
-      const { rows } = await db.execute<{ id: string }>(sql`
+      const { rows } = await db.execute<{ id: string; company_id: string }>(sql`
         UPDATE destinations SET disabled_at = now(), disabled_by = 'skyhook', disabled_reason = ${`no success for ${days} days`}, updated_at = now()
-        WHERE deleted_at IS NULL AND ${sql.raw(FAILING_SQL)} AND failing_since < now() - make_interval(secs => ${days * 86_400}) RETURNING id`);
-      for (const { id } of rows) {
-        log.warn({ destinationId: id, state: 'disabled', reason: `no success for ${days} days` }, 'destination disabled: no success for days');
+        WHERE deleted_at IS NULL AND ${sql.raw(FAILING_SQL)} AND failing_since < now() - make_interval(secs => ${days * 86_400}) RETURNING id, company_id`);
+      for (const { id, company_id: companyId } of rows) {
+        log.warn({ companyId, destinationId: id, state: 'disabled', reason: `no success for ${days} days` }, 'destination disabled: no success for days');
         await tell(gate.pause(id));
       }
       return rows.map((r) => r.id);
@@ -312,7 +312,12 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
       const paused = new Set(rows.map((r) => r.id));
       const mirrored = new Set(await gate.paused());
       for (const id of paused) if (!mirrored.has(id)) await gate.pause(id);
-      for (const id of mirrored) if (!paused.has(id)) await resume(id);
+      const missed = [...mirrored].filter((id) => !paused.has(id));
+      if (missed.length === 0) return;
+      // Rare (a resume Redis missed): their companies are looked up for the log line only.
+      const { rows: owners } = await db.execute<{ id: string; company_id: string }>(sql`SELECT id, company_id FROM destinations WHERE id::text = ANY(${sql.param(missed)}::text[])`);
+      const companyOf = new Map(owners.map((r) => [r.id, r.company_id]));
+      for (const id of missed) await resume(id, companyOf.get(id));
     },
 
     /** Answering destinations with deliveries pending: their parked resources may have places that freed unseen. */
