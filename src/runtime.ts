@@ -34,6 +34,7 @@ import { Gate, GateFinishes, type GateStart, type GateStartRequest } from './gat
 import { destinationConnection } from './destinations/connections.js';
 import { createDestinationStates } from './destinations/postgres.js';
 import type { DeliveryKey } from './destinations/lifecycle.js';
+import { destinationStateOf } from './destinations/transitions.js';
 import { createDeliveryWorker, probeDestination, type DeliveryJobDeps } from './delivery/deliver-job.js';
 import { createDeliveryQueue, deliveryKey, destinationGateOptions } from './delivery/delivery.queue.js';
 import { DeliveryEnqueuer } from './delivery/enqueue.js';
@@ -159,6 +160,12 @@ async function createCore(config: Config, log: Logger) {
     companies,
     relay: new Relay(notifications, enqueuer, { intervalMs: config.relayIntervalMs, graceMs: config.relayGraceMs }, log, () => redisRunId(producer), report('relay', 'the relay could not queue committed notifications; it tries again shortly')),
     companyStates: () => companies.all(),
+    /** The destinations with deliveries pending, failing or disabled, each in its one state (SPEC §5.2), for the gauges. */
+    destinationStates: async () => {
+      const watched = await destinations.watched();
+      const gates = await destinationGate.views(watched.map((d) => d.id));
+      return watched.map((d, i) => ({ ...d, state: destinationStateOf(d, gates[i]) }));
+    },
     // Roles api and all together: the workers yield to a flooded receiver (processing/ingest-first.ts).
     ingestFirst: runsApi && config.role !== 'api' ? new IngestFirst((n) => metrics.jobsHeld.set(n)) : undefined,
     started: false,
@@ -182,7 +189,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
   if (config.role !== 'worker') parts.push(await apiRole(core));
   if (config.role !== 'api') parts.push(workerRole(core, opts.handlers ?? builtInHandlers()));
   if (config.role === 'worker' && config.opsPort !== undefined) {
-    const app = await buildOpsApp(log, { pool: api.pool, redis: producer, metrics: core.metrics, queues: [queue], started: () => core.started, reporter: core.reporter, companyStates: core.companyStates });
+    const app = await buildOpsApp(log, { pool: api.pool, redis: producer, metrics: core.metrics, queues: [queue], started: () => core.started, reporter: core.reporter, companyStates: core.companyStates, destinationStates: core.destinationStates });
     parts.unshift({ app, closers: [['ops http', () => app.close()]] });
   }
   const closers: RolePart['closers'] = [
@@ -273,6 +280,7 @@ async function apiRole(core: Core): Promise<RolePart> {
     console: { adminToken: config.adminToken, services, stream, sessions: createSessionStore(api.db), publicBaseUrl: config.publicBaseUrl },
     queues: [core.queue],
     companyStates: core.companyStates,
+    destinationStates: core.destinationStates,
     authFailures: { limit: config.authFailureLimit, windowMs: 60_000 },
     metrics,
     reporter,

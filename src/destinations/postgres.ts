@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { Database } from '../db/client.js';
 import type { Gate } from '../gate/gate.js';
 import type { AttemptEffect, AttemptVerdict, DeliveryAttempt, DeliveryFilter, DeliveryKey, DeliveryLifecycle, DeliveryToSend } from './lifecycle.js';
-import { DISABLED_SQL, deliveryGuard, destinationGuard, FAILING_SQL } from './transitions.js';
+import { DISABLED_SQL, deliveryGuard, destinationGuard, FAILING_SQL, type DestinationStateColumns } from './transitions.js';
 
 /** Failed attempts in a row that open a destination's circuit (SPEC §5.2). */
 export const CIRCUIT_FAILURES = 5;
@@ -30,6 +30,15 @@ export interface DestinationStatesDeps {
   log: Pick<Logger, 'info' | 'warn'>;
   /** A gate that could not be told (Redis out of reach): the change stands in PostgreSQL and repair() mends it. */
   onGateError: (err: unknown) => void;
+}
+
+/** A destination with deliveries pending, failing or disabled: its state's columns, its pending count and lag. */
+export interface WatchedDestination extends DestinationStateColumns {
+  id: string;
+  companyId: string;
+  pending: number;
+  /** Seconds since its oldest pending delivery was created (0: none pending). */
+  oldestPendingAgeS: number;
 }
 
 /** As db.execute answers it: drizzle's node-postgres driver leaves times as text. */
@@ -326,6 +335,32 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
         SELECT t.id FROM destinations t WHERE t.deleted_at IS NULL AND NOT (${sql.raw(DISABLED_SQL)}) AND t.failing_since IS NULL
           AND EXISTS (SELECT 1 FROM deliveries d WHERE d.destination_id = t.id AND d.status = 'pending')`);
       return rows.map((r) => r.id);
+    },
+
+    /**
+     * The destinations worth a metric (app.ts's scrape-time gauges): those with deliveries pending, and the
+     * failing or disabled ones, with their pending count and the age of the oldest; one grouped query.
+     */
+    async watched(): Promise<WatchedDestination[]> {
+      const { rows } = await db.execute<{ id: string; company_id: string; disabled_at: string | null; disabled_reason: string | null; disabled_by: string | null; failing_since: string | null; failing_error: string | null; pending: string | null; oldest_age_s: number | null }>(sql`
+        SELECT t.id, t.company_id, t.disabled_at, t.disabled_reason, t.disabled_by, t.failing_since, t.failing_error, p.pending,
+          extract(epoch FROM now() - p.oldest)::float8 AS oldest_age_s
+        FROM destinations t
+        LEFT JOIN (SELECT destination_id, count(*) AS pending, min(created_at) AS oldest FROM deliveries WHERE status = 'pending' GROUP BY destination_id) p
+          ON p.destination_id = t.id
+        WHERE t.deleted_at IS NULL AND (p.pending IS NOT NULL OR ${sql.raw(DISABLED_SQL)} OR t.failing_since IS NOT NULL)`);
+      const time = (text: string | null) => (text === null ? null : new Date(text));
+      return rows.map((r) => ({
+        id: r.id,
+        companyId: r.company_id,
+        disabledAt: time(r.disabled_at),
+        disabledReason: r.disabled_reason,
+        disabledBy: r.disabled_by,
+        failingSince: time(r.failing_since),
+        failingError: r.failing_error,
+        pending: Number(r.pending ?? 0),
+        oldestPendingAgeS: Math.max(0, r.oldest_age_s ?? 0),
+      }));
     },
   };
 }
