@@ -39,6 +39,12 @@ interface AppDeps {
   queues: Queue[];
   /** Every company's one state (SPEC §5.1 F5), for the skyhook_company_state gauge. */
   companyStates: () => Promise<{ id: string; state: { status: string } }[]>;
+  /**
+   * The destinations with deliveries pending, failing or disabled, each in its one state (SPEC §5.2), with
+   * its pending count and its oldest pending delivery's age: the skyhook_destination_state, skyhook_deliveries_pending
+   * and skyhook_oldest_pending_delivery_age_seconds gauges (an ok destination with nothing pending has no series).
+   */
+  destinationStates: () => Promise<{ id: string; companyId: string; state: { status: string }; pending: number; oldestPendingAgeS: number }[]>;
   authFailures: { limit: number; windowMs: number };
   metrics: Metrics;
   reporter: ErrorReporter;
@@ -197,7 +203,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   return app;
 }
 
-type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues' | 'started' | 'reporter' | 'companyStates'>;
+type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues' | 'started' | 'reporter' | 'companyStates' | 'destinationStates'>;
 
 /** A worker's own ops server (OPS_PORT): the probes and metrics alone, as quiet as the main app's. */
 export async function buildOpsApp(logger: Logger, deps: OpsDeps): Promise<FastifyInstance> {
@@ -247,7 +253,7 @@ async function readiness(deps: OpsDeps): Promise<{ started: boolean; database: b
   return { started, database, redis, ready };
 }
 
-/** How long the gauges that need a query (queue depth, oldest pending age, company states) are reused: scrapes must not each cost a query. */
+/** How long the gauges that need a query (queue depth, oldest pending ages, company and destination states) are reused: scrapes must not each cost a query. */
 const GAUGES_MAX_AGE_MS = 5000;
 
 /** Gauges that need a look at Redis or PostgreSQL, read when scraped (bounded in time), at most every GAUGES_MAX_AGE_MS. */
@@ -255,10 +261,11 @@ function cachedGauges(deps: OpsDeps): () => Promise<void> {
   let readAt = -Infinity;
   let reading: Promise<void> | undefined;
   const read = async () => {
-    const [counts, backlog, states] = await Promise.all([
+    const [counts, backlog, states, destinations] = await Promise.all([
       withTimeout(Promise.all(deps.queues.map((q) => q.getJobCounts('wait', 'prioritized', 'active', 'delayed', 'failed'))), 1000, 'queue depth'),
       withTimeout(deps.pool.query<{ company_id: string; oldest_pending_age_s: number }>('SELECT company_id, oldest_pending_age_s FROM backlog'), 1000, 'backlog'),
       withTimeout(deps.companyStates(), 1000, 'company states'),
+      withTimeout(deps.destinationStates(), 1000, 'destination states'),
     ]);
     deps.metrics.queueDepth.reset();
     // Fetch jobs carry their company's priority, so BullMQ keeps the waiting ones in its `prioritized` set: they are `wait` all the same.
@@ -268,6 +275,16 @@ function cachedGauges(deps: OpsDeps): () => Promise<void> {
     // One series per company, its current state's (1): a company that changes state changes series at the next reading.
     deps.metrics.companyState.reset();
     for (const c of states) deps.metrics.companyState.set({ company: c.id, state: c.state.status }, 1);
+    // Only the destinations with deliveries pending, failing or disabled: the series stay as few as the destinations at work or in trouble.
+    deps.metrics.destinationState.reset();
+    deps.metrics.deliveriesPending.reset();
+    deps.metrics.oldestPendingDeliveryAge.reset();
+    for (const d of destinations) {
+      const labels = { destination: d.id, company: d.companyId };
+      deps.metrics.destinationState.set({ ...labels, state: d.state.status }, 1);
+      deps.metrics.deliveriesPending.set(labels, d.pending);
+      deps.metrics.oldestPendingDeliveryAge.set(labels, d.oldestPendingAgeS);
+    }
   };
   return () => {
     if (!deps.started() || performance.now() - readAt < GAUGES_MAX_AGE_MS) return Promise.resolve();
@@ -275,7 +292,7 @@ function cachedGauges(deps: OpsDeps): () => Promise<void> {
     reading ??= read()
       .then(
         () => void (readAt = performance.now()),
-        (err: unknown) => deps.reporter.report('metrics_gauges', err, 'the queue depth, backlog and company-state gauges could not be read; they keep their last values'),
+        (err: unknown) => deps.reporter.report('metrics_gauges', err, 'the queue depth, backlog, company- and destination-state gauges could not be read; they keep their last values'),
       )
       .finally(() => (reading = undefined));
     return reading;

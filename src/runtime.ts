@@ -33,6 +33,8 @@ import { createCompanyStates, sayThrottled } from './companies/postgres.js';
 import { Gate, GateFinishes, type GateStart, type GateStartRequest } from './gate/gate.js';
 import { destinationConnection } from './destinations/connections.js';
 import { createDestinationStates } from './destinations/postgres.js';
+import type { DeliveryKey } from './destinations/lifecycle.js';
+import { destinationStateOf } from './destinations/transitions.js';
 import { createDeliveryWorker, probeDestination, type DeliveryJobDeps } from './delivery/deliver-job.js';
 import { createDeliveryQueue, deliveryKey, destinationGateOptions } from './delivery/delivery.queue.js';
 import { DeliveryEnqueuer } from './delivery/enqueue.js';
@@ -91,6 +93,7 @@ async function createCore(config: Config, log: Logger) {
     ? (await import('./lib/tracing-otel.js')).startTracing(config.tracing, { role: config.role, log, reporter, registry: metrics.registry })
     : undefined;
   const plural = (n: number) => `${n} notification${n === 1 ? '' : 's'}`;
+  const deliveries = (n: number) => `${n} deliver${n === 1 ? 'y' : 'ies'}`;
 
   // A worker-only process uses this pool for the relay alone; the worker has its own, sized to its concurrency.
   const api = connectDatabase(config.databaseUrl, { max: runsApi ? config.dbPoolSize : 3, applicationName: `skyhook-${config.role}`, ...outages.postgresEvents });
@@ -147,6 +150,8 @@ async function createCore(config: Config, log: Logger) {
     // One info line per finished batch, by company and outcome (lib/batch-summary.ts); a line per notification is debug.
     received: new BatchSummary(log, (n) => `received ${plural(n)}`),
     finished: new BatchSummary(log, (n) => `finished ${plural(n)}`),
+    // The delivery attempts answered (or not), by company and outcome (delivered, retry, failed, gone).
+    sent: new BatchSummary(log, (n) => `sent ${deliveries(n)}`, { counted: 'deliveries' }),
     api,
     notifications,
     producer,
@@ -155,6 +160,12 @@ async function createCore(config: Config, log: Logger) {
     companies,
     relay: new Relay(notifications, enqueuer, { intervalMs: config.relayIntervalMs, graceMs: config.relayGraceMs }, log, () => redisRunId(producer), report('relay', 'the relay could not queue committed notifications; it tries again shortly')),
     companyStates: () => companies.all(),
+    /** The destinations with deliveries pending, failing or disabled, each in its one state (SPEC §5.2), for the gauges. */
+    destinationStates: async () => {
+      const watched = await destinations.watched();
+      const gates = await destinationGate.views(watched.map((d) => d.id));
+      return watched.map((d, i) => ({ ...d, state: destinationStateOf(d, gates[i]) }));
+    },
     // Roles api and all together: the workers yield to a flooded receiver (processing/ingest-first.ts).
     ingestFirst: runsApi && config.role !== 'api' ? new IngestFirst((n) => metrics.jobsHeld.set(n)) : undefined,
     started: false,
@@ -173,12 +184,12 @@ interface RolePart {
 
 export async function createRuntime(config: Config, log: Logger, opts: { handlers?: HandlerRegistry } = {}): Promise<Runtime> {
   const core = await createCore(config, log);
-  const { api, relay, producer, queue, received, finished, tracing, outages } = core;
+  const { api, relay, producer, queue, received, finished, sent, tracing, outages } = core;
   const parts: RolePart[] = [];
   if (config.role !== 'worker') parts.push(await apiRole(core));
   if (config.role !== 'api') parts.push(workerRole(core, opts.handlers ?? builtInHandlers()));
   if (config.role === 'worker' && config.opsPort !== undefined) {
-    const app = await buildOpsApp(log, { pool: api.pool, redis: producer, metrics: core.metrics, queues: [queue], started: () => core.started, reporter: core.reporter, companyStates: core.companyStates });
+    const app = await buildOpsApp(log, { pool: api.pool, redis: producer, metrics: core.metrics, queues: [queue], started: () => core.started, reporter: core.reporter, companyStates: core.companyStates, destinationStates: core.destinationStates });
     parts.unshift({ app, closers: [['ops http', () => app.close()]] });
   }
   const closers: RolePart['closers'] = [
@@ -188,7 +199,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
     ['delivery queue', () => core.deliveryQueue.close()],
     ['producer connection', async () => producer.disconnect()],
     ['database pool', () => api.pool.end()],
-    ['log summaries', async () => (received.flush(), finished.flush())],
+    ['log summaries', async () => (received.flush(), finished.flush(), sent.flush())],
     // Last: the spans of everything above are exported before the process exits.
     ['tracing', async () => tracing?.shutdown()],
   ];
@@ -269,6 +280,7 @@ async function apiRole(core: Core): Promise<RolePart> {
     console: { adminToken: config.adminToken, services, stream, sessions: createSessionStore(api.db), publicBaseUrl: config.publicBaseUrl },
     queues: [core.queue],
     companyStates: core.companyStates,
+    destinationStates: core.destinationStates,
     authFailures: { limit: config.authFailureLimit, windowMs: 60_000 },
     metrics,
     reporter,
@@ -386,7 +398,8 @@ function fetchJobDeps(core: Core, own: { db: DbHandle; notifications: Notificati
   const starts = new FetchStarts(notifications, gate, config.queuePrefix, config.fetch.minIntervalMs);
   // Handlers write through drizzle, on the connection of the transaction that stores their snapshot.
   const queueDeliveries = core.report('delivery_enqueue', "queueing deliveries after their commit failed; the delivery relay queues them", 'redis');
-  const snapshots = new SnapshotStore(notifications, own.handlers, (client) => drizzle({ client, schema }), (keys) => void core.deliveryEnqueuer.enqueue(keys).catch(queueDeliveries), core.tracing);
+  const deliver = (keys: DeliveryKey[]) => void core.deliveryEnqueuer.enqueue(keys).catch((err: unknown) => queueDeliveries(err, { companyIds: [...new Set(keys.map((k) => k.companyId))] }));
+  const snapshots = new SnapshotStore(notifications, own.handlers, (client) => drizzle({ client, schema }), deliver, core.tracing);
   const marketplace = new MarketplaceClient({
     timeoutMs: config.fetch.timeoutMs,
     connections: config.fetch.concurrency,
@@ -424,8 +437,10 @@ function deliveryWorker(core: Core, own: { connection: RedisClient }): { start: 
   const { config, metrics, log, report } = core;
   const gate = new Gate(own.connection, config.queuePrefix, 'destination', destinationGateOptions(config.delivery));
   const onError = report('delivery_gate', "a destination's gate in Redis missed a request's end; places lapse by themselves", 'redis');
+  // The gate says a hold by destination only: its company is kept from the answer that asked it (one entry per destination that ever did).
+  const throttledCompany = new Map<string, string>();
   const finishes = new GateFinishes(gate, (handedOut) => core.deliveryEnqueuer.addHandedOut(handedOut), (destinationId, until, why) =>
-    log.warn({ destinationId, state: 'throttled', until: new Date(until).toISOString(), reason: why }, 'a destination asked to slow down: its deliveries are held, then paced'),
+    log.warn({ companyId: throttledCompany.get(destinationId), destinationId, state: 'throttled', until: new Date(until).toISOString(), reason: why }, 'a destination asked to slow down: its deliveries are held, then paced'),
   );
   const starts = new Batcher<GateStartRequest, GateStart>(async (requests) => (await gate.start(requests, 0)).map((value) => ({ ok: true, value })), { maxBatch: 500 });
   const defaults = { concurrency: config.delivery.destinationConcurrency, timeoutMs: config.delivery.timeoutMs };
@@ -435,12 +450,16 @@ function deliveryWorker(core: Core, own: { connection: RedisClient }): { start: 
     next: core.destinations.next,
     record: core.destinations.record,
     start: (request) => starts.add(request),
-    finish: (key, max, answer) => void finishes.finish({ id: key.destinationId, item: deliveryKey(key), max, answer }).catch(onError),
+    finish: (key, max, answer) => {
+      if (answer.kind === 'throttled') throttledCompany.set(key.destinationId, key.companyId);
+      void finishes.finish({ id: key.destinationId, item: deliveryKey(key), max, answer }).catch(onError);
+    },
     send: (delivery) => sender.send(delivery),
     requeue: (key) => core.deliveryEnqueuer.enqueue([key]),
     schedule: config.delivery.schedule,
     bodyLimit: config.delivery.bodyLimit,
     metrics,
+    sent: core.sent,
     log,
     now: () => new Date(),
   };
@@ -448,7 +467,8 @@ function deliveryWorker(core: Core, own: { connection: RedisClient }): { start: 
   const workerError = report('delivery_worker', 'a delivery worker met an error; it carries on', 'redis');
   worker.on('error', workerError);
   // A delivery's own failures are recorded by the job; a job that throws met something else (PostgreSQL out of reach, say): BullMQ retries it.
-  worker.on('failed', report('delivery_job', 'a delivery job threw; BullMQ tries it again and the relay covers it'));
+  const jobThrew = report('delivery_job', 'a delivery job threw; BullMQ tries it again and the relay covers it');
+  worker.on('failed', (job, err) => jobThrew(err, { companyId: job?.data.companyId, destinationId: job?.data.destinationId }));
   const loop = new DeliveryLoop({
     states: core.destinations,
     enqueuer: core.deliveryEnqueuer,

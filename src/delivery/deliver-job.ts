@@ -17,6 +17,7 @@ import type { Logger } from 'pino';
 import type { DestinationConnection } from '../destinations/connections.js';
 import type { AttemptEffect, AttemptVerdict, DeliveryKey, DeliveryLifecycle, DeliveryToSend } from '../destinations/lifecycle.js';
 import type { GateAnswer, GateStart, GateStartRequest } from '../gate/gate.js';
+import type { BatchSummary } from '../lib/batch-summary.js';
 import type { Metrics } from '../lib/metrics.js';
 import type { RedisClient } from '../lib/redis/connection.js';
 import { deliveryBody } from './body.js';
@@ -48,6 +49,8 @@ export interface DeliveryJobDeps {
   /** DELIVERY_BODY_LIMIT_BYTES. */
   bodyLimit: number;
   metrics: Pick<Metrics, 'deliveries' | 'deliveryLatency'>;
+  /** Counts the attempts by company and outcome, for the per-batch log line (`sent N deliveries`). */
+  sent: Pick<BatchSummary, 'add'>;
   log: Pick<Logger, 'debug' | 'warn'>;
   now(): Date;
 }
@@ -74,7 +77,7 @@ function gateAnswerOf(result: SendResult): GateAnswer {
 }
 
 /** One attempt of one delivery: signed, sent, recorded; answers what it did. */
-export async function attemptDelivery(deps: Pick<DeliveryJobDeps, 'send' | 'record' | 'schedule' | 'bodyLimit' | 'metrics' | 'now'>, dest: DestinationConnection, d: DeliveryToSend, opts: { probe: boolean }) {
+export async function attemptDelivery(deps: Pick<DeliveryJobDeps, 'send' | 'record' | 'schedule' | 'bodyLimit' | 'metrics' | 'sent' | 'log' | 'now'>, dest: DestinationConnection, d: DeliveryToSend, opts: { probe: boolean }) {
   const body = deliveryBody(d, deps.bodyLimit);
   const startedAt = deps.now();
   const result = await deps.send({
@@ -89,6 +92,7 @@ export async function attemptDelivery(deps: Pick<DeliveryJobDeps, 'send' | 'reco
   const effect: AttemptEffect = await deps.record(
     {
       deliveryId: d.id,
+      companyId: d.companyId,
       destinationId: dest.id,
       startedAt,
       durationMs: result.durationMs,
@@ -100,8 +104,13 @@ export async function attemptDelivery(deps: Pick<DeliveryJobDeps, 'send' | 'reco
     verdict,
     opts,
   );
-  deps.metrics.deliveries.inc({ outcome: verdict.kind === 'retry' ? 'retry' : verdict.kind });
+  deps.metrics.deliveries.inc({ outcome: verdict.kind });
   if (verdict.kind === 'delivered') deps.metrics.deliveryLatency.observe((Date.now() - d.event.occurredAt.getTime()) / 1000);
+  deps.sent.add(d.companyId, verdict.kind);
+  deps.log.debug(
+    { companyId: d.companyId, destinationId: dest.id, deliveryId: d.id, outcome: verdict.kind, httpStatus: result.kind === 'answered' ? result.status : null, error: result.kind === 'no_answer' ? result.error : undefined, probe: opts.probe },
+    'delivery attempt',
+  );
   return { result, verdict, effect };
 }
 
@@ -144,7 +153,7 @@ export async function runDeliveryJob(deps: DeliveryJobDeps, key: DeliveryKey): P
  * circuit (record() resumes it: everything waiting is queued again, in order). Answers whether it answered.
  */
 export async function probeDestination(
-  deps: Pick<DeliveryJobDeps, 'connect' | 'send' | 'record' | 'schedule' | 'bodyLimit' | 'metrics' | 'now'> & { oldestPending: DeliveryLifecycle['oldestPending'] },
+  deps: Pick<DeliveryJobDeps, 'connect' | 'send' | 'record' | 'schedule' | 'bodyLimit' | 'metrics' | 'sent' | 'log' | 'now'> & { oldestPending: DeliveryLifecycle['oldestPending'] },
   destinationId: string,
 ): Promise<'answered' | 'failed' | 'nothing pending'> {
   const d = await deps.oldestPending(destinationId);

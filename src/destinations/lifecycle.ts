@@ -10,6 +10,8 @@ import type { DeliveryStatus } from './transitions.js';
 /** What one attempt found, as it is recorded (SPEC §5.2: every attempt, never a secret). */
 export interface DeliveryAttempt {
   deliveryId: number;
+  /** Named in the log lines about its destination. */
+  companyId: string;
   destinationId: string;
   startedAt: Date;
   durationMs: number;

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { Database } from '../db/client.js';
 import type { Gate } from '../gate/gate.js';
 import type { AttemptEffect, AttemptVerdict, DeliveryAttempt, DeliveryFilter, DeliveryKey, DeliveryLifecycle, DeliveryToSend } from './lifecycle.js';
-import { DISABLED_SQL, deliveryGuard, destinationGuard, FAILING_SQL } from './transitions.js';
+import { DISABLED_SQL, deliveryGuard, destinationGuard, FAILING_SQL, type DestinationStateColumns } from './transitions.js';
 
 /** Failed attempts in a row that open a destination's circuit (SPEC §5.2). */
 export const CIRCUIT_FAILURES = 5;
@@ -30,6 +30,15 @@ export interface DestinationStatesDeps {
   log: Pick<Logger, 'info' | 'warn'>;
   /** A gate that could not be told (Redis out of reach): the change stands in PostgreSQL and repair() mends it. */
   onGateError: (err: unknown) => void;
+}
+
+/** A destination with deliveries pending, failing or disabled: its state's columns, its pending count and lag. */
+export interface WatchedDestination extends DestinationStateColumns {
+  id: string;
+  companyId: string;
+  pending: number;
+  /** Seconds since its oldest pending delivery was created (0: none pending). */
+  oldestPendingAgeS: number;
 }
 
 /** As db.execute answers it: drizzle's node-postgres driver leaves times as text. */
@@ -100,10 +109,10 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
   const probeGap = (n: number) => Math.min(deps.schedule[Math.min(n + 1, deps.schedule.length - 1)] ?? MAX_PROBE_GAP_MS, MAX_PROBE_GAP_MS);
 
   /** The destination resumes at its gate, and what waits is queued again, in order. */
-  async function resume(destinationId: string): Promise<void> {
+  async function resume(destinationId: string, companyId: string | undefined): Promise<void> {
     await gate.resume(destinationId);
     const keys = await deps.queueWaiting(destinationId);
-    log.info({ destinationId, state: 'ok', resources: keys }, 'destination resumed: its waiting deliveries are sent again, in order');
+    log.info({ companyId, destinationId, state: 'ok', resources: keys }, 'destination resumed: its waiting deliveries are sent again, in order');
   }
 
   const lifecycle: DeliveryLifecycle = {
@@ -168,14 +177,14 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
       const row = rows[0];
       const effect = { circuitOpened: row?.opened ?? false, circuitClosed: row?.closed ?? false, disabled: row?.disabled ?? false };
       if (effect.circuitOpened) {
-        log.warn({ destinationId: attempt.destinationId, state: 'failing', reason: error }, `the destination failed ${CIRCUIT_FAILURES} attempts in a row: its deliveries wait behind a probe`);
+        log.warn({ companyId: attempt.companyId, destinationId: attempt.destinationId, state: 'failing', reason: error }, `the destination failed ${CIRCUIT_FAILURES} attempts in a row: its deliveries wait behind a probe`);
         await tell(gate.pause(attempt.destinationId));
       }
       if (effect.disabled) {
-        log.warn({ destinationId: attempt.destinationId, state: 'disabled' }, 'the destination answered 410 Gone: it is disabled, its deliveries wait');
+        log.warn({ companyId: attempt.companyId, destinationId: attempt.destinationId, state: 'disabled' }, 'the destination answered 410 Gone: it is disabled, its deliveries wait');
         await tell(gate.pause(attempt.destinationId));
       }
-      if (effect.circuitClosed) await resume(attempt.destinationId).catch(deps.onGateError);
+      if (effect.circuitClosed) await resume(attempt.destinationId, attempt.companyId).catch(deps.onGateError);
       return effect;
     },
 
@@ -248,24 +257,24 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
 
     /** disable: `active: false` (by a key), or no success for days (by skyhook): its deliveries wait parked. */
     async disable(destinationId: string, why: { by: string; reason: string }): Promise<boolean> {
-      const { rowCount } = await db.execute(sql`
+      const { rows } = await db.execute<{ company_id: string }>(sql`
         UPDATE destinations SET disabled_at = now(), disabled_by = ${why.by}, disabled_reason = ${why.reason}, updated_at = now()
-        WHERE id = ${destinationId} AND deleted_at IS NULL AND disabled_at IS NULL AND (${sql.raw(destinationGuard('disable'))})`);
-      if (!rowCount) return false;
-      log.warn({ destinationId, state: 'disabled', by: why.by, reason: why.reason }, 'destination disabled: its deliveries wait');
+        WHERE id = ${destinationId} AND deleted_at IS NULL AND disabled_at IS NULL AND (${sql.raw(destinationGuard('disable'))}) RETURNING company_id`);
+      if (!rows[0]) return false;
+      log.warn({ companyId: rows[0].company_id, destinationId, state: 'disabled', by: why.by, reason: why.reason }, 'destination disabled: its deliveries wait');
       await tell(gate.pause(destinationId));
       return true;
     },
 
     /** enable: what waits is sent, in order; or, with `skipBefore`, what was created before it is skipped first. */
     async enable(destinationId: string, skipBefore?: Date): Promise<boolean> {
-      const { rowCount } = await db.execute(sql`
+      const { rows } = await db.execute<{ company_id: string }>(sql`
         UPDATE destinations SET disabled_at = NULL, disabled_by = NULL, disabled_reason = NULL, failing_since = NULL, failing_error = NULL,
           next_probe_at = NULL, consecutive_failures = 0, updated_at = now()
-        WHERE id = ${destinationId} AND deleted_at IS NULL AND (${sql.raw(destinationGuard('enable'))})`);
+        WHERE id = ${destinationId} AND deleted_at IS NULL AND (${sql.raw(destinationGuard('enable'))}) RETURNING company_id`);
       if (skipBefore) await lifecycle.skipPending(destinationId, skipBefore);
-      if (!rowCount) return false;
-      await resume(destinationId).catch(deps.onGateError);
+      if (!rows[0]) return false;
+      await resume(destinationId, rows[0].company_id).catch(deps.onGateError);
       return true;
     },
 
@@ -298,11 +307,11 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
 
     /** disable, of destinations failing for longer than `days` (no success since): said once each. */
     async disableStale(days: number): Promise<string[]> {
-      const { rows } = await db.execute<{ id: string }>(sql`
+      const { rows } = await db.execute<{ id: string; company_id: string }>(sql`
         UPDATE destinations SET disabled_at = now(), disabled_by = 'skyhook', disabled_reason = ${`no success for ${days} days`}, updated_at = now()
-        WHERE deleted_at IS NULL AND ${sql.raw(FAILING_SQL)} AND failing_since < now() - make_interval(secs => ${days * 86_400}) RETURNING id`);
-      for (const { id } of rows) {
-        log.warn({ destinationId: id, state: 'disabled', reason: `no success for ${days} days` }, 'destination disabled: no success for days');
+        WHERE deleted_at IS NULL AND ${sql.raw(FAILING_SQL)} AND failing_since < now() - make_interval(secs => ${days * 86_400}) RETURNING id, company_id`);
+      for (const { id, company_id: companyId } of rows) {
+        log.warn({ companyId, destinationId: id, state: 'disabled', reason: `no success for ${days} days` }, 'destination disabled: no success for days');
         await tell(gate.pause(id));
       }
       return rows.map((r) => r.id);
@@ -314,7 +323,12 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
       const paused = new Set(rows.map((r) => r.id));
       const mirrored = new Set(await gate.paused());
       for (const id of paused) if (!mirrored.has(id)) await gate.pause(id);
-      for (const id of mirrored) if (!paused.has(id)) await resume(id);
+      const missed = [...mirrored].filter((id) => !paused.has(id));
+      if (missed.length === 0) return;
+      // Rare (a resume Redis missed): their companies are looked up for the log line only.
+      const { rows: owners } = await db.execute<{ id: string; company_id: string }>(sql`SELECT id, company_id FROM destinations WHERE id::text = ANY(${sql.param(missed)}::text[])`);
+      const companyOf = new Map(owners.map((r) => [r.id, r.company_id]));
+      for (const id of missed) await resume(id, companyOf.get(id));
     },
 
     /** Whether any destination exists (a deleted one's deliveries may still be pending: kept until they end). */
@@ -329,6 +343,32 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
         SELECT t.id FROM destinations t WHERE t.deleted_at IS NULL AND NOT (${sql.raw(DISABLED_SQL)}) AND t.failing_since IS NULL
           AND EXISTS (SELECT 1 FROM deliveries d WHERE d.destination_id = t.id AND d.status = 'pending')`);
       return rows.map((r) => r.id);
+    },
+
+    /**
+     * The destinations worth a metric (app.ts's scrape-time gauges): those with deliveries pending, and the
+     * failing or disabled ones, with their pending count and the age of the oldest; one grouped query.
+     */
+    async watched(): Promise<WatchedDestination[]> {
+      const { rows } = await db.execute<{ id: string; company_id: string; disabled_at: string | null; disabled_reason: string | null; disabled_by: string | null; failing_since: string | null; failing_error: string | null; pending: string | null; oldest_age_s: number | null }>(sql`
+        SELECT t.id, t.company_id, t.disabled_at, t.disabled_reason, t.disabled_by, t.failing_since, t.failing_error, p.pending,
+          extract(epoch FROM now() - p.oldest)::float8 AS oldest_age_s
+        FROM destinations t
+        LEFT JOIN (SELECT destination_id, count(*) AS pending, min(created_at) AS oldest FROM deliveries WHERE status = 'pending' GROUP BY destination_id) p
+          ON p.destination_id = t.id
+        WHERE t.deleted_at IS NULL AND (p.pending IS NOT NULL OR ${sql.raw(DISABLED_SQL)} OR t.failing_since IS NOT NULL)`);
+      const time = (text: string | null) => (text === null ? null : new Date(text));
+      return rows.map((r) => ({
+        id: r.id,
+        companyId: r.company_id,
+        disabledAt: time(r.disabled_at),
+        disabledReason: r.disabled_reason,
+        disabledBy: r.disabled_by,
+        failingSince: time(r.failing_since),
+        failingError: r.failing_error,
+        pending: Number(r.pending ?? 0),
+        oldestPendingAgeS: Math.max(0, r.oldest_age_s ?? 0),
+      }));
     },
   };
 }

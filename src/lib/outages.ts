@@ -52,13 +52,13 @@ export function outageReports(config: OutageConfig, reporter: ErrorReporter) {
  */
 export function errorPolicy(reporter: ErrorReporter, outages: Outages) {
   return (kind: string, message: string, on?: 'redis' | 'postgres') =>
-    (err: unknown): void => {
+    (err: unknown, fields?: Record<string, unknown>): void => {
       const redis = isRedisUnavailable(err);
       const postgres = isDatabaseUnavailable(err);
       if (on === 'redis' && redis) outages.redisDown(err);
       else if (on === 'postgres' && postgres) outages.postgresDown(err);
       else if ((redis && reporter.active(REDIS_DOWN)) || (postgres && reporter.active(POSTGRES_DOWN))) reporter.count(kind);
-      else reporter.report(kind, err, message);
+      else reporter.report(kind, err, message, fields);
     };
 }
 

@@ -35,6 +35,15 @@ describe('a batch summary', () => {
     expect(lines[0]!.fields).toEqual({ notifications: 40, byCompany: { [A]: { processed: 40 } } });
   });
 
+  it('names what it counts: deliveries, by company and outcome', async () => {
+    const log = { info: (fields: Record<string, unknown>, message: string) => void lines.push({ fields, message }) };
+    const sent = new BatchSummary(log as never, (n) => `sent ${n} deliveries`, { counted: 'deliveries' });
+    sent.add(A, 'delivered', 2);
+    sent.add(A, 'retry');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(lines).toEqual([{ fields: { deliveries: 3, byCompany: { [A]: { delivered: 2, retry: 1 } } }, message: 'sent 3 deliveries' }]);
+  });
+
   it('under load, sums the batches of the next second into one line, and loses none', async () => {
     summary.add(A, 'stored');
     await vi.advanceTimersByTimeAsync(0);
