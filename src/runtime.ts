@@ -331,7 +331,7 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
   fetchWorker.on('error', workerError);
   fetchWorker.on('failed', (job, err) => log.debug({ jobId: job?.id, companyId: job?.data.companyId, err: err.message }, 'fetch attempt failed'));
   const { mirror, retention } = workerLoops(core, { connection, gate, notifications });
-  const delivery = deliveryWorker(core, { connection });
+  const delivery = deliveryWorker(core, { db: workerDb, connection });
   // Running jobs finish (bounded); a job still running at the deadline is left to stalled-job recovery:
   // its lock lapses and another worker takes it (worker.close(true) would still wait for it). While Redis
   // is unreachable nothing can finish, and a graceful close would wait for Redis: the close is forced.
@@ -433,10 +433,12 @@ function fetchJobDeps(core: Core, own: { db: DbHandle; notifications: Notificati
  * Role worker and all: the delivery worker (SPEC §5.2), on the worker's pool and Redis connection, with
  * its own BullMQ worker, its destinations' gate, and the loop of relay, hand-outs, repair and probes.
  */
-function deliveryWorker(core: Core, own: { connection: RedisClient }): { start: () => void; closers: RolePart['closers'] } {
+function deliveryWorker(core: Core, own: { db: DbHandle; connection: RedisClient }): { start: () => void; closers: RolePart['closers'] } {
   const { config, metrics, log, report } = core;
   const gate = new Gate(own.connection, config.queuePrefix, 'destination', destinationGateOptions(config.delivery));
   const onError = report('delivery_gate', "a destination's gate in Redis missed a request's end; places lapse by themselves", 'redis');
+  // The jobs' statements on the worker's own pool and connection, as the fetches' are.
+  const states = createDestinationStates({ db: own.db.db, gate, queueWaiting: (id) => core.deliveryEnqueuer.queueWaiting(id), schedule: config.delivery.schedule, log, onGateError: onError });
   // The gate says a hold by destination only: its company is kept from the answer that asked it (one entry per destination that ever did).
   const throttledCompany = new Map<string, string>();
   const finishes = new GateFinishes(gate, (handedOut) => core.deliveryEnqueuer.addHandedOut(handedOut), (destinationId, until, why) =>
@@ -447,8 +449,8 @@ function deliveryWorker(core: Core, own: { connection: RedisClient }): { start: 
   const sender = new DeliverySender(config.delivery.addresses);
   const job: DeliveryJobDeps = {
     connect: (d) => destinationConnection(d, d.destination, config.secretKey, defaults),
-    next: core.destinations.next,
-    record: core.destinations.record,
+    next: states.next,
+    record: states.record,
     start: (request) => starts.add(request),
     finish: (key, max, answer) => {
       if (answer.kind === 'throttled') throttledCompany.set(key.destinationId, key.companyId);
@@ -473,7 +475,7 @@ function deliveryWorker(core: Core, own: { connection: RedisClient }): { start: 
     states: core.destinations,
     enqueuer: core.deliveryEnqueuer,
     handOut: (ids) => gate.handOut(ids),
-    probe: (id) => probeDestination({ ...job, oldestPending: core.destinations.oldestPending }, id),
+    probe: (id) => probeDestination({ ...job, oldestPending: states.oldestPending }, id),
     disableAfterDays: config.delivery.disableAfterDays,
     onError: report('delivery_loop', "the deliveries' loop met an error; it runs again shortly"),
   });
