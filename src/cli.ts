@@ -20,7 +20,7 @@ program
 
 program
   .command('demo')
-  .description('start the simulator and Skyhook together, run two demo companies through a burst of events, print a summary')
+  .description("start the simulator and Skyhook together, run two demo companies through a burst of events, deliver them to each company's receiver, print a summary")
   .option('--events <n>', 'events per company', (v) => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < 1 || n > 100_000) throw new InvalidArgumentError('--events must be a whole number from 1 to 100000');
@@ -30,7 +30,8 @@ program
   .action(async (opts: { events: number; keep?: boolean }) => {
     const { runDemo } = await import('./demo.js');
     const result = await runDemo({ events: opts.events, keep: opts.keep });
-    process.exitCode = result.processed + result.failed === result.fired ? 0 : 1;
+    const everyDeliveryVerified = result.delivered === result.events && result.verified === result.delivered;
+    process.exitCode = result.processed + result.failed === result.fired && everyDeliveryVerified ? 0 : 1;
   });
 
 registerSimulatorCommands(program);

@@ -1,7 +1,9 @@
 /**
  * `npm run demo`: the simulator and Skyhook together on localhost. Two demo companies (one BASIC
- * webhook on its own targetURI, one OAUTH webhook on the shared targetURI), a lead and a quote, a burst of trip events,
- * live progress, a summary table; then the demo's rows and queue keys are removed, so it runs again.
+ * webhook on its own targetURI, one OAUTH webhook on the shared targetURI), each with a destination: a
+ * receiver the demo runs itself, standing for the company's own application, which verifies every delivery
+ * with the destination's secret. A lead and a quote, a burst of trip events, live progress, a summary table
+ * (processed, then delivered and verified); then the demo's rows and queue keys are removed, so it runs again.
  */
 import { createServer } from 'node:net';
 import pg from 'pg';
@@ -11,6 +13,7 @@ import type { EventType } from './marketplace/contract.js';
 import { deleteKeysWithPrefix } from './lib/redis/keys.js';
 import { createRuntime, type Runtime } from './runtime.js';
 import { describeError } from './lib/error-reporter.js';
+import { startWebhookListener, type WebhookListener } from './lib/webhook-listener.js';
 import { startSimulator, type Simulator } from './simulator/index.js';
 
 const DEFAULT_DEMO_PREFIX = '{skyhook-demo}';
@@ -23,6 +26,10 @@ interface DemoCompany {
   authType: 'BASIC' | 'OAUTH';
   sharedTarget: boolean;
   companyId?: string;
+  /** The webhook-ids its receiver verified (a retried delivery counts once). */
+  verified: Set<string>;
+  /** Requests its receiver refused: a signature that did not verify. */
+  refused: number;
 }
 
 async function freePort(): Promise<number> {
@@ -37,7 +44,7 @@ async function freePort(): Promise<number> {
 
 /** `keep`: once the summary is printed the stack keeps running (the console to explore) until Ctrl-C; the clean-up follows then. */
 // Over 80 lines on purpose: the demo's steps in the order they run, read top to bottom.
-export async function runDemo(opts: { events: number; keep?: boolean }): Promise<{ fired: number; processed: number; failed: number }> {
+export async function runDemo(opts: { events: number; keep?: boolean }): Promise<{ fired: number; processed: number; failed: number; events: number; delivered: number; verified: number }> {
   const { events } = opts;
   const out = process.stdout;
   const say = (line = '') => out.write(`${line}\n`);
@@ -56,14 +63,15 @@ export async function runDemo(opts: { events: number; keep?: boolean }): Promise
     FETCH_MIN_INTERVAL_MS: process.env.FETCH_MIN_INTERVAL_MS ?? '300',
   });
   const companies: DemoCompany[] = [
-    { simId: 'demo-charter', name: `${DEMO_NAME} Charter Operator (BASIC, own targetURI)`, authType: 'BASIC', sharedTarget: false },
-    { simId: 'demo-broker', name: `${DEMO_NAME} Broker (OAUTH, shared targetURI)`, authType: 'OAUTH', sharedTarget: true },
+    { simId: 'demo-charter', name: `${DEMO_NAME} Charter Operator (BASIC, own targetURI)`, authType: 'BASIC', sharedTarget: false, verified: new Set(), refused: 0 },
+    { simId: 'demo-broker', name: `${DEMO_NAME} Broker (OAUTH, shared targetURI)`, authType: 'OAUTH', sharedTarget: true, verified: new Set(), refused: 0 },
   ];
 
   say(`Skyhook demo: database ${new URL(config.databaseUrl).pathname.slice(1)}, Redis ${config.redisClusterNodes ? `cluster ${config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')}` : config.redisUrl}`);
   const sim: Simulator = await startSimulator({ companies: companies.map((c) => ({ id: c.simId, name: c.name, token: `demo-token-${c.simId}` })) });
   say(`  marketplace simulator  ${sim.url}  (API base ${sim.apiBaseUrl})`);
   let runtime: Runtime | undefined;
+  const receivers: WebhookListener[] = [];
   const sql = new pg.Pool({ connectionString: config.databaseUrl, max: 2 });
   try {
     await deleteKeysWithPrefix(config, prefix); // leftovers of an interrupted run, before any worker uses them
@@ -93,7 +101,22 @@ export async function runDemo(opts: { events: number; keep?: boolean }): Promise
         authType: c.authType,
         sharedTarget: c.sharedTarget,
       });
-      say(`  ${c.name}\n      webhook ${webhook.remoteId} -> ${webhook.targetURI}`);
+      // The company's own application: a receiver on a port of its own, verifying with the destination's secret.
+      const receiverPort = await freePort();
+      const url = `http://127.0.0.1:${receiverPort}/skyhook`;
+      const destination = await admin('POST', `/companies/${c.companyId}/destinations`, { url, description: `${c.simId}'s application (the demo's receiver)` });
+      receivers.push(
+        await startWebhookListener({
+          port: receiverPort,
+          path: '/skyhook',
+          secret: destination.secret as string,
+          onRequest: (heard) => {
+            if (heard.verification === 'verified' && heard.webhookId) c.verified.add(heard.webhookId);
+            else c.refused++;
+          },
+        }),
+      );
+      say(`  ${c.name}\n      webhook ${webhook.remoteId} -> ${webhook.targetURI}\n      destination ${destination.id as string} -> ${url} (verifies each delivery with the destination's secret)`);
     }
 
     const [operator, broker] = companies as [DemoCompany, DemoCompany];
@@ -119,15 +142,17 @@ export async function runDemo(opts: { events: number; keep?: boolean }): Promise
     for (let tick = 0; ; tick++) {
       rows = await progress(sql);
       const done = rows.reduce((a, r) => a + r.processed + r.failed + r.discarded, 0);
+      // Every event has its delivery from the transaction that stored it; the demo waits for them to end too.
+      const sending = rows.reduce((a, r) => a + r.deliveriesPending, 0);
       const line = companies
         .map((c) => {
           const r = rows.find((x) => x.companyId === c.companyId);
-          return `${c.simId}: received ${r?.received ?? 0}/${fired.get(c.companyId!)} processed ${r?.processed ?? 0} failed ${r?.failed ?? 0}`;
+          return `${c.simId}: received ${r?.received ?? 0}/${fired.get(c.companyId!)} processed ${r?.processed ?? 0} failed ${r?.failed ?? 0} delivered ${r?.delivered ?? 0}/${r?.events ?? 0}`;
         })
         .join('   ');
       if (tty) out.write(`\r  ${line}   `);
-      else if (tick % 4 === 0 || done >= total) say(`  ${line}`);
-      if (done >= total) break;
+      else if (tick % 4 === 0 || (done >= total && sending === 0)) say(`  ${line}`);
+      if (done >= total && sending === 0) break;
       if (Date.now() - started > 120_000) throw new Error('the demo did not finish within 2 minutes');
       await new Promise((r) => setTimeout(r, 250));
     }
@@ -149,13 +174,21 @@ export async function runDemo(opts: { events: number; keep?: boolean }): Promise
         'resource GETs': fetches,
         snapshots: r.snapshots,
         'p50 ms': r.p50Ms,
+        events: r.events,
+        delivered: r.delivered,
+        verified: c.verified.size,
       };
     });
     printTable(say, table);
     const processed = table.reduce((a, r) => a + r.processed, 0);
     const failed = table.reduce((a, r) => a + r.failed, 0);
     say(`\n${processed} of ${total} notifications processed in ${seconds.toFixed(1)} s; ${report.fetches.length} resource GETs (coalesced);`);
-    say(`delivered ${report.delivered}, retried ${report.retried}, given up ${report.gaveUp}; every GET used its owner's token: ${report.fetches.every((f) => f.tokenCompanyId === f.ownerCompanyId)}`);
+    say(`the marketplace's notifications: delivered ${report.delivered}, retried ${report.retried}, given up ${report.gaveUp}; every GET used its owner's token: ${report.fetches.every((f) => f.tokenCompanyId === f.ownerCompanyId)}`);
+    const stored = table.reduce((a, r) => a + r.events, 0);
+    const delivered = table.reduce((a, r) => a + r.delivered, 0);
+    const verified = table.reduce((a, r) => a + r.verified, 0);
+    const refused = companies.reduce((a, c) => a + c.refused, 0);
+    say(`${delivered} of ${stored} events delivered to the companies' own applications, ${verified} verified with their destination's secret${refused > 0 ? `, ${refused} request(s) NOT verified` : ''}`);
     say(`\nOperator console: ${config.publicBaseUrl}/console  (sign in with the admin token ${ADMIN_TOKEN})`);
     if (opts.keep) {
       say('The stack keeps running. Fire more events and watch them arrive in the console:');
@@ -166,9 +199,10 @@ export async function runDemo(opts: { events: number; keep?: boolean }): Promise
     } else {
       say('It stopped with the demo: run `npm run demo -- --keep` to leave the stack running and explore it.');
     }
-    return { fired: total, processed, failed };
+    return { fired: total, processed, failed, events: stored, delivered, verified };
   } finally {
     await runtime?.close();
+    for (const receiver of receivers) await receiver.close();
     await sim.stop();
     // The next run starts by cleaning up too: a failure here is said, not fatal.
     await deleteDemoCompanies(sql).catch((err: unknown) => say(`could not remove the demo companies: ${describeError(err)}`));
@@ -224,6 +258,9 @@ interface Row {
   discarded: number;
   snapshots: number;
   p50Ms: number | null;
+  events: number;
+  delivered: number;
+  deliveriesPending: number;
 }
 
 async function progress(sql: pg.Pool): Promise<Row[]> {
@@ -235,7 +272,10 @@ async function progress(sql: pg.Pool): Promise<Row[]> {
            count(n.id) FILTER (WHERE n.status = 'discarded')::int AS discarded,
            (SELECT count(*)::int FROM resources r WHERE r.company_id = c.id) AS snapshots,
            round(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM n.processed_at - n.received_at) * 1000)
-                 FILTER (WHERE n.status = 'processed'))::int AS "p50Ms"
+                 FILTER (WHERE n.status = 'processed'))::int AS "p50Ms",
+           (SELECT count(*)::int FROM events e WHERE e.company_id = c.id) AS events,
+           (SELECT count(*)::int FROM deliveries d WHERE d.company_id = c.id AND d.status = 'delivered') AS delivered,
+           (SELECT count(*)::int FROM deliveries d WHERE d.company_id = c.id AND d.status = 'pending') AS "deliveriesPending"
     FROM companies c LEFT JOIN notifications n ON n.company_id = c.id
     WHERE c.name LIKE '${DEMO_NAME}%'
     GROUP BY c.id`);

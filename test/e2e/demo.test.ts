@@ -12,7 +12,7 @@ beforeAll(async () => {
 });
 afterAll(async () => db?.drop());
 
-it('runs to its summary with every notification processed, and leaves the database as it found it', async () => {
+it('runs to its summary with every notification processed and every event delivered and verified, and leaves the database as it found it', async () => {
   const env = { ...process.env, DATABASE_URL: db.url, REDIS_URL, DEMO_QUEUE_PREFIX: testQueuePrefix(), FETCH_MIN_INTERVAL_MS: '100' };
   for (let round = 0; round < 2; round++) {
     const { stdout } = await run('node', ['bin/skyhook.js', 'demo', '--events', '40'], { env, timeout: 90_000 });
@@ -21,14 +21,21 @@ it('runs to its summary with every notification processed, and leaves the databa
     expect(stdout).toMatch(/quote demo-quote-1 submitted for demo-charter: tripmsgs tm_\S+, sellerQuote sq_\S+, lift lift_/);
     expect(stdout).toContain('82 of 82 notifications processed');
     expect(stdout).toContain("every GET used its owner's token: true");
+    // Each company's destination is the demo's own receiver, which verifies every delivery with the destination's secret.
+    const [, delivered, stored, verified] = /^(\d+) of (\d+) events delivered to the companies' own applications, (\d+) verified with their destination's secret$/m.exec(stdout) ?? [];
+    expect(Number(stored)).toBeGreaterThan(0);
+    expect([delivered, verified]).toEqual([stored, stored]);
+    expect(stdout).toMatch(/^ {2}demo-charter .* (\d+) +\1 +\1 *$/m);
     expect(stdout).toMatch(/Operator console: http:\/\/127\.0\.0\.1:\d+\/console {2}\(sign in with the admin token \S+\)/);
     expect(stdout).toContain('npm run demo -- --keep');
   }
   const client = new pg.Client({ connectionString: db.url });
   await client.connect();
   try {
-    const { rows } = await client.query('SELECT (SELECT count(*) FROM companies)::int AS companies, (SELECT count(*) FROM notifications)::int AS notifications');
-    expect(rows[0]).toEqual({ companies: 0, notifications: 0 });
+    const { rows } = await client.query(
+      'SELECT (SELECT count(*) FROM companies)::int AS companies, (SELECT count(*) FROM notifications)::int AS notifications, (SELECT count(*) FROM destinations)::int AS destinations, (SELECT count(*) FROM deliveries)::int AS deliveries',
+    );
+    expect(rows[0]).toEqual({ companies: 0, notifications: 0, destinations: 0, deliveries: 0 });
   } finally {
     await client.end();
   }

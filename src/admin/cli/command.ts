@@ -28,7 +28,7 @@ export interface PageFlags extends JsonFlag {
 
 const JSON_HELP = 'print the JSON the admin API answers (one document on stdout)';
 
-/** A command group: commander's own usage errors (unknown option, missing argument) read like ours and exit 2. */
+/** A command group (or a command of its own, as `listen`): commander's own usage errors (unknown option, missing argument) read like ours and exit 2. */
 export function group(program: Command, name: string, description: string): Command {
   return (
     program
@@ -42,7 +42,13 @@ export function group(program: Command, name: string, description: string): Comm
 }
 
 /** The arguments of the commands, each described once. */
-const ARGUMENTS = { companyId: 'the company id (a UUID)', webhookId: 'the webhook id (a UUID)', id: 'the notification id (a number)' };
+const ARGUMENTS = {
+  companyId: 'the company id (a UUID)',
+  webhookId: 'the webhook id (a UUID)',
+  id: 'the notification id (a number)',
+  destinationId: 'the destination id (a UUID)',
+  deliveryId: 'the delivery id: a number, or its webhook-id (msg_<number>)',
+};
 
 /** A command of a group, with its description and its arguments (`<companyId>`, ...). */
 export function subcommand(parent: Command, name: string, description: string, ...args: (keyof typeof ARGUMENTS)[]): Command {
@@ -139,9 +145,12 @@ export const numberText = (value: string | undefined): number | string | undefin
 /** The command's options by the field they fill: apiBaseUrl -> --api-base-url. */
 const flagNames = (cmd: Command): Map<string, string> => new Map(cmd.options.map((o) => [o.attributeName(), o.long ?? o.flags]));
 
-/** The flag that fills a field: its first key's (`apiToken`), or its last's for a nested one (`connection.authToken` -> --auth-token). */
+/**
+ * The flag that fills a field: the deepest key of its path that is a flag (`apiToken` -> --api-token,
+ * `connection.authToken` -> --auth-token, `filter.resourceTypes.0` -> --resource-types, `rotateSecret.graceSeconds` -> --grace-seconds).
+ */
 const flagOf = (flags: Map<string, string>, path: PropertyKey[]): string | undefined =>
-  flags.get(String(path[0] ?? '')) ?? (path.length > 1 ? flags.get(String(path.at(-1))) : undefined);
+  path.map(String).reverse().map((key) => flags.get(key)).find((flag) => flag !== undefined);
 
 /** Runs two validations and reports the bad fields of both at once. */
 export function together<A, B>(first: () => A, second: () => B): [A, B] {

@@ -65,8 +65,11 @@ function companyStates(config: Config, handle: DbHandle, redis: RedisClient, que
   });
 }
 
-/** Destinations' states and deliveries over the CLI's pool and Redis: replays are queued as `skyhook start` queues them. */
-function destinationParts(config: Config, handle: DbHandle, redis: RedisClient, onGateError: (err: unknown) => void, log: ReturnType<typeof createLogger>, opts: { queue: boolean }) {
+/**
+ * Destinations' states and deliveries over the CLI's pool and Redis: replays are queued as `skyhook start` queues them.
+ * `ready`: what a read of the gates waits for first (Redis connected), as the companies' states do.
+ */
+function destinationParts(config: Config, handle: DbHandle, redis: RedisClient, onGateError: (err: unknown) => void, log: ReturnType<typeof createLogger>, opts: { queue: boolean; ready?: () => Promise<void> }) {
   const gate = new Gate(redis, config.queuePrefix, 'destination', destinationGateOptions(config.delivery));
   const queue = opts.queue ? createDeliveryQueue(redis, config.queuePrefix) : undefined;
   queue?.on('error', onGateError);
@@ -76,7 +79,8 @@ function destinationParts(config: Config, handle: DbHandle, redis: RedisClient, 
     if (!enqueuer) throw new Error('a command that only reads queues nothing');
     await enqueuer.enqueue(keys);
   };
-  return { parts: { states, gate, enqueue }, close: async () => queue?.close() };
+  const views: Gate['views'] = async (ids) => (await opts.ready?.(), gate.views(ids));
+  return { parts: { states, gate: { views }, enqueue }, close: async () => queue?.close() };
 }
 
 /** `migrate`: create and migrate the database first, as `skyhook start` does (commands that write); a read opens it as it is. */
@@ -98,14 +102,14 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
     const gateNote = redisNote('company states show what PostgreSQL knows');
     const redis = connectRedis(config, 'producer', 'skyhook-cli');
     const read = companyStates(config, handle, redis, readOnly.enqueue, gateNote, log);
-    // Only a command that shows companies waits for Redis, and only once.
+    // Only a command that shows companies or destinations waits for Redis, and only once.
     let ready: Promise<void> | undefined;
     const waitForRedis = () => (ready ??= redisReady(redis, 1000).catch(gateNote));
     const states = { ...read, states: async (rows: Parameters<typeof read.states>[0]) => (await waitForRedis(), read.states(rows)), all: async () => (await waitForRedis(), read.all()) };
     return {
       config,
       notifications,
-      services: createServices({ db: handle.db, notifications, enqueuer: readOnly, config, states, destinations: destinationParts(config, handle, redis, gateNote, log, { queue: false }).parts, onOutboundCleanupError: cleanupNote, onBackgroundError: gateNote }),
+      services: createServices({ db: handle.db, notifications, enqueuer: readOnly, config, states, destinations: destinationParts(config, handle, redis, gateNote, log, { queue: false, ready: waitForRedis }).parts, onOutboundCleanupError: cleanupNote, onBackgroundError: gateNote }),
       close: async () => {
         redis.disconnect();
         await handle.pool.end();

@@ -1,11 +1,15 @@
 /**
  * The operators' admin CLI (SPEC §7): the admin API's operations as `skyhook` commands, over the same
  * services and validated with the same schemas, so the CLI and the API accept the same things. One file
- * per command group; command.ts is what they share.
+ * per command group; command.ts is what they share. `listen` needs no services: a local receiver of deliveries.
  */
 import type { Command } from 'commander';
 import { registerCompanies } from './companies.js';
+import { registerDeliveries } from './deliveries.js';
+import { registerDestinations } from './destinations.js';
+import { registerEvents } from './events.js';
 import { registerDeclines, registerLeads, registerQuotes } from './leads-quotes.js';
+import { registerListen } from './listen.js';
 import { registerNotifications, registerResources } from './notifications.js';
 import { registerWebhooks } from './webhooks.js';
 
@@ -17,4 +21,8 @@ export function registerAdminCommands(program: Command): void {
   registerDeclines(program);
   registerNotifications(program);
   registerResources(program);
+  registerDestinations(program);
+  registerDeliveries(program);
+  registerEvents(program);
+  registerListen(program);
 }

@@ -6,7 +6,7 @@ import { describeError } from '../../lib/error-reporter.js';
 import * as s from '../../services/schemas.js';
 import { addPageOptions, dataCommand, execute, group, numberText, subcommand, validate, withServices, type JsonFlag, type PageFlags } from './command.js';
 import type { AdminContext } from './context.js';
-import { keyValues, listing, shortTime, table, truncate, yesNo } from './output.js';
+import { companyLabel, keyValues, listing, shortTime, table, truncate, yesNo } from './output.js';
 
 const STATUSES = s.notificationStatus.options.join(', ');
 /** What replay-all selects without flags: the schema's defaults. */
@@ -29,9 +29,6 @@ function addFilterOptions(cmd: Command, statusHelp: string): Command {
 }
 
 const filterOf = (flags: FilterFlags) => Object.fromEntries(s.NOTIFICATION_FILTER_KEYS.map((k) => [k, flags[k]]));
-
-/** `Name (uuid)`: a company as tables show it. */
-const companyLabel = (names: Map<string, string>, id: string) => (names.has(id) ? `${names.get(id)} (${id})` : id);
 
 /** An error's reason: without the attempt count ahead of it (the row says how many). */
 const errorReason = (error: string | null): string => (error ? error.replace(/^gave up after (\d+) attempts: (.*)$/s, '$2 (gave up after $1 attempts)') : '-');
