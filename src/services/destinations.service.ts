@@ -113,8 +113,11 @@ export function createDestinationsService(deps: DestinationsDeps) {
   }
   const view = async (r: DestinationRow) => (await views([r]))[0]!;
 
-  const filterColumns = (filter: { resourceTypes?: string[] | null; eventTypes?: string[] | null } | undefined) =>
-    filter === undefined ? {} : { resourceTypes: filter.resourceTypes ?? null, eventTypes: filter.eventTypes ?? null };
+  /** A filter's lists: one given replaces the stored one (null: all), one left out keeps it. */
+  const filterColumns = (filter: { resourceTypes?: string[] | null; eventTypes?: string[] | null } | undefined) => ({
+    ...(filter?.resourceTypes !== undefined ? { resourceTypes: filter.resourceTypes } : {}),
+    ...(filter?.eventTypes !== undefined ? { eventTypes: filter.eventTypes } : {}),
+  });
 
   const deliveryView = (d: typeof deliveries.$inferSelect): DeliveryView => ({
     id: d.id,

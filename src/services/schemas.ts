@@ -238,7 +238,7 @@ export const patchDestinationBody = z
   .strictObject({
     url: text(2048).min(1).optional().describe('applies to pending deliveries too (each attempt records where it went)'),
     description: text(500).optional(),
-    filter: destinationFilter.optional().describe('applies to later events (a replay since a time fills what the old filter left out)'),
+    filter: destinationFilter.optional().describe('applies to later events (a replay since a time fills what the old filter left out); a list left out keeps its value, null matches all'),
     active: z.boolean().optional().describe('false: disabled (its deliveries wait); true: enabled (what waits is sent, or skipped before skipBefore)'),
     rotateSecret: z
       .strictObject({ graceSeconds: z.number().int().min(0).max(30 * 86_400).optional().describe('how long the previous secret signs beside the new one (default 86400; 0 after a leak)') })

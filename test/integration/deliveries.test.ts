@@ -172,6 +172,9 @@ describe('deliveries (SPEC §5.2)', () => {
     expect(r.received[1]!.body).toBe(r.received[0]!.body);
     const dry = await s.skyhook.admin('POST', `/companies/${company.companyId}/destinations/${dest.id}/replay`, { status: 'delivered', dryRun: true });
     expect(dry.body).toEqual({ matched: 1, replayed: 0 });
+    // A change of one of the filter's lists keeps the other.
+    const narrowed = await s.skyhook.admin('PATCH', `/companies/${company.companyId}/destinations/${dest.id}`, { filter: { eventTypes: ['TripChatFromBuyer'] } });
+    expect(narrowed.body.filter).toEqual({ resourceTypes: ['tripmsgs'], eventTypes: ['TripChatFromBuyer'] });
   });
 
   it('a test event: signed, sent now, answered with the attempt', async () => {
