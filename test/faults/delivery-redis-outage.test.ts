@@ -28,7 +28,7 @@ const receivers: TestReceiver[] = [];
 
 beforeAll(async () => {
   redis = await startOwnRedis();
-  s = await startScenario({ env: { REDIS_URL: redis.url, FETCH_MIN_INTERVAL_MS: '0', DELIVERY_RETRY_SCHEDULE: Array(8).fill(RETRY_MS).join(',').replace(/^\d+/, '0') } });
+  s = await startScenario({ env: { REDIS_URL: redis.url, FETCH_MIN_INTERVAL_MS: '0', DELIVERY_RETRY_SCHEDULE: [0, ...Array(7).fill(RETRY_MS)].join(',') } });
 });
 
 afterAll(async () => {
