@@ -4,11 +4,10 @@
  * destination's timeout, the answer read up to its first 4 KB. Answers what happened; never throws for
  * what the destination did.
  */
-import { isIP } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import { Agent, request, type Dispatcher } from 'undici';
 import { parseRetryAfter } from '../marketplace/client.js';
-import { addressProblem, checkedLookup, type AddressRules } from '../lib/addresses.js';
+import { checkedLookup, urlProblem, type AddressRules } from '../lib/addresses.js';
 
 /** Keep-alive pools, one per destination: its own address checks, and no destination's connections shared with another's. */
 const MAX_POOLS = 1000;
@@ -36,11 +35,13 @@ export class DeliverySender {
   async send(d: Delivery): Promise<SendResult> {
     const started = performance.now();
     const took = () => Math.round(performance.now() - started);
+    // The URL's rules hold at each attempt, not only when it was set: a destination stored in development, or
+    // admitted by a DESTINATION_ALLOW entry since removed, is not sent over http in production. A literal
+    // address is never looked up: urlProblem checks it here.
+    const refused = urlProblem(this.rules, d.url, d.companyId);
+    if (refused) return { kind: 'no_answer', error: `address refused: ${refused}`, durationMs: took() };
     const url = new URL(d.url);
     const host = url.hostname.replace(/^\[|\]$/g, '');
-    // A literal address is never looked up: it is checked here.
-    const refused = isIP(host) ? addressProblem(this.rules, host, host, d.companyId) : null;
-    if (refused) return { kind: 'no_answer', error: `address refused: ${refused}`, durationMs: took() };
     try {
       const res = await request(d.url, {
         method: 'POST',

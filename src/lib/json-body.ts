@@ -29,8 +29,12 @@ export function decodeJson(raw: Buffer): { value: unknown; text: string } {
     throw badRequest('The body is not valid JSON.');
   }
   // Both can only arrive as \\u escapes, so the walk runs only when the text has one.
-  if (/\\u/i.test(text) && hasUnstorableText(value)) {
-    throw badRequest('The body contains a NUL character or a lone surrogate (\\uD800-\\uDFFF), which cannot be stored.');
+  const unstorable = /\\u/i.test(text) ? unstorableTextAt(value) : undefined;
+  if (unstorable !== undefined) {
+    const field = ['body', ...unstorable].join('.');
+    throw badRequest(`The body contains a NUL character or a lone surrogate (\\uD800-\\uDFFF) at ${field}, which cannot be stored.`, [
+      { field, message: 'must not contain a NUL character or a lone surrogate' },
+    ]);
   }
   if (MAYBE_BEYOND_NUMERIC.test(text)) {
     const problem = numberBeyondNumeric(text);
@@ -130,18 +134,21 @@ function shorten(token: string): string {
 /** Text PostgreSQL can store: no NUL character (text refuses it) and no lone UTF-16 surrogate. */
 export const storableText = (s: string): boolean => !s.includes('\u0000') && s.isWellFormed();
 
-/** Text PostgreSQL cannot store (NUL, a lone UTF-16 surrogate), anywhere in a parsed JSON value. */
-export function hasUnstorableText(root: unknown): boolean {
-  const stack: unknown[] = [root];
+/** Where a parsed JSON value holds text PostgreSQL cannot store (NUL, a lone UTF-16 surrogate): the keys to it (a bad key's own, JSON-quoted, last), or undefined. */
+export function unstorableTextAt(root: unknown): string[] | undefined {
+  const stack: { value: unknown; path: string[] }[] = [{ value: root, path: [] }];
   while (stack.length > 0) {
-    const value = stack.pop();
-    if (typeof value === 'string' && !storableText(value)) return true;
+    const { value, path } = stack.pop()!;
+    if (typeof value === 'string' && !storableText(value)) return path;
     if (typeof value === 'object' && value !== null) {
       for (const [key, child] of Object.entries(value)) {
-        if (!storableText(key)) return true;
-        stack.push(child);
+        if (!storableText(key)) return [...path, JSON.stringify(key)];
+        stack.push({ value: child, path: [...path, key] });
       }
     }
   }
-  return false;
+  return undefined;
 }
+
+/** Text PostgreSQL cannot store (NUL, a lone UTF-16 surrogate), anywhere in a parsed JSON value. */
+export const hasUnstorableText = (root: unknown): boolean => unstorableTextAt(root) !== undefined;

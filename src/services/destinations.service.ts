@@ -12,7 +12,7 @@ import { signingSecrets } from '../destinations/connections.js';
 import type { DestinationStatesRepository } from '../destinations/postgres.js';
 import { destinationStateOf } from '../destinations/transitions.js';
 import type { Database } from '../db/client.js';
-import { decodeCursor, pageOf } from '../db/pagination.js';
+import { decodeCursor, isUuid, pageOf } from '../db/pagination.js';
 import { deliveries, deliveryAttempts, destinations, type DestinationRow } from '../db/schema/index.js';
 import type { Gate } from '../gate/gate.js';
 import { urlProblem, type AddressRules } from '../lib/addresses.js';
@@ -161,7 +161,8 @@ export function createDestinationsService(deps: DestinationsDeps) {
 
     async list(companyId: string, opts: { limit: number; cursor?: string }): Promise<{ items: DestinationView[]; nextCursor: string | null }> {
       await deps.companies.get(companyId);
-      const after = opts.cursor === undefined ? undefined : decodeCursor(opts.cursor, (v): v is string => typeof v === 'string' && /^[0-9a-f-]{36}$/.test(v));
+      // A uuid, checked whole: 36 hyphens passed a looser pattern and failed the query (a 400 that named no cursor).
+      const after = opts.cursor === undefined ? undefined : decodeCursor(opts.cursor, isUuid);
       const rows = await db
         .select()
         .from(destinations)

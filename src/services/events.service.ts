@@ -25,7 +25,8 @@ const CURSOR_PREFIX = 'e1.';
 export const cursorOf = (seq: number): string => `${CURSOR_PREFIX}${Buffer.from(String(seq)).toString('base64url')}`;
 function seqOf(cursor: string): number {
   const seq = cursor.startsWith(CURSOR_PREFIX) ? Number(Buffer.from(cursor.slice(CURSOR_PREFIX.length), 'base64url').toString('utf8')) : NaN;
-  if (!Number.isSafeInteger(seq) || seq < 0) throw badRequest('The cursor is not valid.', [{ field: 'after', message: 'is not a cursor this API returned' }]);
+  // Only a cursor as written: base64 decoding skips what it cannot read and Number('') is 0, so a mangled cursor read from the start again.
+  if (!Number.isSafeInteger(seq) || seq < 0 || cursorOf(seq) !== cursor) throw badRequest('The cursor is not valid.', [{ field: 'after', message: 'is not a cursor this API returned' }]);
   return seq;
 }
 

@@ -6,7 +6,8 @@
  *    mistyped, huge, deeply nested and badly encoded bodies; every credential fault; hrefs aimed at other
  *    hosts, private addresses and other schemes) and the admin API. Each has its expected status and an
  *    `application/problem+json` body, and no table gains a row. Afterwards the process is healthy and
- *    still accepts valid notifications.
+ *    still accepts valid notifications. The routes of SPEC §5.2 (destinations, deliveries, the events
+ *    feed) have a corpus of their own, each case's problem naming the field (or the unknown id) it is about.
  * 2. Seeded-random fuzzing of the parsers the receiver trusts: parseOAuthHeader / readOAuthHeader /
  *    verifyOAuthHeader (src/receiver/oauth1.ts) and parseNotification / checkHrefScope
  *    (src/receiver/ingest.ts). They throw nothing but their documented errors and never accept what
@@ -192,6 +193,8 @@ interface BadRequest {
   challenge?: string;
   /** Matched against the problem's detail. */
   detail?: RegExp;
+  /** What the problem must name (in its detail or its errors' fields and messages): the field, or the unknown thing. */
+  names?: string;
 }
 
 const nested = (depth: number, leaf: unknown = 1): unknown => {
@@ -416,6 +419,139 @@ function adminCorpus(): BadRequest[] {
   ];
 }
 
+/** What the §5.2 corpus needs to exist: a destination of each company, and deliveries (a pending one) of each. */
+interface DeliveryFixtures {
+  destinationId: string;
+  otherDestinationId: string;
+  pendingDeliveryId: number;
+  otherDeliveryId: number;
+  eventId: number;
+  otherEventId: number;
+}
+
+function deliveryCorpus(f: DeliveryFixtures): BadRequest[] {
+  const c = `/admin/companies/${company.id}`;
+  const d = `${c}/destinations/${f.destinationId}`;
+  const nobody = '00000000-0000-4000-8000-000000000000';
+  const url = 'http://127.0.0.1:9/hooks';
+  const post = (body: unknown) => admin('POST', `${c}/destinations`, { body: typeof body === 'string' ? body : json(body) });
+  const patch = (body: unknown) => admin('PATCH', d, { body: typeof body === 'string' ? body : json(body) });
+  const replay = (body: unknown) => admin('POST', `${d}/replay`, { body: typeof body === 'string' ? body : json(body) });
+  const get = (path: string) => admin('GET', `${c}${path}`);
+  const base64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  return [
+    // Unknown ids: this company's, another company's, or none.
+    { name: 'dest: list of an unknown company', send: () => admin('GET', `/admin/companies/${nobody}/destinations`), status: 404, names: nobody },
+    { name: 'dest: create for an unknown company', send: () => admin('POST', `/admin/companies/${nobody}/destinations`, { body: json({ url }) }), status: 404, names: nobody },
+    { name: 'dest: an unknown destination', send: () => get(`/destinations/${nobody}`), status: 404, names: `Destination ${nobody}` },
+    { name: 'dest: another company’s destination', send: () => get(`/destinations/${f.otherDestinationId}`), status: 404, names: f.otherDestinationId },
+    { name: 'dest: PATCH another company’s destination', send: () => admin('PATCH', `${c}/destinations/${f.otherDestinationId}`, { body: json({ description: 'x' }) }), status: 404, names: f.otherDestinationId },
+    { name: 'dest: DELETE an unknown destination', send: () => admin('DELETE', `${c}/destinations/${nobody}`), status: 404, names: nobody },
+    { name: 'dest: the secret of another company’s destination', send: () => get(`/destinations/${f.otherDestinationId}/secret`), status: 404, names: f.otherDestinationId },
+    { name: 'dest: test an unknown destination', send: () => admin('POST', `${c}/destinations/${nobody}/test`), status: 404, names: nobody },
+    { name: 'dest: replay an unknown destination', send: () => admin('POST', `${c}/destinations/${nobody}/replay`, { body: '{}' }), status: 404, names: nobody },
+    { name: 'deliveries of an unknown company', send: () => admin('GET', `/admin/companies/${nobody}/deliveries`), status: 404, names: nobody },
+    { name: 'an unknown delivery', send: () => get('/deliveries/999999999'), status: 404, names: 'Delivery 999999999' },
+    { name: 'another company’s delivery', send: () => get(`/deliveries/${f.otherDeliveryId}`), status: 404, names: `Delivery ${f.otherDeliveryId}` },
+    { name: 'replay of another company’s delivery', send: () => admin('POST', `${c}/deliveries/${f.otherDeliveryId}/replay`), status: 404, names: `Delivery ${f.otherDeliveryId}` },
+    { name: 'events of an unknown company', send: () => admin('GET', `/admin/companies/${nobody}/events`), status: 404, names: nobody },
+    { name: 'the event stream of an unknown company', send: () => admin('GET', `/admin/companies/${nobody}/events/stream`), status: 404, names: nobody },
+    { name: 'an unknown event', send: () => get('/events/999999999'), status: 404, names: 'Event 999999999' },
+    { name: 'another company’s event', send: () => get(`/events/${f.otherEventId}`), status: 404, names: `Event ${f.otherEventId}` },
+    // Ids that are not ids.
+    { name: 'dest: destination id not a UUID', send: () => get('/destinations/not-a-uuid'), status: 400, names: 'params.destinationId' },
+    { name: 'dest: NUL as the destination id', send: () => get('/destinations/%00'), status: 400, names: 'params.destinationId' },
+    { name: 'dest: company id not a UUID', send: () => admin('GET', '/admin/companies/acme/destinations'), status: 400, names: 'params.companyId' },
+    { name: 'deliveries: destinationId not a UUID', send: () => get("/deliveries?destinationId=x'--"), status: 400, names: 'querystring.destinationId' },
+    { name: 'delivery id not a number', send: () => get('/deliveries/abc'), status: 400, names: 'params.deliveryId' },
+    { name: 'delivery id negative', send: () => get('/deliveries/-1'), status: 400, names: 'params.deliveryId' },
+    { name: 'delivery id beyond a safe integer', send: () => get('/deliveries/99999999999999999999'), status: 400, names: 'params.deliveryId' },
+    { name: 'replay of delivery id 0', send: () => admin('POST', `${c}/deliveries/0/replay`), status: 400, names: 'params.deliveryId' },
+    { name: 'event id not a number', send: () => get('/events/first'), status: 400, names: 'params.eventId' },
+    // Bodies that are not JSON, or not the object asked for.
+    { name: 'dest: malformed JSON', send: () => post('{"url":'), status: 400 },
+    { name: 'dest: a JSON array', send: () => post('[]'), status: 400 },
+    { name: 'dest: PATCH malformed JSON', send: () => patch('{'), status: 400 },
+    { name: 'dest: replay body not JSON', send: () => replay('since yesterday'), status: 400 },
+    { name: 'dest: url missing', send: () => post({ description: 'x' }), status: 400, names: 'body.url' },
+    { name: 'dest: url a number', send: () => post({ url: 42 }), status: 400, names: 'body.url' },
+    { name: 'dest: active a string', send: () => post({ url, active: 'false' }), status: 400, names: 'body.active' },
+    { name: 'dest: Content-Type text/plain', send: () => admin('POST', `${c}/destinations`, { body: json({ url }), contentType: 'text/plain' }), status: [400, 415] },
+    // Unknown fields.
+    { name: 'dest: a secret of its own', send: () => post({ url, secret: 'whsec_AAAA' }), status: 400, names: 'secret' },
+    { name: 'dest: PATCH an unknown field', send: () => patch({ urll: url }), status: 400, names: 'urll' },
+    { name: 'dest: an unknown filter field', send: () => patch({ filter: { resourceTypes: ['rfqs'], companies: ['x'] } }), status: 400, names: 'companies' },
+    { name: 'dest: an unknown rotateSecret field', send: () => patch({ rotateSecret: { graceSeconds: 5, now: true } }), status: 400, names: 'now' },
+    { name: 'dest: an unknown replay field', send: () => replay({ force: true }), status: 400, names: 'force' },
+    // Over-long strings and NUL characters.
+    { name: 'dest: url over 2048 characters', send: () => post({ url: `${url}/${'u'.repeat(2048)}` }), status: 400, names: 'body.url' },
+    { name: 'dest: description over 500 characters', send: () => post({ url, description: 'd'.repeat(501) }), status: 400, names: 'body.description' },
+    { name: 'dest: a resource type over 100 characters', send: () => patch({ filter: { resourceTypes: ['r'.repeat(101)] } }), status: 400, names: 'body.filter.resourceTypes.0' },
+    { name: 'dest: NUL in the description', send: () => post({ url, description: 'a\u0000b' }), status: 400, names: 'body.description' },
+    { name: 'dest: NUL in the url', send: () => post({ url: `${url}\u0000x` }), status: 400, names: 'body.url' },
+    { name: 'dest: lone surrogate in the description', send: () => patch(`{"description":"a\\ud800"}`), status: 400, names: 'body.description' },
+    { name: 'dest: NUL in an event type', send: () => patch({ filter: { eventTypes: ['TripRequest\u0000'] } }), status: 400, names: 'body.filter.eventTypes.0' },
+    { name: 'deliveries: resourceId over 200 characters', send: () => get(`/deliveries?resourceId=${'r'.repeat(201)}`), status: 400, names: 'querystring.resourceId' },
+    { name: 'deliveries: NUL in resourceId', send: () => get('/deliveries?resourceId=r%00'), status: 400, names: 'querystring.resourceId' },
+    { name: 'events: after over 200 characters', send: () => get(`/events?after=${'e'.repeat(201)}`), status: 400, names: 'querystring.after' },
+    { name: 'events: NUL in after', send: () => get('/events?after=e1.%00'), status: 400, names: 'querystring.after' },
+    // URLs.
+    { name: 'dest: url not a URL', send: () => post({ url: 'our crm' }), status: 400, names: 'url' },
+    { name: 'dest: url empty', send: () => post({ url: '' }), status: 400, names: 'body.url' },
+    { name: 'dest: url ftp:', send: () => post({ url: 'ftp://127.0.0.1/hooks' }), status: 400, names: 'url' },
+    { name: 'dest: url javascript:', send: () => post({ url: 'javascript:alert(1)' }), status: 400, names: 'url' },
+    { name: 'dest: url with credentials', send: () => post({ url: 'http://user:pw@127.0.0.1:9/hooks' }), status: 400, names: 'url' },
+    { name: 'dest: url with a fragment', send: () => post({ url: `${url}#crm` }), status: 400, names: 'url' },
+    { name: 'dest: url on a private network', send: () => post({ url: 'https://10.0.0.1/hooks' }), status: 400, names: 'url' },
+    { name: 'dest: url on the cloud metadata address', send: () => post({ url: 'http://169.254.169.254/latest/' }), status: 400, names: 'url' },
+    { name: 'dest: url on an IPv4-mapped private address', send: () => post({ url: 'http://[::ffff:192.168.1.1]/hooks' }), status: 400, names: 'url' },
+    { name: 'dest: PATCH url file:', send: () => patch({ url: 'file:///etc/passwd' }), status: 400, names: 'url' },
+    // Filter lists.
+    { name: 'dest: a repeated resource type', send: () => post({ url, filter: { resourceTypes: ['rfqs', 'rfqs'] } }), status: 400, names: 'body.filter.resourceTypes' },
+    { name: 'dest: a repeated event type', send: () => patch({ filter: { eventTypes: ['TripRequest', 'TripRequest'] } }), status: 400, names: 'body.filter.eventTypes' },
+    { name: 'dest: an empty resource type list', send: () => patch({ filter: { resourceTypes: [] } }), status: 400, names: 'body.filter.resourceTypes' },
+    { name: 'dest: 51 resource types', send: () => patch({ filter: { resourceTypes: Array.from({ length: 51 }, (_, i) => `t${i}`) } }), status: 400, names: 'body.filter.resourceTypes' },
+    { name: 'dest: a resource type with a space', send: () => patch({ filter: { resourceTypes: ['rfqs list'] } }), status: 400, names: 'body.filter.resourceTypes.0' },
+    { name: 'dest: a filter that is a list', send: () => patch({ filter: ['rfqs'] }), status: 400, names: 'body.filter' },
+    // Limits out of range.
+    { name: 'dest: maxConcurrency 0', send: () => post({ url, maxConcurrency: 0 }), status: 400, names: 'body.maxConcurrency' },
+    { name: 'dest: maxConcurrency 1001', send: () => patch({ maxConcurrency: 1001 }), status: 400, names: 'body.maxConcurrency' },
+    { name: 'dest: maxConcurrency 1.5', send: () => patch({ maxConcurrency: 1.5 }), status: 400, names: 'body.maxConcurrency' },
+    { name: 'dest: ratePerSecond 0', send: () => patch({ ratePerSecond: 0 }), status: 400, names: 'body.ratePerSecond' },
+    { name: 'dest: ratePerSecond 10001', send: () => post({ url, ratePerSecond: 10_001 }), status: 400, names: 'body.ratePerSecond' },
+    { name: 'dest: timeoutMs 99', send: () => patch({ timeoutMs: 99 }), status: 400, names: 'body.timeoutMs' },
+    { name: 'dest: timeoutMs 60001', send: () => post({ url, timeoutMs: 60_001 }), status: 400, names: 'body.timeoutMs' },
+    { name: 'dest: graceSeconds -1', send: () => patch({ rotateSecret: { graceSeconds: -1 } }), status: 400, names: 'body.rotateSecret.graceSeconds' },
+    { name: 'dest: graceSeconds over 30 days', send: () => patch({ rotateSecret: { graceSeconds: 30 * 86_400 + 1 } }), status: 400, names: 'body.rotateSecret.graceSeconds' },
+    { name: 'dest: list limit 0', send: () => get('/destinations?limit=0'), status: 400, names: 'querystring.limit' },
+    { name: 'deliveries: limit 100000', send: () => get('/deliveries?limit=100000'), status: 400, names: 'querystring.limit' },
+    { name: 'events: limit 0', send: () => get('/events?limit=0'), status: 400, names: 'querystring.limit' },
+    { name: 'events: limit 501', send: () => get('/events?limit=501'), status: 400, names: 'querystring.limit' },
+    // PATCH rules.
+    { name: 'dest: PATCH with nothing to change', send: () => patch({}), status: 400 },
+    { name: 'dest: skipBefore alone', send: () => patch({ skipBefore: '2026-01-01T00:00:00Z' }), status: 400, names: 'skipBefore' },
+    { name: 'dest: skipBefore with active false', send: () => patch({ active: false, skipBefore: '2026-01-01T00:00:00Z' }), status: 400, names: 'skipBefore' },
+    { name: 'dest: skipBefore not an instant', send: () => patch({ active: true, skipBefore: 'yesterday' }), status: 400, names: 'body.skipBefore' },
+    { name: 'dest: skipBefore without its offset', send: () => patch({ active: true, skipBefore: '2026-01-01T00:00:00' }), status: 400, names: 'body.skipBefore' },
+    // Replays and filters.
+    { name: 'replay of a pending delivery', send: () => admin('POST', `${c}/deliveries/${f.pendingDeliveryId}/replay`), status: 409, names: `Delivery ${f.pendingDeliveryId} is pending` },
+    { name: 'dest: replay of pending ones', send: () => replay({ status: 'pending' }), status: 400, names: 'body.status' },
+    { name: 'dest: replay since not an instant', send: () => replay({ since: 'last week' }), status: 400, names: 'body.since' },
+    { name: 'dest: replay dryRun a string', send: () => replay({ dryRun: 'yes' }), status: 400, names: 'body.dryRun' },
+    { name: 'deliveries: status bogus', send: () => get('/deliveries?status=bogus'), status: 400, names: 'querystring.status' },
+    { name: 'deliveries: after not an instant', send: () => get('/deliveries?after=yesterday'), status: 400, names: 'querystring.after' },
+    // Cursors.
+    { name: 'events: a cursor not one the feed wrote', send: () => get('/events?after=nonsense'), status: 400, names: '"after"' },
+    { name: 'events: a cursor cut to its prefix', send: () => get('/events?after=e1.'), status: 400, names: '"after"' },
+    { name: 'events: a negative cursor', send: () => get(`/events?after=e1.${Buffer.from('-1').toString('base64url')}`), status: 400, names: '"after"' },
+    { name: 'events stream: a bad cursor', send: () => get('/events/stream?after=nonsense'), status: 400, names: '"after"' },
+    { name: 'deliveries: a bad cursor', send: () => get('/deliveries?cursor=nonsense'), status: 400, names: '"cursor"' },
+    { name: 'deliveries: a cursor of text', send: () => get(`/deliveries?cursor=${base64('12')}`), status: 400, names: '"cursor"' },
+    { name: 'dest: a bad list cursor', send: () => get('/destinations?cursor=nonsense'), status: 400, names: '"cursor"' },
+    { name: 'dest: a list cursor of 36 hyphens', send: () => get(`/destinations?cursor=${base64('-'.repeat(36))}`), status: 400, names: '"cursor"' },
+  ];
+}
+
 function expectProblem(name: string, answer: ReceiverAnswer, status: number | number[]): void {
   const statuses = Array.isArray(status) ? status : [status];
   expect(statuses, `${name}: ${answer.status} ${answer.text.slice(0, 300)}`).toContain(answer.status);
@@ -433,6 +569,7 @@ async function corpusFailures(cases: BadRequest[]): Promise<string[]> {
       expectProblem(c.name, answer, c.status);
       if (c.challenge) expect(answer.headers.get('www-authenticate'), `${c.name}: challenge`).toBe(c.challenge);
       if (c.detail) expect(String(answer.json?.detail), `${c.name}: detail`).toMatch(c.detail);
+      if (c.names) expect(JSON.stringify([answer.json?.detail, answer.json?.errors]), `${c.name}: names`).toContain(c.names);
       expect(await rowCounts(), `${c.name}: rows`).toEqual(before);
     } catch (err) {
       failures.push((err as Error).message.split('\n')[0]!);
@@ -528,6 +665,49 @@ describe('a corpus of bad requests', () => {
     expect((await rowCounts()).notifications).toBe(before.notifications! + 3);
     const companies = await admin('GET', '/admin/companies');
     expect(companies.status).toBe(200);
+  });
+});
+
+describe('bad input on the destinations, deliveries and events routes (SPEC §5.2)', () => {
+  let fixtures: DeliveryFixtures;
+
+  beforeAll(async () => {
+    const destinationOf = async (c: SeededCompany) => {
+      const created = await admin('POST', `/admin/companies/${c.id}/destinations`, { body: json({ url: 'http://127.0.0.1:9/hooks' }) });
+      expect(created.status, created.text).toBe(201);
+      return String(created.json!.id);
+    };
+    // An event of each company with a delivery: this api-only Skyhook sends none, so they stay pending.
+    const pendingDelivery = async (c: SeededCompany, destinationId: string) => {
+      const { rows: [event] } = await fx.pool.query<{ id: string }>(
+        `INSERT INTO events (company_id, seq, type, resource_id, href, snapshot_version, snapshot) VALUES ($1, 1, 'rfqs', 'r1', $2, 1, '{}') RETURNING id`,
+        [c.id, `${c.apiBaseUrl}/rfqs/r1`],
+      );
+      const { rows: [delivery] } = await fx.pool.query<{ id: string }>(
+        `INSERT INTO deliveries (company_id, destination_id, event_id, href, resource_type, resource_id, version) VALUES ($1, $2, $3, $4, 'rfqs', 'r1', 1) RETURNING id`,
+        [c.id, destinationId, event!.id, `${c.apiBaseUrl}/rfqs/r1`],
+      );
+      return { eventId: Number(event!.id), deliveryId: Number(delivery!.id) };
+    };
+    const destinationId = await destinationOf(company);
+    const otherDestinationId = await destinationOf(other);
+    const ours = await pendingDelivery(company, destinationId);
+    const theirs = await pendingDelivery(other, otherDestinationId);
+    fixtures = { destinationId, otherDestinationId, pendingDeliveryId: ours.deliveryId, otherDeliveryId: theirs.deliveryId, eventId: ours.eventId, otherEventId: theirs.eventId };
+  });
+
+  it('answers each with its 4xx problem naming the field or the unknown id, and stores nothing', async () => {
+    const cases = deliveryCorpus(fixtures);
+    expect(cases.length).toBeGreaterThanOrEqual(80);
+    expect(await corpusFailures(cases), 'bad §5.2 requests not answered as expected').toEqual([]);
+  }, 60_000);
+
+  it('leaves what exists as it was: the destination, its secret, its pending delivery', async () => {
+    const c = `/admin/companies/${company.id}`;
+    const destination = await admin('GET', `${c}/destinations/${fixtures.destinationId}`);
+    expect(destination.json).toMatchObject({ url: 'http://127.0.0.1:9/hooks', description: '', filter: { resourceTypes: null, eventTypes: null }, active: true, limits: { maxConcurrency: null, ratePerSecond: null, timeoutMs: null } });
+    expect((await admin('GET', `${c}/destinations/${fixtures.destinationId}/secret`)).json).toMatchObject({ previousSecret: null });
+    expect((await admin('GET', `${c}/deliveries/${fixtures.pendingDeliveryId}`)).json).toMatchObject({ status: 'pending', replay: false, attempts: 0 });
   });
 });
 

@@ -1,0 +1,267 @@
+/**
+ * Deliveries (SPEC §5.2) beyond test/integration/deliveries.test.ts: each destination on its own (a hanging
+ * one delays no other company), a 429 with Retry-After holds the whole destination, a destination without
+ * a success for DESTINATION_DISABLE_AFTER_DAYS is disabled, a deleted destination's pending deliveries end
+ * `skipped`, enabling with skipBefore skips older ones, pending deliveries past RETENTION_DAYS end
+ * `expired`, and a body above DELIVERY_BODY_LIMIT_BYTES leaves its snapshot (then its changes) out.
+ * One Skyhook (role all) against the simulator; each company's application is a real receiver that
+ * verifies every request with the reference Standard Webhooks library.
+ */
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectDatabase, type DbHandle } from '../../src/db/client.js';
+import { destinationGateOptions } from '../../src/delivery/delivery.queue.js';
+import { createDestinationStates } from '../../src/destinations/postgres.js';
+import { Gate } from '../../src/gate/gate.js';
+import { REDIS_URL } from '../helpers/database.js';
+import { deliveriesOf, destinationFor, destinationView, storedVersion } from '../helpers/destinations.js';
+import { startReceiver, type Answer, type TestReceiver } from '../helpers/receiver.js';
+import { startScenario, type Scenario } from '../helpers/scenario.js';
+import { eventually } from '../helpers/skyhook.js';
+import { sleep } from '../faults/support.js';
+
+/** A destination's requests time out after this (the hanging destination's). */
+const TIMEOUT_MS = 5000;
+/** Each destination runs at most this many requests at once: fewer than the worker's DELIVERY_CONCURRENCY. */
+const DESTINATION_CONCURRENCY = 4;
+const BODY_LIMIT = 4096;
+/** 0.864 s: a failing destination is disabled at the deliveries' loop's next pass. */
+const DISABLE_AFTER_DAYS = 0.00001;
+
+let s: Scenario;
+const receivers: TestReceiver[] = [];
+/** Requests a receiver holds open: let go at the end. */
+const held: (() => void)[] = [];
+
+beforeAll(async () => {
+  s = await startScenario({
+    env: {
+      FETCH_MIN_INTERVAL_MS: '0',
+      DELIVERY_RETRY_SCHEDULE: '0,300,300,300,300,300,300,300',
+      DESTINATION_TIMEOUT_MS: String(TIMEOUT_MS),
+      DESTINATION_CONCURRENCY: String(DESTINATION_CONCURRENCY),
+      DELIVERY_CONCURRENCY: '8',
+      DESTINATION_DISABLE_AFTER_DAYS: String(DISABLE_AFTER_DAYS),
+      DELIVERY_BODY_LIMIT_BYTES: String(BODY_LIMIT),
+    },
+  });
+});
+
+afterAll(async () => {
+  for (const let_go of held) let_go();
+  for (const r of receivers) await r.close();
+  await s?.close();
+});
+
+async function receiver(answer?: TestReceiver['answer']): Promise<TestReceiver> {
+  const r = await startReceiver();
+  if (answer) r.answer = answer;
+  receivers.push(r);
+  return r;
+}
+
+/** An answer that never comes (until the end of the file): Skyhook's timeout ends the request. */
+const hang = () => new Promise<Answer>((resolve) => held.push(() => resolve({ status: 503 })));
+
+const admin = (method: string, path: string, body?: unknown) => s.skyhook.admin(method, path, body);
+
+describe('each destination on its own (SPEC §5.2)', () => {
+  it("a destination that hangs until the timeout does not delay another company's deliveries", async () => {
+    const a = await s.company('hangs');
+    const b = await s.company('answers');
+    const ra = await receiver(hang);
+    const rb = await receiver();
+    const destA = await destinationFor(admin, a, ra);
+    await destinationFor(admin, b, rb);
+    // Five times A's concurrency: with no gate, A's requests alone would take all of the worker's 8 places.
+    for (let i = 0; i < 5 * DESTINATION_CONCURRENCY; i++) await storedVersion(s, a, `a${i}`, 1);
+    await eventually(async () => ra.attempts.length >= DESTINATION_CONCURRENCY, "A's requests hanging");
+
+    for (let i = 0; i < 5; i++) await storedVersion(s, b, `b${i}`, 1);
+    await eventually(async () => rb.received.length === 5, "B's deliveries");
+    // B was answered while A's first requests still hung: none of them has ended (by its timeout) yet.
+    const attemptsOfA = async () => (await s.sql.query<{ error: string }>('SELECT a.error FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.destination_id = $1 ORDER BY a.id', [destA.id])).rows;
+    expect(await attemptsOfA(), "A's attempts ended before B's deliveries were answered").toEqual([]);
+    expect(ra.attempts.length, 'A never had more than its concurrency running').toBe(DESTINATION_CONCURRENCY);
+    expect(rb.received.every((r) => r.verifiedWith === 0)).toBe(true);
+
+    // A's requests end at its timeout, as attempts that say so.
+    const ended = await eventually(async () => {
+      const rows = await attemptsOfA();
+      return rows.length >= DESTINATION_CONCURRENCY && rows;
+    }, "A's first attempts timed out", 3 * TIMEOUT_MS);
+    expect(ended.slice(0, DESTINATION_CONCURRENCY)).toEqual(Array(DESTINATION_CONCURRENCY).fill({ error: `no answer within ${TIMEOUT_MS} ms` }));
+  }, 60_000);
+
+  it('a 429 with Retry-After holds the whole destination (throttled) at least that long', async () => {
+    const company = await s.company('throttles');
+    let first = true;
+    const r = await receiver(() => (first ? ((first = false), { status: 429, headers: { 'retry-after': '2' }, body: 'slow down' }) : { status: 200 }));
+    const dest = await destinationFor(admin, company, r);
+    await storedVersion(s, company, 't1', 1);
+    await eventually(async () => r.attempts.length === 1, 'the first attempt');
+    const throttled = await eventually(async () => {
+      const view = await destinationView(admin, company.companyId, dest.id);
+      return view.state.status === 'throttled' && view;
+    }, 'the destination throttled');
+    expect(throttled.state).toMatchObject({ status: 'throttled', reason: expect.stringContaining('429'), until: expect.any(String) });
+    expect(Date.parse(throttled.state.until)).toBeGreaterThanOrEqual(r.attempts[0]!.at + 2000);
+    // Another resource of the destination waits out the hold too.
+    await storedVersion(s, company, 't2', 1);
+
+    await eventually(async () => r.received.length === 2, 'both delivered after the hold');
+    const [refused, ...after] = r.attempts;
+    for (const attempt of after) expect(attempt.at - refused!.at, `${attempt.event.resource?.id} waited for Retry-After`).toBeGreaterThanOrEqual(2000);
+    expect(after.map((x) => x.event.resource?.id).sort()).toEqual(['t1', 't2']);
+    expect(after.find((x) => x.event.resource?.id === 't1')!.webhookId).toBe(refused!.webhookId);
+    expect((await destinationView(admin, company.companyId, dest.id)).state.status).toBe('ok');
+    const [t1] = (await deliveriesOf(admin, company.companyId, dest.id)).filter((d) => d.resource.id === 't1');
+    expect(t1).toMatchObject({ status: 'delivered', attempts: 2 });
+  }, 30_000);
+
+  it('a destination without a success for DESTINATION_DISABLE_AFTER_DAYS is disabled, saying why; its deliveries wait', async () => {
+    const company = await s.company('never-answers');
+    const r = await receiver(() => ({ status: 500 }));
+    const dest = await destinationFor(admin, company, r);
+    await storedVersion(s, company, 'd1', 1);
+    const disabled = await eventually(async () => {
+      const view = await destinationView(admin, company.companyId, dest.id);
+      return view.state.status === 'disabled' && view;
+    }, 'disabled for no success', 30_000);
+    expect(disabled).toMatchObject({ active: false, state: { status: 'disabled', by: 'skyhook', reason: `no success for ${DISABLE_AFTER_DAYS} days` } });
+    expect((await deliveriesOf(admin, company.companyId, dest.id)).map((d) => d.status)).toEqual(['pending']);
+  }, 40_000);
+});
+
+describe("a destination's pending deliveries (SPEC §5.2)", () => {
+  it('a deleted destination: its pending deliveries end skipped, and none is sent again', async () => {
+    const company = await s.company('deletes');
+    const r = await receiver(() => ({ status: 503 }));
+    const dest = await destinationFor(admin, company, r);
+    await storedVersion(s, company, 'x1', 1);
+    await storedVersion(s, company, 'x1', 2);
+    await storedVersion(s, company, 'x2', 1);
+    await eventually(async () => r.attempts.length >= 2, 'attempts failing');
+    expect((await admin('DELETE', `/companies/${company.companyId}/destinations/${dest.id}`)).status).toBe(204);
+    expect((await admin('GET', `/companies/${company.companyId}/destinations/${dest.id}`)).status).toBe(404);
+    const deliveries = await deliveriesOf(admin, company.companyId, dest.id);
+    expect(deliveries.map((d) => [d.resource.id, d.resource.version, d.status])).toEqual([
+      ['x1', 1, 'skipped'],
+      ['x1', 2, 'skipped'],
+      ['x2', 1, 'skipped'],
+    ]);
+    const tried = r.attempts.length;
+    // Its retries were 300 ms apart: a second is several of them.
+    await sleep(1000);
+    expect(r.attempts.length, 'no attempt after the deletion').toBe(tried);
+  });
+
+  it('enabled with skipBefore: what was created before it is skipped, the rest sent in order (the next version says its previous one)', async () => {
+    const company = await s.company('skips');
+    const r = await receiver();
+    const dest = await destinationFor(admin, company, r, { active: false });
+    await storedVersion(s, company, 'k1', 1);
+    await storedVersion(s, company, 'k1', 2);
+    await storedVersion(s, company, 'k2', 1);
+    await sleep(50);
+    const skipBefore = new Date().toISOString();
+    await sleep(50);
+    await storedVersion(s, company, 'k1', 3);
+    await storedVersion(s, company, 'k3', 1);
+    expect((await deliveriesOf(admin, company.companyId, dest.id)).map((d) => d.status)).toEqual(Array(5).fill('pending'));
+    expect(r.attempts).toEqual([]);
+
+    const enabled = await admin('PATCH', `/companies/${company.companyId}/destinations/${dest.id}`, { active: true, skipBefore });
+    expect(enabled.status, JSON.stringify(enabled.body)).toBe(200);
+    expect(enabled.body.state.status).toBe('ok');
+    await eventually(async () => r.received.length === 2, 'the two newer ones delivered');
+    expect(r.received.map((x) => [x.event.resource?.id, x.event.resource?.version, x.event.resource?.previousVersion]).sort()).toEqual([
+      ['k1', 3, 2],
+      ['k3', 1, null],
+    ]);
+    expect((await deliveriesOf(admin, company.companyId, dest.id)).map((d) => [d.resource.id, d.resource.version, d.status])).toEqual([
+      ['k1', 1, 'skipped'],
+      ['k1', 2, 'skipped'],
+      ['k2', 1, 'skipped'],
+      ['k1', 3, 'delivered'],
+      ['k3', 1, 'delivered'],
+    ]);
+  });
+
+  it('pending past RETENTION_DAYS: the retention pass ends them expired; younger ones stay pending; an expired one can be replayed', async () => {
+    const company = await s.company('expires');
+    const r = await receiver();
+    const dest = await destinationFor(admin, company, r, { active: false });
+    await storedVersion(s, company, 'old', 1);
+    await storedVersion(s, company, 'young', 1);
+    const [old, young] = await deliveriesOf(admin, company.companyId, dest.id);
+    await s.sql.query(`UPDATE deliveries SET created_at = now() - interval '31 days' WHERE id = $1`, [old!.id]);
+
+    // What the retention job does first (processing/retention.ts), on the same repository the runtime builds.
+    const handle: DbHandle = connectDatabase(s.db.url, { max: 1, applicationName: 'retention-test' });
+    const redis = new Redis(REDIS_URL);
+    try {
+      const states = createDestinationStates({
+        db: handle.db,
+        gate: new Gate(redis, s.prefix, 'destination', destinationGateOptions({ concurrency: DESTINATION_CONCURRENCY, timeoutMs: TIMEOUT_MS })),
+        queueWaiting: () => Promise.reject(new Error('expire queues nothing')),
+        schedule: [0],
+        log: pino({ level: 'silent' }),
+        onGateError: (err) => {
+          throw err;
+        },
+      });
+      expect(await states.expire(s.skyhook.config.retentionDays)).toEqual([{ destinationId: dest.id, expired: 1 }]);
+    } finally {
+      redis.disconnect();
+      await handle.pool.end();
+    }
+
+    const after = await admin('GET', `/companies/${company.companyId}/deliveries/${old!.id}`);
+    expect(after.body).toMatchObject({ status: 'expired', nextAttemptAt: null, finishedAt: expect.any(String) });
+    expect((await admin('GET', `/companies/${company.companyId}/deliveries/${young!.id}`)).body.status).toBe('pending');
+
+    // Enabled: only the young one is sent; the expired one only when replayed, with its webhook-id.
+    await admin('PATCH', `/companies/${company.companyId}/destinations/${dest.id}`, { active: true });
+    await eventually(async () => r.received.length === 1, 'the young one delivered');
+    expect(r.received[0]!.webhookId).toBe(young!.webhookId);
+    const replayed = await admin('POST', `/companies/${company.companyId}/deliveries/${old!.id}/replay`);
+    expect(replayed.status).toBe(200);
+    await eventually(async () => r.received.length === 2, 'the expired one replayed');
+    expect(r.received[1]!.webhookId).toBe(old!.webhookId);
+  });
+});
+
+describe('a body above DELIVERY_BODY_LIMIT_BYTES (SPEC §5.2)', () => {
+  it('leaves the snapshot out, then the changes; still signed and verified; the event keeps both', async () => {
+    const company = await s.company('big');
+    const r = await receiver();
+    await destinationFor(admin, company, r);
+    await storedVersion(s, company, 'big1', 1, { fields: { notes: 'n'.repeat(BODY_LIMIT) } });
+    await storedVersion(s, company, 'big1', 2, { fields: { notes: 'm'.repeat(BODY_LIMIT) } });
+    await storedVersion(s, company, 'small', 1);
+    await eventually(async () => r.received.length === 3, 'three deliveries');
+    const byVersion = (id: string, v: number) => r.received.find((x) => x.event.resource?.id === id && x.event.resource.version === v)!;
+
+    const first = byVersion('big1', 1);
+    expect(first.verifiedWith).toBe(0);
+    expect(Buffer.byteLength(first.body)).toBeLessThanOrEqual(BODY_LIMIT);
+    expect(JSON.parse(first.body)).toMatchObject({ snapshotOmitted: true, changes: null });
+    expect(JSON.parse(first.body)).not.toHaveProperty('snapshot');
+    // Version 2's changes carry the new notes: too big as well.
+    const second = byVersion('big1', 2);
+    expect(second.verifiedWith).toBe(0);
+    expect(JSON.parse(second.body)).toMatchObject({ snapshotOmitted: true, changesOmitted: true });
+    expect(JSON.parse(second.body)).not.toHaveProperty('changes');
+    // A small one is whole.
+    expect(JSON.parse(byVersion('small', 1).body)).toMatchObject({ snapshot: { id: 'small' } });
+    expect(JSON.parse(byVersion('small', 1).body)).not.toHaveProperty('snapshotOmitted');
+
+    // Both stay readable from the event.
+    const event = await admin('GET', `/companies/${company.companyId}/events/${second.event.id}`);
+    expect(event.status).toBe(200);
+    expect(event.body.snapshot.notes).toBe('m'.repeat(BODY_LIMIT));
+    expect(JSON.stringify(event.body.changes)).toContain('m'.repeat(BODY_LIMIT));
+  });
+});
