@@ -379,6 +379,7 @@ function workerLoops(core: Core, own: { connection: RedisClient; gate: Gate; not
     prefix: config.queuePrefix,
     notifications,
     deliveries: core.destinations,
+    countExpired: (n) => core.metrics.deliveries.inc({ outcome: 'expired' }, n),
     retentionDays: config.retentionDays,
     log,
     onError: report('retention', 'the retention job met an error; it runs again within the hour'),

@@ -57,7 +57,7 @@ export function createMetrics() {
     })),
     deliveries: new Counter(registered({
       name: 'skyhook_deliveries_total',
-      help: "Delivery attempts to companies' destinations by outcome (delivered, retry, failed, gone)",
+      help: "Delivery attempts to companies' destinations by outcome (delivered, retry, failed, gone), and deliveries that ended expired (pending past RETENTION_DAYS)",
       labelNames: ['outcome'] as const,
     })),
     deliveryLatency: new Histogram(registered({

@@ -35,6 +35,8 @@ export function createRetention(deps: {
   prefix: string;
   notifications: Pick<NotificationLifecycle, 'purgeBatch'>;
   deliveries: Pick<DeliveryLifecycle, 'expire' | 'purgeBatch'>;
+  /** Counts the deliveries that ended expired (skyhook_deliveries_total{outcome="expired"}). */
+  countExpired: (n: number) => void;
   retentionDays: number;
   log: Logger;
   onError: (err: unknown) => void;
@@ -47,6 +49,7 @@ export function createRetention(deps: {
       const purged = await purgeInBatches(deps.notifications.purgeBatch, deps.retentionDays);
       if (purged > 0) deps.log.info({ purged, retentionDays: deps.retentionDays }, 'purged old notifications');
       for (const { destinationId, expired } of await deps.deliveries.expire(deps.retentionDays)) {
+        deps.countExpired(expired);
         deps.log.warn({ destinationId, expired, retentionDays: deps.retentionDays }, 'deliveries still pending past retention ended expired');
       }
       const deliveries = await purgeInBatches(deps.deliveries.purgeBatch, deps.retentionDays);
