@@ -15,7 +15,7 @@ import { asLocalField, asRequest, formValues, parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
 import { ago, csrfField, doneNotice, numHeading, page, pager, problemBox, query, statusBadge, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
-import { count } from './company-parts.js';
+import { count, secondsSince } from './company-parts.js';
 
 type FormBody = Record<string, string | string[] | undefined>;
 type DeliveriesQuery = z.infer<typeof deliveriesQuery>;
@@ -33,8 +33,7 @@ const REPLAYABLE = ['failed', 'delivered', 'skipped', 'expired'] as const;
 const bodyOf = (req: FastifyRequest) => (req.body ?? {}) as FormBody;
 const one = (v: string | string[] | undefined) => (typeof v === 'string' ? v : '');
 const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
-const secondsSince = (iso: string) => Math.max(0, Math.floor((Date.now() - Date.parse(iso)) / 1000));
-const plural = (n: number, one: string, many = `${one}s`) => `${count(n)} ${n === 1 ? one : many}`;
+const plural = (n: number, singular: string, many = `${singular}s`) => `${count(n)} ${n === 1 ? singular : many}`;
 
 export const destinationPath = (ctx: PageContext, companyId: string, destinationId: string) => `${ctx.base}/companies/${companyId}/destinations/${destinationId}`;
 const deliveryPath = (ctx: PageContext, d: DeliveryView) => `${ctx.base}/companies/${d.companyId}/deliveries/${d.id}`;
@@ -79,6 +78,7 @@ interface DestinationFields {
   ratePerSecond: string;
   timeoutMs: string;
 }
+type TextField = Exclude<keyof DestinationFields, 'resourceTypes' | 'eventTypes'>;
 const FIELD_NAMES: readonly string[] = ['url', 'description', 'resourceTypes', 'eventTypes', 'maxConcurrency', 'ratePerSecond', 'timeoutMs'];
 
 const EMPTY: DestinationFields = { url: '', description: '', resourceTypes: [], eventTypes: [], maxConcurrency: '', ratePerSecond: '', timeoutMs: '' };
@@ -140,10 +140,10 @@ function destinationFields(prefix: string, v: DestinationFields, problem: Proble
     const error = errorOf(name);
     return error === undefined ? '' : html`<p class="field-error" id="${id}-error"><code>${name}</code> ${error}</p>`;
   };
-  const input = (name: keyof DestinationFields & string, label: string, attrs: Html, hint?: string) => {
+  const input = (name: TextField, label: string, attrs: Html, hint?: string) => {
     const id = `${prefix}-${name}`;
     return html`<div class="field"><label for="${id}">${label}</label>
-    <input id="${id}" name="${name}" value="${v[name] as string}"${attrs}${hint ? html` aria-describedby="${id}-hint"` : ''}${invalid(name, id)}>
+    <input id="${id}" name="${name}" value="${v[name]}"${attrs}${hint ? html` aria-describedby="${id}-hint"` : ''}${invalid(name, id)}>
     ${errorLine(name, id)}${hint ? html`<p class="hint" id="${id}-hint">${hint}</p>` : ''}</div>`;
   };
   const checks = (name: 'resourceTypes' | 'eventTypes', legend: string, known: readonly string[]) => {
@@ -233,13 +233,16 @@ function deliveriesFilter(ctx: PageContext, action: string, q: Partial<Deliverie
 const filterQuery = (q: Partial<DeliveriesQuery>, extra: Record<string, string | undefined> = {}) =>
   query({ status: q.status, resourceId: q.resourceId, after: q.after, before: q.before, limit: q.limit === 50 ? undefined : q.limit, ...extra });
 
-/** What a delivery's last attempt got: its HTTP status or its error; when pending, when it is tried next. */
-const lastAnswer = (d: DeliveryView) =>
-  html`${d.lastStatus !== null ? html`HTTP ${d.lastStatus}` : ''}${d.lastError ? html`${d.lastStatus !== null ? html`<br>` : ''}<span class="error-text">${d.lastError.slice(0, 140)}</span>` : ''}${
-    d.nextAttemptAt && d.attempts > 0 ? html`<br><span class="muted small">next ${time(d.nextAttemptAt)}</span>` : ''
+/**
+ * What a delivery's last attempt got (its error names the HTTP status it had, if any); when pending, when it
+ * is tried next, unless its destination holds it (failing, throttled, disabled: the page says until when).
+ */
+const lastAnswer = (d: DeliveryView, held: boolean) =>
+  html`${d.lastError ? html`<span class="error-text">${d.lastError.slice(0, 140)}</span>` : d.lastStatus !== null ? `HTTP ${d.lastStatus}` : ''}${
+    d.nextAttemptAt && d.attempts > 0 && !held ? html`<br><span class="muted small">next ${time(d.nextAttemptAt)}</span>` : ''
   }`;
 
-function deliveriesTable(ctx: PageContext, items: DeliveryView[]): Html {
+function deliveriesTable(ctx: PageContext, items: DeliveryView[], held: boolean): Html {
   const rows = items.map(
     (d) => html`<tr>
     <td data-label="Delivery"><a href="${deliveryPath(ctx, d)}">${d.webhookId}</a></td>
@@ -247,7 +250,7 @@ function deliveriesTable(ctx: PageContext, items: DeliveryView[]): Html {
     <td data-label="Resource" class="wrap">${d.resource.type} ${d.resource.id} <span class="muted">v${d.resource.version}</span></td>
     <td data-label="Status">${statusBadge(d.status)}${d.replay ? html` <span class="badge tag">replayed</span>` : ''}</td>
     <td data-label="Attempts" class="num">${d.attempts}</td>
-    <td data-label="Last answer" class="wrap">${lastAnswer(d)}</td>
+    <td data-label="Last answer" class="wrap">${lastAnswer(d, held)}</td>
     <td data-label="Delivered">${time(d.deliveredAt)}</td>
   </tr>`,
   );
@@ -331,7 +334,7 @@ export function destinationPages(scope: FastifyInstance, kit: ConsoleKit): void 
 <p class="list-state">${found.items.length === 0 ? 'No delivery matches.' : html`Newest first${q.cursor ? ' (an older page)' : ''}.`}${
         replayable && found.items.length > 0 ? html` <a class="button secondary small" href="${action}/replay${filterQuery(q, { limit: undefined })}">Replay the matching ones…</a>` : ''
       }</p>
-${found.items.length === 0 ? '' : deliveriesTable(ctx, found.items)}
+${found.items.length === 0 ? '' : deliveriesTable(ctx, found.items, d.state.status !== 'ok')}
 ${pager('Deliveries: pages', (cursor) => `${action}${filterQuery(q, { cursor })}#deliveries`, q.cursor, found.nextCursor)}`;
     } catch (err) {
       // A bad filter: the form as sent, with what is wrong, rather than a bare error page.
@@ -358,7 +361,7 @@ ${pager('Deliveries: pages', (cursor) => `${action}${filterQuery(q, { cursor })}
 ${opts.extra ?? ''}${shownAt('test')}
 ${stateNotice(d.state)}
 <dl class="facts">
-  <div><dt>State</dt><dd>${statusBadge(d.state.status)} ${stateDetail(d.state)}</dd></div>
+  <div><dt>State</dt><dd>${statusBadge(d.state.status)}</dd></div>
   <div><dt>URL</dt><dd class="wrap"><code>${d.url}</code></dd></div>
   <div><dt>Description</dt><dd>${d.description || html`<span class="muted">none</span>`}</dd></div>
   <div><dt>Filter</dt><dd>${f.resourceTypes ? f.resourceTypes.join(', ') : 'every resource type'}; ${f.eventTypes ? html`event types ${f.eventTypes.join(', ')}` : 'any event type'}</dd></div>
@@ -463,7 +466,7 @@ ${shownAt('delete')}
   });
 
   destinationForm('/enable', 'state', async ({ companyId, destinationId }, req) => {
-    await destinations.update(companyId, destinationId, asRequest(patchDestinationBody, { ...formValues(req.body), active: true }), CONSOLE_ACTOR);
+    await destinations.update(companyId, destinationId, asRequest(patchDestinationBody, { active: true, skipBefore: formValues(req.body).skipBefore }), CONSOLE_ACTOR);
     return 'enabled';
   });
 
@@ -554,7 +557,11 @@ ${problem ? problemBox(problem) : ''}
   <div><dt>Created</dt><dd>${time(d.createdAt)}</dd></div>
   <div><dt>Delivered</dt><dd>${time(d.deliveredAt)}</dd></div>
   <div><dt>Finished</dt><dd>${time(d.finishedAt)}</dd></div>
-  ${d.nextAttemptAt ? html`<div><dt>Next attempt</dt><dd>${time(d.nextAttemptAt)}</dd></div>` : ''}
+  ${
+    d.nextAttemptAt
+      ? html`<div><dt>Next attempt</dt><dd>${destination && destination.state.status !== 'ok' ? html`when its destination is no longer ${destination.state.status}` : time(d.nextAttemptAt)}</dd></div>`
+      : ''
+  }
 </dl>
 ${d.lastError ? html`<p class="notice error">Last error: <span class="wrap">${d.lastError}</span></p>` : ''}
 ${
