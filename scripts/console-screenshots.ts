@@ -43,10 +43,21 @@ for (const [label, viewport] of [
   await page.screenshot({ path: `${outDir}/${label}-bulk-replay.png` });
   await page.goto(`${consoleUrl}/companies`);
   await page.screenshot({ path: `${outDir}/${label}-companies.png`, fullPage: true });
-  const company = await page.locator('table a').first().getAttribute('href');
+  // A company's link (not a sortable heading's).
+  const company = await page.locator('table.companies tbody a').first().getAttribute('href');
   if (company) {
     await page.goto(new URL(company, consoleUrl).toString());
     await page.screenshot({ path: `${outDir}/${label}-company.png`, fullPage: true });
+    const destination = page.locator('table.destinations tbody a').first();
+    if ((await destination.count()) > 0) {
+      await page.goto(new URL((await destination.getAttribute('href'))!, consoleUrl).toString());
+      await page.screenshot({ path: `${outDir}/${label}-destination.png`, fullPage: true });
+      const delivery = page.locator('table.deliveries tbody a').first();
+      if ((await delivery.count()) > 0) {
+        await page.goto(new URL((await delivery.getAttribute('href'))!, consoleUrl).toString());
+        await page.screenshot({ path: `${outDir}/${label}-delivery.png`, fullPage: true });
+      }
+    }
   }
   await page.goto(`${consoleUrl}/outbound`);
   await page.screenshot({ path: `${outDir}/${label}-outbound.png`, fullPage: true });

@@ -84,7 +84,7 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
     documented(
       'destinations',
       "Replay a destination's deliveries",
-      'Every delivery of it created `since` a time (and of `status`, say `failed` after an outage) sent again, with the same `webhook-id`s, outside the order of versions (receivers keep the highest `version`). `dryRun: true` only counts.',
+      'Every delivery of it created `since` a time (and `before` one, of `status`, say `failed` after an outage, of one `resourceId`) sent again, with the same `webhook-id`s, outside the order of versions (receivers keep the highest `version`). `dryRun: true` only counts.',
       { params: s.destinationParams, body: s.destinationReplayBody, response: { 200: s.replayedSchema, ...errors } },
     ),
     async (req) => d.replay(req.params.companyId, req.params.destinationId, req.body),

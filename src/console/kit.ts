@@ -12,7 +12,7 @@ import type { SessionStore } from './sessions.js';
 
 export interface ConsoleDeps {
   adminToken: string;
-  services: Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'declines' | 'overview'>;
+  services: Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'declines' | 'overview' | 'destinations'>;
   stream: NotificationStream;
   sessions: SessionStore;
   /** PUBLIC_BASE_URL: its path prefixes the console's URLs, and https makes the cookie Secure. */

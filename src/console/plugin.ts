@@ -15,6 +15,7 @@ import { html, type Html } from './html.js';
 import type { ConsoleDeps, ConsoleKit } from './kit.js';
 import { page, problemBox, type PageContext } from './layout.js';
 import { companyPages } from './pages/companies.js';
+import { destinationPages } from './pages/destinations.js';
 import { notificationPages } from './pages/notifications.js';
 import { outboundPages } from './pages/outbound.js';
 import { overviewPage } from './pages/overview.js';
@@ -183,6 +184,7 @@ export async function consoleRoutes(
   overviewPage(scope, kit);
   notificationPages(scope, kit);
   companyPages(scope, kit);
+  destinationPages(scope, kit);
   outboundPages(scope, kit);
   companyPickerRoutes(scope, kit);
   // Live streams are ended at close by the admin API's preClose hook: the stream is the same.

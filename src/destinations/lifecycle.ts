@@ -92,7 +92,10 @@ export interface DeliveryKey {
 export interface DeliveryFilter {
   /** Created at or after. */
   since?: Date;
+  /** Created before. */
+  before?: Date;
   status?: Exclude<DeliveryStatus, 'pending'>;
+  resourceId?: string;
 }
 
 export interface DeliveryLifecycle {

@@ -207,7 +207,9 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
     async replayMatching(destinationId, filter: DeliveryFilter, dryRun) {
       const where = sql`destination_id = ${destinationId} AND ${sql.raw(deliveryGuard('replay'))}
         AND (${filter.since?.toISOString() ?? null}::timestamptz IS NULL OR created_at >= ${filter.since?.toISOString() ?? null}::timestamptz)
-        AND (${filter.status ?? null}::delivery_status IS NULL OR status = ${filter.status ?? null}::delivery_status)`;
+        AND (${filter.before?.toISOString() ?? null}::timestamptz IS NULL OR created_at < ${filter.before?.toISOString() ?? null}::timestamptz)
+        AND (${filter.status ?? null}::delivery_status IS NULL OR status = ${filter.status ?? null}::delivery_status)
+        AND (${filter.resourceId ?? null}::text IS NULL OR resource_id = ${filter.resourceId ?? null}::text)`;
       if (dryRun) {
         const { rows } = await db.execute<{ n: string }>(sql`SELECT count(*) AS n FROM deliveries WHERE ${where}`);
         return { matched: Number(rows[0]!.n), replayed: [] };

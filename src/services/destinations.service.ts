@@ -232,7 +232,8 @@ export function createDestinationsService(deps: DestinationsDeps) {
     /** A destination's deliveries matching the filter sent again (the same webhook-ids), outside their order. */
     async replay(companyId: string, destinationId: string, body: z.infer<typeof destinationReplayBody>) {
       await row(companyId, destinationId);
-      const { matched, replayed } = await deps.states.replayMatching(destinationId, { since: body?.since ? new Date(body.since) : undefined, status: body?.status }, body?.dryRun === true);
+      const filter = { since: body?.since ? new Date(body.since) : undefined, before: body?.before ? new Date(body.before) : undefined, status: body?.status, resourceId: body?.resourceId };
+      const { matched, replayed } = await deps.states.replayMatching(destinationId, filter, body?.dryRun === true);
       if (replayed.length > 0) await deps.enqueue(replayed);
       return { matched, replayed: replayed.length };
     },

@@ -252,7 +252,9 @@ export const patchDestinationBody = z
 export const destinationReplayBody = z
   .strictObject({
     since: instant.optional().describe('deliveries created at or after this'),
+    before: instant.optional().describe('deliveries created before this'),
     status: z.enum(['delivered', 'failed', 'skipped', 'expired']).optional().describe('only these (e.g. failed after an outage)'),
+    resourceId: text(200).optional().describe("only this resource's"),
     dryRun: z.boolean().optional().describe('only count'),
   })
   .nullish();

@@ -13,6 +13,7 @@ import { asRequest, parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
 import { ago, csrfField, doneNotice, page, problemBox, query, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
+import { CONSOLE_ACTOR, createRequest, destinationsSection, DESTINATIONS_PER_PAGE, secretShown } from './destinations.js';
 import { activityCharts, companyTable, count, failuresTable, stateBadge, stateDetail, stateNotice, stateWhen, tableForm, tableParams, tableQuery } from './company-parts.js';
 
 const form = (req: FastifyRequest) => (req.body ?? {}) as Record<string, string | string[] | undefined>;
@@ -33,11 +34,14 @@ const NOTICES: Record<string, string> = {
   webhookDeleted: 'The webhook was deleted.',
   deleted: 'The company was deleted.',
   limitChanged: 'The fetch limit was changed; it applies at once.',
+  destinationDeleted: 'The destination was deleted; its pending deliveries ended skipped.',
 };
+/** The company page's own query: which page of its destinations. */
+const companyPageQuery = z.object({ destinationsCursor: z.string().max(200).optional() });
 
 // Over 80 lines on purpose: a registrar, one page or form after another, each a few lines; the helpers it shares sit above it.
 export function companyPages(scope: FastifyInstance, kit: ConsoleKit): void {
-  const { companies, webhooks, deletions, overview } = kit.deps.services;
+  const { companies, webhooks, deletions, overview, destinations } = kit.deps.services;
 
   const companiesPage = async (req: FastifyRequest, reply: FastifyReply, problem?: Problem) => {
     const ctx = kit.ctx(req);
@@ -111,10 +115,17 @@ ${
   // Over 80 lines on purpose: one page, its sections in the order they show.
   const companyPage = async (req: FastifyRequest, reply: FastifyReply, companyId: string, problem?: Problem, extra?: Html) => {
     const ctx = kit.ctx(req);
-    const [company, hooks, last] = await Promise.all([companies.get(companyId), webhooks.list(companyId), overview.company(companyId)]);
+    const { destinationsCursor } = req.method === 'GET' ? parseForm(companyPageQuery, req.query) : {};
+    const [company, hooks, last, dests] = await Promise.all([
+      companies.get(companyId),
+      webhooks.list(companyId),
+      overview.company(companyId),
+      destinations.list(companyId, { limit: DESTINATIONS_PER_PAGE, cursor: destinationsCursor }),
+    ]);
     const a = last.activity;
-    // A refused limit is shown at its field; any other refusal at the top of the page.
+    // A refused limit is shown at its field, a refused new destination at its form; any other refusal at the top of the page.
     const limitProblem = problem?.extra.errors?.find((e) => e.field === 'fetchConcurrency');
+    const destinationProblem = problem && req.routeOptions.url === '/console/companies/:companyId/destinations' ? problem : undefined;
     const given = form(req).fetchConcurrency;
     const limitError = limitProblem ? { message: limitProblem.message, given: typeof given === 'string' ? given : '' } : undefined;
     const notifications = (q: Record<string, string>) => `${ctx.base}/notifications${query({ companyId, ...q })}`;
@@ -132,7 +143,7 @@ ${
     );
     const body = html`<p class="crumbs"><a href="${ctx.base}/companies">Companies</a> › ${company.name}</p>
 <h1>${company.name}</h1>
-${problem && !limitProblem ? problemBox(problem) : ''}${extra ?? ''}
+${problem && !limitProblem && !destinationProblem ? problemBox(problem) : ''}${extra ?? ''}
 ${stateNotice(company.state)}
 <dl class="facts">
   <div><dt>State</dt><dd>${stateBadge(company.state)} ${stateNotice(company.state) ? stateWhen(company.state) : stateDetail(company.state)}</dd></div>
@@ -144,7 +155,7 @@ ${stateNotice(company.state)}
     company.credentials.error ? html`<br>${company.credentials.error}` : ''
   }</dd></div>
   <div><dt>Added</dt><dd>${time(company.createdAt)}</dd></div>
-  <div><dt>See</dt><dd><a href="${notifications({})}">Notifications</a> · <a href="${ctx.base}/outbound${query({ companyId })}">Leads &amp; quotes</a></dd></div>
+  <div><dt>See</dt><dd><a href="${notifications({})}">Notifications</a> · <a href="${ctx.base}/outbound${query({ companyId })}">Leads &amp; quotes</a> · <a href="#destinations">Destinations (${dests.items.length}${dests.nextCursor ? '+' : ''})</a></dd></div>
 </dl>
 
 ${fetchesSection(ctx, company, limitError)}
@@ -176,6 +187,8 @@ ${
   <button type="submit">Register the webhook</button>
 </form>
 </section>
+
+${destinationsSection(ctx, companyId, dests, { cursor: destinationsCursor, problem: destinationProblem, given: destinationProblem ? form(req) : undefined })}
 
 <section aria-labelledby="edit">
 <h2 id="edit">Rename, or replace the API token</h2>
@@ -280,6 +293,12 @@ ${
       return 'rotated';
     }
     throw badRequest('Unknown action: activate, deactivate or rotate.', [{ field: 'action', message: 'must be activate, deactivate or rotate' }]);
+  });
+
+  // The new destination's secret is shown on the page that answers this form, once.
+  companyForm('/destinations', companyIdParams, async ({ companyId }, req) => {
+    const created = await destinations.create(companyId, createRequest(form(req)), CONSOLE_ACTOR);
+    return secretShown(kit.ctx(req), created, 'created');
   });
 
   companyForm('/webhooks/:webhookId/delete', webhookParams, async ({ companyId, webhookId }) => {

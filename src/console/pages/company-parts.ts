@@ -13,7 +13,7 @@ import { ago, numHeading, query, table, time } from '../layout.js';
 
 export const count = (n: number): string => n.toLocaleString('en');
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
-const secondsSince = (iso: string) => Math.max(0, Math.floor((Date.now() - Date.parse(iso)) / 1000));
+export const secondsSince = (iso: string): number => Math.max(0, Math.floor((Date.now() - Date.parse(iso)) / 1000));
 
 /** The table's query string: ?q=&sort=&dir= (anything else in it is the page's own). */
 const tableQuerySchema = z.object({

@@ -13,7 +13,7 @@ import { NOTIFICATION_TYPE_BY_EVENT } from '../../marketplace/contract.js';
 import { Problem } from '../../lib/problem.js';
 import type { NotificationFilter } from '../../services/notifications.service.js';
 import type { NotificationView, TimelineEntry } from '../../services/views.js';
-import { parseForm } from '../forms.js';
+import { asLocalField, parseForm } from '../forms.js';
 import { companyPicker, pickCompany, type Picked } from '../company-picker.js';
 import { html, type Html } from '../html.js';
 import { problemBox, jsonBlock, notice, numHeading, page, pager, query, statusBadge, table, time, csrfField, type PageContext } from '../layout.js';
@@ -21,12 +21,6 @@ import type { ConsoleKit } from '../kit.js';
 import { rfqAnswerForms } from './rfq-forms.js';
 
 type ListQuery = z.infer<typeof notificationsQuery>;
-
-/** What the datetime-local field shows for an ISO instant (parseForm reads its value back as UTC). */
-const asLocalField = (v: string | undefined) => {
-  const t = v ? Date.parse(v) : NaN;
-  return Number.isNaN(t) ? '' : new Date(t).toISOString().slice(0, 16);
-};
 
 const filterOf = (q: Partial<ListQuery>): NotificationFilter & { status?: NotificationView['status'] } =>
   Object.fromEntries(FILTER_KEYS.filter((k) => q[k] !== undefined).map((k) => [k, q[k]]));
