@@ -28,8 +28,13 @@ program
   }, 600)
   .option('--keep', 'leave the simulator and Skyhook running after the summary, to explore the operator console (Ctrl-C stops them)')
   .action(async (opts: { events: number; keep?: boolean }) => {
-    const { runDemo } = await import('./demo.js');
-    const result = await runDemo({ events: opts.events, keep: opts.keep });
+    const { DemoCannotStart, runDemo } = await import('./demo.js');
+    const result = await runDemo({ events: opts.events, keep: opts.keep }).catch((err: unknown) => {
+      if (!(err instanceof DemoCannotStart)) throw err;
+      process.stderr.write(`skyhook demo: cannot start.\n${err.lines.join('\n')}\n`);
+      return undefined;
+    });
+    if (!result) return void (process.exitCode = 1);
     const everyDeliveryVerified = result.delivered === result.events && result.verified === result.delivered;
     process.exitCode = result.processed + result.failed === result.fired && everyDeliveryVerified ? 0 : 1;
   });

@@ -12,11 +12,19 @@ import { loadConfig } from './config.js';
 import type { EventType } from './marketplace/contract.js';
 import { deleteKeysWithPrefix } from './lib/redis/keys.js';
 import { createRuntime, type Runtime } from './runtime.js';
+import { findUnreachable, howToStart } from './lib/dependencies.js';
 import { describeError } from './lib/error-reporter.js';
 import { startWebhookListener, type WebhookListener } from './lib/webhook-listener.js';
 import { startSimulator, type Simulator } from './simulator/index.js';
 
 const DEFAULT_DEMO_PREFIX = '{skyhook-demo}';
+
+/** PostgreSQL or Redis does not answer: the demo cannot start, and `lines` say why and what to run. */
+export class DemoCannotStart extends Error {
+  constructor(readonly lines: string[]) {
+    super(lines[0]);
+  }
+}
 const DEMO_NAME = 'Demo ·';
 const ADMIN_TOKEN = 'demo-admin-token-not-secret';
 
@@ -62,6 +70,9 @@ export async function runDemo(opts: { events: number; keep?: boolean }): Promise
     LOG_LEVEL: 'warn',
     FETCH_MIN_INTERVAL_MS: process.env.FETCH_MIN_INTERVAL_MS ?? '300',
   });
+  // Before anything else is printed or started: a newcomer without PostgreSQL or Redis is told what to run.
+  const missing = await findUnreachable({ databaseUrl: config.databaseUrl, redisUrl: config.redisClusterNodes ? undefined : config.redisUrl });
+  if (missing.length > 0) throw new DemoCannotStart(howToStart(missing));
   const companies: DemoCompany[] = [
     { simId: 'demo-charter', name: `${DEMO_NAME} Charter Operator (BASIC, own targetURI)`, authType: 'BASIC', sharedTarget: false, verified: new Set(), refused: 0 },
     { simId: 'demo-broker', name: `${DEMO_NAME} Broker (OAUTH, shared targetURI)`, authType: 'OAUTH', sharedTarget: true, verified: new Set(), refused: 0 },

@@ -68,7 +68,10 @@ export class DatabaseStartError extends Error {
   /** PostgreSQL is unreachable (refused, down, starting up): worth waiting for, unlike a refusal. */
   readonly unavailable: boolean;
 
-  constructor(url: string, override readonly cause: unknown) {
+  constructor(
+    readonly url: string,
+    override readonly cause: unknown,
+  ) {
     const unavailable = isDatabaseUnavailable(cause);
     const what = unavailable ? 'is not reachable' : 'refused';
     super(`PostgreSQL at ${withoutPassword(url)} (DATABASE_URL) ${what}: ${describeError(cause)}`);

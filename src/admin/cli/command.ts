@@ -8,6 +8,9 @@ import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import type { z } from 'zod';
 import { describeError } from '../../lib/error-reporter.js';
+import { DatabaseStartError } from '../../db/migrate.js';
+import { howToStart } from '../../lib/dependencies.js';
+import { withoutPassword } from '../../lib/redact.js';
 import { exitOnUsageError, USAGE_EXIT_CODE } from '../../lib/cli-usage.js';
 import { decodeJsonBody } from '../../lib/json-body.js';
 import { Problem } from '../../lib/problem.js';
@@ -81,12 +84,20 @@ export async function execute(cmd: Command, work: () => Promise<void>): Promise<
       const flags = flagNames(cmd);
       for (const e of error.extra.errors ?? []) console.error(`  ${flagOf(flags, e.field.split('.')) ?? e.field}: ${e.message}`);
       process.exitCode = FAILURE_EXIT_CODE;
+    } else if (error instanceof DatabaseStartError && error.unavailable) {
+      // Said as `npm run demo` says it: which one, where, and the command that starts it.
+      const lines = howToStart([{ name: 'PostgreSQL', variable: 'DATABASE_URL', ...unreachableAt(error.url), why: describeError(error.cause) }]);
+      for (const line of lines) console.error(line === '' ? '' : `skyhook: ${line}`);
+      process.exitCode = FAILURE_EXIT_CODE;
     } else {
       console.error(`skyhook: ${describeError(error)}`);
       process.exitCode = FAILURE_EXIT_CODE;
     }
   }
 }
+
+/** Where a DATABASE_URL points, as howToStart names it. */
+const unreachableAt = (url: string) => ({ address: `${new URL(url).hostname}:${new URL(url).port || 5432}`, url: withoutPassword(url) });
 
 /**
  * What a command does to the database: `read` opens it as it is (a read needs no migration, nor the right
