@@ -17,7 +17,9 @@ if (already.length === 0) {
 
 // Docker needs its engine; podman runs without one.
 const dockerEngine = onPath('docker') && spawnSync('docker', ['info'], { stdio: 'ignore' }).status === 0;
-const tool = dockerEngine ? { cmd: 'docker', args: ['compose', ...DEPS_COMPOSE_ARGS] } : onPath('podman-compose') ? { cmd: 'podman-compose', args: DEPS_COMPOSE_ARGS } : undefined;
+// A project name of the caller's (COMPOSE_PROJECT_NAME), given as -p: podman-compose 1.0.3 does not read the variable.
+const project = process.env.COMPOSE_PROJECT_NAME ? ['-p', process.env.COMPOSE_PROJECT_NAME] : [];
+const tool = dockerEngine ? { cmd: 'docker', args: ['compose', ...project, ...DEPS_COMPOSE_ARGS] } : onPath('podman-compose') ? { cmd: 'podman-compose', args: [...project, ...DEPS_COMPOSE_ARGS] } : undefined;
 if (!tool) {
   console.error(`Neither Docker (with its engine running) nor podman-compose is installed here.${onPath('docker') ? ' docker is installed, but its engine does not answer.' : ''}`);
   console.error('Install one of them, or start PostgreSQL (127.0.0.1:5432, user postgres) and Redis (127.0.0.1:6379) another way.');

@@ -154,7 +154,7 @@ lookalike_node() { # the official node:<major>-<release>-slim: Debian, /usr/loca
     --change 'ENV NODE_VERSION='"$major" --change 'CMD ["node"]'
 }
 
-lookalike_postgres() { # the official postgres image's variables (POSTGRES_PASSWORD, POSTGRES_DB, PGDATA) and paths
+lookalike_postgres() { # the official postgres image's variables (POSTGRES_PASSWORD, POSTGRES_DB, POSTGRES_HOST_AUTH_METHOD, PGDATA) and paths
   local image=$1 dir="$WORK/pg-rootfs"
   rootfs "$dir" "$(debian_release "$image")" postgresql
   # Debian's package made a cluster of its own: the entrypoint makes the image's at PGDATA instead.
@@ -167,11 +167,12 @@ export PGDATA=${PGDATA:-/var/lib/postgresql/data}
 as_pg() { setpriv --reuid=postgres --regid=postgres --init-groups "$@"; }
 mkdir -p "$PGDATA" /var/run/postgresql && chown -R postgres:postgres "$PGDATA" /var/run/postgresql && chmod 700 "$PGDATA"
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
-  [ -n "${POSTGRES_PASSWORD:-}" ] || { echo "POSTGRES_PASSWORD is not set" >&2; exit 1; }
-  pw=$(mktemp) && printf '%s' "$POSTGRES_PASSWORD" > "$pw" && chown postgres "$pw"
-  as_pg "$bin/initdb" -D "$PGDATA" -U "${POSTGRES_USER:-postgres}" --pwfile="$pw" --auth-local=trust --auth-host=scram-sha-256 >/dev/null
+  auth=${POSTGRES_HOST_AUTH_METHOD:-scram-sha-256}
+  [ -n "${POSTGRES_PASSWORD:-}" ] || [ "$auth" = trust ] || { echo "POSTGRES_PASSWORD is not set" >&2; exit 1; }
+  pw=$(mktemp) && printf '%s' "${POSTGRES_PASSWORD:-}" > "$pw" && chown postgres "$pw"
+  as_pg "$bin/initdb" -D "$PGDATA" -U "${POSTGRES_USER:-postgres}" --pwfile="$pw" --auth-local=trust --auth-host="$auth" >/dev/null
   rm -f "$pw"
-  echo "host all all all scram-sha-256" >> "$PGDATA/pg_hba.conf"
+  echo "host all all all $auth" >> "$PGDATA/pg_hba.conf"
   db=${POSTGRES_DB:-${POSTGRES_USER:-postgres}}
   [ "$db" = postgres ] || echo "CREATE DATABASE \"$db\";" | as_pg "$bin/postgres" --single -D "$PGDATA" postgres >/dev/null
 fi
@@ -425,4 +426,20 @@ for svc in api worker; do
   [ "$code" = 0 ] || { $ENGINE logs --tail 15 "$id" >&2; fail "$svc exited $code after SIGTERM"; }
   say "$svc exited 0, $(since "$t_stop")s after SIGTERM"
 done
+
+# `npm run deps` (SPEC §9): just PostgreSQL and Redis from the compose file, then the demo against them, as a
+# newcomer without either would run them. This machine's own PostgreSQL and Redis hold the default ports:
+# these get free ports of this run's, and a compose project of their own.
+step "npm run deps, then npm run demo against what it started"
+free_port() { node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })'; }
+export SKYHOOK_DEPS_POSTGRES_PORT=$(free_port) SKYHOOK_DEPS_REDIS_PORT=$(free_port) COMPOSE_PROJECT_NAME="${PROJECT}-deps"
+if [ "$ENGINE" = docker ]; then DEPS_COMPOSE=(docker compose); else DEPS_COMPOSE=(podman-compose); fi
+DEPS_DOWN=("${DEPS_COMPOSE[@]}" -p "$COMPOSE_PROJECT_NAME" -f docker-compose.yml -f deploy/compose.deps.yml down -v)
+deps_db="postgres://postgres@127.0.0.1:$SKYHOOK_DEPS_POSTGRES_PORT"
+deps_redis="redis://127.0.0.1:$SKYHOOK_DEPS_REDIS_PORT"
+DATABASE_URL="$deps_db/postgres" REDIS_URL="$deps_redis" npm run --silent deps > "$WORK/deps.log" 2>&1 || { tail -n 20 "$WORK/deps.log" >&2; fail "npm run deps did not bring PostgreSQL and Redis up"; }
+say "$(grep -m 1 'answer' "$WORK/deps.log")"
+DATABASE_URL="$deps_db/skyhook" REDIS_URL="$deps_redis" node bin/skyhook.js demo --events 20 > "$WORK/demo.log" 2>&1 || { tail -n 20 "$WORK/demo.log" >&2; "${DEPS_DOWN[@]}" >/dev/null 2>&1 || true; fail "the demo did not run against what npm run deps started"; }
+say "the demo ran: $(tail -n 1 "$WORK/demo.log")"
+"${DEPS_DOWN[@]}" >/dev/null 2>&1 || say "note: stopping the deps project failed: its containers are removed with the others at the tear down"
 step_end

@@ -93,7 +93,7 @@ describe('a newcomer without PostgreSQL or Redis', () => {
     expect(stub.code).toBe(1);
     expect(stub.stderr).toContain('podman-compose could not start them (exit 3)');
     // Where both answer already (this machine's own), there is nothing to start.
-    const running = await run([tsx, 'scripts/deps.ts'], {});
+    const running = await run([tsx, 'scripts/deps.ts'], { PATH: EMPTY_PATH });
     expect(running.code).toBe(0);
     expect(running.stdout).toContain('already answer');
   }, 90_000);
