@@ -33,6 +33,8 @@ RUN --mount=type=secret,id=npm_ca,required=false,target=/run/secrets/npm_ca \
     if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi; \
     npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+# The build's second step copies the Redis scripts (src/**/*.lua) beside the compiled JavaScript.
+COPY scripts/copy-lua.mjs ./scripts/
 COPY src ./src
 RUN npm run build
 
