@@ -27,6 +27,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
+import { callsBetween, formatCalls, processWrites, type Calls, type CallsReader } from './calls.js';
 import { seedTenant, type Tenant } from './tenants.js';
 
 type CpuReading = { skyhook: number; postgres: number; redis: number };
@@ -46,6 +47,8 @@ export interface DeliveriesBenchOptions {
   /** Skyhook with these settings added to its environment. */
   startSkyhook: (env: Record<string, string>) => Promise<ChildProcess>;
   databaseUrl: string;
+  /** Its name, for PostgreSQL's counts (bench/calls.ts). */
+  databaseName: string;
   skyhookUrl: string;
   /** The companies' API base URL, on the resource server. */
   apiBase: string;
@@ -55,6 +58,8 @@ export interface DeliveriesBenchOptions {
   adminToken: string;
   /** CPU seconds so far of Skyhook's processes, of all of PostgreSQL's and of Redis (run.ts, from /proc). */
   cpuReading: (skyhookPids: number[]) => CpuReading;
+  /** Redis's and PostgreSQL's counts of calls (bench/calls.ts). */
+  openCalls: () => Promise<CallsReader>;
   /** Each notification once, as fast as Skyhook answers (autocannon, 64 connections). */
   fire: (notifications: Notification[]) => Promise<Sent>;
   /** `count` notifications at a steady `rate` a second. */
@@ -72,6 +77,8 @@ const HANG_COUNT = 2000;
 const B_RATE = 50;
 /** Quiet before the failing destination's CPU window: the last round's deliveries parked, its jobs ended. */
 const QUIET_MS = 5000;
+/** PostgreSQL publishes a backend's counts up to 10 s after its last transaction (bench/calls.ts). */
+const COUNTS_PUBLISHED_MS = 11_000;
 /** Every wait for Skyhook is bounded: a figure not reached is reported as such. */
 const CAP_MS = 180_000;
 
@@ -376,11 +383,20 @@ async function failingDestination(o: DeliveriesBenchOptions, sql: pg.Client, pid
   o.log(`      over ${sizes.cpuWindowSeconds} s, of a core: ${formatCpu(failingCpu, '%')}; ${s1.attempts - s0.attempts} requests to the destination (probes)`);
 
   o.log('    the destination answers 200 again');
+  const calls = await o.openCalls();
+  const calls0 = await calls.read(o.databaseName, pids);
   const switched = performance.timeOrigin + performance.now();
   await server.modes({ fail: 'ok' });
   const cpu2 = o.cpuReading(pids);
   const answered = await answeredAll(server, ['fail'], waiting);
   const drainCpu = perItemUs(cpuBetween(cpu2, o.cpuReading(pids)), Math.max(1, answered.ok));
+  // What a delivery asks of Redis and PostgreSQL: nothing else runs meanwhile; PostgreSQL's counts read once published.
+  const redis1 = await calls.redis();
+  const writes1 = processWrites(pids);
+  await sleep(COUNTS_PUBLISHED_MS);
+  const calls1: Calls = { redis: redis1, postgres: await calls.postgres(o.databaseName), writes: writes1 };
+  await calls.close();
+  const callsPerDelivery = callsBetween(calls0, calls1, Math.max(1, answered.ok));
   const s2 = await server.stats('fail');
   const { rows: end } = await sql.query(`SELECT count(*) FILTER (WHERE status = 'delivered')::int AS delivered, count(*) FILTER (WHERE status = 'pending')::int AS pending FROM deliveries WHERE destination_id = $1`, [destinationId]);
   const drainSeconds = s2.firstOkAt !== null && s2.lastOkAt !== null ? round((s2.lastOkAt - s2.firstOkAt) / 1000, 1) : null;
@@ -389,6 +405,7 @@ async function failingDestination(o: DeliveriesBenchOptions, sql: pg.Client, pid
     `      the first 2xx ${firstProbeSeconds} s after the switch; ${answered.ok} answered ${answered.done ? `within ${drainSeconds} s of it` : `(not all within ${CAP_MS / 1000} s)`}, ` +
       `${s2.outOfOrder} out of order, ${s2.duplicates} twice; ${end[0].delivered} delivered, ${end[0].pending} pending; CPU per delivery ${formatCpu(drainCpu, 'µs')}`,
   );
+  o.log(`      per delivery: ${formatCalls(callsPerDelivery)}`);
   return {
     failingWaiting: waiting,
     failingCircuitFailures: states[0].consecutive_failures as number,
@@ -402,6 +419,7 @@ async function failingDestination(o: DeliveriesBenchOptions, sql: pg.Client, pid
     resumeOutOfOrder: s2.outOfOrder,
     resumeDuplicates: s2.duplicates,
     resumeCpuUsPerDelivery: drainCpu,
+    resumeCallsPerDelivery: callsPerDelivery,
     failingLost: lost,
     failingExpected: total,
   };
@@ -499,6 +517,7 @@ function printTable(f: Figures, sizes: Sizes, quick: boolean): void {
   console.log(`A delivery at ${STEADY_RATE}/s (p50s): stored -> attempt started ${s.toSendMs} ms, the request ${s.requestMs} ms, answered -> recorded ${s.toRecordMs} ms`);
   const d = f.resumeCpuUsPerDelivery;
   console.log(`Draining the failing destination's deliveries, CPU per delivery, µs: ${d.skyhook} / ${d.postgres} / ${d.redis}; its first 2xx ${f.resumeFirstProbeSeconds} s after it answered again`);
+  console.log(`                                              per delivery: ${formatCalls(f.resumeCallsPerDelivery)}`);
   const busy = Math.max(f.idleCpuPercent.postgres, f.idleCpuPercent.redis);
   if (busy >= 5) console.log(`(PostgreSQL or Redis used ${busy} % of a core while Skyhook was idle: other work on this machine, counted in every CPU figure above)`);
   if (quick) console.log(`(quick: ${f.failingExpected.toLocaleString('en')} deliveries for the failing destination, a ${sizes.cpuWindowSeconds} s CPU window)`);
