@@ -10,7 +10,10 @@
  * Throughput counts 2xx answers only. `-- --console` measures the operator console on 5 million stored
  * notifications instead (bench/console.ts). `-- --tenants` measures SPEC §5.1's many-companies rows
  * instead (F1 fair share, F3 back-pressure, F4 a paused company, the overview with 1,000 companies:
- * bench/tenants.ts), about 5 minutes. `-- --yardstick` runs only the second yardstick's phases (the minimal
+ * bench/tenants.ts), about 5 minutes. `-- --deliveries` measures SPEC §5.2's delivery rows instead (end to end
+ * with a destination per company, committed -> answered at 200/s, a hanging destination's neighbour, a failing
+ * destination's CPU and its resumption: bench/deliveries.ts), about 3 minutes; not part of `--quick`, which
+ * stays CI's short run (`--deliveries --quick` is a smaller smoke run of it). `-- --yardstick` runs only the second yardstick's phases (the minimal
  * pipeline, Skyhook at 500/s, idle and at 30/s, the minimal pipeline again), about 2 minutes.
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -25,6 +28,7 @@ import { POOL_IDLE_TIMEOUT_MS } from '../src/db/client.js';
 import { encryptSecret, randomToken, sha256 } from '../src/lib/crypto.js';
 import { runConsoleBench } from './console.js';
 import { runTenantsBench } from './tenants.js';
+import { runDeliveriesBench } from './deliveries.js';
 import { callsBetween, formatCalls, openCallsReader, processWrites, type Calls, type CallsReader } from './calls.js';
 import { deleteKeysWithPrefix } from '../src/lib/redis/keys.js';
 
@@ -43,7 +47,7 @@ const DATABASE_URL = `${SERVER}/${DB_NAME}`;
 const SECRET_KEY = randomBytes(32).toString('base64');
 /** Skyhook's admin token for this run (`--tenants` replaces a token through the admin API, and signs in to the console). */
 const ADMIN_TOKEN = randomToken(24);
-const PORTS = { ceiling: 3901, skyhook: 3902, resources: 3903, otlpSink: 3904, baseline: 3905 };
+const PORTS = { ceiling: 3901, skyhook: 3902, resources: 3903, otlpSink: 3904, baseline: 3905, destinations: 3906 };
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 /** The minimal pipeline's (bench/baseline.ts) database, Redis key prefix and Basic credential (user:secret). */
 const BASELINE_DB = 'skyhook_bench_baseline';
@@ -101,13 +105,14 @@ function build(): void {
   if (built.status !== 0) throw new Error('npm run build failed');
 }
 
-async function startSkyhook(): Promise<ChildProcess> {
-  const child = spawnSkyhook(ROLE === 'split' ? 'api' : ROLE);
+/** `env`: settings of this run added to Skyhook's environment (`--deliveries`: its timeout and retry schedule). */
+async function startSkyhook(env: Record<string, string> = {}): Promise<ChildProcess> {
+  const child = spawnSkyhook(ROLE === 'split' ? 'api' : ROLE, env);
   for (let i = 0; i < 100; i++) {
     // Ready, not only alive: the database is migrated (it listens before that).
     if (await fetch(`${SKYHOOK_URL}/readyz`).then((r) => r.ok, () => false)) {
       // The worker starts on the migrated database; the warm-up waits until it has processed its share.
-      if (ROLE === 'split') splitWorker = spawnSkyhook('worker');
+      if (ROLE === 'split') splitWorker = spawnSkyhook('worker', env);
       return child;
     }
     await sleep(200);
@@ -118,7 +123,7 @@ async function startSkyhook(): Promise<ChildProcess> {
 /** Skyhook's processes: the `all` (or `api`) one, and the worker of BENCH_ROLE=split. */
 const skyhookPids = (skyhook: ChildProcess): number[] => [skyhook.pid!, ...(splitWorker ? [splitWorker.pid!] : [])];
 
-function spawnSkyhook(role: string): ChildProcess {
+function spawnSkyhook(role: string, env: Record<string, string>): ChildProcess {
   // BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles Skyhook during the run.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child = spawn(process.execPath, [...nodeArgs, 'dist/cli.js', 'start'], {
@@ -135,6 +140,7 @@ function spawnSkyhook(role: string): ChildProcess {
       QUEUE_PREFIX: '{skyhook-bench}',
       LOG_LEVEL: 'warn',
       ...(TRACES ? { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${PORTS.otlpSink}` } : {}),
+      ...env,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -181,7 +187,8 @@ async function seed(sql: pg.Client): Promise<Seeded> {
 let bodySeq = 0;
 const notification = (resource: string) => JSON.stringify({ id: resource, type: 'rfqs', href: `${API_BASE}/rfqs/${resource}`, seq: bodySeq++ });
 
-type Prepared = { headers: Record<string, string>; body: string };
+/** A request of a load; `path` when it is not the load's URL's (a company's own targetURI, bench/deliveries.ts). */
+type Prepared = { headers: Record<string, string>; body: string; path?: string };
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
 /**
@@ -193,8 +200,8 @@ const JSON_HEADERS = { 'content-type': 'application/json' };
 function inTurn(requests: Prepared[]): (req: autocannon.Request) => autocannon.Request {
   let next = 0;
   return (req) => {
-    const { headers, body } = requests[next++ % requests.length]!;
-    return { ...req, headers, body };
+    const { headers, body, path } = requests[next++ % requests.length]!;
+    return path ? { ...req, headers, body, path } : { ...req, headers, body };
   };
 }
 
@@ -280,7 +287,7 @@ async function warmUp(url: string, setup: (req: autocannon.Request) => autocanno
  * connection sends its whole quota for the second back to back, then waits for the next second, so
  * "500/s" there is a burst every second, and the latency measured would be the burst's queueing.
  */
-async function paced(opts: { url: string; rate: number; count: number; connections: number; request: () => { headers: Record<string, string>; body: string } }): Promise<LoadResult> {
+async function paced(opts: { url: string; rate: number; count: number; connections: number; request: () => Prepared }): Promise<LoadResult> {
   const target = new URL(opts.url);
   const pool = new Pool(target.origin, { connections: opts.connections });
   const latencies: number[] = [];
@@ -293,10 +300,10 @@ async function paced(opts: { url: string; rate: number; count: number; connectio
     const due = started + (i * 1000) / opts.rate;
     const wait = due - performance.now();
     if (wait > 1) await sleep(wait);
-    const { headers, body } = opts.request();
+    const { headers, body, path } = opts.request();
     const t0 = performance.now();
     sent.push(
-      pool.request({ path: target.pathname, method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body }).then(
+      pool.request({ path: path ?? target.pathname, method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body }).then(
         async (res) => {
           await res.body.dump();
           latencies.push(performance.now() - t0);
@@ -991,6 +998,28 @@ try {
       resourceServerUrl: `http://127.0.0.1:${PORTS.resources}`,
       secretKey: SECRET_KEY,
       adminToken: ADMIN_TOKEN,
+    });
+  } else if (args.has('--deliveries')) {
+    await runDeliveriesBench({
+      log,
+      json: JSON_OUT,
+      quick: QUICK,
+      build,
+      resetState,
+      startResourceServer: () => startTs('./resource-server.ts', PORTS.resources),
+      startDestinationServer: () => startTs('./destination-server.ts', PORTS.destinations),
+      startSkyhook,
+      databaseUrl: DATABASE_URL,
+      databaseName: DB_NAME,
+      skyhookUrl: SKYHOOK_URL,
+      apiBase: API_BASE,
+      destinationServerUrl: `http://127.0.0.1:${PORTS.destinations}`,
+      secretKey: SECRET_KEY,
+      adminToken: ADMIN_TOKEN,
+      cpuReading,
+      openCalls: () => openCallsReader(SERVER, REDIS_URL),
+      fire: (notifications) => load({ url: SKYHOOK_URL, amount: notifications.length, setup: inTurn(notifications) }),
+      paced: (rate, count, next) => paced({ url: SKYHOOK_URL, rate, count, connections: 16, request: next }),
     });
   } else if (YARDSTICK) await yardstickOnly();
   else await main();

@@ -83,7 +83,7 @@ const round = (n: number, digits = 0) => Math.round(n * 10 ** digits) / 10 ** di
 /** Nearest rank: the value at or below which q of the sorted values lie. */
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
 
-interface Tenant {
+export interface Tenant {
   name: string;
   companyId: string;
   token: string;
@@ -106,7 +106,7 @@ interface Pending {
 }
 
 /** A company on the resource server with a token of its own, and a BASIC webhook on its own targetURI (as run.ts seeds). */
-async function seedTenant(sql: pg.Client, o: TenantsBenchOptions, name: string): Promise<Tenant> {
+export async function seedTenant(sql: pg.Client, o: Pick<TenantsBenchOptions, 'secretKey' | 'apiBase' | 'skyhookUrl'>, name: string): Promise<Tenant> {
   const key = Buffer.from(o.secretKey, 'base64');
   const token = `${name}-${randomToken(12)}`;
   const { rows } = await sql.query(`INSERT INTO companies (name, api_base_url, api_token_encrypted) VALUES ($1, $2, $3) RETURNING id`, [name, o.apiBase, encryptSecret(key, token)]);
