@@ -36,7 +36,7 @@ import { createDestinationStates } from './destinations/postgres.js';
 import type { DeliveryKey } from './destinations/lifecycle.js';
 import { destinationStateOf } from './destinations/transitions.js';
 import { createDeliveryWorker, probeDestination, type DeliveryJobDeps } from './delivery/deliver-job.js';
-import { createDeliveryQueue, deliveryKey, destinationGateOptions } from './delivery/delivery.queue.js';
+import { createDeliveryQueue, destinationGateOptions } from './delivery/delivery.queue.js';
 import { DeliveryEnqueuer } from './delivery/enqueue.js';
 import { DeliveryLoop } from './delivery/loop.js';
 import { DeliverySender } from './delivery/send.js';
@@ -124,16 +124,16 @@ async function createCore(config: Config, log: Logger) {
   // Deliveries (SPEC §5.2): their own queue, and a gate per destination.
   const deliveryQueue = createDeliveryQueue(producer, config.queuePrefix);
   deliveryQueue.on('error', report('delivery_queue', 'the delivery queue met an error', 'redis'));
-  const destinationGate = new Gate(producer, config.queuePrefix, 'destination', destinationGateOptions(config.delivery));
+  const destinationGate = new Gate(producer, config.queuePrefix, 'destination', destinationGateOptions());
   const destinations = createDestinationStates({
     db: api.db,
     gate: destinationGate,
-    queueWaiting: (destinationId) => deliveryEnqueuer.queueWaiting(destinationId),
+    wake: (key) => deliveryEnqueuer.enqueue([key]),
     schedule: config.delivery.schedule,
     log,
     onGateError: report('destination_gate', "a destination's gate could not be told in Redis; it is mended from PostgreSQL", 'redis'),
   });
-  const deliveryEnqueuer = new DeliveryEnqueuer(deliveryQueue, destinationGate, destinations, ENQUEUE_TIMEOUT_MS);
+  const deliveryEnqueuer = new DeliveryEnqueuer(deliveryQueue, destinationGate, ENQUEUE_TIMEOUT_MS);
   return {
     config,
     log,
@@ -436,10 +436,10 @@ function fetchJobDeps(core: Core, own: { db: DbHandle; notifications: Notificati
  */
 function deliveryWorker(core: Core, own: { db: DbHandle; connection: RedisClient }): { start: () => void; closers: RolePart['closers'] } {
   const { config, metrics, log, report } = core;
-  const gate = new Gate(own.connection, config.queuePrefix, 'destination', destinationGateOptions(config.delivery));
+  const gate = new Gate(own.connection, config.queuePrefix, 'destination', destinationGateOptions());
   const onError = report('delivery_gate', "a destination's gate in Redis missed a request's end; places lapse by themselves", 'redis');
   // The jobs' statements on the worker's own pool and connection, as the fetches' are.
-  const states = createDestinationStates({ db: own.db.db, gate, queueWaiting: (id) => core.deliveryEnqueuer.queueWaiting(id), schedule: config.delivery.schedule, log, onGateError: onError });
+  const states = createDestinationStates({ db: own.db.db, gate, wake: (key) => core.deliveryEnqueuer.enqueue([key]), schedule: config.delivery.schedule, log, onGateError: onError });
   // The gate says a hold by destination only: its company is kept from the answer that asked it (one entry per destination that ever did).
   const throttledCompany = new Map<string, string>();
   const finishes = new GateFinishes(gate, (handedOut) => core.deliveryEnqueuer.addHandedOut(handedOut), (destinationId, until, why) =>
@@ -450,12 +450,13 @@ function deliveryWorker(core: Core, own: { db: DbHandle; connection: RedisClient
   const sender = new DeliverySender(config.delivery.addresses);
   const job: DeliveryJobDeps = {
     connect: (d) => destinationConnection(d, d.destination, config.secretKey, defaults),
-    next: states.next,
+    claim: states.claim,
+    nextDue: states.nextDue,
     record: states.record,
     start: (request) => starts.add(request),
-    finish: (key, max, answer) => {
+    finish: (key, answer) => {
       if (answer.kind === 'throttled') throttledCompany.set(key.destinationId, key.companyId);
-      void finishes.finish({ id: key.destinationId, item: deliveryKey(key), max, answer }).catch(onError);
+      void finishes.finish({ id: key.destinationId, item: key.destinationId, max: 1, answer }).catch(onError);
     },
     send: (delivery) => sender.send(delivery),
     requeue: (key) => core.deliveryEnqueuer.enqueue([key]),
@@ -475,7 +476,6 @@ function deliveryWorker(core: Core, own: { db: DbHandle; connection: RedisClient
   const loop = new DeliveryLoop({
     states: core.destinations,
     enqueuer: core.deliveryEnqueuer,
-    handOut: (ids) => gate.handOut(ids),
     probe: (id) => probeDestination({ ...job, oldestPending: states.oldestPending }, id),
     disableAfterDays: config.delivery.disableAfterDays,
     onError: report('delivery_loop', "the deliveries' loop met an error; it runs again shortly"),

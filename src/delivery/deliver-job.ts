@@ -1,49 +1,55 @@
 /**
- * Where a company's events are delivered to its own application (SPEC §5.2): one job per (destination,
- * resource), as a plain function of narrow dependencies (runDeliveryJob, built in runtime.ts), top to bottom:
- * 1. the next delivery of the key: a replay first, else the oldest version pending (destinations/postgres.ts),
- *    so version n+1 is sent only once version n was delivered or ended; one whose next attempt is later
- *    makes the job wait for it (delayed: no poll, no attempt);
- * 2. its destination's gate (src/gate/): its limit, its rate, a hold after a 429; paused while failing or
- *    disabled, when the job ends and the key waits parked;
- * 3. the request, signed (sign.ts) over a body built from the event alone (body.ts), sent (send.ts);
- * 4. the attempt recorded with what it does (deliver, retry on the schedule with Retry-After as a floor,
- *    fail after the last attempt; five failures in a row open the destination's circuit, a 410 disables it),
- *    then the next version, until the key has none left.
+ * Where a company's events are delivered to its own application (SPEC §5.2): one job per destination, the
+ * only one sending to it across every worker, as a plain function of narrow dependencies (runDeliveryJob,
+ * built in runtime.ts), top to bottom:
+ * 1. its turn at the destination's gate (src/gate/): none while it is failing or disabled (the job ends,
+ *    parked, until it resumes), a later one while it is held after a 429;
+ * 2. its deliveries due, claimed a round at a time (destinations/postgres.ts claim): at most one per
+ *    resource, its replay or its oldest version pending, so version n+1 is sent only once version n was
+ *    delivered or ended; up to the destination's limit on their way at once, no faster than its rate;
+ * 3. each request signed (sign.ts) over a body built from the event alone (body.ts) and sent (send.ts);
+ * 4. each attempt recorded with what it does (deliver, retry on the schedule with Retry-After as a floor,
+ *    fail after the last; five failures in a row open the destination's circuit, a 410 disables it: the
+ *    job then stops claiming; a 429 holds the destination: the job waits out the hold);
+ * 5. after a turn of TURN_MS, what is due is left to its follow-up (other destinations get their turn);
+ *    with nothing due, the job waits for the next delivery's time, delayed (no poll), or a new delivery.
  * The same send serves a failing destination's probe (probeDestination). At the bottom, BullMQ's side.
  */
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { DestinationConnection } from '../destinations/connections.js';
-import type { AttemptEffect, AttemptVerdict, DeliveryKey, DeliveryLifecycle, DeliveryToSend } from '../destinations/lifecycle.js';
+import type { AttemptEffect, AttemptVerdict, DeliveryLifecycle, DeliveryToSend, DestinationKey } from '../destinations/lifecycle.js';
 import type { GateAnswer, GateStart, GateStartRequest } from '../gate/gate.js';
 import type { BatchSummary } from '../lib/batch-summary.js';
 import type { Metrics } from '../lib/metrics.js';
 import type { RedisClient } from '../lib/redis/connection.js';
 import { deliveryBody } from './body.js';
-import { DELIVERY_QUEUE, deliveryJobSchema, deliveryKey, deliveryWorkerOptions, gateItemOf, type DeliveryJob } from './delivery.queue.js';
+import { DELIVERY_QUEUE, deliveryJobSchema, deliveryWorkerOptions, gateItemOf, TURN_MS, type DeliveryJob } from './delivery.queue.js';
 import type { Delivery, SendResult } from './send.js';
 import { signatureHeaders, webhookIdOf } from './sign.js';
 
 /** A Retry-After lengthens the next wait up to this, never more (SPEC §5.2). */
 const MAX_RETRY_AFTER_MS = 3_600_000;
-/** A job sends at most this many versions of its resource, then leaves the rest to its follow-up: others get a turn. */
-const MAX_PER_RUN = 50;
 /** A next attempt this close is made now. */
 const EARLY_MS = 25;
+/** While requests are on their way and nothing more is due, the job looks for new deliveries this often. */
+const LOOK_AGAIN_MS = 250;
+/** A hold without Retry-After (gate/gate.ts HOLD_FLOOR_MS). */
+const HOLD_FLOOR_MS = 5000;
 
 export interface DeliveryJobDeps {
   /** The delivery's destination as it is now, its secrets opened (destinations/connections.ts). */
   connect(d: DeliveryToSend): DestinationConnection;
-  next: DeliveryLifecycle['next'];
+  claim: DeliveryLifecycle['claim'];
+  nextDue: DeliveryLifecycle['nextDue'];
   record: DeliveryLifecycle['record'];
-  /** The destination's gate: the start of one request (batched with the other jobs'). */
+  /** The destination's gate: the start of a turn (batched with the other jobs'). */
   start(request: GateStartRequest): Promise<GateStart>;
-  /** Gives the request's place back, with what the destination answered. */
-  finish(key: DeliveryKey, max: number, answer: GateAnswer): void;
+  /** Gives the turn's place back, with what the destination answered last. */
+  finish(key: DestinationKey, answer: GateAnswer): void;
   send(delivery: Delivery): Promise<SendResult>;
-  /** Queues the key again (a job that sent MAX_PER_RUN versions leaves the rest to another). */
-  requeue(key: DeliveryKey): Promise<void>;
+  /** Queues the destination's job again (a turn ended with deliveries due). */
+  requeue(key: DestinationKey): Promise<void>;
   /** DELIVERY_RETRY_SCHEDULE: the wait before each attempt. */
   schedule: number[];
   /** DELIVERY_BODY_LIMIT_BYTES. */
@@ -114,38 +120,75 @@ export async function attemptDelivery(deps: Pick<DeliveryJobDeps, 'send' | 'reco
   return { result, verdict, effect };
 }
 
-export async function runDeliveryJob(deps: DeliveryJobDeps, key: DeliveryKey): Promise<DeliveryJobEnd> {
-  const item = deliveryKey(key);
-  for (let sent = 0; sent < MAX_PER_RUN; sent++) {
-    // A deleted destination's pending deliveries were skipped with it: none is next.
-    const d = await deps.next(key);
-    if (!d) return { next: 'done', summary: sent > 0 ? 'delivered' : 'nothing pending' };
-    const dest = deps.connect(d);
-    const wait = d.nextAttemptAt.getTime() - deps.now().getTime();
-    if (wait > EARLY_MS) return { next: 'delay', ms: wait };
+export async function runDeliveryJob(deps: DeliveryJobDeps, key: DestinationKey): Promise<DeliveryJobEnd> {
+  const claim = (sending: Iterable<string>, limit: number) => deps.claim(key.destinationId, [...sending], limit);
+  let due = await claim([], 1);
+  if (due.length === 0) return waitForNext(deps, key, 0);
+  // Its turn: the destination's one place (its job); none while it is failing or disabled, later while held.
+  const turn = await deps.start({ ...gateItemOf(key), max: 1, paused: due[0]!.destination.paused, retried: false });
+  if (turn.kind === 'wait') return { next: 'delay', ms: turn.ms };
+  if (turn.kind === 'park') return { next: 'done', summary: 'parked' };
 
-    const start = await deps.start({
-      id: dest.id,
-      item,
-      payload: gateItemOf(key).payload,
-      max: dest.maxConcurrency,
-      paused: dest.paused,
-      retried: d.attempts > 0,
-      ...(dest.ratePerSecond > 0 ? { minGap: Math.ceil(1000 / dest.ratePerSecond) } : {}),
-    });
-    if (start.kind === 'wait') return { next: 'delay', ms: start.ms };
-    // Parked at its gate, no job, until a place frees or the destination resumes (which queues the key again).
-    if (start.kind === 'park') return { next: 'done', summary: 'parked' };
+  const limit = deps.connect(due[0]!).maxConcurrency;
+  const ends = Date.now() + TURN_MS;
+  const sending = new Map<string, Promise<void>>();
+  let stop: 'parked' | { heldMs: number } | undefined;
+  let answer: GateAnswer = { kind: 'none' };
+  let nextStart = 0;
+  let sent = 0;
+  /** A send that threw (PostgreSQL out of reach while recording): the turn ends, and the job throws it once the others are done. */
+  let failure: unknown;
 
-    // A throw (PostgreSQL out of reach) leaves the place to its lease; BullMQ retries the job, the same webhook-id.
-    const { result, verdict, effect } = await attemptDelivery(deps, dest, d, { probe: false });
-    deps.finish(key, dest.maxConcurrency, gateAnswerOf(result));
-    if (effect.circuitOpened || effect.disabled) return { next: 'done', summary: 'parked' };
-    if (verdict.kind === 'retry') return { next: 'delay', ms: Math.max(0, verdict.nextAt.getTime() - deps.now().getTime()) };
-    if (verdict.kind === 'gone') return { next: 'done', summary: 'parked' };
+  /** Sends one delivery, no sooner than the destination's rate allows, and notes what its answer asks of the turn. */
+  const send = async (d: DeliveryToSend, dest: DestinationConnection): Promise<void> => {
+    const at = Math.max(nextStart, Date.now());
+    nextStart = at + (dest.ratePerSecond > 0 ? 1000 / dest.ratePerSecond : 0);
+    if (at > Date.now()) await new Promise((r) => setTimeout(r, at - Date.now()));
+    try {
+      const { result, effect } = await attemptDelivery(deps, dest, d, { probe: false });
+      sent++;
+      answer = gateAnswerOf(result);
+      if (effect.circuitOpened || effect.disabled) stop = 'parked';
+      else if (answer.kind === 'throttled') stop ??= { heldMs: Math.max(answer.retryAfterMs ?? 0, HOLD_FLOOR_MS) };
+    } catch (err) {
+      failure ??= err;
+      stop = 'parked';
+    } finally {
+      sending.delete(d.href);
+    }
+  };
+
+  due = await claim([], limit);
+  for (;;) {
+    for (const d of due) sending.set(d.href, send(d, deps.connect(d)));
+    if (sending.size === 0) break;
+    // Claims come in rounds: once half the places are free again (a resource's next version becomes due when its last ends).
+    while (sending.size > limit / 2) await Promise.race(sending.values());
+    due = stop === undefined && Date.now() < ends ? await claim(sending.keys(), limit - sending.size) : [];
+    if (due.length === 0 && sending.size > 0) {
+      // Nothing more due yet: the next end, or a look again shortly (a new delivery, while these hang).
+      await Promise.race([...sending.values(), new Promise((r) => setTimeout(r, LOOK_AGAIN_MS))]);
+      due = stop === undefined && Date.now() < ends ? await claim(sending.keys(), limit - sending.size) : [];
+    }
   }
-  await deps.requeue(key);
-  return { next: 'done', summary: 'more pending' };
+  deps.finish(key, answer);
+  // BullMQ retries the job: what it had not recorded is pending still, sent again with its webhook-id.
+  if (failure !== undefined) throw failure;
+  if (stop === 'parked') return { next: 'done', summary: 'parked' };
+  if (stop !== undefined) return { next: 'delay', ms: stop.heldMs };
+  if (Date.now() >= ends) {
+    // Its turn is over: what is due goes to its follow-up, behind the other destinations' jobs.
+    await deps.requeue(key);
+    return { next: 'done', summary: `sent ${sent}, more due` };
+  }
+  return waitForNext(deps, key, sent);
+}
+
+/** Nothing due now: the job waits for its next delivery's time, delayed (a new delivery wakes it), or ends. */
+async function waitForNext(deps: Pick<DeliveryJobDeps, 'nextDue' | 'now'>, key: DestinationKey, sent: number): Promise<DeliveryJobEnd> {
+  const nextDue = await deps.nextDue(key.destinationId);
+  if (nextDue === null) return { next: 'done', summary: sent > 0 ? `sent ${sent}` : 'nothing pending' };
+  return { next: 'delay', ms: Math.max(EARLY_MS, nextDue.getTime() - deps.now().getTime()) };
 }
 
 /**

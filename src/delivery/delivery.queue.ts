@@ -1,24 +1,20 @@
 /**
- * The `deliver` queue's contract, in one place (SPEC §5.2): one job per (destination, resource), the unit
- * of order. BullMQ's deduplication (keepLastIfActive) keeps at most one job of a key waiting and one
- * follow-up while it runs, so one job per key runs at a time, across every worker: version n+1 of a
- * resource is sent by the same job, after version n, or by the job after it. A job waits for its delivery's
- * next attempt by being delayed (no poll, no BullMQ attempt spent); BullMQ's own retries are only for a job
- * that threw (PostgreSQL out of reach, say). Deliveries have a queue and workers of their own, so a slow
- * destination never takes a fetch's place.
+ * The `deliver` queue's contract, in one place (SPEC §5.2): one job per destination. BullMQ's deduplication
+ * (keepLastIfActive) keeps at most one job of a destination waiting and one follow-up while it runs, so one
+ * runs at a time across every worker: it alone sends the destination's deliveries, up to its limit at
+ * once, one version of a resource at a time, in order. A job with nothing due waits for the next delivery's
+ * time by being delayed (no poll, no BullMQ attempt spent); a new delivery wakes it (`reschedule`).
+ * BullMQ's own retries are only for a job that threw (PostgreSQL out of reach, say). Deliveries have a queue
+ * and workers of their own, so a slow destination never takes a fetch's place.
  */
-import { hash } from 'node:crypto';
 import { Queue, type JobsOptions, type WorkerOptions } from 'bullmq';
 import { z } from 'zod';
 import type { RedisClient } from '../lib/redis/connection.js';
 
 export const DELIVERY_QUEUE = 'deliver';
 
-export const deliveryJobSchema = z.object({ companyId: z.uuid(), destinationId: z.uuid(), href: z.string().min(1) });
+export const deliveryJobSchema = z.object({ companyId: z.uuid(), destinationId: z.uuid() });
 export type DeliveryJob = z.infer<typeof deliveryJobSchema>;
-
-/** The key of a (destination, resource): its href hashed, so a long href makes no long Redis key. */
-export const deliveryKey = (job: Pick<DeliveryJob, 'destinationId' | 'href'>): string => `${job.destinationId}:${hash('sha256', job.href, 'base64url').slice(0, 32)}`;
 
 export function createDeliveryQueue(connection: RedisClient, prefix: string): Queue<DeliveryJob> {
   return new Queue<DeliveryJob>(DELIVERY_QUEUE, { connection, prefix });
@@ -27,8 +23,9 @@ export function createDeliveryQueue(connection: RedisClient, prefix: string): Qu
 /** A job that threw is tried again this many times, a little later each time; the relay covers the rest. */
 const THROWN_ATTEMPTS = 10;
 
-export const deliveryJobOptions = (key: string, priority: number): JobsOptions => ({
-  deduplication: { id: key, keepLastIfActive: true },
+export const deliveryJobOptions = (destinationId: string, priority: number): JobsOptions => ({
+  // A job delayed to its next due delivery is woken by a new one (reschedule: its delay becomes 0).
+  deduplication: { id: destinationId, keepLastIfActive: true, reschedule: true },
   priority,
   attempts: THROWN_ATTEMPTS,
   backoff: { type: 'exponential', delay: 1000 },
@@ -50,15 +47,14 @@ export const deliveryWorkerOptions = (connection: RedisClient, prefix: string, c
   maxStalledCount: 2,
 });
 
-/** A running request's place at its destination's gate lapses this long after its timeout (a dead worker's). */
-const LEASE_MARGIN_MS = 30_000;
+/** A job sends for this long, then leaves what is due to its follow-up: every destination gets its turn. */
+export const TURN_MS = 5000;
+/** Its place at its destination's gate lapses this long after a turn and a request's longest run (a dead worker's). */
+const LEASE_MS = TURN_MS + 60_000 + 30_000;
 
-/** The destinations' gate (src/gate/, kind `destination`): DESTINATION_CONCURRENCY, a place held for a request's longest run. */
-export const destinationGateOptions = (d: { concurrency: number; timeoutMs: number }) => ({ defaultMax: d.concurrency, leaseMs: d.timeoutMs + LEASE_MARGIN_MS });
+/** The destinations' gate (src/gate/, kind `destination`): one place, the destination's job, held for a turn's longest run. */
+export const destinationGateOptions = () => ({ defaultMax: 1, leaseMs: LEASE_MS });
 
-/** A key as its gate parks it and hands it out: the item is deliveryKey(), the payload `<companyId> <href>`. */
-export const gateItemOf = (key: DeliveryJob) => ({ id: key.destinationId, item: deliveryKey(key), payload: `${key.companyId} ${key.href}` });
-export const keyOfHandedOut = (h: { id: string; payload: string }): DeliveryJob => {
-  const space = h.payload.indexOf(' ');
-  return { destinationId: h.id, companyId: h.payload.slice(0, space), href: h.payload.slice(space + 1) };
-};
+/** A destination's job as its gate parks it and hands it out: the item is the destination, the payload its company. */
+export const gateItemOf = (key: DeliveryJob) => ({ id: key.destinationId, item: key.destinationId, payload: key.companyId });
+export const keyOfHandedOut = (h: { id: string; payload: string }): DeliveryJob => ({ destinationId: h.id, companyId: h.payload });

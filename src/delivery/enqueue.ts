@@ -1,30 +1,26 @@
 /**
- * Adding delivery jobs (the queue's contract is delivery.queue.ts): after the commit that stored their
- * deliveries, one job per (destination, resource), while its destination has a free place at its gate;
- * else the key is parked there, no job, until one frees or the destination resumes (src/gate/). The relay
- * (loop.ts) queues what a lost Redis or a failed add left without a job.
+ * Adding delivery jobs (the queue's contract is delivery.queue.ts): after the commit that stored deliveries,
+ * one job per destination, admitted at its gate; a failing or disabled destination's job is parked there,
+ * no job, until it resumes (src/gate/). A job delayed to its next due delivery is woken. The relay (loop.ts)
+ * queues what a lost Redis or a failed add left without a job.
  */
 import type { Queue } from 'bullmq';
-import type { DeliveryKey, DeliveryLifecycle } from '../destinations/lifecycle.js';
+import type { DestinationKey } from '../destinations/lifecycle.js';
 import type { Gate, HandedOut } from '../gate/gate.js';
 import { withTimeout } from '../lib/timeout.js';
-import { deliveryJobOptions, deliveryKey, gateItemOf, keyOfHandedOut, type DeliveryJob } from './delivery.queue.js';
-
-/** Keys queued per admission when a destination resumes. */
-const RESUME_BATCH = 1000;
+import { deliveryJobOptions, gateItemOf, keyOfHandedOut, type DeliveryJob } from './delivery.queue.js';
 
 export class DeliveryEnqueuer {
   constructor(
     private readonly queue: Queue<DeliveryJob>,
     /** The destinations' gate. */
     private readonly gate: Pick<Gate, 'admit'>,
-    private readonly lifecycle: Pick<DeliveryLifecycle, 'waitingKeys'>,
     private readonly timeoutMs: number,
   ) {}
 
-  /** One job per distinct key admitted at its destination's gate (deduplicated by BullMQ); bounded in time, throws on failure. */
-  async enqueue(keys: DeliveryKey[]): Promise<void> {
-    const unique = [...new Map(keys.map((k) => [deliveryKey(k), k])).values()];
+  /** One job per distinct destination admitted at its gate (deduplicated by BullMQ); bounded in time, throws on failure. */
+  async enqueue(keys: DestinationKey[]): Promise<void> {
+    const unique = [...new Map(keys.map((k) => [k.destinationId, { companyId: k.companyId, destinationId: k.destinationId }])).values()];
     if (unique.length === 0) return;
     await withTimeout(
       (async () => {
@@ -36,20 +32,12 @@ export class DeliveryEnqueuer {
     );
   }
 
-  /** Adds the jobs of keys their destination's gate handed out as a place freed (they had none while parked). */
+  /** Adds the jobs of destinations their gate handed out (they had none while parked). */
   async addHandedOut(handedOut: HandedOut[]): Promise<void> {
     await withTimeout(Promise.all(handedOut.map((h) => this.add(keyOfHandedOut(h), h.priority))), this.timeoutMs, 'enqueue deliveries');
   }
 
-  /** Queues again every key with deliveries pending of a destination (it resumed): from PostgreSQL; answers how many. */
-  async queueWaiting(destinationId: string): Promise<number> {
-    const keys = await this.lifecycle.waitingKeys(destinationId);
-    for (let i = 0; i < keys.length; i += RESUME_BATCH) await this.enqueue(keys.slice(i, i + RESUME_BATCH));
-    return keys.length;
-  }
-
-  private add(key: DeliveryKey, priority: number): Promise<unknown> {
-    const data: DeliveryJob = { companyId: key.companyId, destinationId: key.destinationId, href: key.href };
-    return this.queue.add('deliver', data, deliveryJobOptions(deliveryKey(key), priority));
+  private add(key: DeliveryJob, priority: number): Promise<unknown> {
+    return this.queue.add('deliver', key, deliveryJobOptions(key.destinationId, priority));
   }
 }

@@ -1,7 +1,7 @@
 /**
  * The loop each worker process runs over the destinations (SPEC §5.2), every few seconds: the relay
- * (deliveries due whose key has no job, after a lost Redis or a failed add, queued again), hand-outs
- * (places freed without an end: a dead worker's), the gates mended from PostgreSQL, the probes of failing
+ * (destinations with deliveries due and no job working on them, after a lost Redis, a failed add or a dead
+ * worker's lapsed place, queued again), the gates mended from PostgreSQL, the probes of failing
  * destinations that are due (one process each), and the disabling of those failing for days.
  */
 import type { DestinationStatesRepository } from '../destinations/postgres.js';
@@ -19,9 +19,8 @@ export class DeliveryLoop {
 
   constructor(
     private readonly deps: {
-      states: Pick<DestinationStatesRepository, 'any' | 'overdueKeys' | 'waiting' | 'repair' | 'probesDue' | 'probeLater' | 'disableStale'>;
-      enqueuer: Pick<DeliveryEnqueuer, 'enqueue' | 'addHandedOut'>;
-      handOut: (destinationIds: string[]) => Promise<Parameters<DeliveryEnqueuer['addHandedOut']>[0]>;
+      states: Pick<DestinationStatesRepository, 'any' | 'overdueDestinations' | 'repair' | 'probesDue' | 'probeLater' | 'disableStale'>;
+      enqueuer: Pick<DeliveryEnqueuer, 'enqueue'>;
       /** One probe: answered (the circuit closed), failed, or nothing to send. */
       probe: (destinationId: string) => Promise<'answered' | 'failed' | 'nothing pending'>;
       disableAfterDays: number;
@@ -45,10 +44,8 @@ export class DeliveryLoop {
     const { states, enqueuer } = this.deps;
     // A deployment without destinations pays one query a pass, not six.
     if (!(await states.any())) return;
-    const overdue = await states.overdueKeys(RELAY_GRACE_MS, RELAY_LIMIT);
+    const overdue = await states.overdueDestinations(RELAY_GRACE_MS, RELAY_LIMIT);
     if (overdue.length > 0) await enqueuer.enqueue(overdue);
-    const waiting = await states.waiting();
-    if (waiting.length > 0) await enqueuer.addHandedOut(await this.deps.handOut(waiting));
     await states.repair();
     for (const { id, failures } of await states.probesDue(PROBES_PER_PASS)) {
       if ((await this.deps.probe(id)) !== 'answered') await states.probeLater(id, failures + 1);

@@ -82,10 +82,14 @@ export interface DeliveryToSend {
   destination: DestinationNow;
 }
 
-/** A (destination, resource): the unit of order and of a delivery job. */
-export interface DeliveryKey {
+/** A destination of a company: the unit of a delivery job (one at a time, across every worker). */
+export interface DestinationKey {
   companyId: string;
   destinationId: string;
+}
+
+/** A (destination, resource): the unit of order. */
+export interface DeliveryKey extends DestinationKey {
   href: string;
 }
 
@@ -99,8 +103,15 @@ export interface DeliveryFilter {
 }
 
 export interface DeliveryLifecycle {
-  /** The next delivery of a (destination, resource): a replay first, else the oldest version pending. */
-  next(key: Pick<DeliveryKey, 'destinationId' | 'href'>): Promise<DeliveryToSend | undefined>;
+  /**
+   * The deliveries of a destination to send now, oldest first, at most one per resource and none of the
+   * resources in `sending` (on their way already): each its resource's replay, or its oldest version
+   * pending, and due (its next attempt's time passed). A resource whose oldest pending version waits for
+   * its next attempt has none: its later versions wait for it.
+   */
+  claim(destinationId: string, sending: string[], limit: number): Promise<DeliveryToSend[]>;
+  /** When the destination's next delivery is due (one that claim would answer then), or null when none is pending. */
+  nextDue(destinationId: string): Promise<Date | null>;
   /** The oldest pending delivery of a destination: what probes it while its circuit is open. */
   oldestPending(destinationId: string): Promise<DeliveryToSend | undefined>;
   /**
@@ -115,10 +126,8 @@ export interface DeliveryLifecycle {
   replay(ids: number[]): Promise<DeliveryKey[]>;
   /** replay, of a destination's deliveries matching `filter` (final ones only); `dryRun` only counts. */
   replayMatching(destinationId: string, filter: DeliveryFilter, dryRun: boolean): Promise<{ matched: number; replayed: DeliveryKey[] }>;
-  /** The keys with deliveries pending of a destination (it resumed: queue them again). */
-  waitingKeys(destinationId: string): Promise<DeliveryKey[]>;
-  /** The relay: keys of answering destinations whose pending deliveries are due since `graceMs` and have no job working on them. */
-  overdueKeys(graceMs: number, limit: number): Promise<DeliveryKey[]>;
+  /** The relay: answering destinations with deliveries due since `graceMs` (their job may be lost). */
+  overdueDestinations(graceMs: number, limit: number): Promise<DestinationKey[]>;
   /** expire: pending deliveries older than `retentionDays`; answers how many (by destination). */
   expire(retentionDays: number): Promise<{ destinationId: string; expired: number }[]>;
   /** Final deliveries older than `retentionDays`, with their attempts; answers how many. */

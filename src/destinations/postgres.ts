@@ -10,7 +10,7 @@ import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Database } from '../db/client.js';
 import type { Gate } from '../gate/gate.js';
-import type { AttemptEffect, AttemptVerdict, DeliveryAttempt, DeliveryFilter, DeliveryKey, DeliveryLifecycle, DeliveryToSend } from './lifecycle.js';
+import type { AttemptEffect, AttemptVerdict, DeliveryAttempt, DeliveryFilter, DeliveryKey, DeliveryLifecycle, DeliveryToSend, DestinationKey } from './lifecycle.js';
 import { DISABLED_SQL, deliveryGuard, destinationGuard, FAILING_SQL, type DestinationStateColumns } from './transitions.js';
 
 /** Failed attempts in a row that open a destination's circuit (SPEC §5.2). */
@@ -22,9 +22,9 @@ export const RESPONSE_EXCERPT_BYTES = 4096;
 
 export interface DestinationStatesDeps {
   db: Database;
-  gate: Pick<Gate, 'pause' | 'resume' | 'paused' | 'forget'>;
-  /** Queues again every resource with deliveries pending of a destination (from PostgreSQL); answers how many. */
-  queueWaiting: (destinationId: string) => Promise<number>;
+  gate: Pick<Gate, 'pause' | 'resume' | 'paused' | 'forget' | 'views'>;
+  /** Queues the destination's job again (it resumed: what waits is sent, in order, from PostgreSQL). */
+  wake: (key: DestinationKey) => Promise<void>;
   /** The retry schedule (DELIVERY_RETRY_SCHEDULE): the wait before each attempt; a failing destination's probes follow it. */
   schedule: number[];
   log: Pick<Logger, 'info' | 'warn'>;
@@ -100,6 +100,9 @@ const toSend = (r: NextRow): DeliveryToSend => ({
 
 const keyOf = (r: { company_id: string; destination_id: string; href: string }): DeliveryKey => ({ companyId: r.company_id, destinationId: r.destination_id, href: r.href });
 
+/** An older version of the same resource still pending (not a replay): delivery `d` waits for it (in order). */
+const olderPending = sql`SELECT 1 FROM deliveries p WHERE p.destination_id = d.destination_id AND p.href = d.href AND p.status = 'pending' AND NOT p.replay AND p.version < d.version`;
+
 // Over 80 lines on purpose: its body is the interface's methods, each short, over the dependencies they share.
 export function createDestinationStates(deps: DestinationStatesDeps) {
   const { db, gate, log } = deps;
@@ -110,18 +113,30 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
 
   /** The destination resumes at its gate, and what waits is queued again, in order. */
   async function resume(destinationId: string, companyId: string | undefined): Promise<void> {
+    // Deleted meanwhile: nothing of it stays at the gate.
+    if (companyId === undefined) return gate.forget(destinationId);
     await gate.resume(destinationId);
-    const keys = await deps.queueWaiting(destinationId);
-    log.info({ companyId, destinationId, state: 'ok', resources: keys }, 'destination resumed: its waiting deliveries are sent again, in order');
+    await deps.wake({ companyId, destinationId });
+    log.info({ companyId, destinationId, state: 'ok' }, 'destination resumed: its waiting deliveries are sent again, in order');
   }
 
   const lifecycle: DeliveryLifecycle = {
-    async next(key) {
+    async claim(destinationId, sending, limit) {
       const { rows } = await db.execute<NextRow>(sql`
         SELECT ${SEND_COLUMNS} FROM ${SEND_FROM}
-        WHERE d.destination_id = ${key.destinationId} AND d.href = ${key.href} AND d.status = 'pending'
-        ORDER BY d.replay DESC, d.version, d.id LIMIT 1`);
-      return rows[0] && toSend(rows[0]);
+        WHERE d.destination_id = ${destinationId} AND d.status = 'pending' AND d.next_attempt_at <= now() AND d.href <> ALL(${sql.param(sending)}::text[])
+          AND (d.replay OR NOT EXISTS (${olderPending}))
+        ORDER BY d.id LIMIT ${limit}`);
+      // Two replays of one resource, or a replay and its oldest version: one per resource a round.
+      const seen = new Set<string>();
+      return rows.filter((r) => !seen.has(r.href) && seen.add(r.href)).map(toSend);
+    },
+
+    async nextDue(destinationId) {
+      const { rows } = await db.execute<{ due: string | null }>(sql`
+        SELECT min(d.next_attempt_at) AS due FROM deliveries d
+        WHERE d.destination_id = ${destinationId} AND d.status = 'pending' AND (d.replay OR NOT EXISTS (${olderPending}))`);
+      return rows[0]?.due ? new Date(rows[0].due) : null;
     },
 
     async oldestPending(destinationId) {
@@ -220,20 +235,14 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
       return { matched: rows.length, replayed: rows.map(keyOf) };
     },
 
-    async waitingKeys(destinationId) {
-      const { rows } = await db.execute<{ company_id: string; destination_id: string; href: string }>(sql`
-        SELECT DISTINCT company_id, destination_id, href FROM deliveries WHERE destination_id = ${destinationId} AND status = 'pending'`);
-      return rows.map(keyOf);
-    },
-
-    async overdueKeys(graceMs, limit) {
-      const { rows } = await db.execute<{ company_id: string; destination_id: string; href: string }>(sql`
-        SELECT DISTINCT d.company_id, d.destination_id, d.href FROM destinations t
-        JOIN deliveries d ON d.destination_id = t.id AND d.status = 'pending'
+    async overdueDestinations(graceMs, limit) {
+      const { rows } = await db.execute<{ company_id: string; destination_id: string }>(sql`
+        SELECT t.company_id, t.id AS destination_id FROM destinations t
         WHERE t.deleted_at IS NULL AND NOT (${sql.raw(DISABLED_SQL)}) AND t.failing_since IS NULL
-          AND d.next_attempt_at < now() - make_interval(secs => ${graceMs}::double precision / 1000)
+          AND EXISTS (SELECT 1 FROM deliveries d WHERE d.destination_id = t.id AND d.status = 'pending'
+                      AND d.next_attempt_at < now() - make_interval(secs => ${graceMs}::double precision / 1000) AND (d.replay OR NOT EXISTS (${olderPending})))
         LIMIT ${limit}`);
-      return rows.map(keyOf);
+      return rows.map((r) => ({ companyId: r.company_id, destinationId: r.destination_id }));
     },
 
     async expire(retentionDays) {
@@ -339,13 +348,6 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
       return rows[0]?.any === true;
     },
 
-    /** Answering destinations with deliveries pending: their parked resources may have places that freed unseen. */
-    async waiting(): Promise<string[]> {
-      const { rows } = await db.execute<{ id: string }>(sql`
-        SELECT t.id FROM destinations t WHERE t.deleted_at IS NULL AND NOT (${sql.raw(DISABLED_SQL)}) AND t.failing_since IS NULL
-          AND EXISTS (SELECT 1 FROM deliveries d WHERE d.destination_id = t.id AND d.status = 'pending')`);
-      return rows.map((r) => r.id);
-    },
 
     /**
      * The destinations worth a metric (app.ts's scrape-time gauges): those with deliveries pending, and the

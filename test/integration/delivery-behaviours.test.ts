@@ -204,8 +204,8 @@ describe("a destination's pending deliveries (SPEC §5.2)", () => {
     try {
       const states = createDestinationStates({
         db: handle.db,
-        gate: new Gate(redis, s.prefix, 'destination', destinationGateOptions({ concurrency: DESTINATION_CONCURRENCY, timeoutMs: TIMEOUT_MS })),
-        queueWaiting: () => Promise.reject(new Error('expire queues nothing')),
+        gate: new Gate(redis, s.prefix, 'destination', destinationGateOptions()),
+        wake: () => Promise.reject(new Error('expire queues nothing')),
         schedule: [0],
         log: pino({ level: 'silent' }),
         onGateError: (err) => {

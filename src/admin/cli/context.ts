@@ -70,11 +70,11 @@ function companyStates(config: Config, handle: DbHandle, redis: RedisClient, que
  * `ready`: what a read of the gates waits for first (Redis connected), as the companies' states do.
  */
 function destinationParts(config: Config, handle: DbHandle, redis: RedisClient, onGateError: (err: unknown) => void, log: ReturnType<typeof createLogger>, opts: { queue: boolean; ready?: () => Promise<void> }) {
-  const gate = new Gate(redis, config.queuePrefix, 'destination', destinationGateOptions(config.delivery));
+  const gate = new Gate(redis, config.queuePrefix, 'destination', destinationGateOptions());
   const queue = opts.queue ? createDeliveryQueue(redis, config.queuePrefix) : undefined;
   queue?.on('error', onGateError);
-  const states = createDestinationStates({ db: handle.db, gate, queueWaiting: (id) => enqueuer?.queueWaiting(id) ?? Promise.resolve(0), schedule: config.delivery.schedule, log, onGateError });
-  const enqueuer = queue && new DeliveryEnqueuer(queue, gate, states, 2000);
+  const states = createDestinationStates({ db: handle.db, gate, wake: async (key) => enqueuer?.enqueue([key]), schedule: config.delivery.schedule, log, onGateError });
+  const enqueuer = queue && new DeliveryEnqueuer(queue, gate, 2000);
   const enqueue = async (keys: Parameters<DeliveryEnqueuer['enqueue']>[0]) => {
     if (!enqueuer) throw new Error('a command that only reads queues nothing');
     await enqueuer.enqueue(keys);

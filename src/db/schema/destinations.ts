@@ -83,7 +83,8 @@ export const deliveries = pgTable(
     finishedAt: timestamp('finished_at', { withTimezone: true }),
   },
   (t) => [
-    // The next delivery of a (destination, resource): the oldest version pending.
+    // A destination's deliveries to send, oldest first; and whether an older version of a resource is pending.
+    index('deliveries_due_idx').on(t.destinationId, t.id).where(sql`status = 'pending'`),
     index('deliveries_pending_idx').on(t.destinationId, t.href, t.version).where(sql`status = 'pending'`),
     index('deliveries_destination_idx').on(t.destinationId, t.id),
     index('deliveries_company_idx').on(t.companyId, t.id),

@@ -1,0 +1,1 @@
+CREATE INDEX "deliveries_due_idx" ON "deliveries" USING btree ("destination_id","id") WHERE status = 'pending';
