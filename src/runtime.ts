@@ -32,7 +32,8 @@ import { CompanyMirror } from './companies/mirror.js';
 import { createCompanyStates, sayThrottled } from './companies/postgres.js';
 import { Gate, GateFinishes, type GateStart, type GateStartRequest } from './gate/gate.js';
 import { destinationConnection } from './destinations/connections.js';
-import { createDestinationStates } from './destinations/postgres.js';
+import { createDestinationStates, type Recorded } from './destinations/postgres.js';
+import type { AttemptEffect } from './destinations/lifecycle.js';
 import type { DeliveryKey } from './destinations/lifecycle.js';
 import { destinationStateOf } from './destinations/transitions.js';
 import { createDeliveryWorker, probeDestination, type DeliveryJobDeps } from './delivery/deliver-job.js';
@@ -40,7 +41,8 @@ import { createDeliveryQueue, destinationGateOptions } from './delivery/delivery
 import { DeliveryEnqueuer } from './delivery/enqueue.js';
 import { DeliveryLoop } from './delivery/loop.js';
 import { DeliverySender } from './delivery/send.js';
-import { Batcher } from './lib/batcher.js';
+import { Batcher, splitOnFailure } from './lib/batcher.js';
+import { isDatabaseUnavailable } from './lib/database-unavailable.js';
 import { webhookSettingsApi } from './marketplace/webhook-settings.js';
 import { FetchEnqueuer } from './processing/enqueue.js';
 import { createFetchWorker, fetchResource, FetchStarts, type FetchJobDeps } from './processing/fetch-job.js';
@@ -446,13 +448,15 @@ function deliveryWorker(core: Core, own: { db: DbHandle; connection: RedisClient
     log.warn({ companyId: throttledCompany.get(destinationId), destinationId, state: 'throttled', until: new Date(until).toISOString(), reason: why }, 'a destination asked to slow down: its deliveries are held, then paced'),
   );
   const starts = new Batcher<GateStartRequest, GateStart>(async (requests) => (await gate.start(requests, 0)).map((value) => ({ ok: true, value })), { maxBatch: 500 });
+  // The attempts of the process's concurrent requests are recorded together: one commit for a batch (group commit).
+  const records = new Batcher<Recorded, AttemptEffect>(splitOnFailure((items) => states.recordMany(items), isDatabaseUnavailable), { maxBatch: 64 });
   const defaults = { concurrency: config.delivery.destinationConcurrency, timeoutMs: config.delivery.timeoutMs };
   const sender = new DeliverySender(config.delivery.addresses);
   const job: DeliveryJobDeps = {
     connect: (d) => destinationConnection(d, d.destination, config.secretKey, defaults),
     claim: states.claim,
     nextDue: states.nextDue,
-    record: states.record,
+    record: (attempt, verdict, opts) => records.add({ attempt, verdict, probe: opts.probe }),
     start: (request) => starts.add(request),
     finish: (key, answer) => {
       if (answer.kind === 'throttled') throttledCompany.set(key.destinationId, key.companyId);

@@ -100,6 +100,16 @@ const toSend = (r: NextRow): DeliveryToSend => ({
 
 const keyOf = (r: { company_id: string; destination_id: string; href: string }): DeliveryKey => ({ companyId: r.company_id, destinationId: r.destination_id, href: r.href });
 
+/** An attempt to record: what was sent, what it means, and whether it probed a failing destination. */
+export interface Recorded {
+  attempt: DeliveryAttempt;
+  verdict: AttemptVerdict;
+  probe: boolean;
+}
+
+/** What an attempt's error is, as the delivery and the destination keep it. */
+const errorOf = (attempt: DeliveryAttempt, ok: boolean) => attempt.error ?? (attempt.httpStatus !== null && !ok ? `answered ${attempt.httpStatus}` : null);
+
 /** An older version of the same resource still pending (not a replay): delivery `d` waits for it (in order). */
 const olderPending = sql`SELECT 1 FROM deliveries p WHERE p.destination_id = d.destination_id AND p.href = d.href AND p.status = 'pending' AND NOT p.replay AND p.version < d.version`;
 
@@ -118,6 +128,84 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
     await gate.resume(destinationId);
     await deps.wake({ companyId, destinationId });
     log.info({ companyId, destinationId, state: 'ok' }, 'destination resumed: its waiting deliveries are sent again, in order');
+  }
+
+  /** One attempt's statement: the attempt, its delivery's verdict, and what it does to the destination. */
+  function attemptStatement({ attempt, verdict, probe }: Recorded) {
+    const ok = verdict.kind === 'delivered';
+    // A probe's failure leaves its delivery as it was and spends none of its attempts (SPEC §5.2: a delivery
+    // fails only by failing while its destination otherwise answers).
+    const probeFailed = probe && !ok;
+    const status = ok ? 'delivered' : verdict.kind === 'failed' && !probeFailed ? 'failed' : 'pending';
+    const spent = probeFailed ? 0 : 1;
+    const nextAt = verdict.kind === 'retry' && !probeFailed ? verdict.nextAt : null;
+    const counts = verdict.kind === 'gone' || ((verdict.kind === 'retry' || verdict.kind === 'failed') && verdict.countsAgainst);
+    const error = errorOf(attempt, ok);
+    return sql`
+        WITH att AS (
+          INSERT INTO delivery_attempts (delivery_id, started_at, duration_ms, url, http_status, error, response, probe)
+          VALUES (${attempt.deliveryId}, ${attempt.startedAt.toISOString()}, ${attempt.durationMs}, ${attempt.url}, ${attempt.httpStatus}, ${attempt.error}, ${attempt.response}, ${probe})
+        ),
+        dv AS (
+          UPDATE deliveries SET status = ${status}::delivery_status, attempts = attempts + ${spent}, last_error = ${error}, last_status = ${attempt.httpStatus},
+            next_attempt_at = coalesce(${nextAt?.toISOString() ?? null}::timestamptz, next_attempt_at),
+            delivered_at = CASE WHEN ${ok} THEN now() ELSE delivered_at END,
+            finished_at = CASE WHEN ${status} <> 'pending' THEN now() ELSE finished_at END,
+            replay = CASE WHEN ${status} <> 'pending' THEN false ELSE replay END
+          WHERE id = ${attempt.deliveryId} AND ${sql.raw(deliveryGuard('deliver'))}
+        ),
+        -- Not locked: one job sends to a destination at a time; a race with a probe or an admin at worst
+        -- misses a transition's log line, and repair() mends the gate from the row.
+        before AS (SELECT id, failing_since IS NOT NULL AND ${sql.raw(FAILING_SQL)} AS failing FROM destinations WHERE id = ${attempt.destinationId})
+        UPDATE destinations t SET last_attempt_at = now(),
+          last_success_at = CASE WHEN ${ok} THEN now() ELSE last_success_at END,
+          consecutive_failures = CASE WHEN ${ok} THEN 0 WHEN ${counts} THEN consecutive_failures + 1 ELSE consecutive_failures END,
+          -- closeCircuit, on an answered probe; openCircuit, at the fifth failure in a row (not a 429: the receiver answered).
+          failing_since = CASE WHEN ${ok} THEN NULL
+                               WHEN ${counts} AND consecutive_failures + 1 >= ${CIRCUIT_FAILURES} AND (${sql.raw(destinationGuard('openCircuit'))}) THEN now()
+                               ELSE failing_since END,
+          failing_error = CASE WHEN ${ok} THEN NULL WHEN ${counts} THEN ${error} ELSE failing_error END,
+          next_probe_at = CASE WHEN ${ok} THEN NULL
+                               WHEN ${counts} AND consecutive_failures + 1 >= ${CIRCUIT_FAILURES} AND failing_since IS NULL THEN now() + make_interval(secs => ${probeGap(0) / 1000})
+                               ELSE next_probe_at END,
+          -- disable, on a 410 Gone.
+          disabled_at = CASE WHEN ${verdict.kind === 'gone'} AND disabled_at IS NULL THEN now() ELSE disabled_at END,
+          disabled_reason = CASE WHEN ${verdict.kind === 'gone'} AND disabled_at IS NULL THEN 'the destination answered 410 Gone' ELSE disabled_reason END,
+          disabled_by = CASE WHEN ${verdict.kind === 'gone'} AND disabled_at IS NULL THEN 'skyhook' ELSE disabled_by END,
+          updated_at = now()
+        FROM before b WHERE t.id = b.id
+          -- A success that changes nothing but the times is written at most once a second: the row is not rewritten per delivery.
+          AND NOT (${ok} AND NOT b.failing AND t.consecutive_failures = 0 AND t.disabled_at IS NULL AND t.last_success_at > now() - interval '1 second')
+        RETURNING (NOT b.failing AND t.failing_since IS NOT NULL AND t.disabled_at IS NULL) AS opened, (b.failing AND t.failing_since IS NULL) AS closed,
+                  (t.disabled_at = now()) AS disabled, t.consecutive_failures AS failures`;
+  }
+
+  /**
+   * Records the attempts of many deliveries in one transaction (one commit for them all), in order; then
+   * what they did to their destinations is told to the gate.
+   */
+  async function recordMany(items: Recorded[]): Promise<AttemptEffect[]> {
+    const rows = await db.transaction(async (tx) => {
+      const out: ({ opened: boolean; closed: boolean; disabled: boolean } | undefined)[] = [];
+      for (const item of items) out.push((await tx.execute<{ opened: boolean; closed: boolean; disabled: boolean; failures: number }>(attemptStatement(item))).rows[0]);
+      return out;
+    });
+    const effects: AttemptEffect[] = [];
+    for (const [i, { attempt }] of items.entries()) {
+      const row = rows[i];
+      const effect = { circuitOpened: row?.opened ?? false, circuitClosed: row?.closed ?? false, disabled: row?.disabled ?? false };
+      if (effect.circuitOpened) {
+        log.warn({ companyId: attempt.companyId, destinationId: attempt.destinationId, state: 'failing', reason: errorOf(attempt, false) }, `the destination failed ${CIRCUIT_FAILURES} attempts in a row: its deliveries wait behind a probe`);
+        await tell(gate.pause(attempt.destinationId));
+      }
+      if (effect.disabled) {
+        log.warn({ companyId: attempt.companyId, destinationId: attempt.destinationId, state: 'disabled' }, 'the destination answered 410 Gone: it is disabled, its deliveries wait');
+        await tell(gate.pause(attempt.destinationId));
+      }
+      if (effect.circuitClosed) await resume(attempt.destinationId, attempt.companyId).catch(deps.onGateError);
+      effects.push(effect);
+    }
+    return effects;
   }
 
   const lifecycle: DeliveryLifecycle = {
@@ -146,61 +234,8 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
       return rows[0] && toSend(rows[0]);
     },
 
-    async record(attempt: DeliveryAttempt, verdict: AttemptVerdict, opts): Promise<AttemptEffect> {
-      const ok = verdict.kind === 'delivered';
-      // A probe's failure leaves its delivery as it was and spends none of its attempts (SPEC §5.2: a delivery
-      // fails only by failing while its destination otherwise answers).
-      const probeFailed = opts.probe && !ok;
-      const status = ok ? 'delivered' : verdict.kind === 'failed' && !probeFailed ? 'failed' : 'pending';
-      const spent = probeFailed ? 0 : 1;
-      const nextAt = verdict.kind === 'retry' && !probeFailed ? verdict.nextAt : null;
-      const counts = verdict.kind === 'gone' || ((verdict.kind === 'retry' || verdict.kind === 'failed') && verdict.countsAgainst);
-      const error = attempt.error ?? (attempt.httpStatus !== null && !ok ? `answered ${attempt.httpStatus}` : null);
-      const { rows } = await db.execute<{ opened: boolean; closed: boolean; disabled: boolean; failures: number }>(sql`
-        WITH att AS (
-          INSERT INTO delivery_attempts (delivery_id, started_at, duration_ms, url, http_status, error, response, probe)
-          VALUES (${attempt.deliveryId}, ${attempt.startedAt.toISOString()}, ${attempt.durationMs}, ${attempt.url}, ${attempt.httpStatus}, ${attempt.error}, ${attempt.response}, ${opts.probe})
-        ),
-        dv AS (
-          UPDATE deliveries SET status = ${status}::delivery_status, attempts = attempts + ${spent}, last_error = ${error}, last_status = ${attempt.httpStatus},
-            next_attempt_at = coalesce(${nextAt?.toISOString() ?? null}::timestamptz, next_attempt_at),
-            delivered_at = CASE WHEN ${ok} THEN now() ELSE delivered_at END,
-            finished_at = CASE WHEN ${status} <> 'pending' THEN now() ELSE finished_at END,
-            replay = CASE WHEN ${status} <> 'pending' THEN false ELSE replay END
-          WHERE id = ${attempt.deliveryId} AND ${sql.raw(deliveryGuard('deliver'))}
-        ),
-        before AS (SELECT id, failing_since IS NOT NULL AND ${sql.raw(FAILING_SQL)} AS failing FROM destinations WHERE id = ${attempt.destinationId} FOR UPDATE)
-        UPDATE destinations t SET last_attempt_at = now(),
-          last_success_at = CASE WHEN ${ok} THEN now() ELSE last_success_at END,
-          consecutive_failures = CASE WHEN ${ok} THEN 0 WHEN ${counts} THEN consecutive_failures + 1 ELSE consecutive_failures END,
-          -- closeCircuit, on an answered probe; openCircuit, at the fifth failure in a row (not a 429: the receiver answered).
-          failing_since = CASE WHEN ${ok} THEN NULL
-                               WHEN ${counts} AND consecutive_failures + 1 >= ${CIRCUIT_FAILURES} AND (${sql.raw(destinationGuard('openCircuit'))}) THEN now()
-                               ELSE failing_since END,
-          failing_error = CASE WHEN ${ok} THEN NULL WHEN ${counts} THEN ${error} ELSE failing_error END,
-          next_probe_at = CASE WHEN ${ok} THEN NULL
-                               WHEN ${counts} AND consecutive_failures + 1 >= ${CIRCUIT_FAILURES} AND failing_since IS NULL THEN now() + make_interval(secs => ${probeGap(0) / 1000})
-                               ELSE next_probe_at END,
-          -- disable, on a 410 Gone.
-          disabled_at = CASE WHEN ${verdict.kind === 'gone'} AND disabled_at IS NULL THEN now() ELSE disabled_at END,
-          disabled_reason = CASE WHEN ${verdict.kind === 'gone'} AND disabled_at IS NULL THEN 'the destination answered 410 Gone' ELSE disabled_reason END,
-          disabled_by = CASE WHEN ${verdict.kind === 'gone'} AND disabled_at IS NULL THEN 'skyhook' ELSE disabled_by END,
-          updated_at = now()
-        FROM before b WHERE t.id = b.id
-        RETURNING (NOT b.failing AND t.failing_since IS NOT NULL AND t.disabled_at IS NULL) AS opened, (b.failing AND t.failing_since IS NULL) AS closed,
-                  (t.disabled_at = now()) AS disabled, t.consecutive_failures AS failures`);
-      const row = rows[0];
-      const effect = { circuitOpened: row?.opened ?? false, circuitClosed: row?.closed ?? false, disabled: row?.disabled ?? false };
-      if (effect.circuitOpened) {
-        log.warn({ companyId: attempt.companyId, destinationId: attempt.destinationId, state: 'failing', reason: error }, `the destination failed ${CIRCUIT_FAILURES} attempts in a row: its deliveries wait behind a probe`);
-        await tell(gate.pause(attempt.destinationId));
-      }
-      if (effect.disabled) {
-        log.warn({ companyId: attempt.companyId, destinationId: attempt.destinationId, state: 'disabled' }, 'the destination answered 410 Gone: it is disabled, its deliveries wait');
-        await tell(gate.pause(attempt.destinationId));
-      }
-      if (effect.circuitClosed) await resume(attempt.destinationId, attempt.companyId).catch(deps.onGateError);
-      return effect;
+    async record(attempt, verdict, opts) {
+      return (await recordMany([{ attempt, verdict, probe: opts.probe }]))[0]!;
     },
 
     async skipPending(destinationId, before) {
@@ -265,6 +300,7 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
 
   return {
     ...lifecycle,
+    recordMany,
 
     /** disable: `active: false` (by a key), or no success for days (by skyhook): its deliveries wait parked. */
     async disable(destinationId: string, why: { by: string; reason: string }): Promise<boolean> {
