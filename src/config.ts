@@ -90,7 +90,7 @@ const envSchema = z
     /** A received row younger than this is left to the receiver's own enqueue before the relay takes it. */
     RELAY_GRACE_MS: int(0, 600_000).default(3000),
     RETENTION_DAYS: int(1, 3650).default(30),
-    /** Delivery jobs one worker process runs at once (SPEC §5.2); a queue and workers apart from the fetches'. */
+    /** Destinations' delivery jobs one worker process runs at once (SPEC §5.2), each sending up to its destination's limit; a queue and workers apart from the fetches'. */
     DELIVERY_CONCURRENCY: int(1, 1000).default(64),
     /** A destination's requests at once across every worker, unless it sets its own. */
     DESTINATION_CONCURRENCY: int(1, 1000).default(16),
