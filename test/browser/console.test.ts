@@ -10,7 +10,7 @@
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FaultCompany } from '../faults/support.js';
-import { chromiumAvailable, CHROMIUM, launchBrowser } from '../helpers/browser.js';
+import { chromiumAvailable, CHROMIUM, launchBrowser, watchedPage } from '../helpers/browser.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { ADMIN_TOKEN } from '../helpers/skyhook.js';
 import { tailQuote } from '../fixtures/requests.js';
@@ -35,14 +35,7 @@ describe.skipIf(!available)('the operator console in Chromium', () => {
     company = await scenario.company('console-co');
     origin = scenario.skyhook.url;
     browser = await launchBrowser({ width: 1280, height: 800 });
-    page = browser.context.pages()[0] ?? (await browser.context.newPage());
-    page.on('console', (m) => {
-      if (m.type() === 'error') consoleErrors.push(`${page.url()}: ${m.text()}`);
-    });
-    page.on('pageerror', (err) => consoleErrors.push(`${page.url()}: uncaught ${err.message}`));
-    browser.context.on('request', (r) => {
-      if (new URL(r.url()).origin !== origin) otherOrigins.push(r.url());
-    });
+    page = await watchedPage(browser.context, origin, { consoleErrors, otherOrigins });
   }, 90_000);
 
   afterAll(async () => {

@@ -3,7 +3,7 @@
  * test database and a real simulator as the marketplace. Asserts stdout, stderr and exit codes: 0 done,
  * 2 a usage error naming each bad flag or field, 1 a Problem from a service with its detail.
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteKeysWithPrefix } from '../../src/lib/redis/keys.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
+import { runSkyhook, type Run } from '../helpers/cli.js';
 import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
 
 const BIN = new URL('../../bin/skyhook.js', import.meta.url).pathname;
@@ -25,34 +26,11 @@ let dir: string;
 let env: NodeJS.ProcessEnv;
 const prefix = testQueuePrefix();
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** One `skyhook` invocation; `stdin` is written to the child's standard input. */
-function skyhook(args: string[], stdin?: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = execFile(process.execPath, [BIN, ...args], { env, timeout: 30_000 }, (error, stdout, stderr) => {
-      const code = error ? error.code : 0;
-      if (typeof code !== 'number') reject(error ?? new Error('no exit code'));
-      else resolve({ code, stdout, stderr });
-    });
-    child.stdin?.end(stdin ?? '');
-  });
-}
+const skyhook = (args: string[], stdin?: string) => runSkyhook(env, args, stdin);
 
 /** One invocation with some variables of its environment changed. */
-function skyhookWith(changes: Record<string, string>, args: string[]): Promise<Run> {
-  const saved = env;
-  env = { ...env, ...changes };
-  try {
-    return skyhook(args);
-  } finally {
-    env = saved;
-  }
-}
+const skyhookWith = (changes: Record<string, string>, args: string[]): Promise<Run> => runSkyhook({ ...env, ...changes }, args);
 
 /** stdout of a successful --json run, parsed. */
 async function json(args: string[], stdin?: string): Promise<Record<string, unknown> & { id: string }> {

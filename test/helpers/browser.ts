@@ -6,7 +6,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const chromiumAvailable = (): boolean => existsSync(CHROMIUM);
@@ -36,4 +36,17 @@ export async function launchBrowser(viewport = { width: 1280, height: 800 }): Pr
       rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+/** The context's first page, with what a test checks of every page: errors in its console, and any request to another origin than `origin`. */
+export async function watchedPage(context: BrowserContext, origin: string, seen: { consoleErrors: string[]; otherOrigins: string[] }): Promise<Page> {
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.on('console', (m) => {
+    if (m.type() === 'error') seen.consoleErrors.push(`${page.url()}: ${m.text()}`);
+  });
+  page.on('pageerror', (err) => seen.consoleErrors.push(`${page.url()}: uncaught ${err.message}`));
+  context.on('request', (r) => {
+    if (new URL(r.url()).origin !== origin) seen.otherOrigins.push(r.url());
+  });
+  return page;
 }
