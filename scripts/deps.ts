@@ -7,7 +7,11 @@ import { spawnSync } from 'node:child_process';
 import { DEPS_COMPOSE_ARGS, findUnreachable, onPath } from '../src/lib/dependencies.js';
 
 const WAIT_MS = 120_000;
-const target = { databaseUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' };
+// The host ports can be moved when the defaults are taken (deploy/compose.deps.yml reads the same variables).
+const pgPort = process.env.SKYHOOK_DEPS_POSTGRES_PORT ?? '5432';
+const redisPort = process.env.SKYHOOK_DEPS_REDIS_PORT ?? '6379';
+const target = { databaseUrl: process.env.DATABASE_URL ?? `postgres://postgres@127.0.0.1:${pgPort}/postgres`, redisUrl: process.env.REDIS_URL ?? `redis://127.0.0.1:${redisPort}` };
+const hostOf = (url: string) => new URL(url).host;
 
 const already = await findUnreachable(target);
 if (already.length === 0) {
@@ -42,5 +46,6 @@ for (;;) {
   }
   await new Promise((r) => setTimeout(r, 1000));
 }
-console.log('PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) answer. Now: npm run demo');
+const moved = pgPort !== '5432' || redisPort !== '6379';
+console.log(`PostgreSQL (${hostOf(target.databaseUrl)}) and Redis (${hostOf(target.redisUrl)}) answer. Now: ${moved ? `DATABASE_URL=postgres://postgres@127.0.0.1:${pgPort}/skyhook REDIS_URL=redis://127.0.0.1:${redisPort} ` : ''}npm run demo`);
 console.log(`Stop them with: ${show} stop postgres redis   (their data stays; "down -v" removes it)`);

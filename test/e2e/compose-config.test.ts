@@ -325,11 +325,12 @@ describe('deploy/compose.deps.yml', () => {
   const deps = parse(readFileSync(join(ROOT, 'deploy/compose.deps.yml'), 'utf8')) as { services: Record<string, Service> };
   const base = parse(readFileSync(FILE, 'utf8'), { merge: true }) as { services: Record<string, Service> };
 
-  it('publishes PostgreSQL and Redis on 127.0.0.1 at their default ports, where Skyhook looks, PostgreSQL without a password', () => {
+  it('publishes PostgreSQL and Redis on 127.0.0.1 at their default ports unless moved, where Skyhook looks, PostgreSQL without a password', () => {
     expect(Object.keys(deps.services).sort()).toEqual(['postgres', 'redis']);
     for (const name of Object.keys(deps.services)) expect(base.services[name], name).toBeDefined();
-    expect(deps.services.postgres!.ports).toEqual(['127.0.0.1:5432:5432']);
-    expect(deps.services.redis!.ports).toEqual(['127.0.0.1:6379:6379']);
+    // The host side defaults to the standard port and can be moved (SKYHOOK_DEPS_*_PORT) when it is taken.
+    expect(deps.services.postgres!.ports).toEqual(['127.0.0.1:${SKYHOOK_DEPS_POSTGRES_PORT:-5432}:5432']);
+    expect(deps.services.redis!.ports).toEqual(['127.0.0.1:${SKYHOOK_DEPS_REDIS_PORT:-6379}:6379']);
     expect(deps.services.postgres!.environment).toMatchObject({ POSTGRES_HOST_AUTH_METHOD: 'trust' });
     expect(new URL(loadConfig({}).databaseUrl)).toMatchObject({ hostname: '127.0.0.1', port: '5432', username: 'postgres', password: '' });
   });
