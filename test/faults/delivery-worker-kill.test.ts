@@ -104,14 +104,19 @@ describe('a worker process killed with SIGKILL in the middle of delivery POSTs',
     }
     expect(inFlight.size).toBe(FIRST_LIMIT);
 
-    // Nothing stored is left undelivered: one delivery per event, each delivered.
-    const { rows } = await sql.query<{ events: number; delivered: number; other: number }>(
-      `SELECT (SELECT count(*)::int FROM events WHERE company_id = $1) AS events,
-              (SELECT count(*)::int FROM deliveries WHERE destination_id = $2 AND status = 'delivered') AS delivered,
-              (SELECT count(*)::int FROM deliveries WHERE destination_id = $2 AND status <> 'delivered') AS other`,
-      [company.companyId, dest.id],
-    );
-    expect(rows[0]).toEqual({ events: 2 * RESOURCES, delivered: 2 * RESOURCES, other: 0 });
+    // Nothing stored is left undelivered: one delivery per event, each delivered. The answers are recorded
+    // after they arrive (a round's attempts in one batch), so the receiver can have them all a moment earlier.
+    const counts = async () =>
+      (
+        await sql.query<{ events: number; delivered: number; other: number }>(
+          `SELECT (SELECT count(*)::int FROM events WHERE company_id = $1) AS events,
+                  (SELECT count(*)::int FROM deliveries WHERE destination_id = $2 AND status = 'delivered') AS delivered,
+                  (SELECT count(*)::int FROM deliveries WHERE destination_id = $2 AND status <> 'delivered') AS other`,
+          [company.companyId, dest.id],
+        )
+      ).rows[0]!;
+    await eventually(async () => (await counts()).delivered === 2 * RESOURCES, 'every delivery recorded delivered', 10_000);
+    expect(await counts()).toEqual({ events: 2 * RESOURCES, delivered: 2 * RESOURCES, other: 0 });
     const { rows: missing } = await sql.query('SELECT e.id FROM events e WHERE e.company_id = $1 AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)', [company.companyId]);
     expect(missing).toEqual([]);
     // Nothing more is sent afterwards (no duplicate from a job left behind).
