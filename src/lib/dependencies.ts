@@ -44,19 +44,20 @@ const hostPort = (url: URL, port: number) => `${url.hostname}:${url.port || port
 
 async function postgresProblem(databaseUrl: string): Promise<string | null> {
   const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: ANSWER_WITHIN_MS });
-  // An error after connecting (a server restarting) is the query's to report, not an unhandled event.
-  client.on('error', () => undefined);
+  // An error the client emits (a server going away) is this function's answer, as a failed connect is.
+  let cause: unknown;
+  client.on('error', (err: unknown) => (cause = err));
   try {
     await client.connect();
+    // It answered. A client that never connected has nothing to end; one that did is ended here, and a
+    // failure to end (the server gone in between) is the answer.
+    await client.end();
     return null;
   } catch (err) {
     // It answered, with a refusal (no such database yet, a password): the demo's own start says what.
     const code = (err as { code?: string }).code;
     if (code && /^[0-9A-Z]{5}$/.test(code)) return null;
-    return describeError(err);
-  } finally {
-    // A client that never connected has nothing to end: its error says nothing more.
-    await client.end().catch(() => undefined);
+    return describeError(cause ?? err);
   }
 }
 
