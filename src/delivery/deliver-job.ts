@@ -19,7 +19,7 @@ import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { DestinationConnection } from '../destinations/connections.js';
 import type { AttemptEffect, AttemptVerdict, DeliveryLifecycle, DeliveryToSend, DestinationKey } from '../destinations/lifecycle.js';
-import type { GateAnswer, GateStart, GateStartRequest } from '../gate/gate.js';
+import { HOLD_FLOOR_MS, type GateAnswer, type GateStart, type GateStartRequest } from '../gate/gate.js';
 import type { BatchSummary } from '../lib/batch-summary.js';
 import type { Metrics } from '../lib/metrics.js';
 import type { RedisClient } from '../lib/redis/connection.js';
@@ -34,8 +34,8 @@ const MAX_RETRY_AFTER_MS = 3_600_000;
 const EARLY_MS = 25;
 /** While requests are on their way and nothing more is due, the job looks for new deliveries this often. */
 const LOOK_AGAIN_MS = 250;
-/** A hold without Retry-After (gate/gate.ts HOLD_FLOOR_MS). */
-const HOLD_FLOOR_MS = 5000;
+/** The first round's claim, made before the destination's own limit is known (it comes with the rows): trimmed to that limit. */
+const FIRST_CLAIM = 16;
 
 export interface DeliveryJobDeps {
   /** The delivery's destination as it is now, its secrets opened (destinations/connections.ts). */
@@ -122,7 +122,7 @@ export async function attemptDelivery(deps: Pick<DeliveryJobDeps, 'send' | 'reco
 
 export async function runDeliveryJob(deps: DeliveryJobDeps, key: DestinationKey): Promise<DeliveryJobEnd> {
   const claim = (sending: Iterable<string>, limit: number) => deps.claim(key.destinationId, [...sending], limit);
-  let due = await claim([], 1);
+  let due = await claim([], FIRST_CLAIM);
   if (due.length === 0) return waitForNext(deps, key, 0);
   // Its turn: the destination's one place (its job); none while it is failing or disabled, later while held.
   const turn = await deps.start({ ...gateItemOf(key), max: 1, paused: due[0]!.destination.paused, retried: false });
@@ -130,6 +130,7 @@ export async function runDeliveryJob(deps: DeliveryJobDeps, key: DestinationKey)
   if (turn.kind === 'park') return { next: 'done', summary: 'parked' };
 
   const limit = deps.connect(due[0]!).maxConcurrency;
+  due = due.slice(0, limit);
   const ends = Date.now() + TURN_MS;
   const sending = new Map<string, Promise<void>>();
   let stop: 'parked' | { heldMs: number } | undefined;
@@ -158,9 +159,10 @@ export async function runDeliveryJob(deps: DeliveryJobDeps, key: DestinationKey)
     }
   };
 
-  due = await claim([], limit);
   for (;;) {
-    for (const d of due) sending.set(d.href, send(d, deps.connect(d)));
+    // A round's rows carry the destination as it was read with them: its secrets opened once a round.
+    const dest = due.length > 0 ? deps.connect(due[0]!) : undefined;
+    for (const d of due) sending.set(d.href, send(d, dest!));
     if (sending.size === 0) break;
     // Claims come in rounds: once half the places are free again (a resource's next version becomes due when its last ends).
     while (sending.size > limit / 2) await Promise.race(sending.values());

@@ -1,7 +1,7 @@
 /**
- * A destination as the delivery worker sends to it: read with each delivery (destinations/postgres.ts
- * next()), so an edited URL, a rotated secret or a new state applies to the very next attempt; its secrets
- * opened to sign, its limits with their defaults.
+ * A destination as the delivery worker sends to it: read with each round of deliveries it claims
+ * (destinations/postgres.ts claim), so an edited URL, a rotated secret or a new state applies from the next
+ * round; its secrets opened to sign, its limits with their defaults.
  */
 import type { DestinationRow } from '../db/schema/index.js';
 import { decryptSecret } from '../lib/crypto.js';
