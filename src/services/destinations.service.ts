@@ -72,15 +72,18 @@ export function createDestinationsService(deps: DestinationsDeps) {
     const [gates, stats] = await Promise.all([
       deps.gate.views(ids).catch((err: unknown) => (deps.onGateError(err), [])),
       db.execute<{ id: string; pending: string; oldest: Date | null; delivered: string; failed: string; p50: number | null; tried: string; answered: string }>(sql`
-        SELECT t.id,
-          (SELECT count(*) FROM deliveries d WHERE d.destination_id = t.id AND d.status = 'pending') AS pending,
-          (SELECT min(created_at) FROM deliveries d WHERE d.destination_id = t.id AND d.status = 'pending') AS oldest,
-          count(*) FILTER (WHERE d.status = 'delivered') AS delivered, count(*) FILTER (WHERE d.status = 'failed') AS failed,
-          percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM d.delivered_at - d.created_at) * 1000) FILTER (WHERE d.status = 'delivered') AS p50,
-          (SELECT count(*) FROM delivery_attempts a JOIN deliveries x ON x.id = a.delivery_id WHERE x.destination_id = t.id AND a.started_at > now() - interval '24 hours') AS tried,
-          (SELECT count(*) FROM delivery_attempts a JOIN deliveries x ON x.id = a.delivery_id WHERE x.destination_id = t.id AND a.started_at > now() - interval '24 hours' AND a.http_status BETWEEN 200 AND 299) AS answered
-        FROM destinations t LEFT JOIN deliveries d ON d.destination_id = t.id AND d.finished_at > now() - interval '24 hours'
-        WHERE t.id = ANY(${sql.param(ids)}::uuid[]) GROUP BY t.id`),
+        -- One question each: what waits, what ended in the last 24 h, and how its attempts were answered.
+        SELECT t.id, w.pending, w.oldest, f.delivered, f.failed, f.p50, a.tried, a.answered
+        FROM destinations t
+        CROSS JOIN LATERAL (SELECT count(*) AS pending, min(d.created_at) AS oldest FROM deliveries d WHERE d.destination_id = t.id AND d.status = 'pending') w
+        CROSS JOIN LATERAL (
+          SELECT count(*) FILTER (WHERE d.status = 'delivered') AS delivered, count(*) FILTER (WHERE d.status = 'failed') AS failed,
+                 percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM d.delivered_at - d.created_at) * 1000) FILTER (WHERE d.status = 'delivered') AS p50
+          FROM deliveries d WHERE d.destination_id = t.id AND d.finished_at > now() - interval '24 hours') f
+        CROSS JOIN LATERAL (
+          SELECT count(*) AS tried, count(*) FILTER (WHERE x.http_status BETWEEN 200 AND 299) AS answered
+          FROM delivery_attempts x JOIN deliveries d ON d.id = x.delivery_id WHERE d.destination_id = t.id AND x.started_at > now() - interval '24 hours') a
+        WHERE t.id = ANY(${sql.param(ids)}::uuid[])`),
     ]);
     const byId = new Map(stats.rows.map((s) => [s.id, s]));
     return rows.map((r, i) => {

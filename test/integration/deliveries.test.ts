@@ -101,7 +101,7 @@ describe('deliveries (SPEC §5.2)', () => {
     const r = await receiver();
     let refusals = 4;
     r.answer = (x) => (x.event.resource?.id === 'slow' && x.event.resource.version === 1 && refusals-- > 0 ? { status: 503 } : { status: 200 });
-    await destinationFor(company, r);
+    const dest = await destinationFor(company, r);
     await version(company, 'slow', 1);
     await version(company, 'slow', 2);
     await version(company, 'fast', 1);
@@ -112,6 +112,12 @@ describe('deliveries (SPEC §5.2)', () => {
     // Every attempt of one delivery carries its one webhook-id.
     const ids = new Set(r.attempts.filter((x) => x.event.resource?.id === 'slow' && x.event.resource.version === 1).map((x) => x.webhookId));
     expect(ids.size).toBe(1);
+    // What the destination's page says of its last 24 h: 3 delivered of 7 attempts (4 refused), none waiting.
+    const stats = async () => (await s.skyhook.admin('GET', `/companies/${company.companyId}/destinations/${dest.id}`)).body.stats;
+    await eventually(async () => (await stats()).delivered24h === 3, 'the last answer recorded');
+    const got = { body: { stats: await stats() } };
+    expect(got.body.stats).toMatchObject({ pending: 0, oldestPendingAt: null, delivered24h: 3, failed24h: 0, successRate24h: 3 / 7 });
+    expect(got.body.stats.latencyP50Ms24h).toBeGreaterThanOrEqual(0);
   });
 
   it('five failures in a row open the circuit (failing, parked behind a probe); the first answered probe sends everything, in order', async () => {
