@@ -66,8 +66,6 @@ export interface GateStartRequest extends GateItem {
   retried: boolean;
   /** A Redis key that keeps two starts of this item the start's `intervalMs` apart (C5 for a fetch). */
   slot?: string;
-  /** The key's own rate: two of its starts at least this many ms apart (a destination's requests per second). */
-  minGap?: number;
 }
 
 export type GateStart =

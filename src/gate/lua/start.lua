@@ -7,7 +7,7 @@
 --  - an item that goes takes its place (a lease) and, with `slot`, the slot that keeps two starts of the
 --    item `interval` ms apart (else it waits for the slot).
 -- KEYS: the paused set, then the items' slots. ARGV[1]: the gate's settings, `interval` and `items`
--- ([{id, item, payload, max, paused (the owner's word), retried, slot?, minGap? (ms between two starts of the key)}]).
+-- ([{id, item, payload, max, paused (the owner's word), retried, slot?}]).
 -- Answers per item a pair: code (0 go, 1 wait, 2 park) and ms.
 --- @include "includes/gate"
 
@@ -31,8 +31,8 @@ for i, it in ipairs(a.items) do
     elseif not redis.call('ZSCORE', R, it.item) and runningOf(g, a.now) >= limitOf(g, it.max, a.slow) then
       if it.retried then code, ms = 1, a.overLimitMs else code = 2 end
     else
-      -- Paced after a refusal (`gap`), and never faster than the key's own rate (`minGap`).
-      local gap = math.max(tonumber(redis.call('HGET', g, 'gap')) or 0, tonumber(it.minGap) or 0)
+      -- Paced after a refusal (`gap`).
+      local gap = tonumber(redis.call('HGET', g, 'gap')) or 0
       local t = math.max(a.now, tonumber(redis.call('HGET', g, 'held')) or 0, tonumber(redis.call('HGET', g, 'next')) or 0)
       if gap > 0 then redis.call('HSET', g, 'next', t + gap) end
       if t > a.now + a.early then
