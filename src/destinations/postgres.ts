@@ -113,6 +113,11 @@ const errorOf = (attempt: DeliveryAttempt, ok: boolean) => attempt.error ?? (att
 /** An older version of the same resource still pending (not a replay): delivery `d` waits for it (in order). */
 const olderPending = sql`SELECT 1 FROM deliveries p WHERE p.destination_id = d.destination_id AND p.href = d.href AND p.status = 'pending' AND NOT p.replay AND p.version < d.version`;
 
+/** skip: a destination's pending deliveries (created before `before`, if given) end `skipped`. */
+const skipStatement = (destinationId: string, before?: Date) => sql`
+  UPDATE deliveries SET status = 'skipped', finished_at = now(), replay = false
+  WHERE destination_id = ${destinationId} AND ${sql.raw(deliveryGuard('skip'))} AND (${before?.toISOString() ?? null}::timestamptz IS NULL OR created_at < ${before?.toISOString() ?? null}::timestamptz)`;
+
 // Over 80 lines on purpose: its body is the interface's methods, each short, over the dependencies they share.
 export function createDestinationStates(deps: DestinationStatesDeps) {
   const { db, gate, log } = deps;
@@ -239,9 +244,7 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
     },
 
     async skipPending(destinationId, before) {
-      const { rowCount } = await db.execute(sql`
-        UPDATE deliveries SET status = 'skipped', finished_at = now(), replay = false
-        WHERE destination_id = ${destinationId} AND ${sql.raw(deliveryGuard('skip'))} AND (${before?.toISOString() ?? null}::timestamptz IS NULL OR created_at < ${before?.toISOString() ?? null}::timestamptz)`);
+      const { rowCount } = await db.execute(skipStatement(destinationId, before));
       return rowCount ?? 0;
     },
 
@@ -330,7 +333,7 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
       const deleted = await db.transaction(async (tx) => {
         const { rowCount } = await tx.execute(sql`UPDATE destinations SET deleted_at = now(), updated_at = now() WHERE id = ${destinationId} AND deleted_at IS NULL`);
         if (!rowCount) return false;
-        await tx.execute(sql`UPDATE deliveries SET status = 'skipped', finished_at = now(), replay = false WHERE destination_id = ${destinationId} AND ${sql.raw(deliveryGuard('skip'))}`);
+        await tx.execute(skipStatement(destinationId));
         return true;
       });
       if (deleted) await tell(gate.forget(destinationId));
