@@ -340,6 +340,11 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
       return deleted;
     },
 
+    /** Their company was deleted (its rows with it): nothing of these destinations stays at the gate. */
+    async forgetGates(destinationIds: string[]): Promise<void> {
+      for (const id of destinationIds) await tell(gate.forget(id));
+    },
+
     /** Failing destinations whose probe is due, claimed by one process at a time (their next probe moved on). */
     async probesDue(limit: number): Promise<{ id: string; failures: number }[]> {
       const { rows } = await db.execute<{ id: string; failures: number }>(sql`

@@ -2,14 +2,16 @@
  * Deleting a company or a webhook (SPEC §7): every active webhook setting is deactivated on the
  * marketplace first, so it stops sending; if the marketplace refuses, nothing is deleted (502), unless
  * `force`, which deletes locally all the same and says which settings stay active there. Deleting takes
- * the notifications with it, and their history; a company goes with everything it owns (src/companies/).
+ * the notifications with it, and their history; a company goes with everything it owns (src/companies/),
+ * its destinations' gates included (src/destinations/).
  */
 import { eq } from 'drizzle-orm';
 import type { z } from 'zod';
 import type { deletedSchema } from './schemas.js';
 import type { Database } from '../db/client.js';
-import { companies, webhooks, type WebhookRow } from '../db/schema/index.js';
+import { companies, destinations, webhooks, type WebhookRow } from '../db/schema/index.js';
 import type { CompanyStates } from '../companies/states.js';
+import type { DestinationStatesRepository } from '../destinations/postgres.js';
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';
 import { Problem, notFound } from '../lib/problem.js';
 import type { WebhooksService } from './webhooks.service.js';
@@ -22,6 +24,7 @@ export function createDeletionsService(deps: {
   webhooks: Pick<WebhooksService, 'row' | 'update' | 'changed'>;
   notifications: Pick<NotificationLifecycle, 'deleteWebhook'>;
   states: Pick<CompanyStates, 'delete'>;
+  destinations: Pick<DestinationStatesRepository, 'forgetGates'>;
 }) {
   const { db } = deps;
 
@@ -58,7 +61,12 @@ export function createDeletionsService(deps: {
       const [company] = await db.select({ id: companies.id, name: companies.name }).from(companies).where(eq(companies.id, companyId));
       if (!company) throw notFound(`Company ${companyId}`);
       const rows = await db.select().from(webhooks).where(eq(webhooks.companyId, companyId));
-      return deleteAfter(`Company ${company.name}`, rows, opts.force, () => deps.states.delete(companyId));
+      const destinationIds = (await db.select({ id: destinations.id }).from(destinations).where(eq(destinations.companyId, companyId))).map((d) => d.id);
+      return deleteAfter(`Company ${company.name}`, rows, opts.force, async () => {
+        await deps.states.delete(companyId);
+        // Its destinations went with it: their gates too (src/destinations/ owns them).
+        await deps.destinations.forgetGates(destinationIds);
+      });
     },
   };
 }

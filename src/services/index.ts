@@ -39,7 +39,7 @@ export function createServices(deps: {
   states: CompanyStates;
   /** Destinations' states and deliveries (SPEC §5.2), their gate's views, and how replayed deliveries are queued. */
   destinations: {
-    states: Pick<DestinationStatesRepository, 'disable' | 'enable' | 'delete'> & Pick<DeliveryLifecycle, 'replay' | 'replayMatching'>;
+    states: Pick<DestinationStatesRepository, 'disable' | 'enable' | 'delete' | 'forgetGates'> & Pick<DeliveryLifecycle, 'replay' | 'replayMatching'>;
     gate: Pick<Gate, 'views'>;
     enqueue: (keys: DeliveryKey[]) => Promise<void>;
   };
@@ -100,7 +100,7 @@ export function createServices(deps: {
     webhooks,
     destinations,
     events: createEventsService({ db, companies, listen: (channels, listener) => listen(config.databaseUrl, channels, listener), onError: deps.onBackgroundError }),
-    deletions: createDeletionsService({ db, webhooks, notifications: deps.notifications, states: deps.states }),
+    deletions: createDeletionsService({ db, webhooks, notifications: deps.notifications, states: deps.states, destinations: deps.destinations.states }),
     notifications: createNotificationsService({ db, notifications: deps.notifications, enqueuer: deps.enqueuer }),
     leads: createLeadsService(outbound),
     quotes: createQuotesService(outbound),

@@ -157,6 +157,25 @@ describe("a destination's pending deliveries (SPEC §5.2)", () => {
     expect(r.attempts.length, 'no attempt after the deletion').toBe(tried);
   });
 
+  it('a deleted company: its destinations go with it, and nothing of their gates stays in Redis', async () => {
+    const company = await s.company('deleted-co');
+    const r = await receiver(() => ({ status: 429, headers: { 'retry-after': '60' } }));
+    const dest = await destinationFor(admin, company, r);
+    await storedVersion(s, company, 'z1', 1);
+    await eventually(async () => r.attempts.length >= 1, 'an attempt, held after its 429');
+    const redis = new Redis(REDIS_URL);
+    try {
+      const gateKeys = () => redis.keys(`${s.prefix}:destination:${dest.id}*`);
+      await eventually(async () => (await gateKeys()).length > 0, "the destination's gate in Redis");
+      expect((await admin('DELETE', `/companies/${company.companyId}?force=true`)).status).toBe(204);
+      expect((await admin('GET', `/companies/${company.companyId}/destinations/${dest.id}`)).status).toBe(404);
+      // (Its job, delayed by the hold, stays queued until then: it runs, finds nothing to send, and ends.)
+      expect(await gateKeys()).toEqual([]);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
   it('enabled with skipBefore: what was created before it is skipped, the rest sent in order (the next version says its previous one)', async () => {
     const company = await s.company('skips');
     const r = await receiver();
