@@ -12,6 +12,7 @@ const LAYERS = [
   ['config.ts'],
   ['marketplace'],
   ['db'],
+  ['access'],
   ['gate'],
   ['notifications', 'companies', 'destinations'],
   ['processing', 'delivery'],

@@ -9,6 +9,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { declareAccess, installGuard, type GuardDeps } from './access/guard.js';
 import { queueDashboard } from './admin/dashboard.js';
 import { adminRoutes, type AdminDeps } from './admin/routes.js';
 import type { ConsoleDeps } from './console/kit.js';
@@ -46,6 +47,8 @@ interface AppDeps {
    */
   destinationStates: () => Promise<{ id: string; companyId: string; state: { status: string }; pending: number; oldestPendingAgeS: number }[]>;
   authFailures: { limit: number; windowMs: number };
+  /** Who may call what (SPEC §10.1): ADMIN_TOKEN, METRICS_TOKEN, and the keys. */
+  access: Omit<GuardDeps, 'limiter'>;
   metrics: Metrics;
   reporter: ErrorReporter;
 }
@@ -66,6 +69,7 @@ const FASTIFY_ERRORS: Record<string, [number, string]> = {
 const TITLES: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',
+  403: 'Forbidden',
   404: 'Not Found',
   408: 'Request Timeout',
   413: 'Content Too Large',
@@ -156,6 +160,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Failed authentication (any 401, receiver or admin) is rate-limited per client address: past the limit a
   // refusal is a 429, while valid credentials are always served (lib/auth-failure-limiter.ts).
   const limiter = new AuthFailureLimiter(deps.authFailures);
+  // Before any route: every route declares who may call it, and the guard holds each request to it.
+  installGuard(app, { ...deps.access, limiter });
   app.setErrorHandler((err: FastifyError, req, reply) => {
     // A notification's lines name its company once it is known (no per-request child logger on the hot path).
     const companyId = req.notificationAuth?.webhook.companyId;
@@ -185,29 +191,37 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(swagger, {
     openapi: {
       info: { title: 'Skyhook', version: '0.1.0', description: 'Admin API and notification receiver of Skyhook.' },
-      components: { securitySchemes: { adminToken: { type: 'http', scheme: 'bearer' } } },
+      components: { securitySchemes: { key: { type: 'http', scheme: 'bearer', description: 'A key (skh_...) or ADMIN_TOKEN (SPEC §10.1).' } } },
     },
     transform: jsonSchemaTransform,
   });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   // Public on purpose: the API's shape only, no data and no secret.
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true }, config: { access: 'public' } }, async () => app.swagger());
+  await app.register(async (scope) => {
+    declareAccess(scope, 'public');
+    await scope.register(swaggerUi, { routePrefix: '/docs' });
+  });
 
   await app.register((scope) => opsRoutes(scope, deps));
 
-  await app.register((scope) => receiverRoutes(scope, deps.receiver));
-  await app.register((scope) => adminRoutes(scope, deps.admin, limiter), { prefix: '/admin' });
-  await app.register((scope) => queueDashboard(scope, { adminToken: deps.admin.adminToken, queues: deps.queues, limiter }));
+  await app.register((scope) => {
+    // The marketplace's notifications: each is authenticated by its webhook's own credentials (receiver/authenticate.ts).
+    declareAccess(scope, 'public');
+    return receiverRoutes(scope, deps.receiver);
+  });
+  await app.register((scope) => adminRoutes(scope, deps.admin), { prefix: '/admin' });
+  await app.register((scope) => queueDashboard(scope, { queues: deps.queues }));
   // Its hooks (session, CSRF, headers) and form parser are scoped to /console: no cost to the receiver.
   await app.register((scope) => consoleRoutes(scope, deps.console, { limiter, toProblem }), { prefix: '/console' });
   return app;
 }
 
-type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues' | 'started' | 'reporter' | 'companyStates' | 'destinationStates'>;
+type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues' | 'started' | 'reporter' | 'companyStates' | 'destinationStates' | 'access' | 'authFailures'>;
 
 /** A worker's own ops server (OPS_PORT): the probes and metrics alone, as quiet as the main app's. */
 export async function buildOpsApp(logger: Logger, deps: OpsDeps): Promise<FastifyInstance> {
   const app = Fastify(sharedOptions(logger, 30_000));
+  installGuard(app, { ...deps.access, limiter: new AuthFailureLimiter(deps.authFailures) });
   app.setNotFoundHandler(noRoute);
   await app.register((scope) => opsRoutes(scope, deps));
   return app;
@@ -216,12 +230,12 @@ export async function buildOpsApp(logger: Logger, deps: OpsDeps): Promise<Fastif
 /** /healthz, /readyz and /metrics: served by every role (a worker-only process serves only these). */
 async function opsRoutes(scope: FastifyInstance, deps: OpsDeps): Promise<void> {
   const gauges = cachedGauges(deps);
-  scope.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  scope.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+  scope.get('/healthz', { schema: { hide: true }, config: { access: 'public' } }, async () => ({ status: 'ok' }));
+  scope.get('/metrics', { schema: { hide: true }, config: { access: 'metrics' } }, async (_req, reply) => {
     await Promise.all([gauges(), readiness(deps)]);
     return reply.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
   });
-  scope.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+  scope.get('/readyz', { schema: { hide: true }, config: { access: 'public' } }, async (_req, reply) => {
     const { started, database, redis, ready } = await readiness(deps);
     // Not a problem document: this is the probe's own answer, read by orchestrators and people alike.
     if (!ready) reply.code(503).header('retry-after', '5');

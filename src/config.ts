@@ -67,6 +67,8 @@ const envSchema = z
     OPS_PORT: int(1, 65535).optional(),
     SECRET_KEY: z.string().optional(),
     ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+    /** When set, /metrics needs it as a bearer token (SPEC §10.1); unset, /metrics is public. */
+    METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
     ROLE: z.enum(['api', 'worker', 'all']).default('all'),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** Addresses of proxies whose X-Forwarded-For is trusted (comma-separated); Fastify ignores a number. */
@@ -201,6 +203,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     opsPort: env.OPS_PORT,
     secretKey,
     adminToken,
+    metricsToken: env.METRICS_TOKEN,
     role: env.ROLE,
     logLevel: env.LOG_LEVEL,
     trustProxy: env.TRUST_PROXY.split(',').map((s) => s.trim()).filter(Boolean),

@@ -55,7 +55,8 @@ import { listen } from './db/listen.js';
 import { listenForWebhookChanges, loadWebhookFrom, NonceStore, WebhookDirectory } from './receiver/authenticate.js';
 import { NotificationWriter } from './receiver/ingest.js';
 
-import { createSessionStore } from './console/sessions.js';
+import { createKeys } from './access/keys.js';
+import { createSessionStore } from './access/sessions.js';
 import { createServices } from './services/index.js';
 import { NotificationStream } from './services/notification-stream.js';
 
@@ -167,6 +168,9 @@ async function createCore(config: Config, log: Logger) {
       const gates = await destinationGate.views(watched.map((d) => d.id));
       return watched.map((d, i) => ({ ...d, state: destinationStateOf(d, gates[i]) }));
     },
+    /** Who may call what (SPEC §10.1): the guard of every HTTP route. */
+    access: { adminToken: config.adminToken, metricsToken: config.metricsToken, keys: createKeys(api.db) },
+    authFailures: { limit: config.authFailureLimit, windowMs: 60_000 },
     // Roles api and all together: the workers yield to a flooded receiver (processing/ingest-first.ts).
     ingestFirst: runsApi && config.role !== 'api' ? new IngestFirst((n) => metrics.jobsHeld.set(n)) : undefined,
     started: false,
@@ -190,7 +194,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
   if (config.role !== 'worker') parts.push(await apiRole(core));
   if (config.role !== 'api') parts.push(workerRole(core, opts.handlers ?? builtInHandlers()));
   if (config.role === 'worker' && config.opsPort !== undefined) {
-    const app = await buildOpsApp(log, { pool: api.pool, redis: producer, metrics: core.metrics, queues: [queue], started: () => core.started, reporter: core.reporter, companyStates: core.companyStates, destinationStates: core.destinationStates });
+    const app = await buildOpsApp(log, { pool: api.pool, redis: producer, metrics: core.metrics, queues: [queue], started: () => core.started, reporter: core.reporter, companyStates: core.companyStates, destinationStates: core.destinationStates, access: core.access, authFailures: core.authFailures });
     parts.unshift({ app, closers: [['ops http', () => app.close()]] });
   }
   const closers: RolePart['closers'] = [
@@ -277,12 +281,13 @@ async function apiRole(core: Core): Promise<RolePart> {
       tracing,
       reporter,
     },
-    admin: { adminToken: config.adminToken, ...services, stream },
-    console: { adminToken: config.adminToken, services, stream, sessions: createSessionStore(api.db), publicBaseUrl: config.publicBaseUrl },
+    admin: { ...services, stream },
+    console: { adminToken: config.adminToken, services, stream, sessions: createSessionStore(api.db), keys: core.access.keys, publicBaseUrl: config.publicBaseUrl },
+    access: core.access,
     queues: [core.queue],
     companyStates: core.companyStates,
     destinationStates: core.destinationStates,
-    authFailures: { limit: config.authFailureLimit, windowMs: 60_000 },
+    authFailures: core.authFailures,
     metrics,
     reporter,
   });

@@ -23,7 +23,7 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
 
   app.post(
     '/companies/:companyId/destinations',
-    documented(
+    documented('destinations',
       'destinations',
       'Add a destination',
       "An endpoint of the company's own application that its events are delivered to (SPEC §5.2), signed as Standard Webhooks 1.0 says. The answer carries the signing `secret` (`whsec_...`): verify every request with it. Outside development the URL must be https at a public address (DESTINATION_ALLOW admits others): a literal address that could never be admitted is a 400 naming `url`.",
@@ -33,7 +33,7 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
   );
   app.get(
     '/companies/:companyId/destinations',
-    documented('destinations', "List a company's destinations", 'With each one state (`ok`, `failing`, `throttled`, `disabled`) and what its deliveries did in the last 24 h; never a secret.', {
+    documented('read', 'destinations', "List a company's destinations", 'With each one state (`ok`, `failing`, `throttled`, `disabled`) and what its deliveries did in the last 24 h; never a secret.', {
       params: s.companyIdParams,
       querystring: s.listQuery,
       response: { 200: s.page(s.destinationViewSchema), ...errors },
@@ -42,12 +42,12 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
   );
   app.get(
     '/companies/:companyId/destinations/:destinationId',
-    documented('destinations', 'Show a destination', 'Its state, filter, limits and delivery statistics (never its secret: GET .../secret).', { params: s.destinationParams, response: { 200: s.destinationViewSchema, ...errors } }),
+    documented('read', 'destinations', 'Show a destination', 'Its state, filter, limits and delivery statistics (never its secret: GET .../secret).', { params: s.destinationParams, response: { 200: s.destinationViewSchema, ...errors } }),
     async (req) => d.get(req.params.companyId, req.params.destinationId),
   );
   app.patch(
     '/companies/:companyId/destinations/:destinationId',
-    documented(
+    documented('destinations',
       'destinations',
       'Change a destination',
       'Its URL (pending deliveries go there too), description, filter (later events), limits; `rotateSecret` makes a new secret, answered once, the previous one signing beside it for `graceSeconds` (default 24 h; 0 after a leak); `active: false` disables it (its deliveries wait), `active: true` enables it: what waits is sent, in order, or skipped when created before `skipBefore`.',
@@ -57,7 +57,7 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
   );
   app.delete(
     '/companies/:companyId/destinations/:destinationId',
-    documented('destinations', 'Delete a destination', 'Its pending deliveries end `skipped`; its deliveries stay listed until retention.', { params: s.destinationParams, response: { 204: z.null(), ...errors } }),
+    documented('destinations', 'destinations', 'Delete a destination', 'Its pending deliveries end `skipped`; its deliveries stay listed until retention.', { params: s.destinationParams, response: { 204: z.null(), ...errors } }),
     async (req, reply) => {
       await d.delete(req.params.companyId, req.params.destinationId);
       return reply.code(204).send(null);
@@ -65,7 +65,7 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
   );
   app.get(
     '/companies/:companyId/destinations/:destinationId/secret',
-    documented('destinations', "Read a destination's signing secret", 'The secret signing now, and the previous one while it still signs (a rotation).', {
+    documented('secrets', 'destinations', "Read a destination's signing secret", 'The secret signing now, and the previous one while it still signs (a rotation).', {
       params: s.destinationParams,
       response: { 200: s.destinationSecretSchema, ...errors },
     }),
@@ -73,7 +73,7 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
   );
   app.post(
     '/companies/:companyId/destinations/:destinationId/test',
-    documented('destinations', 'Send a test event', 'A `test` event, signed as deliveries are, sent now; answered with the attempt (nothing is stored).', {
+    documented('destinations', 'destinations', 'Send a test event', 'A `test` event, signed as deliveries are, sent now; answered with the attempt (nothing is stored).', {
       params: s.destinationParams,
       response: { 200: s.testAttemptSchema, ...errors },
     }),
@@ -82,6 +82,7 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
   app.post(
     '/companies/:companyId/destinations/:destinationId/replay',
     documented(
+      'replay',
       'destinations',
       "Replay a destination's deliveries",
       'Every delivery of it created `since` a time (and `before` one, of `status`, say `failed` after an outage, of one `resourceId`) sent again, with the same `webhook-id`s, outside the order of versions (receivers keep the highest `version`). `dryRun: true` only counts.',
@@ -92,12 +93,12 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
 
   app.get(
     '/companies/:companyId/deliveries',
-    documented('deliveries', "List a company's deliveries", 'Newest first, with any of the filters.', { params: s.companyIdParams, querystring: s.deliveriesQuery, response: { 200: s.page(s.deliveryViewSchema), ...errors } }),
+    documented('read', 'deliveries', "List a company's deliveries", 'Newest first, with any of the filters.', { params: s.companyIdParams, querystring: s.deliveriesQuery, response: { 200: s.page(s.deliveryViewSchema), ...errors } }),
     async (req) => d.deliveries(req.params.companyId, req.query),
   );
   app.get(
     '/companies/:companyId/deliveries/:deliveryId',
-    documented('deliveries', 'Show a delivery', 'With every attempt: when, where, how long, the status or the error, the first 4 KB of the answer.', {
+    documented('read', 'deliveries', 'Show a delivery', 'With every attempt: when, where, how long, the status or the error, the first 4 KB of the answer.', {
       params: s.deliveryParams,
       response: { 200: s.deliveryViewSchema, ...errors },
     }),
@@ -105,7 +106,7 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
   );
   app.post(
     '/companies/:companyId/deliveries/:deliveryId/replay',
-    documented('deliveries', 'Replay a delivery', 'Sent again, with the same `webhook-id`, outside the order of versions; a pending one cannot be (409).', {
+    documented('replay', 'deliveries', 'Replay a delivery', 'Sent again, with the same `webhook-id`, outside the order of versions; a pending one cannot be (409).', {
       params: s.deliveryParams,
       response: { 200: s.deliveryViewSchema, ...errors, 409: s.problemSchema },
     }),
@@ -115,6 +116,7 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
   app.get(
     '/companies/:companyId/events',
     documented(
+      'read',
       'events',
       "Read a company's events",
       "Its events in order (SPEC §5.2), each as its deliveries carry it (changes and snapshot), with `cursor`: pass the last one as `after` to read what follows; a cursor never skips an event committed after it. `nextCursor` is the cursor to ask with next (the same when nothing is new). A cursor older than what is kept: 410, naming the oldest valid one.",
@@ -124,7 +126,7 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
   );
   app.get(
     '/companies/:companyId/events/:eventId',
-    documented('events', 'Show an event', 'One event as its deliveries carry it, with its changes and snapshot whole (a delivery leaves them out above its size limit).', {
+    documented('read', 'events', 'Show an event', 'One event as its deliveries carry it, with its changes and snapshot whole (a delivery leaves them out above its size limit).', {
       params: s.eventParams,
       response: { 200: s.eventViewSchema, ...errors },
     }),
@@ -133,6 +135,7 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
   app.get(
     '/companies/:companyId/events/stream',
     documented(
+      'read',
       'events',
       "Follow a company's events live",
       'Server-Sent Events: one `event` per event, in order, its `id:` the cursor; reconnecting with `Last-Event-ID` (or `?after=`) resumes after it. A comment every 15 s keeps the connection open.',

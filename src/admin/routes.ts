@@ -10,17 +10,17 @@ import { MAX_QUOTE_BODY_BYTES } from '../marketplace/quotes.js';
 import type { Deleted } from '../services/deletions.service.js';
 import type { Services } from '../services/index.js';
 import type { NotificationStream } from '../services/notification-stream.js';
-import type { AuthFailureLimiter } from '../lib/auth-failure-limiter.js';
+import { companyInReach, ownCompany } from '../access/guard.js';
 import { decodeJsonBody } from '../lib/json-body.js';
-import { adminTokenCheck } from './auth.js';
+import { notFound } from '../lib/problem.js';
+import { accessRoutes } from './access-routes.js';
 import { destinationRoutes } from './destination-routes.js';
 import { documented, errors } from './documented.js';
 import { streamToClient } from './stream.js';
 import * as s from '../services/schemas.js';
 
-/** The services the routes call (the CLI and the console call the same ones), the admin token, the live stream. */
-export type AdminDeps = Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'declines' | 'destinations' | 'events'> & {
-  adminToken: string;
+/** The services the routes call (the CLI and the console call the same ones), the live stream. */
+export type AdminDeps = Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'declines' | 'destinations' | 'events' | 'keys'> & {
   stream: NotificationStream;
 };
 
@@ -29,9 +29,8 @@ const deletedResponse = { 200: s.deletedSchema, 204: z.null().describe('deleted'
 const answerDeleted = (reply: FastifyReply, deleted: Deleted) => (deleted.remainingRemoteSettings.length > 0 ? reply.code(200).send(deleted) : reply.code(204).send(null));
 
 // Over 80 lines on purpose: a registrar, one route after another, each a few lines; the helpers it shares sit above it.
-export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limiter: AuthFailureLimiter): Promise<void> {
+export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Promise<void> {
   const app = parent.withTypeProvider<ZodTypeProvider>();
-  app.addHook('onRequest', adminTokenCheck(deps.adminToken, { allowBasic: false, limiter }));
   // Strict JSON: bad UTF-8, NUL and lone surrogates are a 400 here, not a replacement character or a 500.
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, async (_req: FastifyRequest, body: Buffer) => decodeJsonBody(body));
@@ -45,6 +44,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
     '/companies',
     documented(
       'companies',
+      'companies',
       'Add a company',
       'Adds a company (a tenant) with its marketplace API base URL, its API token and, optionally, its `connection`: the `bearer` profile (the default, `Authorization: Bearer <apiToken>`) or `avinode` (the real marketplace\'s headers), with a fixed auth token or OAuth 2.0 client credentials. Secrets are stored encrypted and never returned. The credentials are then checked with one harmless call (the webhook settings list): `credentials.status` says whether the marketplace accepted them (`accepted`, `refused`, `unreachable`); the company is created either way.',
       { body: s.createCompanyBody, response: { 201: s.companyViewSchema, ...errors } },
@@ -53,12 +53,16 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
   );
   app.get(
     '/companies',
-    documented('companies', 'List companies', 'Every company, oldest id first, a page at a time.', { querystring: s.listQuery, response: { 200: s.page(s.companyViewSchema), ...errors } }),
-    async (req) => deps.companies.list(req.query),
+    documented('read', 'companies', 'List companies', 'Every company, oldest id first, a page at a time.', { querystring: s.listQuery, response: { 200: s.page(s.companyViewSchema), ...errors } }),
+    // A company key's list is its own company.
+    async (req) => {
+      const own = ownCompany(req);
+      return own === undefined ? deps.companies.list(req.query) : { items: [await deps.companies.get(own)], nextCursor: null };
+    },
   );
   app.get(
     '/companies/:companyId',
-    documented('companies', 'Show a company', 'One company: its connection (without secrets), the last credentials check, and its connection status (`unauthorized` once a fetch was refused).', {
+    documented('read', 'companies', 'Show a company', 'One company: its connection (without secrets), the last credentials check, and its connection status (`unauthorized` once a fetch was refused).', {
       params: s.companyIdParams,
       response: { 200: s.companyViewSchema, ...errors },
     }),
@@ -67,6 +71,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
   app.patch(
     '/companies/:companyId',
     documented(
+      'companies',
       'companies',
       'Rename a company or replace its credentials',
       'A new API token or `connection` (which replaces the whole connection: give every secret it needs; an API token not given is kept) lifts an `unauthorized` pause, so the paused fetches resume by themselves, and is checked like a new company\'s: `credentials.status` says whether the marketplace accepted it.',
@@ -78,6 +83,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
     '/companies/:companyId',
     documented(
       'companies',
+      'companies',
       'Delete a company',
       'Deactivates each of its active webhook settings on the marketplace, then deletes the company with everything of it (webhooks, notifications and their history, resources, events, leads, quotes). If the marketplace refuses a deactivation, nothing is deleted (502), unless `force=true`: then it is deleted here all the same, and the answer (200) lists the settings that stay active on the marketplace.',
       { params: s.companyIdParams, querystring: s.deleteQuery, response: deletedResponse },
@@ -88,6 +94,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
   app.post(
     '/companies/:companyId/webhooks',
     documented(
+      'companies',
       'webhooks',
       'Register a webhook',
       'Generates the credentials (clientIdentifier, clientSecret) and registers the webhook setting on the marketplace with the company token. `sharedTarget: true` uses the shared targetURI `/hooks`; otherwise the webhook gets its own.',
@@ -98,6 +105,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
   app.post(
     '/companies/:companyId/webhooks/reconcile',
     documented(
+      'companies',
       'webhooks',
       "Reconcile a company's webhooks with the marketplace",
       "Lists the company's settings on the marketplace (`GET /webhooks/settings`) and reports the drift from its local webhooks: `missing_remotely` (the marketplace lost it, as a sandbox reset does), `remote_id_changed`, `differs` (event types, target, active, ...), `unknown_remotely` (a setting no local webhook knows; never touched). A POST without a body only reports. With `apply: true` (in the body, or `?apply=true`), the lost settings are re-created under the same targetURI and clientIdentifier (a BASIC webhook gets a new secret; the old one stays accepted for the rotation grace period) and moved ids are taken over; each drift entry says what was done. 502 when the marketplace does not answer the list.",
@@ -107,17 +115,18 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
   );
   app.get(
     '/companies/:companyId/webhooks',
-    documented('webhooks', "List a company's webhooks", 'All of them, as one page.', { params: s.companyIdParams, response: { 200: s.page(s.webhookViewSchema), ...errors } }),
+    documented('read', 'webhooks', "List a company's webhooks", 'All of them, as one page.', { params: s.companyIdParams, response: { 200: s.page(s.webhookViewSchema), ...errors } }),
     async (req) => deps.webhooks.list(req.params.companyId),
   );
   app.get(
     '/companies/:companyId/webhooks/:webhookId',
-    documented('webhooks', 'Show a webhook', 'One webhook (its secret is never shown).', { params: s.webhookParams, response: { 200: s.webhookViewSchema, ...errors } }),
+    documented('read', 'webhooks', 'Show a webhook', 'One webhook (its secret is never shown).', { params: s.webhookParams, response: { 200: s.webhookViewSchema, ...errors } }),
     async (req) => deps.webhooks.get(req.params.companyId, req.params.webhookId),
   );
   app.patch(
     '/companies/:companyId/webhooks/:webhookId',
     documented(
+      'companies',
       'webhooks',
       'Change a webhook',
       'Activates or deactivates it, changes its event types or display name, or rotates its secret (the previous secret is accepted for ROTATION_GRACE_HOURS). The change goes to the marketplace first.',
@@ -128,6 +137,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
   app.delete(
     '/companies/:companyId/webhooks/:webhookId',
     documented(
+      'companies',
       'webhooks',
       'Delete a webhook',
       'Deactivates the setting on the marketplace (if active), then deletes the webhook with its notifications and their history. If the marketplace refuses, nothing is deleted (502), unless `force=true`: then the answer (200) says the setting stays active there.',
@@ -135,6 +145,14 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
     ),
     async (req, reply) => answerDeleted(reply, await deps.deletions.deleteWebhook(req.params.companyId, req.params.webhookId, { force: req.query.force })),
   );
+
+  /** A notification, as long as it is in the asker's reach (a company key's own company's): 404 otherwise. */
+  async function notificationInReach(req: FastifyRequest, id: number) {
+    const notification = await deps.notifications.get(id);
+    const own = ownCompany(req);
+    if (own !== undefined && notification.companyId !== own) throw notFound(`Notification ${id}`);
+    return notification;
+  }
 
   /**
    * A call Skyhook sends once for a company: POST validates it and sends it (201 new, 200 a repeat that sent
@@ -165,7 +183,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
       `/companies/:companyId/${kind}`,
       {
         ...(send.bodyLimit ? { bodyLimit: send.bodyLimit } : {}),
-        ...documented(kind, send.summary, send.description, { params: s.companyIdParams, body: send.body, response: { 200: view, 201: view, ...errors, ...sendProblems } }),
+        ...documented('send', kind, send.summary, send.description, { params: s.companyIdParams, body: send.body, response: { 200: view, 201: view, ...errors, ...sendProblems } }),
       },
       async (req, reply) => {
         const { view: answer, created } = await send.run(companyIdOf(req), req.body as z.infer<Body>);
@@ -174,7 +192,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
     );
     untyped.get(
       `/companies/:companyId/${kind}`,
-      documented(kind, `List a company's ${kind}`, list.description, { params: s.companyIdParams, querystring: list.query, response: { 200: s.page(view), ...errors } }),
+      documented('read', kind, `List a company's ${kind}`, list.description, { params: s.companyIdParams, querystring: list.query, response: { 200: s.page(view), ...errors } }),
       async (req) => list.run(companyIdOf(req), req.query as z.infer<Query>),
     );
   }
@@ -226,70 +244,74 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps, limi
   });
   app.get(
     '/companies/:companyId/declines/:declineId',
-    documented('declines', 'Get a decline', 'With the body sent and where it was sent.', { params: s.declineParams, response: { 200: s.declineViewSchema, ...errors } }),
+    documented('read', 'declines', 'Get a decline', 'With the body sent and where it was sent.', { params: s.declineParams, response: { 200: s.declineViewSchema, ...errors } }),
     async (req) => deps.declines.get(req.params.companyId, req.params.declineId),
   );
 
   app.get(
     '/notifications',
-    documented('notifications', 'List notifications', 'Newest first, with any of the filters. Times are ISO 8601 with their offset.', {
+    documented('read', 'notifications', 'List notifications', 'Newest first, with any of the filters. Times are ISO 8601 with their offset.', {
       querystring: s.notificationsQuery,
       response: { 200: s.page(s.notificationViewSchema), ...errors },
     }),
-    async (req) => deps.notifications.list(req.query),
+    async (req) => deps.notifications.list({ ...req.query, companyId: companyInReach(req, req.query.companyId) }),
   );
   app.get(
     '/notifications/:id',
-    documented('notifications', 'Show a notification', 'One notification with its body and its timeline: received, queued, every fetch attempt, replays, and each final status (SPEC §7.1).', {
+    documented('read', 'notifications', 'Show a notification', 'One notification with its body and its timeline: received, queued, every fetch attempt, replays, and each final status (SPEC §7.1).', {
       params: s.notificationParams,
       response: { 200: s.notificationViewSchema, ...errors },
     }),
-    async (req) => deps.notifications.get(req.params.id),
+    async (req) => notificationInReach(req, req.params.id),
   );
   app.post(
     '/notifications/:id/replay',
     documented(
+      'replay',
       'notifications',
       'Replay a notification',
       'Fetches its resource again (a discarded one cannot be replayed: 409). The replay is added to its timeline; earlier attempts and errors stay. `note` says why the fetch will wait, when its company is paused.',
       { params: s.notificationParams, response: { 200: s.replayedNotificationSchema, ...errors, 409: s.problemSchema } },
     ),
-    async (req) => deps.notifications.replay(req.params.id),
+    async (req) => (await notificationInReach(req, req.params.id), deps.notifications.replay(req.params.id)),
   );
   app.post(
     '/notifications/replay',
     documented(
+      'replay',
       'notifications',
       'Replay every notification matching a filter',
       'Oldest first, at most `limit` (discarded ones never; `status` defaults to failed). `dryRun: true` only counts: `matched` is how many match.',
       { body: s.replayBody, response: { 200: s.replayedSchema, ...errors } },
     ),
-    async (req) => deps.notifications.replayMatching(req.body),
+    async (req) => deps.notifications.replayMatching({ ...req.body, companyId: companyInReach(req, req.body.companyId) }),
   );
   app.get(
     '/stream',
     documented(
+      'read',
       'notifications',
       'Follow status changes live',
       'Server-Sent Events: one `notification` event per status change of a notification (`{id, companyId, webhookId, type, resourceId, status, at}`), of one company with `companyId`. A comment every 15 s keeps the connection open; a `resync` event says changes may have been missed (reload).',
       { querystring: s.streamQuery, response: { ...errors, 503: s.problemSchema } },
     ),
-    async (req, reply) => streamToClient(deps.stream, req, reply, { companyId: req.query.companyId }),
+    async (req, reply) => streamToClient(deps.stream, req, reply, { companyId: companyInReach(req, req.query.companyId) }),
   );
 
   app.get(
     '/resources',
-    documented('resources', 'List stored resources', 'The latest snapshot of each href, by company and href.', { querystring: s.resourcesQuery, response: { 200: s.page(s.resourceViewSchema), ...errors } }),
-    async (req) => deps.notifications.listResources(req.query),
+    documented('read', 'resources', 'List stored resources', 'The latest snapshot of each href, by company and href.', { querystring: s.resourcesQuery, response: { 200: s.page(s.resourceViewSchema), ...errors } }),
+    async (req) => deps.notifications.listResources({ ...req.query, companyId: companyInReach(req, req.query.companyId) }),
   );
   app.get(
     '/resources/history',
-    documented('resources', "List a resource's versions", 'Every stored version of one resource, newest first, each with the RFC 6902 JSON Patch from the version before (`changes`).', {
+    documented('read', 'resources', "List a resource's versions", 'Every stored version of one resource, newest first, each with the RFC 6902 JSON Patch from the version before (`changes`).', {
       querystring: s.resourceHistoryQuery,
       response: { 200: s.page(s.resourceVersionViewSchema), ...errors },
     }),
-    async (req) => deps.notifications.resourceHistory(req.query),
+    async (req) => deps.notifications.resourceHistory({ ...req.query, companyId: companyInReach(req, req.query.companyId)! }),
   );
 
   destinationRoutes(app, deps);
+  accessRoutes(app, deps);
 }

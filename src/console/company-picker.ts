@@ -15,6 +15,7 @@ import type { CompaniesService } from '../services/companies.service.js';
 import { html, type Html } from './html.js';
 import type { PageContext } from './layout.js';
 import type { ConsoleKit } from './kit.js';
+import { ownCompany } from '../access/guard.js';
 
 /** How many names the picker suggests at a time. */
 export const SUGGESTIONS = 20;
@@ -88,7 +89,9 @@ export function companyPickerRoutes(scope: FastifyInstance, kit: ConsoleKit): vo
   scope.get('/companies/search', async (req, reply) => {
     const parsed = searchQuery.safeParse(req.query ?? {});
     if (!parsed.success) throw badRequest(`Please correct: company ${parsed.error.issues[0]?.message ?? 'is not a search'}`, parsed.error.issues.map((i) => ({ field: 'company', message: i.message })));
-    const found = await kit.deps.services.companies.search(parsed.data.company, SUGGESTIONS);
+    // A company key finds only its own company.
+    const own = ownCompany(req);
+    const found = own === undefined ? await kit.deps.services.companies.search(parsed.data.company, SUGGESTIONS) : [await kit.deps.services.companies.get(own)];
     const options = found.map(
       (c) => html`<li role="option" aria-selected="false" data-id="${c.id}" data-name="${c.name}"><span class="picker-name">${c.name}</span> <span class="picker-id">${c.id}</span></li>`,
     );

@@ -8,13 +8,16 @@ import type { Services } from '../services/index.js';
 import type { NotificationStream } from '../services/notification-stream.js';
 import type { Html } from './html.js';
 import type { PageContext } from './layout.js';
-import type { SessionStore } from './sessions.js';
+import type { Keys } from '../access/keys.js';
+import type { SessionStore } from '../access/sessions.js';
 
 export interface ConsoleDeps {
   adminToken: string;
   services: Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'declines' | 'overview' | 'destinations'>;
   stream: NotificationStream;
   sessions: SessionStore;
+  /** Sign-in checks a key as the guard does. */
+  keys: Pick<Keys, 'authenticate'>;
   /** PUBLIC_BASE_URL: its path prefixes the console's URLs, and https makes the cookie Secure. */
   publicBaseUrl: string;
 }

@@ -2,6 +2,8 @@
 import type { Problem } from '../lib/problem.js';
 import { html, type Html, type Interpolation } from './html.js';
 
+import { may, type Permission, type Principal } from '../access/roles.js';
+
 export interface PageContext {
   /** The console's URL path: PUBLIC_BASE_URL's path + /console (a proxy may serve Skyhook under a prefix). */
   base: string;
@@ -9,7 +11,15 @@ export interface PageContext {
   csrfToken?: string;
   /** The URL of a static file, by name (content-hashed). */
   asset: (name: string) => string;
+  /** Who is signed in (absent on the sign-in page): pages show only the actions their role may take. */
+  principal?: Principal;
 }
+
+/** Whether the signed-in key's role may do this: an action it may not is not shown (and the server refuses it anyway). */
+export const can = (ctx: PageContext, permission: Permission): boolean => ctx.principal !== undefined && may(ctx.principal.role, permission);
+
+/** `markup` when the signed-in key's role may do `permission`, else nothing. */
+export const allowed = (ctx: PageContext, permission: Permission, markup: Html): Html | '' => (can(ctx, permission) ? markup : '');
 
 const NAV: [string, string][] = [
   ['', 'Overview'],
@@ -20,6 +30,9 @@ const NAV: [string, string][] = [
 
 export function page(ctx: PageContext, opts: { title: string; section?: string; body: Interpolation; charts?: boolean; notice?: Interpolation }): Html {
   const signedIn = ctx.csrfToken !== undefined;
+  // A company key's console is its company's alone: its company's page stands for the overview and the companies.
+  const own = ctx.principal?.companyId;
+  const nav: [string, string][] = own ? [[`/companies/${own}`, 'My company'], ...NAV.filter(([path]) => path !== '' && path !== '/companies')] : NAV;
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -44,9 +57,9 @@ ${opts.charts ? html`<script src="${ctx.asset('uplot.js')}" defer></script>` : '
   ${
     signedIn
       ? html`<nav aria-label="Console">
-    <ul>${NAV.map(([path, label]) => html`<li><a href="${ctx.base}${path}"${opts.section === path ? html` aria-current="page"` : ''}>${label}</a></li>`)}</ul>
+    <ul>${nav.map(([path, label]) => html`<li><a href="${ctx.base}${path}"${opts.section === path ? html` aria-current="page"` : ''}>${label}</a></li>`)}</ul>
   </nav>
-  <form method="post" action="${ctx.base}/sign-out" class="sign-out">${csrfField(ctx)}<button type="submit" class="link">Sign out</button></form>`
+  <form method="post" action="${ctx.base}/sign-out" class="sign-out">${ctx.principal ? html`<span class="muted">${ctx.principal.name} · ${ctx.principal.role}</span> ` : ''}${csrfField(ctx)}<button type="submit" class="link">Sign out</button></form>`
       : ''
   }
 </header>

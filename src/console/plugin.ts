@@ -5,7 +5,8 @@
  * files, form bodies, and errors shown as pages. Everything here is scoped to the console's routes: the
  * receiver's requests pay for none of it.
  */
-import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Principal } from '../access/roles.js';
 import type { AuthFailureLimiter } from '../lib/auth-failure-limiter.js';
 import { constantTimeEqual, sha256 } from '../lib/crypto.js';
 import { Problem } from '../lib/problem.js';
@@ -20,7 +21,7 @@ import { notificationPages } from './pages/notifications.js';
 import { outboundPages } from './pages/outbound.js';
 import { overviewPage } from './pages/overview.js';
 import { signInPages } from './pages/sign-in.js';
-import { SESSION_TTL_MS, type ConsoleSession } from './sessions.js';
+import { SESSION_TTL_MS, type ConsoleSession } from '../access/sessions.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -29,6 +30,7 @@ declare module 'fastify' {
 }
 
 const SESSION_COOKIE = 'skyhook_console';
+
 /** The largest form the console takes (a company's token is the longest field). */
 const FORM_BODY_LIMIT = 64 * 1024;
 
@@ -48,6 +50,15 @@ export const CONTENT_SECURITY_POLICY = [
   "form-action 'self'",
   "frame-ancestors 'none'",
 ].join('; ');
+
+const SECURITY_HEADERS = {
+  'content-security-policy': CONTENT_SECURITY_POLICY,
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+};
 
 /** A refusal the operator can act on: a 4xx, or the marketplace's 502 or 503. Any other 5xx is Skyhook's own failure. */
 const actionable = (p: Problem): boolean => p.status < 500 || p.status === 502 || p.status === 503;
@@ -80,7 +91,7 @@ export async function consoleRoutes(
   const kit: ConsoleKit = {
     deps,
     base,
-    ctx: (req) => ({ base, csrfToken: req.consoleSession?.csrfToken, asset: assetUrl }),
+    ctx: (req) => ({ base, csrfToken: req.consoleSession?.csrfToken, asset: assetUrl, principal: req.principal }),
     send: (reply, markup, status = 200) => reply.code(status).type('text/html; charset=utf-8').send(markup.text),
     redirect: (reply, path) => reply.code(303).header('location', `${base}${path}`).send(),
     problem: (err) => opts.toProblem(err instanceof Error ? err : new Error(String(err))),
@@ -106,33 +117,39 @@ export async function consoleRoutes(
     done(null, form);
   });
 
-  scope.addHook('onRequest', async (req, reply) => {
-    reply.headers({
-      'content-security-policy': CONTENT_SECURITY_POLICY,
-      'x-content-type-options': 'nosniff',
-      'referrer-policy': 'no-referrer',
-      'x-frame-options': 'DENY',
-      'cross-origin-opener-policy': 'same-origin',
-      'cross-origin-resource-policy': 'same-origin',
-    });
-    const url = req.routeOptions.url ?? '';
-    if (url.startsWith(`/console/assets/`)) return;
-    // Pages hold the operator's data: never kept by the browser or a proxy.
-    reply.header('cache-control', 'no-store');
-    if (url === '/console/sign-in') return;
+  // Who may open each page or send each form (SPEC §10.1): a page (GET) needs `read` unless it says more, a
+  // form declares its permission, and the guard (access/guard.ts) finds the signed-in key from the session cookie.
+  scope.addHook('onRoute', (route) => {
+    const methods = [route.method].flat();
+    const page = methods.every((m) => m === 'GET' || m === 'HEAD');
+    route.config = { ...route.config, access: route.config?.access ?? (page ? 'read' : undefined), principal: signedIn, refuse };
+  });
+
+  /** The session of the request's cookie, kept on the request (its CSRF token), and who it is. */
+  async function signedIn(req: FastifyRequest): Promise<Principal | undefined> {
     const id = readCookie(req, SESSION_COOKIE);
     const session = id && /^[A-Za-z0-9_-]{1,100}$/.test(id) ? await deps.sessions.find(id) : undefined;
-    if (session) {
-      req.consoleSession = { ...session, id: id! };
-      return;
-    }
-    // Not signed in (or the session ended): to the sign-in page, coming back here afterwards.
-    if (id) reply.header('set-cookie', cookie('', 0));
+    if (!session) return undefined;
+    req.consoleSession = { ...session, id: id! };
+    return session.principal;
+  }
+
+  /** A refusal as the console shows it: not signed in (or the session ended), to the sign-in page; any other, a page. */
+  function refuse(req: FastifyRequest, reply: FastifyReply, problem: Problem): FastifyReply {
+    reply.headers(SECURITY_HEADERS);
+    if (problem.status !== 401) return kit.send(reply, isHtmx(req) ? problemBox(problem) : errorPage(kit.ctx(req), req, problem), problem.status);
+    if (readCookie(req, SESSION_COOKIE)) reply.header('set-cookie', cookie('', 0));
     const next = req.method === 'GET' && !isHtmx(req) ? req.url.slice('/console'.length) || '/' : '/';
     const signIn = `${base}/sign-in${next === '/' ? '' : `?next=${encodeURIComponent(next)}`}`;
     if (isHtmx(req)) return reply.code(401).header('hx-redirect', signIn).send();
-    if (url === '/console/stream') return reply.code(401).type('text/plain').send('Sign in first.');
+    if (req.routeOptions.url === '/console/stream') return reply.code(401).type('text/plain').send('Sign in first.');
     return reply.code(303).header('location', signIn).send();
+  }
+
+  scope.addHook('onRequest', async (req, reply) => {
+    reply.headers(SECURITY_HEADERS);
+    // Pages hold the operator's data: never kept by the browser or a proxy.
+    if (!(req.routeOptions.url ?? '').startsWith('/console/assets/')) reply.header('cache-control', 'no-store');
   });
 
   // CSRF (SPEC §13): every state-changing request carries the session's token, from the form's hidden
@@ -163,7 +180,7 @@ export async function consoleRoutes(
   });
   scope.setNotFoundHandler((req, reply) => kit.send(reply, errorPage(kit.ctx(req), req, new Problem(404, 'Not Found', `There is no console page ${req.url.split('?')[0]}.`)), 404));
 
-  scope.get('/assets/:hash/:name', async (req, reply) => {
+  scope.get('/assets/:hash/:name', { config: { access: 'public' } }, async (req, reply) => {
     const { hash, name } = req.params as { hash: string; name: string };
     const asset = assets.get(name);
     if (!asset) return reply.code(404).type('text/plain').send('no such file');

@@ -14,6 +14,7 @@ import { MarketplaceClient } from '../marketplace/client.js';
 import type { AccessTokens } from '../marketplace/oauth2.js';
 import { webhookSettingsApi } from '../marketplace/webhook-settings.js';
 import type { FetchEnqueuer } from '../processing/enqueue.js';
+import { createKeys } from '../access/keys.js';
 import { createCompaniesService } from './companies.service.js';
 import { createDeclinesService } from './declines.service.js';
 import { createDeletionsService } from './deletions.service.js';
@@ -106,6 +107,7 @@ export function createServices(deps: {
     quotes: createQuotesService(outbound),
     declines: createDeclinesService(outbound),
     overview: createOverviewService({ db, states: deps.states }),
+    keys: createKeys(db),
   };
 }
 

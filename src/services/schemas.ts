@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { outboundStatus } from '../db/schema/index.js';
 import { notificationStatus } from './views.js';
+import { ROLES } from '../access/roles.js';
 import { storableText } from '../lib/json-body.js';
 import { CONNECTION_PROFILES } from '../marketplace/connection.js';
 import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES, marketplaceId } from '../marketplace/contract.js';
@@ -271,3 +272,25 @@ export const deliveriesQuery = z.object({
 
 /** The pull feed: `after` is a cursor it answered (opaque); its `limit` has a maximum. */
 export const eventsQuery = z.object({ after: text(200).optional().describe('a cursor an earlier page or event answered; absent: from the oldest kept'), limit: z.coerce.number().int().min(1).max(500).default(100) });
+
+// Keys and the audit log (SPEC §10.1).
+export const createKeyBody = z.strictObject({
+  name,
+  role: z.enum(ROLES).describe('`admin`, `operator`, `viewer`, or `company` (bound to `companyId`)'),
+  companyId: z.uuid().optional().describe('The company a `company` key is bound to (only for that role)'),
+  expiresAt: instant.optional().describe('When the key stops working (none: until revoked)'),
+});
+export const keyParams = z.object({ keyId: z.uuid() });
+export const keyViewSchema = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  role: z.enum(ROLES),
+  companyId: z.uuid().nullable(),
+  hint: z.string().describe("The key's first characters, to tell keys apart"),
+  state: z.enum(['active', 'expired', 'revoked']),
+  expiresAt: z.string().nullable(),
+  revokedAt: z.string().nullable(),
+  lastUsedAt: z.string().nullable().describe('Written at most once a minute'),
+  createdAt: z.string(),
+});
+export const keyWithSecretSchema = keyViewSchema.extend({ key: z.string().describe('The key itself: shown here once, never again') });

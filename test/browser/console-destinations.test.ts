@@ -56,7 +56,7 @@ describe.skipIf(!available)("a company's destinations and deliveries in Chromium
   it('creates a destination on the company page and shows its secret once', { timeout: 60_000 }, async () => {
     await page.goto(`${origin}/console/companies/${company.companyId}`);
     await page.waitForURL(/\/console\/sign-in\?next=/);
-    await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
+    await page.getByLabel('Key').fill(ADMIN_TOKEN);
     await page.keyboard.press('Enter');
     await page.waitForURL(`${origin}/console/companies/${company.companyId}`);
     const section = page.locator('section[aria-labelledby="destinations"]');

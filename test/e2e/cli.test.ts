@@ -160,6 +160,25 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     expect(await simulatorSettings()).toEqual([]);
   });
 
+  it('makes a company key, printed once, lists keys without it, revokes it; a bad role is named', async () => {
+    const made = await skyhook(['keys', 'create', '--name', 'Acme CRM', '--role', 'company', '--company-id', companyId]);
+    expect(made, made.stderr).toMatchObject({ code: 0, stderr: '' });
+    const key = /^ {2}(skh_\S+)$/m.exec(made.stdout)?.[1];
+    expect(key).toMatch(/^skh_[0-9A-Za-z]{46}$/);
+    const id = /^created key ([0-9a-f-]{36})/.exec(made.stdout)?.[1];
+    const listed = await skyhook(['keys', 'list']);
+    expect(listed.stdout).toMatch(/^ID\s+NAME\s+ROLE\s+COMPANY\s+STATE\s+LAST USED\s+HINT\n/);
+    expect(listed.stdout).toMatch(new RegExp(`${id}\\s+Acme CRM\\s+company\\s+${companyId}\\s+active`));
+    expect(listed.stdout).not.toContain(key);
+    expect((await json(['keys', 'revoke', id!])).state).toBe('revoked');
+    const bad = await skyhook(['keys', 'create', '--name', 'x', '--role', 'root']);
+    expect(bad).toMatchObject({ code: 2, stdout: '' });
+    expect(bad.stderr).toMatch(/^skyhook: --role must be one of admin, operator, viewer, company \(got "root"\)$/m);
+    const unbound = await skyhook(['keys', 'create', '--name', 'x', '--role', 'company']);
+    expect(unbound.code).toBe(1);
+    expect(unbound.stderr).toMatch(/companyId/);
+  });
+
   it('exits 1 with the detail of a Problem: an unknown company is a 404', async () => {
     const unknown = randomUUID();
     const run = await skyhook(['webhooks', 'list', unknown]);

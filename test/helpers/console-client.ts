@@ -14,13 +14,14 @@ export function consoleClient(url: () => string) {
       body: new URLSearchParams(form).toString(),
     });
 
-  /** Signs in; answers the cookie to send and the session's CSRF token (read from a page, as a browser would). */
-  async function signIn(): Promise<{ cookie: string; setCookie: string; csrf: string }> {
-    const res = await post('/sign-in', { token: ADMIN_TOKEN, next: '/' });
+  /** Signs in (with ADMIN_TOKEN unless told a key); answers the cookie to send and the session's CSRF token (read from the page it lands on, as a browser would). */
+  async function signIn(token = ADMIN_TOKEN): Promise<{ cookie: string; setCookie: string; csrf: string }> {
+    const res = await post('/sign-in', { token, next: '/' });
     expect(res.status).toBe(303);
     const setCookie = res.headers.get('set-cookie') ?? '';
     const cookie = setCookie.split(';')[0]!;
-    const page = await (await get('/', cookie)).text();
+    const landing = (res.headers.get('location') ?? '/console').slice('/console'.length) || '/';
+    const page = await (await get(landing, cookie)).text();
     const csrf = /<meta name="csrf-token" content="([^"]+)">/.exec(page)?.[1] ?? '';
     expect(csrf).not.toBe('');
     return { cookie, setCookie, csrf };

@@ -57,7 +57,7 @@ describe('OpenAPI and the dashboard', () => {
   it('keeps the BullMQ dashboard behind the admin token (Bearer, or Basic with the token as password)', async () => {
     const anonymous = await fetch(`${s.skyhook.url}/admin/queues`);
     expect(anonymous.status).toBe(401);
-    expect(anonymous.headers.get('www-authenticate')).toBe('Basic realm="skyhook-admin"');
+    expect(anonymous.headers.get('www-authenticate')).toBe('Basic realm="skyhook"');
     const wrong = await fetch(`${s.skyhook.url}/admin/queues/api/queues`, { headers: { authorization: `Basic ${Buffer.from('ops:nope').toString('base64')}` } });
     expect(wrong.status).toBe(401);
     const page = await fetch(`${s.skyhook.url}/admin/queues`, { headers: { authorization: `Basic ${Buffer.from(`ops:${ADMIN_TOKEN}`).toString('base64')}` } });
@@ -75,7 +75,7 @@ describe('the dashboard refuses like the rest of the admin API', () => {
       const res = await fetch(`${s.skyhook.url}${path}`, { headers: { authorization: 'Bearer wrong-token-wrong-token' } });
       expect(res.status, path).toBe(401);
       expect(res.headers.get('content-type'), path).toContain('application/problem+json');
-      expect(res.headers.get('www-authenticate'), path).toBe('Basic realm="skyhook-admin"');
+      expect(res.headers.get('www-authenticate'), path).toBe('Basic realm="skyhook"');
       const body = (await res.json()) as Record<string, unknown>;
       expect(body, path).toMatchObject({ type: 'about:blank', title: 'Unauthorized', status: 401, code: 'unauthorized' });
       expect(body, path).not.toHaveProperty('stack');

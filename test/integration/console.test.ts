@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { createSessionStore, SESSION_TTL_MS } from '../../src/console/sessions.js';
+import { createSessionStore, SESSION_TTL_MS } from '../../src/access/sessions.js';
 import { CONTENT_SECURITY_POLICY } from '../../src/console/plugin.js';
 import type { DbHandle } from '../../src/db/client.js';
 import { encryptSecret } from '../../src/lib/crypto.js';

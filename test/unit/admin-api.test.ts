@@ -45,7 +45,7 @@ describe('the admin token', () => {
     for (const authorization of ['', 'Bearer wrong', `Basic ${Buffer.from(`x:${ADMIN_TOKEN}`).toString('base64')}`]) {
       const res = await call('GET', '/admin/companies', undefined, { authorization });
       expect(problem(res, 401).code).toBe('unauthorized');
-      expect(res.headers['www-authenticate']).toBe('Bearer realm="skyhook-admin"');
+      expect(res.headers['www-authenticate']).toBe('Bearer realm="skyhook"');
     }
     expect((await call('GET', '/admin/companies')).json()).toEqual({ items: [company], nextCursor: null });
   });

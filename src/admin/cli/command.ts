@@ -51,6 +51,7 @@ const ARGUMENTS = {
   id: 'the notification id (a number)',
   destinationId: 'the destination id (a UUID)',
   deliveryId: 'the delivery id: a number, or its webhook-id (msg_<number>)',
+  keyId: 'the key id (a UUID)',
 };
 
 /** A command of a group, with its description and its arguments (`<companyId>`, ...). */

@@ -8,6 +8,7 @@ import { registerCompanies } from './companies.js';
 import { registerDeliveries } from './deliveries.js';
 import { registerDestinations } from './destinations.js';
 import { registerEvents } from './events.js';
+import { registerKeys } from './keys.js';
 import { registerDeclines, registerLeads, registerQuotes } from './leads-quotes.js';
 import { registerListen } from './listen.js';
 import { registerNotifications, registerResources } from './notifications.js';
@@ -24,5 +25,6 @@ export function registerAdminCommands(program: Command): void {
   registerDestinations(program);
   registerDeliveries(program);
   registerEvents(program);
+  registerKeys(program);
   registerListen(program);
 }

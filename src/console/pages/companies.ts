@@ -3,7 +3,9 @@
  * delete. Each form is checked by the admin API's schema and handled by the same service; a refusal (the
  * marketplace's 502 included) is shown on the page the form came from.
  */
+import { ownCompany } from '../../access/guard.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Permission } from '../../access/roles.js';
 import { z } from 'zod';
 import { companyIdParams, createCompanyBody, createWebhookBody, fetchConcurrency, patchCompanyBody, webhookParams } from '../../services/schemas.js';
 import { badRequest, type Problem } from '../../lib/problem.js';
@@ -11,7 +13,7 @@ import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES } from '../../marketplace/cont
 import type { Deleted } from '../../services/deletions.service.js';
 import { asRequest, parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
-import { ago, csrfField, doneNotice, page, problemBox, query, table, time, type PageContext } from '../layout.js';
+import { ago, allowed, can, csrfField, doneNotice, page, problemBox, query, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
 import { CONSOLE_ACTOR, createRequest, destinationsSection, DESTINATIONS_PER_PAGE, secretShown } from './destinations.js';
 import { activityCharts, companyTable, count, failuresTable, stateBadge, stateDetail, stateNotice, stateWhen, tableForm, tableParams, tableQuery } from './company-parts.js';
@@ -44,6 +46,9 @@ export function companyPages(scope: FastifyInstance, kit: ConsoleKit): void {
   const { companies, webhooks, deletions, overview, destinations } = kit.deps.services;
 
   const companiesPage = async (req: FastifyRequest, reply: FastifyReply, problem?: Problem) => {
+    // A company key's list of companies is its own company.
+    const own = ownCompany(req);
+    if (own !== undefined) return kit.redirect(reply, `/companies/${own}`);
     const ctx = kit.ctx(req);
     const p = tableParams(req);
     const all = await overview.companies(tableQuery(p));
@@ -57,7 +62,7 @@ ${
 <p class="list-state">${p.q ? html`${count(all.items.length)} of ${count(all.total)} companies match “${p.q}”.` : html`${count(all.total)} companies.`} Received, processed and failed count the last hour.</p>
 ${all.items.length === 0 ? html`<p class="muted">No company matches.</p>` : companyTable(ctx.base, action, all.items, p, 'Companies: state, backlog, and the last hour')}`
 }
-<section aria-labelledby="add-company">
+${allowed(ctx, 'companies', html`<section aria-labelledby="add-company">
 <h2 id="add-company">Add a company</h2>
 <form method="post" action="${ctx.base}/companies" class="stack">${csrfField(ctx)}
   <label for="c-name">Name</label><input id="c-name" name="name" required maxlength="200">
@@ -66,12 +71,13 @@ ${all.items.length === 0 ? html`<p class="muted">No company matches.</p>` : comp
   <p class="hint">Stored encrypted; never shown again.</p>
   <button type="submit">Add the company</button>
 </form>
-</section>`;
+</section>`)}`;
     return kit.send(reply, page(ctx, { title: 'Companies', section: '/companies', body, notice: doneNotice(req.query, NOTICES) }), problem?.status ?? 200);
   };
 
   const webhookForms = (ctx: PageContext, companyId: string, w: Awaited<ReturnType<typeof webhooks.get>>) => {
     const action = `${ctx.base}/companies/${companyId}/webhooks/${w.id}`;
+    if (!can(ctx, 'companies')) return '';
     return html`<div class="row-actions">
   <form method="post" action="${action}">${csrfField(ctx)}<input type="hidden" name="action" value="${w.active ? 'deactivate' : 'activate'}"><button type="submit" class="small secondary" aria-label="${w.active ? 'Deactivate' : 'Activate'} ${w.displayName}">${w.active ? 'Deactivate' : 'Activate'}</button></form>
   <form method="post" action="${action}" data-confirm="Rotate the secret of ${w.displayName}? The previous secret stays valid for the grace period.">${csrfField(ctx)}<input type="hidden" name="action" value="rotate"><button type="submit" class="small secondary" aria-label="Rotate the secret of ${w.displayName}">Rotate secret</button></form>
@@ -95,7 +101,7 @@ ${all.items.length === 0 ? html`<p class="muted">No company matches.</p>` : comp
   <div><dt>Queued or running</dt><dd>${count(f.running)}</dd></div>
   <div><dt>Parked</dt><dd>${count(f.parked)} <span class="muted">resources waiting for a free place${company.state.status === 'paused' ? ' or new credentials' : ''}</span></dd></div>
 </dl>
-<form method="post" action="${action}" class="stack limit-form">${csrfField(ctx)}
+${allowed(ctx, 'companies', html`<form method="post" action="${action}" class="stack limit-form">${csrfField(ctx)}
   <label for="limit">Fetch limit (fetchConcurrency)</label>
   <input id="limit" name="fetchConcurrency" type="number" inputmode="numeric" min="1" max="10000" step="1" required value="${limitError ? limitError.given : (f.ownLimit ?? f.limit)}" aria-describedby="limit-hint${limitError ? ' limit-error' : ''}"${
     limitError ? html` aria-invalid="true" autofocus` : ''
@@ -103,9 +109,9 @@ ${all.items.length === 0 ? html`<p class="muted">No company matches.</p>` : comp
   ${limitError ? html`<p class="field-error" id="limit-error"><code>fetchConcurrency</code> ${limitError.message}${limitError.given ? html` (given: ${limitError.given})` : ''}.</p>` : ''}
   <p class="hint" id="limit-hint">At most this many of its fetches at once, across every worker: a whole number from 1 to 10000. It applies at once.</p>
   <button type="submit">Set the limit</button>
-</form>
+</form>`)}
 ${
-  f.ownLimit === null
+  f.ownLimit === null || !can(ctx, 'companies')
     ? ''
     : html`<form method="post" action="${action}" class="inline">${csrfField(ctx)}<input type="hidden" name="fetchConcurrency" value="default"><button type="submit" class="secondary">Use the default instead</button></form>`
 }
@@ -174,7 +180,7 @@ ${
     ? html`<p>No webhook yet.</p>`
     : table(['Name', 'Auth', 'targetURI', 'Event types', 'State', 'Actions'], webhookRows, { class: 'cards' })
 }
-<h3>Register a webhook</h3>
+${allowed(ctx, 'companies', html`<h3>Register a webhook</h3>
 <form method="post" action="${ctx.base}/companies/${companyId}/webhooks" class="stack">${csrfField(ctx)}
   <fieldset><legend>Event types</legend>
     <div class="checks">${EVENT_TYPES.map((t) => html`<label><input type="checkbox" name="eventTypes" value="${t}"${t === 'TripRequest' ? html` checked` : ''}> ${t}</label>`)}</div>
@@ -185,12 +191,12 @@ ${
   <label for="w-name">Display name (optional)</label><input id="w-name" name="displayName" maxlength="200">
   <label class="check"><input type="checkbox" name="sharedTarget" value="on"> Use the shared targetURI <code>/hooks</code> (found by client identifier)</label>
   <button type="submit">Register the webhook</button>
-</form>
+</form>`)}
 </section>
 
 ${destinationsSection(ctx, companyId, dests, { cursor: destinationsCursor, problem: destinationProblem, given: destinationProblem ? form(req) : undefined })}
 
-<section aria-labelledby="edit">
+${allowed(ctx, 'companies', html`<section aria-labelledby="edit">
 <h2 id="edit">Rename, or replace the API token</h2>
 <form method="post" action="${ctx.base}/companies/${companyId}" class="stack">${csrfField(ctx)}
   <label for="e-name">Name</label><input id="e-name" name="name" value="${company.name}" maxlength="200">
@@ -198,22 +204,22 @@ ${destinationsSection(ctx, companyId, dests, { cursor: destinationsCursor, probl
   <p class="hint">A new token lifts a pause: the paused fetches resume by themselves.</p>
   <button type="submit">Save</button>
 </form>
-</section>
+</section>`)}
 
-<section aria-labelledby="danger" class="danger-zone">
+${allowed(ctx, 'companies', html`<section aria-labelledby="danger" class="danger-zone">
 <h2 id="danger">Delete the company</h2>
 <form method="post" action="${ctx.base}/companies/${companyId}/delete" class="stack" data-confirm="Delete ${company.name} with everything of it (webhooks, notifications, resources, events, leads, quotes)?">${csrfField(ctx)}
   <p>Its active webhook settings are deactivated on the marketplace first; if the marketplace refuses, nothing is deleted unless you force it.</p>
   <label class="check"><input type="checkbox" name="force" value="true"> Delete here even if the marketplace refuses to deactivate its webhooks</label>
   <button type="submit" class="danger">Delete ${company.name}</button>
 </form>
-</section>`;
+</section>`)}`;
     return kit.send(reply, page(ctx, { title: company.name, section: '/companies', charts: true, body, notice: doneNotice(req.query, NOTICES) }), problem?.status ?? 200);
   };
 
   /** A form of a company's page: its action runs; a refusal (4xx, or the marketplace's 502) is shown on that page, with the form's fields named. */
-  const companyForm = <P extends z.ZodType<{ companyId: string }>>(path: string, params: P, act: (params: z.infer<P>, req: FastifyRequest) => Promise<string | Html>) =>
-    scope.post(`/companies/:companyId${path}`, async (req, reply) => {
+  const companyForm = <P extends z.ZodType<{ companyId: string }>>(access: Permission, path: string, params: P, act: (params: z.infer<P>, req: FastifyRequest) => Promise<string | Html>) =>
+    scope.post(`/companies/:companyId${path}`, { config: { access } }, async (req, reply) => {
       const p = parseForm(params, req.params);
       try {
         const done = await act(p, req);
@@ -231,7 +237,7 @@ ${destinationsSection(ctx, companyId, dests, { cursor: destinationsCursor, probl
 
   scope.get('/companies', async (req, reply) => companiesPage(req, reply));
 
-  scope.post('/companies', async (req, reply) => {
+  scope.post('/companies', { config: { access: 'companies' } }, async (req, reply) => {
     try {
       const created = await companies.create(parseForm(createCompanyBody, req.body));
       return kit.redirect(reply, `/companies/${created.id}?done=created`);
@@ -244,19 +250,19 @@ ${destinationsSection(ctx, companyId, dests, { cursor: destinationsCursor, probl
 
   scope.get('/companies/:companyId', async (req, reply) => companyPage(req, reply, parseForm(companyIdParams, req.params).companyId));
 
-  companyForm('', companyIdParams, async ({ companyId }, req) => {
+  companyForm('companies', '', companyIdParams, async ({ companyId }, req) => {
     const patch = parseForm(patchCompanyBody, req.body);
     await companies.update(companyId, patch);
     return patch.apiToken !== undefined ? 'tokenReplaced' : 'updated';
   });
 
-  companyForm('/limit', companyIdParams, async ({ companyId }, req) => {
+  companyForm('companies', '/limit', companyIdParams, async ({ companyId }, req) => {
     // The same update as PATCH /admin/companies/:id { fetchConcurrency }: it applies at the gate at once.
     await companies.update(companyId, parseForm(limitForm, req.body));
     return 'limitChanged';
   });
 
-  scope.post('/companies/:companyId/delete', async (req, reply) => {
+  scope.post('/companies/:companyId/delete', { config: { access: 'companies' } }, async (req, reply) => {
     const { companyId } = parseForm(companyIdParams, req.params);
     try {
       const deleted = await deletions.deleteCompany(companyId, { force: form(req).force === 'true' });
@@ -270,7 +276,7 @@ ${destinationsSection(ctx, companyId, dests, { cursor: destinationsCursor, probl
     }
   });
 
-  companyForm('/webhooks', companyIdParams, async ({ companyId }, req) => {
+  companyForm('companies', '/webhooks', companyIdParams, async ({ companyId }, req) => {
     const f = form(req);
     const body = asRequest(createWebhookBody, {
       eventTypes: list(f.eventTypes),
@@ -282,7 +288,7 @@ ${destinationsSection(ctx, companyId, dests, { cursor: destinationsCursor, probl
     return 'webhookCreated';
   });
 
-  companyForm('/webhooks/:webhookId', webhookParams, async ({ companyId, webhookId }, req) => {
+  companyForm('companies', '/webhooks/:webhookId', webhookParams, async ({ companyId, webhookId }, req) => {
     const action = form(req).action;
     if (action === 'activate' || action === 'deactivate') {
       await webhooks.update(companyId, webhookId, { active: action === 'activate' });
@@ -296,12 +302,12 @@ ${destinationsSection(ctx, companyId, dests, { cursor: destinationsCursor, probl
   });
 
   // The new destination's secret is shown on the page that answers this form, once.
-  companyForm('/destinations', companyIdParams, async ({ companyId }, req) => {
+  companyForm('destinations', '/destinations', companyIdParams, async ({ companyId }, req) => {
     const created = await destinations.create(companyId, createRequest(form(req)), CONSOLE_ACTOR);
     return secretShown(kit.ctx(req), created, 'created');
   });
 
-  companyForm('/webhooks/:webhookId/delete', webhookParams, async ({ companyId, webhookId }) => {
+  companyForm('companies', '/webhooks/:webhookId/delete', webhookParams, async ({ companyId, webhookId }) => {
     const deleted = await deletions.deleteWebhook(companyId, webhookId, { force: false });
     return deleted.remainingRemoteSettings.length === 0 ? 'webhookDeleted' : remaining(deleted);
   });

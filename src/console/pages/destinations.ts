@@ -13,7 +13,7 @@ import { createDestinationBody, deliveriesQuery, deliveryParams, destinationPara
 import type { DeliveryView, DestinationView } from '../../services/views.js';
 import { asLocalField, asRequest, formValues, parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
-import { ago, csrfField, doneNotice, numHeading, page, pager, problemBox, query, statusBadge, table, time, type PageContext } from '../layout.js';
+import { ago, allowed, can, csrfField, doneNotice, numHeading, page, pager, problemBox, query, statusBadge, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
 import { count, secondsSince } from './company-parts.js';
 
@@ -205,10 +205,10 @@ export function destinationsSection(ctx: PageContext, companyId: string, found: 
 ${found.items.length === 0 && !opts.cursor ? html`<p>No destination yet.</p>` : table(headings, rows, { class: 'cards destinations', caption: 'Destinations: state, the last 24 hours, pending' })}
 ${pager('Destinations', (cursor) => `${ctx.base}/companies/${companyId}${query({ destinationsCursor: cursor })}#destinations`, opts.cursor, found.nextCursor, 'More →')}
 <h3 id="add-destination">Add a destination</h3>
-<form method="post" action="${ctx.base}/companies/${companyId}/destinations" class="stack destination-form" aria-labelledby="add-destination">${csrfField(ctx)}
+${allowed(ctx, 'destinations', html`<form method="post" action="${ctx.base}/companies/${companyId}/destinations" class="stack destination-form" aria-labelledby="add-destination">${csrfField(ctx)}
   ${destinationFields('new', opts.given ? fieldsGiven(opts.given) : EMPTY, opts.problem)}
   <button type="submit">Add the destination</button>
-</form>
+</form>`)}
 </section>`;
 }
 
@@ -332,7 +332,7 @@ export function destinationPages(scope: FastifyInstance, kit: ConsoleKit): void 
       const replayable = q.status !== 'pending';
       content = html`${deliveriesFilter(ctx, action, q)}
 <p class="list-state">${found.items.length === 0 ? 'No delivery matches.' : html`Newest first${q.cursor ? ' (an older page)' : ''}.`}${
-        replayable && found.items.length > 0 ? html` <a class="button secondary small" href="${action}/replay${filterQuery(q, { limit: undefined })}">Replay the matching ones…</a>` : ''
+        replayable && found.items.length > 0 && can(ctx, 'replay') ? html` <a class="button secondary small" href="${action}/replay${filterQuery(q, { limit: undefined })}">Replay the matching ones…</a>` : ''
       }</p>
 ${found.items.length === 0 ? '' : deliveriesTable(ctx, found.items, d.state.status !== 'ok')}
 ${pager('Deliveries: pages', (cursor) => `${action}${filterQuery(q, { cursor })}#deliveries`, q.cursor, found.nextCursor)}`;
@@ -374,35 +374,37 @@ ${stateNotice(d.state)}
   <div><dt>Signing secret</dt><dd>${d.previousSecretExpiresAt ? html`rotated: the previous one signs beside it until ${time(d.previousSecretExpiresAt)}` : 'one'} <span class="muted">(shown only when it is made)</span></dd></div>
   <div><dt>Added</dt><dd>${time(d.createdAt)}</dd></div>
 </dl>
-<form method="post" action="${action}/test" class="inline">${csrfField(ctx)}<button type="submit">Send a test event</button> <span class="hint">A <code>test</code> event, signed as deliveries are, sent now; nothing is stored.</span></form>
+${allowed(ctx, 'destinations', html`<form method="post" action="${action}/test" class="inline">${csrfField(ctx)}<button type="submit">Send a test event</button> <span class="hint">A <code>test</code> event, signed as deliveries are, sent now; nothing is stored.</span></form>`)}
 
 ${deliveries}
 
 <section aria-labelledby="edit">
 <h2 id="edit">Change it</h2>
-<form method="post" action="${action}" class="stack destination-form">${csrfField(ctx)}
+${allowed(ctx, 'destinations', html`<form method="post" action="${action}" class="stack destination-form">${csrfField(ctx)}
   ${destinationFields('edit', editFields, failedAt('edit'))}
   <p class="hint">A new URL applies to pending deliveries too; a new filter to later events (a replay fills what the old one left out).</p>
   <button type="submit">Save</button>
-</form>
+</form>`)}
 </section>
 
 <section aria-labelledby="secret">
 <h2 id="secret">Rotate the signing secret</h2>
 ${shownAt('rotate')}
-<form method="post" action="${action}/rotate" class="stack" data-confirm="Rotate the signing secret of ${nameOf(d)}? The new one is shown once.">${csrfField(ctx)}
+${allowed(ctx, 'destinations', html`<form method="post" action="${action}/rotate" class="stack" data-confirm="Rotate the signing secret of ${nameOf(d)}? The new one is shown once.">${csrfField(ctx)}
   <label for="grace">Grace period (seconds)</label>
   <input id="grace" name="graceSeconds" type="number" inputmode="numeric" min="0" max="2592000" step="1" value="86400" required aria-describedby="grace-hint">
   <p class="hint" id="grace-hint">The previous secret keeps signing beside the new one this long (86400: a day), so the application can switch over. 0 after a leak: it stops at once.</p>
   <button type="submit">Rotate the secret</button>
-</form>
+</form>`)}
 </section>
 
 <section aria-labelledby="state">
 <h2 id="state">${d.active ? 'Disable it' : 'Enable it'}</h2>
 ${shownAt('state')}
 ${
-  d.active
+  !can(ctx, 'destinations')
+    ? ''
+    : d.active
     ? html`<form method="post" action="${action}/disable" class="stack" data-confirm="Disable ${nameOf(d)}? Its deliveries wait until it is enabled.">${csrfField(ctx)}
   <p>Nothing is sent to it while it is disabled; new deliveries are still created and wait.</p>
   <button type="submit" class="secondary">Disable</button>
@@ -420,10 +422,10 @@ ${
 <section aria-labelledby="danger" class="danger-zone">
 <h2 id="danger">Delete the destination</h2>
 ${shownAt('delete')}
-<form method="post" action="${action}/delete" class="stack" data-confirm="Delete the destination ${nameOf(d)}? Its pending deliveries end skipped.">${csrfField(ctx)}
+${allowed(ctx, 'destinations', html`<form method="post" action="${action}/delete" class="stack" data-confirm="Delete the destination ${nameOf(d)}? Its pending deliveries end skipped.">${csrfField(ctx)}
   <p>Its pending deliveries end <code>skipped</code>; its deliveries stay listed until retention.</p>
   <button type="submit" class="danger">Delete ${nameOf(d)}</button>
-</form>
+</form>`)}
 </section>`;
     const status = opts.failed?.problem.status ?? reply.statusCode;
     return kit.send(reply, page(ctx, { title: nameOf(d), section: '/companies', body, notice: doneNotice(req.query, DONE) }), status);
@@ -431,7 +433,7 @@ ${shownAt('delete')}
 
   /** A form of a destination's page: its action runs and the page comes back (a done key: by a redirect); a refusal is shown at the form. */
   const destinationForm = (path: string, form: FormName, act: (p: Params, req: FastifyRequest) => Promise<string | Html>) =>
-    scope.post(`/companies/:companyId/destinations/:destinationId${path}`, async (req, reply) => {
+    scope.post(`/companies/:companyId/destinations/:destinationId${path}`, { config: { access: 'destinations' } }, async (req, reply) => {
       const p = parseForm(destinationParams, req.params);
       try {
         const done = await act(p, req);
@@ -470,7 +472,7 @@ ${shownAt('delete')}
     return 'enabled';
   });
 
-  scope.post('/companies/:companyId/destinations/:destinationId/delete', async (req, reply) => {
+  scope.post('/companies/:companyId/destinations/:destinationId/delete', { config: { access: 'destinations' } }, async (req, reply) => {
     const p = parseForm(destinationParams, req.params);
     try {
       await destinations.delete(p.companyId, p.destinationId);
@@ -517,7 +519,7 @@ ${
     return kit.send(reply, page(ctx, { title: 'Replay', section: '/companies', body }));
   });
 
-  scope.post('/companies/:companyId/destinations/:destinationId/replay', async (req, reply) => {
+  scope.post('/companies/:companyId/destinations/:destinationId/replay', { config: { access: 'replay' } }, async (req, reply) => {
     const ctx = kit.ctx(req);
     const p = parseForm(destinationParams, req.params);
     const f = parseForm(replayForm, req.body);
@@ -567,7 +569,9 @@ ${d.lastError ? html`<p class="notice error">Last error: <span class="wrap">${d.
 ${
   d.status === 'pending'
     ? html`<p class="muted">Pending: it is sent when its turn comes, so it cannot be replayed.</p>`
-    : html`<form method="post" action="${ctx.base}/companies/${d.companyId}/deliveries/${d.id}/replay" class="inline">${csrfField(ctx)}<button type="submit">Replay</button> <span class="hint">Sent again with the same webhook-id, outside its resource's order; its earlier attempts stay below.</span></form>`
+    : !can(ctx, 'replay')
+      ? ''
+      : html`<form method="post" action="${ctx.base}/companies/${d.companyId}/deliveries/${d.id}/replay" class="inline">${csrfField(ctx)}<button type="submit">Replay</button> <span class="hint">Sent again with the same webhook-id, outside its resource's order; its earlier attempts stay below.</span></form>`
 }
 <h2>Attempts, oldest first</h2>
 ${attemptsTable(attempts)}`;
@@ -576,7 +580,7 @@ ${attemptsTable(attempts)}`;
 
   scope.get('/companies/:companyId/deliveries/:deliveryId', async (req, reply) => deliveryPage(req, reply, parseForm(deliveryParams, req.params)));
 
-  scope.post('/companies/:companyId/deliveries/:deliveryId/replay', async (req, reply) => {
+  scope.post('/companies/:companyId/deliveries/:deliveryId/replay', { config: { access: 'replay' } }, async (req, reply) => {
     const p = parseForm(deliveryParams, req.params);
     try {
       await destinations.replayDelivery(p.companyId, p.deliveryId);

@@ -4,19 +4,20 @@
  * filter after a count; a resource's versions with what changed. Filters are validated by the admin
  * API's own schemas, and every read and action is a call of the notifications service.
  */
+import { companyInReach, ownCompany } from '../../access/guard.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { NOTIFICATION_FILTER_KEYS as FILTER_KEYS, notificationsQuery, replayableStatus, resourceHistoryQuery } from '../../services/schemas.js';
 import { streamToClient } from '../../admin/stream.js';
 import { notificationStatus } from '../../db/schema/index.js';
 import { NOTIFICATION_TYPE_BY_EVENT } from '../../marketplace/contract.js';
-import { Problem } from '../../lib/problem.js';
+import { notFound, Problem } from '../../lib/problem.js';
 import type { NotificationFilter } from '../../services/notifications.service.js';
 import type { NotificationView, TimelineEntry } from '../../services/views.js';
 import { asLocalField, parseForm } from '../forms.js';
 import { companyPicker, pickCompany, type Picked } from '../company-picker.js';
 import { html, type Html } from '../html.js';
-import { problemBox, jsonBlock, notice, numHeading, page, pager, query, statusBadge, table, time, csrfField, type PageContext } from '../layout.js';
+import { can, problemBox, jsonBlock, notice, numHeading, page, pager, query, statusBadge, table, time, csrfField, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
 import { rfqAnswerForms } from './rfq-forms.js';
 
@@ -117,11 +118,21 @@ const bulkForm = z.object({
 export function notificationPages(scope: FastifyInstance, kit: ConsoleKit): void {
   const { notifications, companies, webhooks } = kit.deps.services;
 
-  const loadList = async (raw: unknown) => {
+  /** A company key's lists, streams and replays are its own company's (SPEC §10.1). */
+  const loadList = async (raw: unknown, req: FastifyRequest) => {
     const q = parseForm(notificationsQuery, raw);
+    q.companyId = companyInReach(req, q.companyId);
     const result = await notifications.list(q);
     const names = await companies.names(result.items.map((n) => n.companyId));
     return { q, result, names };
+  };
+
+  /** A notification in the signed-in key's reach: another company's is as if it did not exist. */
+  const notificationInReach = async (req: FastifyRequest, id: number) => {
+    const n = await notifications.get(id);
+    const own = ownCompany(req);
+    if (own !== undefined && n.companyId !== own) throw notFound(`Notification ${id}`);
+    return n;
   };
 
   scope.get('/notifications', async (req, reply) => {
@@ -131,11 +142,11 @@ export function notificationPages(scope: FastifyInstance, kit: ConsoleKit): void
     let body: Html;
     try {
       if (pick.problem) throw pick.problem;
-      const { q, result, names } = await loadList(pick.query);
+      const { q, result, names } = await loadList(pick.query, req);
       const replayable = q.status !== 'discarded';
       body = html`<h1>Notifications</h1>
 ${filterForm(ctx, q, pick.picked)}
-<p class="actions">${replayable ? html`<a class="button secondary" href="${ctx.base}/notifications/replay${listQueryString(q)}">Replay the matching ones…</a>` : ''}</p>
+<p class="actions">${replayable && can(ctx, 'replay') ? html`<a class="button secondary" href="${ctx.base}/notifications/replay${listQueryString(q)}">Replay the matching ones…</a>` : ''}</p>
 <div hx-ext="sse" sse-connect="${ctx.base}/stream${query({ companyId: q.companyId })}">${listPart(ctx, q, result, names)}</div>`;
     } catch (err) {
       // A bad filter: the form as sent, with what is wrong, rather than a bare error page.
@@ -149,13 +160,13 @@ ${filterForm(ctx, q, pick.picked)}
   });
 
   scope.get('/notifications/rows', async (req, reply) => {
-    const { q, result, names } = await loadList(req.query);
+    const { q, result, names } = await loadList(req.query, req);
     return kit.send(reply, listContent(kit.ctx(req), q, result, names));
   });
 
   scope.get('/stream', async (req, reply) => {
     const q = parseForm(streamQuery, req.query);
-    return streamToClient(kit.deps.stream, req, reply, q);
+    return streamToClient(kit.deps.stream, req, reply, { ...q, companyId: companyInReach(req, q.companyId) });
   });
 
   /** The live part of a notification's page: status, timeline and the snapshot it led to (its content; the element stays). */
@@ -182,7 +193,7 @@ ${filterForm(ctx, q, pick.picked)}
   scope.get('/notifications/:id', async (req, reply) => {
     const ctx = kit.ctx(req);
     const { id } = parseForm(idParams, req.params);
-    const n = await notifications.get(id);
+    const n = await notificationInReach(req, id);
     // A webhook deleted since the page's first read is shown by its id; any other error is the page's.
     const webhookOrGone = webhooks.get(n.companyId, n.webhookId).catch((err: unknown) => {
       if (err instanceof Problem && err.status === 404) return undefined;
@@ -214,7 +225,9 @@ ${filterForm(ctx, q, pick.picked)}
 ${
   n.status === 'discarded'
     ? html`<p class="muted">Discarded (its webhook was deactivated): it cannot be replayed.</p>`
-    : html`<form method="post" action="${ctx.base}/notifications/${n.id}/replay" class="inline">${csrfField(ctx)}<button type="submit">Replay</button> <span class="hint">Fetches its resource again; the earlier attempts stay in the timeline.</span></form>`
+    : !can(ctx, 'replay')
+      ? ''
+      : html`<form method="post" action="${ctx.base}/notifications/${n.id}/replay" class="inline">${csrfField(ctx)}<button type="submit">Replay</button> <span class="hint">Fetches its resource again; the earlier attempts stay in the timeline.</span></form>`
 }
 <div hx-ext="sse" sse-connect="${ctx.base}/stream${query({ companyId: n.companyId, notificationId: n.id })}">
   <div id="live-part" hx-get="${ctx.base}/notifications/${n.id}/live" hx-trigger="sse:notification, sse:resync, htmx:sseOpen from:closest [sse-connect]" hx-swap="innerHTML">${await liveContent(ctx, n)}</div>
@@ -231,11 +244,12 @@ ${jsonBlock(n.body, 'Notification body')}`;
 
   scope.get('/notifications/:id/live', async (req, reply) => {
     const { id } = parseForm(idParams, req.params);
-    return kit.send(reply, await liveContent(kit.ctx(req), await notifications.get(id)));
+    return kit.send(reply, await liveContent(kit.ctx(req), await notificationInReach(req, id)));
   });
 
-  scope.post('/notifications/:id/replay', async (req, reply) => {
+  scope.post('/notifications/:id/replay', { config: { access: 'replay' } }, async (req, reply) => {
     const { id } = parseForm(idParams, req.params);
+    await notificationInReach(req, id);
     await notifications.replay(id);
     return kit.redirect(reply, `/notifications/${id}?replayed=1`);
   });
@@ -244,6 +258,7 @@ ${jsonBlock(n.body, 'Notification body')}`;
   scope.get('/notifications/replay', async (req, reply) => {
     const ctx = kit.ctx(req);
     const f = parseForm(bulkForm, req.query);
+    f.companyId = companyInReach(req, f.companyId);
     const { matched } = await notifications.replayMatching({ ...f, dryRun: true });
     const names = await companies.names(f.companyId ? [f.companyId] : []);
     const described = [
@@ -268,9 +283,10 @@ ${
     return kit.send(reply, page(ctx, { title: 'Replay', section: '/notifications', body }));
   });
 
-  scope.post('/notifications/replay', async (req, reply) => {
+  scope.post('/notifications/replay', { config: { access: 'replay' } }, async (req, reply) => {
     const ctx = kit.ctx(req);
     const f = parseForm(bulkForm, req.body);
+    f.companyId = companyInReach(req, f.companyId);
     const { matched, replayed } = await notifications.replayMatching(f);
     const body = html`<h1>Replayed</h1>
 <p>${replayed} of the ${matched} matching notifications were replayed.</p>
@@ -278,7 +294,10 @@ ${
     return kit.send(reply, page(ctx, { title: 'Replayed', section: '/notifications', body, notice: notice(`${replayed} notifications replayed.`) }));
   });
 
-  scope.get('/resources', async (req, reply) => resourcePage(kit, req, reply, parseForm(resourceHistoryQuery, req.query)));
+  scope.get('/resources', async (req, reply) => {
+    const q = parseForm(resourceHistoryQuery, req.query);
+    return resourcePage(kit, req, reply, { ...q, companyId: companyInReach(req, q.companyId)! });
+  });
 }
 
 /** A resource's versions with what changed; an RFQ's with its Quote… and Decline… forms (`problem`: one was refused). */

@@ -3,6 +3,7 @@
  * first, each with the resend action (after checking on the marketplace that it did not arrive; SPEC §6,
  * services/send-once.ts); and the RFQ page's Quote… and Decline… forms, posted to the same services.
  */
+import { companyInReach } from '../../access/guard.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Problem } from '../../lib/problem.js';
@@ -11,7 +12,7 @@ import type { DeclineView, QuoteView } from '../../services/views.js';
 import { parseForm } from '../forms.js';
 import { companyPicker, pickCompany } from '../company-picker.js';
 import { html } from '../html.js';
-import { csrfField, doneNotice, page, pager, problemBox, query, table, time, type PageContext } from '../layout.js';
+import { can, csrfField, doneNotice, page, pager, problemBox, query, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
 import { resourcePage } from './notifications.js';
 import { declineForm, declineRequestOf, quoteForm, quoteRequestOf } from './rfq-forms.js';
@@ -35,7 +36,9 @@ const outcome = (a: { status: string; error: string | null }) =>
 
 /** The resend action of a quote or a decline held unknown. */
 const resendForm = (ctx: PageContext, action: string, what: string) =>
-  html`<td data-label="Action"><form method="post" action="${ctx.base}${action}" data-confirm="Resend ${what}? Only if you checked on the marketplace that the buyer did not get it.">${csrfField(ctx)}<button type="submit" class="small" aria-label="Resend ${what}">Resend</button></form></td>`;
+  !can(ctx, 'send')
+    ? html`<td data-label="Action"><span class="muted">–</span></td>`
+    : html`<td data-label="Action"><form method="post" action="${ctx.base}${action}" data-confirm="Resend ${what}? Only if you checked on the marketplace that the buyer did not get it.">${csrfField(ctx)}<button type="submit" class="small" aria-label="Resend ${what}">Resend</button></form></td>`;
 
 /** Where it was sent: the RFQ's action href, or the assumed path. */
 const sentTo = (a: { target: string | null; targetUrl: string | null }) =>
@@ -80,6 +83,8 @@ export function outboundPages(scope: FastifyInstance, kit: ConsoleKit): void {
     // The company field's text, read into companyId (company-picker.ts); none picked: the first company by id.
     const pick = await pickCompany(companies, companyIdGiven ? { ...(req.query as object), companyId: companyIdGiven, company: undefined } : req.query);
     const q = parseForm(outboundQuery, pick.query);
+    // A company key sees its own company's, whatever the picker says.
+    q.companyId = companyInReach(req, q.companyId);
     const first = pick.problem || q.companyId ? undefined : (await companies.list({ limit: 1 })).items[0];
     const companyId = q.companyId ?? first?.id;
     const picker = html`<form method="get" action="${ctx.base}/outbound" class="filters" aria-label="Choose a company">
@@ -153,7 +158,7 @@ ${listPager('Lead', 'leadsCursor', leadPage.nextCursor, 'leads')}
 
   /** The Resend of a quote or a decline held unknown; a refusal is shown on this page. */
   const resend = (kind: 'quotes' | 'declines', resendUnknown: (companyId: string, id: string) => Promise<unknown>, done: string) =>
-    scope.post(`/companies/:companyId/${kind}/:id/resend`, async (req, reply) => {
+    scope.post(`/companies/:companyId/${kind}/:id/resend`, { config: { access: 'send' } }, async (req, reply) => {
       const { companyId, id } = parseForm(answerParams, req.params);
       return act(reply, () => resendUnknown(companyId, id), `/outbound${query({ companyId, done })}`, (problem) => outboundPage(req, reply, companyId, problem));
     });
@@ -165,7 +170,7 @@ ${listPager('Lead', 'leadsCursor', leadPage.nextCursor, 'leads')}
    * field, the marketplace) is shown on that RFQ's page, which the form's href names.
    */
   const rfqAnswer = <S extends z.ZodType<{ href: string }>>(path: string, formSchema: S, send: (companyId: string, form: z.infer<S>) => Promise<unknown>, done: string) =>
-    scope.post(`/companies/:companyId/${path}`, async (req, reply) => {
+    scope.post(`/companies/:companyId/${path}`, { config: { access: 'send' } }, async (req, reply) => {
       const { companyId } = parseForm(companyIdParams, req.params);
       const form = parseForm(formSchema, req.body);
       return act(reply, () => send(companyId, form), `/outbound${query({ companyId, done })}`, (problem) =>

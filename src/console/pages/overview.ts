@@ -3,6 +3,7 @@
  * as cards, most urgent first and a page at a time, then the others as a compact table, searched and sorted
  * through the query string.
  */
+import { ownCompany } from '../../access/guard.js';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { OLDEST_BACKLOG_MIN_AGE_S, OLDEST_BACKLOGS, type AttentionReason, type CompanyOverview, type Overview } from '../../services/overview.service.js';
@@ -26,6 +27,9 @@ const tagsOf = (c: CompanyOverview): AttentionReason[] => c.attention.filter((a)
 // Over 80 lines on purpose: one page, its sections in the order they show (the cards, their pager and the list share the page's state).
 export function overviewPage(scope: FastifyInstance, kit: ConsoleKit): void {
   scope.get('/', async (req, reply) => {
+    // A company key's console is its company's alone: its company's page is its overview.
+    const own = ownCompany(req);
+    if (own !== undefined) return kit.redirect(reply, `/companies/${own}`);
     const ctx = kit.ctx(req);
     const p = tableParams(req);
     const { page: pageNo = 1 } = parseForm(pageParams, req.query);

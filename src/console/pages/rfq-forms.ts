@@ -10,7 +10,7 @@ import { badRequest, Problem } from '../../lib/problem.js';
 import { DECLINE_REASONS } from '../../marketplace/declines.js';
 import { asRequest } from '../forms.js';
 import { html, type Html } from '../html.js';
-import { csrfField, type PageContext } from '../layout.js';
+import { can, csrfField, type PageContext } from '../layout.js';
 
 /** The ids an RFQ can be answered on: the RFQ's own, then each requested lift's (`sellerLift[].id`). */
 function answerableIds(body: unknown): { id: string; label: string }[] {
@@ -27,7 +27,7 @@ const requestPicker = (prefix: string, ids: { id: string; label: string }[]) =>
 /** The two forms, folded; `href` brings the operator back to this resource when the marketplace refuses. */
 export function rfqAnswerForms(ctx: PageContext, companyId: string, href: string, body: unknown): Html {
   const ids = answerableIds(body);
-  if (ids.length === 0) return html``;
+  if (ids.length === 0 || !can(ctx, 'send')) return html``;
   const back = html`<input type="hidden" name="href" value="${href}">`;
   return html`<section aria-labelledby="answer" class="rfq-answers">
 <h2 id="answer">Answer this RFQ</h2>

@@ -1,4 +1,5 @@
-import { index, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
+import { index, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { apiKeys } from './access.js';
 import { bytea } from './webhooks.js';
 
 /**
@@ -12,6 +13,8 @@ export const consoleSessions = pgTable(
     idSha256: bytea('id_sha256').primaryKey(),
     /** The session's CSRF token, sent back by every state-changing form. */
     csrfToken: text('csrf_token').notNull(),
+    /** The key signed in with (its role and reach are read from it at each request: a revoked key ends its sessions); null: ADMIN_TOKEN. */
+    keyId: uuid('key_id').references(() => apiKeys.id, { onDelete: 'cascade' }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
   },

@@ -8,3 +8,4 @@ export * from './declines.js';
 export * from './destinations.js';
 export * from './views.js';
 export * from './console-sessions.js';
+export * from './access.js';

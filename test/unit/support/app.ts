@@ -82,8 +82,8 @@ function credentials(w: FakeWebhook): WebhookCredentials {
 /** The admin services this test uses; every other call fails the test loudly. */
 export type FakeServices = Partial<{ [K in Exclude<keyof AdminDeps, 'adminToken' | 'stream'>]: Partial<AdminDeps[K]> }>;
 
-function services(given: FakeServices): Omit<AdminDeps, 'adminToken' | 'stream'> {
-  const names = ['companies', 'webhooks', 'deletions', 'notifications', 'leads', 'quotes', 'declines', 'destinations', 'events'] as const;
+function services(given: FakeServices): Omit<AdminDeps, 'stream'> {
+  const names = ['companies', 'webhooks', 'deletions', 'notifications', 'leads', 'quotes', 'declines', 'destinations', 'events', 'keys'] as const;
   // The events' follower is closed with the app whatever a test fakes.
   const defaults: FakeServices = { events: { close: async () => {} } };
   const entries = names.map((name) => {
@@ -98,7 +98,7 @@ function services(given: FakeServices): Omit<AdminDeps, 'adminToken' | 'stream'>
       }),
     ];
   });
-  return Object.fromEntries(entries) as Omit<AdminDeps, 'adminToken' | 'stream'>;
+  return Object.fromEntries(entries) as Omit<AdminDeps, 'stream'>;
 }
 
 /** What follows a commit (processing/enqueue.ts in Skyhook): here, by default, only recorded. */
@@ -151,7 +151,7 @@ export async function unitApp(
   };
 
   const stream = { close: async () => {}, subscribe: () => () => {}, listening: async () => {} } as unknown as AdminDeps['stream'];
-  const admin = { adminToken: ADMIN_TOKEN, ...services(opts.services ?? {}), stream };
+  const admin = { ...services(opts.services ?? {}), stream };
   const reporter = new ErrorReporter(logger, metrics.errors);
   const app = await buildApp({
     logger,
@@ -172,8 +172,11 @@ export async function unitApp(
       services: { ...admin, overview: {} as ConsoleDeps['services']['overview'] },
       stream,
       sessions: { find: async () => undefined } as unknown as ConsoleDeps['sessions'],
+      keys: { authenticate: async () => 'unknown' as const },
       publicBaseUrl: PUBLIC_BASE_URL,
     },
+    // ADMIN_TOKEN only: keys are tested against PostgreSQL (test/integration/access.test.ts).
+    access: { adminToken: ADMIN_TOKEN, keys: { authenticate: async () => 'unknown' as const } },
     queues: [],
     authFailures: { limit: 1000, windowMs: 60_000 },
     metrics,
