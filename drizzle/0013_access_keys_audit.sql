@@ -24,6 +24,7 @@ CREATE TABLE "audit_log" (
 	"company_id" uuid,
 	"targets" jsonb DEFAULT '{}'::jsonb NOT NULL,
 	"outcome" text NOT NULL,
+	"settles" bigint,
 	"fields" text[] DEFAULT '{}'::text[] NOT NULL,
 	"details" jsonb
 );
@@ -34,6 +35,7 @@ CREATE UNIQUE INDEX "api_keys_digest_idx" ON "api_keys" USING btree ("digest");-
 CREATE INDEX "audit_log_at_idx" ON "audit_log" USING btree ("at");--> statement-breakpoint
 CREATE INDEX "audit_log_company_idx" ON "audit_log" USING btree ("company_id","id");--> statement-breakpoint
 CREATE INDEX "audit_log_actor_idx" ON "audit_log" USING btree ("actor_id","id");--> statement-breakpoint
+CREATE INDEX "audit_log_settles_idx" ON "audit_log" USING btree ("settles") WHERE settles IS NOT NULL;--> statement-breakpoint
 ALTER TABLE "console_sessions" ADD CONSTRAINT "console_sessions_key_id_api_keys_id_fk" FOREIGN KEY ("key_id") REFERENCES "public"."api_keys"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 -- The audit log is append-only (SPEC §10.1): entries go only by retention, which drops partitions (§5.3).
 CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $$

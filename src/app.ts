@@ -9,6 +9,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import { hasZodFastifySchemaValidationErrors, jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { audited } from './access/audit.js';
 import { declareAccess, installGuard, type GuardDeps } from './access/guard.js';
 import { queueDashboard } from './admin/dashboard.js';
 import { adminRoutes, type AdminDeps } from './admin/routes.js';
@@ -209,10 +210,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     declareAccess(scope, 'public');
     return receiverRoutes(scope, deps.receiver);
   });
-  await app.register((scope) => adminRoutes(scope, deps.admin), { prefix: '/admin' });
-  await app.register((scope) => queueDashboard(scope, { queues: deps.queues }));
+  // Every change through the admin API, the queue dashboard and the console is in the audit log (access/audit.ts).
+  const auditError = (err: unknown) => deps.reporter.report('audit', err, "an audit entry's outcome could not be written: the change stays recorded as started");
+  await app.register(
+    (scope) => {
+      audited(scope, deps.admin.audit, auditError);
+      return adminRoutes(scope, deps.admin);
+    },
+    { prefix: '/admin' },
+  );
+  await app.register((scope) => {
+    audited(scope, deps.admin.audit, auditError);
+    return queueDashboard(scope, { queues: deps.queues });
+  });
   // Its hooks (session, CSRF, headers) and form parser are scoped to /console: no cost to the receiver.
-  await app.register((scope) => consoleRoutes(scope, deps.console, { limiter, toProblem }), { prefix: '/console' });
+  await app.register((scope) => consoleRoutes(scope, deps.console, { limiter, toProblem, audited: (s) => audited(s, deps.admin.audit, auditError) }), { prefix: '/console' });
   return app;
 }
 

@@ -19,6 +19,22 @@ program
   });
 
 program
+  .command('migrate')
+  .description('create and migrate the database (DATABASE_URL), then exit: run it as the database owner when Skyhook runs as a role that may not change the schema')
+  .action(async () => {
+    const { DatabaseStartError, prepareDatabase } = await import('./db/migrate.js');
+    const { loadConfig } = await import('./config.js');
+    const url = loadConfig(process.env).databaseUrl;
+    await prepareDatabase(url).then(
+      () => process.stdout.write('the database is migrated\n'),
+      (err: unknown) => {
+        process.stderr.write(`skyhook: ${err instanceof DatabaseStartError ? err.message : String(err)}\n`);
+        process.exitCode = 1;
+      },
+    );
+  });
+
+program
   .command('demo')
   .description("start the simulator and Skyhook together, run two demo companies through a burst of events, deliver them to each company's receiver, print a summary")
   .option('--events <n>', 'events per company', (v) => {

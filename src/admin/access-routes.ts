@@ -1,14 +1,16 @@
 /**
- * Keys (SPEC §10.1): create (the key answered once), list (never a secret), show, revoke. Only the `keys`
- * permission (the admin role) reaches them. Thin, as every admin route is: validate, call access/keys.ts, answer.
+ * Keys (SPEC §10.1): create (the key answered once), list (never a secret), show, revoke: only the `keys`
+ * permission (the admin role) reaches them. The audit log, read by any role (a company key: its company's).
+ * Thin, as every admin route is: validate, call access/, answer.
  */
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { companyInReach } from '../access/guard.js';
 import type { Services } from '../services/index.js';
 import * as s from '../services/schemas.js';
 import { documented, errors } from './documented.js';
 
-export function accessRoutes(parent: FastifyInstance, deps: Pick<Services, 'keys'>): void {
+export function accessRoutes(parent: FastifyInstance, deps: Pick<Services, 'keys' | 'audit'>): void {
   const app = parent.withTypeProvider<ZodTypeProvider>();
   app.post(
     '/keys',
@@ -41,5 +43,16 @@ export function accessRoutes(parent: FastifyInstance, deps: Pick<Services, 'keys
       response: { 200: s.keyViewSchema, ...errors },
     }),
     async (req) => deps.keys.revoke(req.params.keyId),
+  );
+  app.get(
+    '/audit',
+    documented(
+      'read',
+      'audit',
+      'List the audit log',
+      "Every change made through the admin API, the console or the CLI, newest first: when, who (a key's id and name, `ADMIN_TOKEN`, or the local CLI user), from which address, the action and its target ids, the names of the fields sent (never their values), and the outcome. A bulk action is one entry with its filter and count. A company key sees its company's entries, without other actors' addresses.",
+      { querystring: s.auditQuery, response: { 200: s.page(s.auditEntrySchema), ...errors } },
+    ),
+    async (req) => deps.audit.list({ ...req.query, companyId: companyInReach(req, req.query.companyId) }, req.principal!),
   );
 }

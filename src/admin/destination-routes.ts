@@ -88,7 +88,12 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
       'Every delivery of it created `since` a time (and `before` one, of `status`, say `failed` after an outage, of one `resourceId`) sent again, with the same `webhook-id`s, outside the order of versions (receivers keep the highest `version`). `dryRun: true` only counts.',
       { params: s.destinationParams, body: s.destinationReplayBody, response: { 200: s.replayedSchema, ...errors } },
     ),
-    async (req) => d.replay(req.params.companyId, req.params.destinationId, req.body),
+    async (req) => {
+      const result = await d.replay(req.params.companyId, req.params.destinationId, req.body);
+      // A bulk action is one audit entry, with its filter and count.
+      req.auditDetails = { filter: req.body, ...result };
+      return result;
+    },
   );
 
   app.get(

@@ -20,7 +20,7 @@ import { streamToClient } from './stream.js';
 import * as s from '../services/schemas.js';
 
 /** The services the routes call (the CLI and the console call the same ones), the live stream. */
-export type AdminDeps = Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'declines' | 'destinations' | 'events' | 'keys'> & {
+export type AdminDeps = Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'declines' | 'destinations' | 'events' | 'keys' | 'audit'> & {
   stream: NotificationStream;
 };
 
@@ -284,7 +284,13 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
       'Oldest first, at most `limit` (discarded ones never; `status` defaults to failed). `dryRun: true` only counts: `matched` is how many match.',
       { body: s.replayBody, response: { 200: s.replayedSchema, ...errors } },
     ),
-    async (req) => deps.notifications.replayMatching({ ...req.body, companyId: companyInReach(req, req.body.companyId) }),
+    async (req) => {
+      const filter = { ...req.body, companyId: companyInReach(req, req.body.companyId) };
+      const result = await deps.notifications.replayMatching(filter);
+      // A bulk action is one audit entry, with its filter and count.
+      req.auditDetails = { filter, ...result };
+      return result;
+    },
   );
   app.get(
     '/stream',

@@ -5,8 +5,8 @@
 import type { z } from 'zod';
 import { badRequest } from '../lib/problem.js';
 
-/** The fields a datetime-local input fills (the notifications' and the deliveries' filters, a destination's enabling). */
-const INSTANT_FIELDS = new Set(['receivedAfter', 'receivedBefore', 'after', 'before', 'skipBefore']);
+/** The fields a datetime-local input fills (the notifications', deliveries' and audit log's filters, a destination's enabling, a key's expiry). */
+const INSTANT_FIELDS = new Set(['receivedAfter', 'receivedBefore', 'after', 'before', 'skipBefore', 'expiresAt']);
 
 /** A datetime-local field's value (no offset) is read as UTC, as the page says; ISO values pass as they are. */
 const asInstant = (v: string) => (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(v) ? `${v.length === 16 ? `${v}:00` : v}Z` : v);

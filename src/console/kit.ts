@@ -13,7 +13,7 @@ import type { SessionStore } from '../access/sessions.js';
 
 export interface ConsoleDeps {
   adminToken: string;
-  services: Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'declines' | 'overview' | 'destinations'>;
+  services: Pick<Services, 'companies' | 'webhooks' | 'deletions' | 'notifications' | 'leads' | 'quotes' | 'declines' | 'overview' | 'destinations' | 'audit' | 'keys'>;
   stream: NotificationStream;
   sessions: SessionStore;
   /** Sign-in checks a key as the guard does. */

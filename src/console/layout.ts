@@ -26,13 +26,16 @@ const NAV: [string, string][] = [
   ['/notifications', 'Notifications'],
   ['/companies', 'Companies'],
   ['/outbound', 'Leads & quotes'],
+  ['/audit', 'Audit log'],
 ];
+/** Shown to the roles that may manage keys. */
+const KEYS_NAV: [string, string] = ['/keys', 'Keys'];
 
 export function page(ctx: PageContext, opts: { title: string; section?: string; body: Interpolation; charts?: boolean; notice?: Interpolation }): Html {
   const signedIn = ctx.csrfToken !== undefined;
   // A company key's console is its company's alone: its company's page stands for the overview and the companies.
   const own = ctx.principal?.companyId;
-  const nav: [string, string][] = own ? [[`/companies/${own}`, 'My company'], ...NAV.filter(([path]) => path !== '' && path !== '/companies')] : NAV;
+  const nav: [string, string][] = own ? [[`/companies/${own}`, 'My company'], ...NAV.filter(([path]) => path !== '' && path !== '/companies')] : can(ctx, 'keys') ? [...NAV, KEYS_NAV] : NAV;
   return html`<!doctype html>
 <html lang="en">
 <head>

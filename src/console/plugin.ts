@@ -12,6 +12,8 @@ import { constantTimeEqual, sha256 } from '../lib/crypto.js';
 import { Problem } from '../lib/problem.js';
 import { loadAssets } from './assets.js';
 import { companyPickerRoutes } from './company-picker.js';
+import { auditPage } from './pages/audit.js';
+import { keyPages } from './pages/keys.js';
 import { html, type Html } from './html.js';
 import type { ConsoleDeps, ConsoleKit } from './kit.js';
 import { page, problemBox, type PageContext } from './layout.js';
@@ -77,7 +79,7 @@ function readCookie(req: FastifyRequest, name: string): string | undefined {
 export async function consoleRoutes(
   scope: FastifyInstance,
   deps: ConsoleDeps,
-  opts: { limiter: AuthFailureLimiter; toProblem: (err: FastifyError | Error) => Problem },
+  opts: { limiter: AuthFailureLimiter; toProblem: (err: FastifyError | Error) => Problem; audited: (scope: FastifyInstance) => void },
 ): Promise<void> {
   const publicUrl = new URL(deps.publicBaseUrl);
   const base = `${publicUrl.pathname.replace(/\/+$/, '')}/console`;
@@ -170,6 +172,9 @@ export async function consoleRoutes(
     }
   });
 
+  // After the CSRF check: a refused form changed nothing.
+  opts.audited(scope);
+
   // Errors as pages (or, for htmx, as a fragment shown in the page's notice area).
   scope.setErrorHandler((err: FastifyError, req, reply) => {
     const problem = opts.toProblem(err);
@@ -204,6 +209,8 @@ export async function consoleRoutes(
   destinationPages(scope, kit);
   outboundPages(scope, kit);
   companyPickerRoutes(scope, kit);
+  auditPage(scope, kit);
+  keyPages(scope, kit);
   // Live streams are ended at close by the admin API's preClose hook: the stream is the same.
 }
 

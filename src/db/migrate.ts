@@ -6,6 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { drizzle } from 'drizzle-orm/node-postgres';
+import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import { withoutPassword } from '../lib/redact.js';
@@ -32,11 +33,25 @@ async function createDatabase(url: string): Promise<void> {
   }
 }
 
+/**
+ * Whether the newest migration is applied (as drizzle's migrator decides it: by its folder's time). Then
+ * nothing is run, not even drizzle's `CREATE SCHEMA IF NOT EXISTS`: a role that may not create anything
+ * (docs/operations.md, "A database role for the service") starts on a database its owner migrated.
+ */
+async function upToDate(client: pg.Client): Promise<boolean> {
+  const newest = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER }).at(-1)?.folderMillis ?? 0;
+  const journal = await client.query<{ present: boolean }>(`SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS present`);
+  if (!journal.rows[0]?.present) return false;
+  const { rows } = await client.query<{ applied: string | null }>('SELECT max(created_at)::text AS applied FROM drizzle.__drizzle_migrations');
+  return rows[0]?.applied != null && Number(rows[0].applied) >= newest;
+}
+
 export async function migrateDatabase(url: string): Promise<void> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    if (await upToDate(client)) return;
     await migrate(drizzle({ client }), { migrationsFolder: MIGRATIONS_FOLDER });
   } finally {
     // Ending the session releases its advisory lock: no unlock to send, nor to fail.

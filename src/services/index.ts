@@ -14,6 +14,7 @@ import { MarketplaceClient } from '../marketplace/client.js';
 import type { AccessTokens } from '../marketplace/oauth2.js';
 import { webhookSettingsApi } from '../marketplace/webhook-settings.js';
 import type { FetchEnqueuer } from '../processing/enqueue.js';
+import { createAuditLog } from '../access/audit.js';
 import { createKeys } from '../access/keys.js';
 import { createCompaniesService } from './companies.service.js';
 import { createDeclinesService } from './declines.service.js';
@@ -108,6 +109,7 @@ export function createServices(deps: {
     declines: createDeclinesService(outbound),
     overview: createOverviewService({ db, states: deps.states }),
     keys: createKeys(db),
+    audit: createAuditLog(db),
   };
 }
 

@@ -294,3 +294,25 @@ export const keyViewSchema = z.object({
   createdAt: z.string(),
 });
 export const keyWithSecretSchema = keyViewSchema.extend({ key: z.string().describe('The key itself: shown here once, never again') });
+export const auditQuery = z.object({
+  actor: text(200).optional().describe("A key's id, or a name: a key's, `ADMIN_TOKEN`, `cli:<user>`"),
+  companyId: z.uuid().optional(),
+  action: text(200).optional().describe('Part of the action: `DELETE /admin/companies`, `replay`, `skyhook keys`'),
+  after: instant.optional(),
+  before: instant.optional(),
+  limit,
+  cursor: text(100).optional(),
+});
+export const auditEntrySchema = z.object({
+  id: z.number(),
+  at: z.string(),
+  actor: z.object({ kind: z.string().describe('`key`, `bootstrap` (ADMIN_TOKEN) or `local` (the CLI on the database)'), id: z.string().nullable(), name: z.string() }),
+  address: z.string().nullable(),
+  action: z.string(),
+  companyId: z.string().nullable(),
+  targets: z.record(z.string(), z.union([z.string(), z.number()])),
+  fields: z.array(z.string()).describe('The names of the fields sent, never their values'),
+  outcome: z.string().describe('`ok`, `refused`, `failed`, or `started` (under way, or the process stopped during it)'),
+  settledAt: z.string().nullable(),
+  details: z.record(z.string(), z.unknown()).nullable().describe("A bulk action's filter and count"),
+});

@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -176,7 +176,16 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     expect(bad.stderr).toMatch(/^skyhook: --role must be one of admin, operator, viewer, company \(got "root"\)$/m);
     const unbound = await skyhook(['keys', 'create', '--name', 'x', '--role', 'company']);
     expect(unbound.code).toBe(1);
-    expect(unbound.stderr).toMatch(/companyId/);
+    expect(unbound.stderr).toMatch(/--company-id/);
+    // Each change is in the audit log, as the local user's; the bad flags changed nothing and are not.
+    const audit = (await json(['audit', 'list', '--action', 'skyhook keys'])) as unknown as { items: { actor: { kind: string; name: string }; action: string; outcome: string; fields: string[]; targets: Record<string, string> }[] };
+    expect(audit.items.map((e) => [e.action, e.outcome])).toEqual([
+      ['skyhook keys create', 'refused'],
+      ['skyhook keys revoke', 'ok'],
+      ['skyhook keys create', 'ok'],
+    ]);
+    expect(audit.items[1]).toMatchObject({ actor: { kind: 'local', name: `cli:${userInfo().username}` }, targets: { keyId: id } });
+    expect(audit.items[2]!.fields).toEqual(['name', 'role', 'companyId']);
   });
 
   it('exits 1 with the detail of a Problem: an unknown company is a 404', async () => {

@@ -2,7 +2,7 @@
  * Who may do what (SPEC §10.1), over HTTP against a real Skyhook and PostgreSQL: keys made, listed (never
  * the secret), used and revoked at once; and every route of Fastify's table called with every role, an
  * expired key, a revoked key and no key, against the declared matrix (401, 403 for a permission the role
- * lacks, 404 for another company's ids), the console's pages and forms included.
+ * lacks, 404 for another company's ids), the console's pages and forms included; and the audit log.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,7 +10,7 @@ import { looksLikeKey, newKey } from '../../src/access/keys.js';
 import { GRANTS, ROLES, type Access, type Role } from '../../src/access/roles.js';
 import type { DbHandle } from '../../src/db/client.js';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
-import { connectFixtures, seedCompany } from '../helpers/fixtures.js';
+import { basicAuthorization, connectFixtures, notificationBody, postNotification, seedCompany, seedWebhook } from '../helpers/fixtures.js';
 import { consoleClient } from '../helpers/console-client.js';
 import { adminClient, startSkyhook, type TestSkyhook } from '../helpers/skyhook.js';
 
@@ -106,6 +106,50 @@ describe('keys', () => {
     expect((await get('/notifications', session.cookie)).status).toBe(303);
     const { rows } = await fixtures.pool.query('SELECT 1 FROM console_sessions WHERE key_id = $1', [made.body.id]);
     expect(rows).toHaveLength(0);
+  });
+
+  it("a company key's lists, details, replays and streams hold only its company's notifications", async () => {
+    const stored: Record<string, string[]> = { [companyA]: [], [companyB]: [] };
+    const hooks = await Promise.all([companyA, companyB].map((companyId) => seedWebhook(fixtures.db, skyhook.config.secretKey, { companyId, authType: 'BASIC', publicBaseUrl: skyhook.url })));
+    const notify = async (i: number) => {
+      const hook = hooks[i]!;
+      const res = await postNotification(skyhook.url, hook.path, { authorization: basicAuthorization(hook.clientIdentifier, hook.secret), body: JSON.stringify(notificationBody('http://127.0.0.1:9/api')) });
+      expect(res.status).toBe(200);
+    };
+    // The company key's live stream, opened before anything arrives.
+    const live = await fetch(`${skyhook.url}/admin/stream`, { headers: { authorization: `Bearer ${keys.company}` } });
+    expect(live.status).toBe(200);
+    for (let i = 0; i < 3; i++) await Promise.all([notify(0), notify(1)]);
+    const { rows } = await fixtures.pool.query<{ id: string; company_id: string }>('SELECT id, company_id FROM notifications');
+    for (const r of rows) stored[r.company_id]!.push(r.id);
+    expect(stored[companyB]!.length).toBe(3);
+
+    const api = adminClient(skyhook.url, keys.company);
+    const listed = await api('GET', '/notifications?limit=100');
+    expect(listed.body.items.map((n: { id: string }) => String(n.id)).sort()).toEqual([...stored[companyA]!].sort());
+    const other = stored[companyB]![0]!;
+    expect((await api('GET', `/notifications/${other}`)).status).toBe(404);
+    expect((await api('POST', `/notifications/${other}/replay`)).status).toBe(404);
+    expect((await api('GET', `/notifications/${stored[companyA]![0]}`)).status).toBe(200);
+    const counted = await api('POST', '/notifications/replay', { status: 'queued', dryRun: true });
+    const everyone = await skyhook.admin('POST', '/notifications/replay', { status: 'queued', dryRun: true });
+    expect(counted.body.matched).toBeLessThan(everyone.body.matched);
+    expect((await api('GET', `/resources?companyId=${companyB}`)).status).toBe(404);
+    expect((await api('GET', `/companies/${companyB}/events/stream`)).status).toBe(404);
+
+    // What the stream said: changes of company A's notifications only.
+    const reader = live.body!.getReader();
+    let text = '';
+    const until = Date.now() + 1500;
+    while (Date.now() < until) {
+      const chunk = await Promise.race([reader.read(), new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), until - Date.now()))]);
+      if (!chunk || chunk.done) break;
+      text += new TextDecoder().decode(chunk.value);
+    }
+    await reader.cancel();
+    const companies = [...text.matchAll(/"companyId":"([0-9a-f-]{36})"/g)].map((m) => m[1]);
+    expect(companies.length).toBeGreaterThan(0);
+    expect(new Set(companies)).toEqual(new Set([companyA]));
   });
 
   it("a company key sees only its own company's rows, and another's ids answer 404", async () => {
@@ -227,5 +271,82 @@ describe('every route, every role (SPEC §10.1: deny by default)', () => {
     expect((await fetch(`${skyhook.url}/metrics`)).status).toBe(401);
     expect((await fetch(`${skyhook.url}/metrics`, { headers: { authorization: `Bearer ${keys.admin}` } })).status).toBe(401);
     expect((await fetch(`${skyhook.url}/metrics`, { headers: { authorization: 'Bearer metrics-token-0123456789' } })).status).toBe(200);
+  });
+});
+
+describe('the audit log (SPEC §10.1)', () => {
+  it('records each change with who, from where, the fields sent (never their values) and the outcome; reads change nothing', async () => {
+    // A key of its own: the route walk above made many (refused) changes with the role keys.
+    const auditor = await skyhook.admin('POST', '/keys', { name: 'audited operator', role: 'operator' });
+    const operator = adminClient(skyhook.url, auditor.body.key);
+    const secretToken = 'a-secret-api-token-that-must-not-be-logged';
+    const before = (await skyhook.admin('GET', '/audit?limit=500')).body.items.length;
+    expect((await operator('GET', `/companies/${companyB}`)).status).toBe(200);
+    expect((await operator('PATCH', `/companies/${companyB}`, { name: 'Company B renamed', apiToken: secretToken })).status).toBe(200);
+    const missing = randomUUID();
+    expect((await operator('DELETE', `/companies/${companyB}/destinations/${missing}`)).status).toBe(404);
+    const list = await skyhook.admin('GET', `/audit?actor=${auditor.body.id}`);
+    expect(list.status).toBe(200);
+    expect(list.body.items.length).toBe(2);
+    const [refused, patched] = list.body.items;
+    expect(patched).toMatchObject({
+      actor: { kind: 'key', id: auditor.body.id, name: 'audited operator' },
+      address: '127.0.0.1',
+      action: 'PATCH /admin/companies/:companyId',
+      companyId: companyB,
+      fields: ['name', 'apiToken'],
+      outcome: 'ok',
+    });
+    expect(refused).toMatchObject({ action: 'DELETE /admin/companies/:companyId/destinations/:destinationId', targets: { destinationId: missing }, outcome: 'refused' });
+    // The GET made no entry; and no entry holds the token.
+    expect((await skyhook.admin('GET', '/audit?limit=500')).body.items.length).toBe(before + 2);
+    const { rows } = await fixtures.pool.query<{ n: string }>(`SELECT count(*) AS n FROM audit_log WHERE audit_log::text LIKE '%' || $1 || '%'`, [secretToken]);
+    expect(Number(rows[0]!.n)).toBe(0);
+  });
+
+  it('a bulk replay is one entry with its filter and count', async () => {
+    const replayed = await skyhook.admin('POST', '/notifications/replay', { companyId: companyA, status: 'failed', limit: 10 });
+    expect(replayed.status).toBe(200);
+    const [entry] = (await skyhook.admin('GET', '/audit?action=/admin/notifications/replay')).body.items;
+    expect(entry).toMatchObject({
+      actor: { kind: 'bootstrap', name: 'ADMIN_TOKEN' },
+      companyId: companyA,
+      outcome: 'ok',
+      details: { filter: { companyId: companyA, status: 'failed', limit: 10 }, matched: replayed.body.matched, replayed: replayed.body.replayed },
+    });
+  });
+
+  it("records the console's changes as the signed-in key's, and not a form refused for its CSRF token", async () => {
+    const consoleKey = await skyhook.admin('POST', '/keys', { name: 'console admin', role: 'admin' });
+    const { cookie, csrf } = await signIn(consoleKey.body.key);
+    const made = await fetch(`${skyhook.url}/console/keys`, { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: csrf, name: 'made in the console', role: 'viewer' }).toString() });
+    expect(made.status).toBe(200);
+    expect(await made.text()).toMatch(/<code class="secret"[^>]*>skh_[0-9A-Za-z]{46}<\/code>/);
+    const forged = await fetch(`${skyhook.url}/console/keys`, { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ _csrf: 'wrong', name: 'forged', role: 'admin' }).toString() });
+    expect(forged.status).toBe(403);
+    const entries = (await skyhook.admin('GET', `/audit?actor=${consoleKey.body.id}`)).body.items;
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({ actor: { kind: 'key', name: 'console admin' }, action: 'POST /console/keys', fields: ['name', 'role'], outcome: 'ok' });
+  });
+
+  it("a company key reads its company's entries only, without other actors' addresses", async () => {
+    const company = adminClient(skyhook.url, keys.company);
+    expect((await company('POST', `/companies/${companyA}/destinations`, { url: 'not a url' })).status).toBe(400);
+    expect((await company('DELETE', `/companies/${companyA}/destinations/${randomUUID()}`)).status).toBe(404);
+    const mine = await company('GET', '/audit');
+    expect(mine.status).toBe(200);
+    expect(mine.body.items.length).toBeGreaterThan(0);
+    for (const e of mine.body.items) {
+      expect(e.companyId).toBe(companyA);
+      if (e.actor.name !== 'company key') expect(e.address).toBeNull();
+    }
+    expect(mine.body.items.some((e: { actor: { name: string }; address: string }) => e.actor.name === 'company key' && e.address === '127.0.0.1')).toBe(true);
+    expect((await company('GET', `/audit?companyId=${companyB}`)).status).toBe(404);
+  });
+
+  it('cannot be changed or emptied: UPDATE, DELETE and TRUNCATE are refused', async () => {
+    for (const statement of ["UPDATE audit_log SET outcome = 'ok'", 'DELETE FROM audit_log', 'TRUNCATE audit_log']) {
+      await expect(fixtures.pool.query(statement)).rejects.toThrow(/the audit log is append-only/);
+    }
   });
 });

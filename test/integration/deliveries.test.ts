@@ -61,7 +61,11 @@ describe('deliveries (SPEC §5.2)', () => {
     expect(Array.isArray(second!.event.changes)).toBe(true);
     expect(second!.event.snapshot).toMatchObject({ id: 'r1' });
     // The delivery's id is the webhook-id; the event's id the body's (the same in the pull feed).
-    const list = await s.skyhook.admin('GET', `/companies/${company.companyId}/deliveries`);
+    // Each answer is recorded just after the receiver had the request (attempts are written in batches).
+    const list = await eventually(async () => {
+      const shown = await s.skyhook.admin('GET', `/companies/${company.companyId}/deliveries`);
+      return shown.body.items.every((d: { status: string }) => d.status === 'delivered') && shown;
+    }, 'both recorded delivered');
     expect(list.body.items.map((d: { webhookId: string; status: string }) => [d.webhookId, d.status])).toEqual(r.received.map((x) => [x.webhookId, 'delivered']).reverse());
     const pulled = await s.skyhook.admin('GET', `/companies/${company.companyId}/events`);
     expect(pulled.body.items.map((e: { id: number }) => e.id)).toEqual(r.received.map((x) => x.event.id));
@@ -156,7 +160,11 @@ describe('deliveries (SPEC §5.2)', () => {
     const enabled = await s.skyhook.admin('PATCH', `/companies/${company.companyId}/destinations/${dest.id}`, { active: true });
     expect(enabled.body.state.status).toBe('ok');
     await eventually(async () => r.received.length >= 1, 'delivered once enabled');
-    const detail = await s.skyhook.admin('GET', `/companies/${company.companyId}/deliveries/${delivery.id}`);
+    // The answer is recorded just after the receiver had the request (attempts are written in batches).
+    const detail = await eventually(async () => {
+      const shownNow = await s.skyhook.admin('GET', `/companies/${company.companyId}/deliveries/${delivery.id}`);
+      return shownNow.body.status === 'delivered' && shownNow;
+    }, 'the delivery recorded delivered');
     expect(detail.body.attemptsList.map((a: { httpStatus: number }) => a.httpStatus).slice(0, 2)).toEqual([307, 307]);
     expect(detail.body.attemptsList.at(-1).httpStatus).toBe(200);
   });

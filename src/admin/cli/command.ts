@@ -5,7 +5,10 @@
  * line per bad field; 1 a failure while running (a Problem from a service, or the database unreachable).
  */
 import { readFile } from 'node:fs/promises';
+import { userInfo } from 'node:os';
 import type { Command } from 'commander';
+import { outcomeOf, type AuditLog } from '../../access/audit.js';
+import type { Actor } from '../../access/roles.js';
 import type { z } from 'zod';
 import { describeError } from '../../lib/error-reporter.js';
 import { DatabaseStartError } from '../../db/migrate.js';
@@ -139,10 +142,54 @@ export function dataCommand<Input, Output extends Printed, Printed, Flags extend
     const args = received.slice(0, -2) as string[];
     return execute(command, async () => {
       const input = await spec.input(command, flags, args);
-      const output = await withServices(spec.access, (services, context) => spec.run(services, input, context));
+      const output = await withServices(spec.access, (services, context) =>
+        spec.access === 'read' ? spec.run(services, input, context) : auditedRun(services.audit, command, flags, args, () => spec.run(services, input, context)),
+      );
       process.stdout.write(flags.json ? `${JSON.stringify(spec.output.encode(output), null, 2)}\n` : `${spec.human(output, input, flags)}\n`);
     });
   });
+}
+
+/** Who runs the CLI locally: the operating system's user (SPEC §10.1: the local CLI is audited as the local user). */
+function localActor(): Actor {
+  let user = 'unknown';
+  try {
+    user = userInfo().username;
+  } catch (err) {
+    // No user name for this uid (a container's): said once, and the entry names `cli:unknown`.
+    process.stderr.write(`skyhook: note: the local user name could not be read (${describeError(err)}): the audit log names cli:unknown\n`);
+  }
+  return { principal: { kind: 'local', id: null, name: `cli:${user}`, role: 'admin', companyId: null }, address: null };
+}
+
+/**
+ * A change made by a command, in the audit log: `started` before it, then its outcome. The entry names the
+ * command, its arguments, and the flags given (their names only); a bulk replay adds its filter and count.
+ */
+export async function auditedRun<T>(audit: Pick<AuditLog, 'begin' | 'settle'>, cmd: Command, flags: JsonFlag, args: string[], run: () => Promise<T>): Promise<T> {
+  const actor = localActor();
+  const names = cmd.registeredArguments.map((a) => a.name());
+  const { companyId, ...targets } = Object.fromEntries(names.map((name, i) => [name, args[i] ?? '']));
+  const given = Object.entries(flags as Record<string, unknown>).filter(([k, v]) => k !== 'json' && v !== undefined);
+  const flagCompany = (flags as { companyId?: unknown }).companyId;
+  const entry = {
+    action: `skyhook ${[cmd.parent?.name(), cmd.name()].filter(Boolean).join(' ')}`,
+    companyId: companyId ?? (typeof flagCompany === 'string' ? flagCompany : null),
+    targets,
+    fields: given.map(([k]) => k),
+  };
+  const id = await audit.begin(actor, entry);
+  let output: T;
+  try {
+    output = await run();
+  } catch (error) {
+    await audit.settle(actor, id, entry, error instanceof Problem ? outcomeOf(error.status) : 'failed').catch((err: unknown) => process.stderr.write(`skyhook: note: the audit entry's outcome could not be written (${describeError(err)})\n`));
+    throw error;
+  }
+  const counted = (output ?? {}) as { matched?: unknown; replayed?: unknown };
+  const bulk = typeof counted.matched === 'number' ? { filter: Object.fromEntries(given), matched: counted.matched, replayed: counted.replayed } : undefined;
+  await audit.settle(actor, id, entry, 'ok', bulk);
+  return output;
 }
 
 /** The comma-separated flag as a list (undefined when the flag is absent). */

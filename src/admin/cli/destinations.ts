@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import * as s from '../../services/schemas.js';
 import type { DestinationView } from '../../services/views.js';
-import { addPageOptions, dataCommand, execute, group, list, numberText, subcommand, UsageError, validate, validateBoth, withServices, type JsonFlag, type PageFlags } from './command.js';
+import { addPageOptions, auditedRun, dataCommand, execute, group, list, numberText, subcommand, UsageError, validate, validateBoth, withServices, type JsonFlag, type PageFlags } from './command.js';
 import { companyLabel, keyValues, listing, shortTime, truncate } from './output.js';
 
 /** Who changed a destination, as its state's `by` says of a disable. */
@@ -178,10 +178,10 @@ export function registerDestinations(program: Command): void {
 
   // The API answers 204 and no body: nothing for --json to print, so the command has none.
   subcommand(destinations, 'delete', 'delete a destination: its pending deliveries end skipped; its deliveries stay listed until retention', 'companyId', 'destinationId').action(
-    (companyId: string, destinationId: string, _flags: object, cmd: Command) =>
+    (companyId: string, destinationId: string, flags: object, cmd: Command) =>
       execute(cmd, async () => {
         const params = validate(cmd, s.destinationParams, { companyId, destinationId });
-        await withServices('write', (svc) => svc.destinations.delete(params.companyId, params.destinationId));
+        await withServices('write', (svc) => auditedRun(svc.audit, cmd, flags, [companyId, destinationId], () => svc.destinations.delete(params.companyId, params.destinationId)));
         process.stdout.write(`deleted destination ${params.destinationId}; its pending deliveries ended skipped\n`);
       }),
   );

@@ -8,7 +8,7 @@ import { registerCompanies } from './companies.js';
 import { registerDeliveries } from './deliveries.js';
 import { registerDestinations } from './destinations.js';
 import { registerEvents } from './events.js';
-import { registerKeys } from './keys.js';
+import { registerAudit, registerKeys } from './access.js';
 import { registerDeclines, registerLeads, registerQuotes } from './leads-quotes.js';
 import { registerListen } from './listen.js';
 import { registerNotifications, registerResources } from './notifications.js';
@@ -26,5 +26,6 @@ export function registerAdminCommands(program: Command): void {
   registerDeliveries(program);
   registerEvents(program);
   registerKeys(program);
+  registerAudit(program);
   registerListen(program);
 }

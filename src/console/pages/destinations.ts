@@ -523,7 +523,9 @@ ${
     const ctx = kit.ctx(req);
     const p = parseForm(destinationParams, req.params);
     const f = parseForm(replayForm, req.body);
-    const { matched, replayed } = await destinations.replay(p.companyId, p.destinationId, replayRequest(f, false));
+    const filter = replayRequest(f, false);
+    const { matched, replayed } = await destinations.replay(p.companyId, p.destinationId, filter);
+    req.auditDetails = { filter, matched, replayed };
     const [company, d] = await Promise.all([companies.get(p.companyId), destinations.get(p.companyId, p.destinationId)]);
     const body = html`${crumbs(ctx, company, d, 'Replayed')}
 <h1>Replayed</h1>

@@ -288,6 +288,7 @@ ${
     const f = parseForm(bulkForm, req.body);
     f.companyId = companyInReach(req, f.companyId);
     const { matched, replayed } = await notifications.replayMatching(f);
+    req.auditDetails = { filter: f, matched, replayed };
     const body = html`<h1>Replayed</h1>
 <p>${replayed} of the ${matched} matching notifications were replayed.</p>
 <p><a href="${ctx.base}/notifications${listQueryString({ ...filterOf(f), status: undefined })}">See them in the list</a></p>`;

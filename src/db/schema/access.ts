@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { bigserial, check, index, jsonb, pgEnum, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { bigint, bigserial, check, index, jsonb, pgEnum, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { companies } from './companies.js';
 import { bytea } from './webhooks.js';
 
@@ -33,9 +33,11 @@ export const apiKeys = pgTable(
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
 /**
- * Who changed what (SPEC §10.1), appended in the change's own transaction. No foreign key: a deleted
- * company or key must not take its entries with it. A trigger (migration 0013) refuses UPDATE, DELETE and
- * TRUNCATE: entries go only by retention.
+ * Who changed what (SPEC §10.1). Each change is two appended rows: `started` before the change is made,
+ * then its outcome (a row whose `settles` names the first), so no change can happen unrecorded, and an
+ * entry left without an outcome says the process stopped during it (access/audit.ts). No foreign key: a
+ * deleted company or key must not take its entries with it. A trigger (migration 0013) refuses UPDATE,
+ * DELETE and TRUNCATE: entries go only by retention.
  */
 export const auditLog = pgTable(
   'audit_log',
@@ -54,8 +56,10 @@ export const auditLog = pgTable(
     companyId: uuid('company_id'),
     /** The ids acted on, by name (`{webhookId: ...}`). */
     targets: jsonb('targets').$type<Record<string, string | number>>().notNull().default({}),
-    /** `ok`, `refused` (the marketplace said no), `failed`, or `sent` until a marketplace call's outcome is known. */
+    /** `started` (the change is about to be made); then, in the row that settles it, `ok`, `refused` (a 4xx, the marketplace's 502 included) or `failed`. */
     outcome: text('outcome').notNull(),
+    /** The `started` entry this row gives the outcome of. */
+    settles: bigint('settles', { mode: 'number' }),
     /** The names of the fields changed, never their values. */
     fields: text('fields').array().notNull().default(sql`'{}'::text[]`),
     /** A bulk action's filter and count, a marketplace call's error: never a secret. */
@@ -65,6 +69,7 @@ export const auditLog = pgTable(
     index('audit_log_at_idx').on(t.at),
     index('audit_log_company_idx').on(t.companyId, t.id),
     index('audit_log_actor_idx').on(t.actorId, t.id),
+    index('audit_log_settles_idx').on(t.settles).where(sql`settles IS NOT NULL`),
   ],
 );
 

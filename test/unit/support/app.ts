@@ -83,9 +83,10 @@ function credentials(w: FakeWebhook): WebhookCredentials {
 export type FakeServices = Partial<{ [K in Exclude<keyof AdminDeps, 'adminToken' | 'stream'>]: Partial<AdminDeps[K]> }>;
 
 function services(given: FakeServices): Omit<AdminDeps, 'stream'> {
-  const names = ['companies', 'webhooks', 'deletions', 'notifications', 'leads', 'quotes', 'declines', 'destinations', 'events', 'keys'] as const;
+  const names = ['companies', 'webhooks', 'deletions', 'notifications', 'leads', 'quotes', 'declines', 'destinations', 'events', 'keys', 'audit'] as const;
   // The events' follower is closed with the app whatever a test fakes.
-  const defaults: FakeServices = { events: { close: async () => {} } };
+  // Changes are audited whatever a test fakes: here the entries are only counted.
+  const defaults: FakeServices = { events: { close: async () => {} }, audit: { begin: async () => 1, settle: async () => {} } };
   const entries = names.map((name) => {
     const fake = { ...defaults[name], ...given[name] } as Record<string, unknown>;
     return [

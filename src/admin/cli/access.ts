@@ -1,8 +1,11 @@
-/** `skyhook keys …`: keys for the admin API, the console and the remote CLI (SPEC §10.1); the secret is printed once. */
+/**
+ * `skyhook keys …`: keys for the admin API, the console and the remote CLI (SPEC §10.1), the secret printed
+ * once; `skyhook audit list`: who changed what.
+ */
 import type { Command } from 'commander';
 import { ROLES } from '../../access/roles.js';
 import * as s from '../../services/schemas.js';
-import { dataCommand, group, subcommand, validate, type JsonFlag } from './command.js';
+import { addPageOptions, dataCommand, group, numberText, subcommand, validate, type JsonFlag, type PageFlags } from './command.js';
 import { keyValues, listing } from './output.js';
 
 export function registerKeys(program: Command): void {
@@ -40,3 +43,37 @@ export function registerKeys(program: Command): void {
     human: (key) => `revoked key ${key.id}\n${keyValues(key)}`,
   });
 }
+
+export function registerAudit(program: Command): void {
+  const audit = group(program, 'audit', 'the audit log: every change made through the admin API, the console or the CLI');
+  dataCommand(
+    addPageOptions(
+      subcommand(audit, 'list', 'list changes, newest first, with who made them, from where, and the outcome')
+        .option('--actor <idOrName>', "a key's id or name, ADMIN_TOKEN, or cli:<user>")
+        .option('--company-id <companyId>', "one company's changes")
+        .option('--action <text>', 'actions containing this text (a route such as DELETE /admin/companies, or a command such as skyhook keys)')
+        .option('--after <time>', 'made at or after this time (ISO 8601 with its offset)')
+        .option('--before <time>', 'made before this time'),
+    ),
+    {
+      access: 'read',
+      input: (cmd, flags: JsonFlag & PageFlags & { actor?: string; companyId?: string; action?: string; after?: string; before?: string }) =>
+        validate(cmd, s.auditQuery, { actor: flags.actor, companyId: flags.companyId, action: flags.action, after: flags.after, before: flags.before, limit: numberText(flags.limit), cursor: flags.cursor }),
+      run: (svc, query) => svc.audit.list(query, LOCAL_READER),
+      output: s.page(s.auditEntrySchema),
+      human: (page) =>
+        listing(page, 'audit entries', ['AT', 'WHO', 'FROM', 'ACTION', 'TARGETS', 'FIELDS', 'OUTCOME'], (e) => [
+          e.at,
+          e.actor.name,
+          e.address ?? '-',
+          e.action,
+          Object.values(e.targets).join(',') || e.companyId || '-',
+          e.fields.join(',') || '-',
+          e.details && typeof e.details.replayed === 'number' ? `${e.outcome} (${e.details.replayed} of ${String(e.details.matched)})` : e.outcome,
+        ]),
+    },
+  );
+}
+
+/** The local CLI reads every company's entries. */
+const LOCAL_READER = { kind: 'local', id: null, name: 'cli', role: 'admin', companyId: null } as const;
