@@ -45,3 +45,13 @@ END
 $$;--> statement-breakpoint
 CREATE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON "audit_log" FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();--> statement-breakpoint
 CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON "audit_log" FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
+--> statement-breakpoint
+-- Every process caches the keys it found while it listens here (access/keys.ts): a key's row changed (a
+-- revocation; not its last use) or gone (its company deleted) makes each drop its cache at once.
+CREATE FUNCTION api_keys_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('skyhook_keys', OLD.id::text);
+  RETURN NULL;
+END
+$$;--> statement-breakpoint
+CREATE TRIGGER api_keys_changed AFTER UPDATE OF name, role, company_id, digest, expires_at, revoked_at OR DELETE ON "api_keys" FOR EACH ROW EXECUTE FUNCTION api_keys_changed();

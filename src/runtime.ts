@@ -55,7 +55,7 @@ import { listen } from './db/listen.js';
 import { listenForWebhookChanges, loadWebhookFrom, NonceStore, WebhookDirectory } from './receiver/authenticate.js';
 import { NotificationWriter } from './receiver/ingest.js';
 
-import { createKeys } from './access/keys.js';
+import { createKeys, listenForKeyChanges } from './access/keys.js';
 import { createSessionStore } from './access/sessions.js';
 import { createServices } from './services/index.js';
 import { NotificationStream } from './services/notification-stream.js';
@@ -241,6 +241,7 @@ async function apiRole(core: Core): Promise<RolePart> {
   const { config, log, notifications, enqueuer, report, metrics, tracing, reporter, api, producer, ingestFirst } = core;
   const directory = new WebhookDirectory(loadWebhookFrom(api.db, config.secretKey));
   let listener: { stop: () => Promise<void> } | undefined;
+  let keysListener: { stop: () => Promise<void> } | undefined;
   const services = createServices({
     db: api.db,
     notifications,
@@ -253,6 +254,7 @@ async function apiRole(core: Core): Promise<RolePart> {
     onBackgroundError: report('admin_background', "a destination's gate or the events' listener met an error; the answer carries on without it"),
     onOutboundCleanupError: report('outbound_cleanup', "a failed lead, quote or decline call's row could not be settled; it stays sending and a repeat takes it over once stale", 'postgres'),
     onWebhookChange: () => directory.invalidate(),
+    keys: core.access.keys,
   });
   const stream = new NotificationStream({
     listen: (channels, listener) => listen(config.databaseUrl, channels, listener),
@@ -295,10 +297,12 @@ async function apiRole(core: Core): Promise<RolePart> {
     app,
     start: () => {
       listener = listenForWebhookChanges(config.databaseUrl, directory, report('webhook_listener', 'the webhook change listener met an error; it reconnects', 'postgres'));
+      keysListener = listenForKeyChanges(config.databaseUrl, core.access.keys, report('keys_listener', "the keys' change listener met an error; keys are read from PostgreSQL until it reconnects", 'postgres'));
     },
     closers: [
       ['http', () => app.close()],
       ['webhook listener', async () => listener?.stop()],
+      ['keys listener', async () => keysListener?.stop()],
     ],
   };
 }

@@ -3,13 +3,17 @@
  *
  * A key reads `skh_` + 40 random base62 characters + a 6-character checksum (CRC-32 of the random part,
  * base62), so a secret scanner can tell one from noise, and a mistyped or made-up key is refused without a
- * database read. A check is one indexed read: no cache, so a revocation holds in every process at the
- * next request. Last use is written at most once a minute per key and process.
+ * database read. A key found is kept in the process's cache only while the process listens to the keys'
+ * changes (listenForKeyChanges): a trigger notifies every process when a key row changes or goes (a
+ * revocation, its company deleted), and each drops its cache, so a revocation holds at once everywhere;
+ * while the listener is down, every check reads PostgreSQL. Last use is written at most once a minute per
+ * key and process.
  */
 import { randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { and, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
+import { listen } from '../db/listen.js';
 import { decodeCursor, isUuid, pageOf, type Page } from '../db/pagination.js';
 import { apiKeys, companies, consoleSessions, type ApiKeyRow } from '../db/schema/index.js';
 import { sha256 } from '../lib/crypto.js';
@@ -89,10 +93,19 @@ export interface NewKey {
 /** Why a key was not accepted: said in the 401's detail (never which key it was). */
 export type KeyRefusal = 'unknown' | 'expired' | 'revoked';
 
+/** The channel the api_keys trigger (migration 0013) notifies on: a key's row changed or went. */
+export const KEY_CHANGES_CHANNEL = 'skyhook_keys';
+/** At most this many keys cached (a deployment has a handful to a few thousand). */
+const CACHE_MAX = 10_000;
+
 export function createKeys(db: Database, opts: { now?: () => number } = {}) {
   const now = opts.now ?? Date.now;
   /** When this process last wrote each key's last use. */
   const lastWritten = new Map<string, number>();
+  /** Keys found, by their digest (hex), while `live`. */
+  const cache = new Map<string, { principal: Principal; expiresAt: number | null }>();
+  /** The listener is connected: what it has not said has not changed. */
+  let live = false;
 
   async function find(id: string): Promise<ApiKeyRow> {
     const [row] = isUuid(id) ? await db.select().from(apiKeys).where(eq(apiKeys.id, id)).limit(1) : [];
@@ -137,25 +150,46 @@ export function createKeys(db: Database, opts: { now?: () => number } = {}) {
 
     /** At once: the next request with it is refused in every process, and its console sessions end. Revoking a revoked key changes nothing. */
     async revoke(id: string, tx: Pick<Database, 'update' | 'delete' | 'select'> = db): Promise<KeyView> {
+      // Every process drops its cached keys as this row changes (the api_keys trigger notifies them).
       await find(id);
       const [row] = await tx.update(apiKeys).set({ revokedAt: sql`coalesce(${apiKeys.revokedAt}, now())` }).where(eq(apiKeys.id, id)).returning();
       await tx.delete(consoleSessions).where(eq(consoleSessions.keyId, id));
+      // This process at once; the others when the trigger's notification reaches them (milliseconds).
+      cache.clear();
       return keyView(row!, now());
     },
 
-    /** The principal of a presented key, or why it is refused. One indexed read; none for what is not a key's shape. */
+    /** The principal of a presented key, or why it is refused. One indexed read (none when cached); none for what is not a key's shape. */
     async authenticate(secret: string): Promise<Principal | KeyRefusal> {
       if (!looksLikeKey(secret)) return 'unknown';
+      const digest = sha256(secret);
+      const cached = live ? cache.get(digest.toString('hex')) : undefined;
+      if (cached) {
+        if (cached.expiresAt !== null && cached.expiresAt <= now()) return 'expired';
+        await this.used(cached.principal.id!);
+        return cached.principal;
+      }
       const [row] = await db
         .select({ id: apiKeys.id, name: apiKeys.name, role: apiKeys.role, companyId: apiKeys.companyId, expiresAt: apiKeys.expiresAt, revokedAt: apiKeys.revokedAt })
         .from(apiKeys)
-        .where(eq(apiKeys.digest, sha256(secret)))
+        .where(eq(apiKeys.digest, digest))
         .limit(1);
       if (!row) return 'unknown';
       if (row.revokedAt) return 'revoked';
       if (row.expiresAt && row.expiresAt.getTime() <= now()) return 'expired';
+      const principal: Principal = { kind: 'key', id: row.id, name: row.name, role: row.role, companyId: row.companyId };
+      if (live) {
+        if (cache.size >= CACHE_MAX) cache.clear();
+        cache.set(digest.toString('hex'), { principal, expiresAt: row.expiresAt?.getTime() ?? null });
+      }
       await this.used(row.id);
-      return { kind: 'key', id: row.id, name: row.name, role: row.role, companyId: row.companyId };
+      return principal;
+    },
+
+    /** The keys' listener: connected (`true`, the cache may be used from now on) or not (the cache is dropped and not used); a key changed (`'changed'`: dropped). */
+    listening(state: boolean | 'changed'): void {
+      cache.clear();
+      if (state !== 'changed') live = state;
     },
 
     /** Records a key's use, at most once a minute (per process; the statement also skips a row another process wrote within it). */
@@ -173,3 +207,21 @@ export function createKeys(db: Database, opts: { now?: () => number } = {}) {
 }
 
 export type Keys = ReturnType<typeof createKeys>;
+
+/** Keeps `keys`' cache true to PostgreSQL: dropped at each change of a key and whenever the listener is not connected. */
+export function listenForKeyChanges(databaseUrl: string, keys: Pick<Keys, 'listening'>, onError: (err: unknown) => void): { stop: () => Promise<void> } {
+  const listener = listen(databaseUrl, [KEY_CHANGES_CHANNEL], {
+    onNotification: () => keys.listening('changed'),
+    onConnected: () => keys.listening(true),
+    onError: (err) => {
+      keys.listening(false);
+      onError(err);
+    },
+  });
+  return {
+    stop: async () => {
+      keys.listening(false);
+      await listener.stop();
+    },
+  };
+}

@@ -15,7 +15,7 @@ import type { AccessTokens } from '../marketplace/oauth2.js';
 import { webhookSettingsApi } from '../marketplace/webhook-settings.js';
 import type { FetchEnqueuer } from '../processing/enqueue.js';
 import { createAuditLog } from '../access/audit.js';
-import { createKeys } from '../access/keys.js';
+import { createKeys, type Keys } from '../access/keys.js';
 import { createCompaniesService } from './companies.service.js';
 import { createDeclinesService } from './declines.service.js';
 import { createDeletionsService } from './deletions.service.js';
@@ -49,6 +49,8 @@ export function createServices(deps: {
   onOutboundCleanupError: (err: unknown) => void;
   /** A gate that could not be read (Redis out of reach), or the events' listener: the call carries on. */
   onBackgroundError: (err: unknown) => void;
+  /** The keys the process checks requests with (access/guard.ts); the CLI has none of its own. */
+  keys?: Keys;
 }) {
   const { db, config } = deps;
   const marketplace = new MarketplaceClient({
@@ -108,7 +110,8 @@ export function createServices(deps: {
     quotes: createQuotesService(outbound),
     declines: createDeclinesService(outbound),
     overview: createOverviewService({ db, states: deps.states }),
-    keys: createKeys(db),
+    // The process's own keys (their cache) when it has them: a revocation through these services drops it at once.
+    keys: deps.keys ?? createKeys(db),
     audit: createAuditLog(db),
   };
 }

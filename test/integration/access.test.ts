@@ -12,7 +12,7 @@ import type { DbHandle } from '../../src/db/client.js';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
 import { basicAuthorization, connectFixtures, notificationBody, postNotification, seedCompany, seedWebhook } from '../helpers/fixtures.js';
 import { consoleClient } from '../helpers/console-client.js';
-import { adminClient, startSkyhook, type TestSkyhook } from '../helpers/skyhook.js';
+import { adminClient, eventually, startSkyhook, type TestSkyhook } from '../helpers/skyhook.js';
 
 let db: TestDatabase;
 let skyhook: TestSkyhook;
@@ -106,6 +106,21 @@ describe('keys', () => {
     expect((await get('/notifications', session.cookie)).status).toBe(303);
     const { rows } = await fixtures.pool.query('SELECT 1 FROM console_sessions WHERE key_id = $1', [made.body.id]);
     expect(rows).toHaveLength(0);
+  });
+
+  it('a revocation holds at once in another process too, which had the key cached', async () => {
+    const other = await startSkyhook({ databaseUrl: db.url, queuePrefix: skyhook.config.queuePrefix, role: 'api' });
+    try {
+      const made = await skyhook.admin('POST', '/keys', { name: 'used by two processes', role: 'viewer' });
+      const there = adminClient(other.url, made.body.key);
+      for (let i = 0; i < 3; i++) expect((await there('GET', '/companies')).status).toBe(200);
+      expect((await skyhook.admin('DELETE', `/keys/${made.body.id}`)).status).toBe(200);
+      const revokedAt = Date.now();
+      await eventually(async () => (await there('GET', '/companies')).status === 401, 'refused by the other process');
+      expect(Date.now() - revokedAt).toBeLessThan(1000);
+    } finally {
+      await other.stop();
+    }
   });
 
   it("a company key's lists, details, replays and streams hold only its company's notifications", async () => {
