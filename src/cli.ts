@@ -9,7 +9,10 @@ const { version } = createRequire(import.meta.url)('../package.json') as { versi
 
 const program = new Command('skyhook')
   .description('Skyhook: receives the marketplace webhook notifications of many companies, fetches and stores what changed.')
-  .version(version, '-V, --version', 'print the version');
+  .version(version, '-V, --version', 'print the version')
+  // Before the command (`skyhook --url <url> notifications list`): a command's own --url (a destination's) stays its own.
+  .enablePositionalOptions()
+  .option('--url <url>', "run the admin commands against a running Skyhook's admin API (or SKYHOOK_URL), with the key in SKYHOOK_API_KEY; without it they run here, on DATABASE_URL");
 
 program
   .command('start')

@@ -7,3 +7,10 @@ export const USAGE_EXIT_CODE = 2;
 export function exitOnUsageError(error: CommanderError): never {
   process.exit(error.exitCode === 0 ? 0 : USAGE_EXIT_CODE);
 }
+
+/** A bad flag, argument or body file: each line said on stderr, and the command exits with USAGE_EXIT_CODE. */
+export class UsageError extends Error {
+  constructor(readonly lines: string[]) {
+    super(lines.join('; '));
+  }
+}

@@ -14,7 +14,8 @@ import { describeError } from '../../lib/error-reporter.js';
 import { DatabaseStartError } from '../../db/migrate.js';
 import { howToStart } from '../../lib/dependencies.js';
 import { withoutPassword } from '../../lib/redact.js';
-import { exitOnUsageError, USAGE_EXIT_CODE } from '../../lib/cli-usage.js';
+import { exitOnUsageError, USAGE_EXIT_CODE, UsageError } from '../../lib/cli-usage.js';
+import { remoteServices, remoteTarget } from './remote.js';
 import { decodeJsonBody } from '../../lib/json-body.js';
 import { Problem } from '../../lib/problem.js';
 import type { Services } from '../../services/index.js';
@@ -68,11 +69,7 @@ export function addPageOptions(cmd: Command): Command {
   return cmd.option('--limit <n>', 'at most this many (1-500, default 50)').option('--cursor <cursor>', 'continue after the page that returned this nextCursor');
 }
 
-export class UsageError extends Error {
-  constructor(readonly lines: string[]) {
-    super(lines.join('; '));
-  }
-}
+export { UsageError };
 
 /** Runs a command: usage errors exit 2, problems and other failures exit 1; stderr for all of them. */
 export async function execute(cmd: Command, work: () => Promise<void>): Promise<void> {
@@ -109,8 +106,27 @@ const unreachableAt = (url: string) => ({ address: `${new URL(url).hostname}:${n
  */
 export type Access = 'read' | 'write';
 
-/** Opens the admin context (same environment as `skyhook start`), runs fn, and always closes it. */
-export async function withServices<T>(access: Access, fn: (services: Services, context: AdminContext) => Promise<T>): Promise<T> {
+/** Where the command runs: a Skyhook's admin API (`skyhook --url <url> …` or SKYHOOK_URL, with SKYHOOK_API_KEY), or null for here, on the database. */
+function remoteOf(cmd: Command): ReturnType<typeof remoteTarget> {
+  let root = cmd;
+  while (root.parent) root = root.parent;
+  return remoteTarget((root.opts() as { url?: string }).url, process.env);
+}
+
+/** What a command that needs the database's own context (a live tail) meets when it runs against an admin API. */
+const REMOTE_CONTEXT = new Proxy({} as AdminContext, {
+  get: () => {
+    throw new UsageError(["this command runs only where Skyhook's database is: run it without --url and SKYHOOK_URL"]);
+  },
+});
+
+/**
+ * Runs fn on the services: against the admin API when the command is run with --url (or SKYHOOK_URL), else
+ * on the admin context (same environment as `skyhook start`), which is always closed after.
+ */
+export async function withServices<T>(access: Access, fn: (services: Services, context: AdminContext) => Promise<T>, cmd?: Command): Promise<T> {
+  const remote = cmd ? remoteOf(cmd) : null;
+  if (remote) return fn(remoteServices(remote), REMOTE_CONTEXT);
   // Imported here, so `skyhook --help` and the other commands do not load the database and queue code.
   const { openAdminContext } = await import('./context.js');
   const context = await openAdminContext(process.env, { migrate: access === 'write' });
@@ -142,8 +158,12 @@ export function dataCommand<Input, Output extends Printed, Printed, Flags extend
     const args = received.slice(0, -2) as string[];
     return execute(command, async () => {
       const input = await spec.input(command, flags, args);
-      const output = await withServices(spec.access, (services, context) =>
-        spec.access === 'read' ? spec.run(services, input, context) : auditedRun(services.audit, command, flags, args, () => spec.run(services, input, context)),
+      // Against an admin API the server writes the audit entry, as the key's.
+      const local = remoteOf(command) === null;
+      const output = await withServices(
+        spec.access,
+        (services, context) => (spec.access === 'write' && local ? auditedRun(services.audit, command, flags, args, () => spec.run(services, input, context)) : spec.run(services, input, context)),
+        command,
       );
       process.stdout.write(flags.json ? `${JSON.stringify(spec.output.encode(output), null, 2)}\n` : `${spec.human(output, input, flags)}\n`);
     });

@@ -181,7 +181,7 @@ export function registerDestinations(program: Command): void {
     (companyId: string, destinationId: string, flags: object, cmd: Command) =>
       execute(cmd, async () => {
         const params = validate(cmd, s.destinationParams, { companyId, destinationId });
-        await withServices('write', (svc) => auditedRun(svc.audit, cmd, flags, [companyId, destinationId], () => svc.destinations.delete(params.companyId, params.destinationId)));
+        await withServices('write', (svc) => auditedRun(svc.audit, cmd, flags, [companyId, destinationId], () => svc.destinations.delete(params.companyId, params.destinationId)), cmd);
         process.stdout.write(`deleted destination ${params.destinationId}; its pending deliveries ended skipped\n`);
       }),
   );

@@ -42,7 +42,7 @@ export function registerEvents(program: Command): void {
     .action((companyId: string, flags: JsonFlag & { after?: string }, cmd: Command) =>
       execute(cmd, async () => {
         const [params, query] = validateBoth(cmd, [s.companyIdParams, { companyId }], [s.eventsQuery.pick({ after: true }), { after: flags.after }]);
-        await withServices('read', (svc) => tail(svc, params.companyId, query.after, Boolean(flags.json)));
+        await withServices('read', (svc) => tail(svc, params.companyId, query.after, Boolean(flags.json)), cmd);
       }),
     );
 }

@@ -101,7 +101,7 @@ export function registerNotifications(program: Command): void {
     .action((flags: JsonFlag & { companyId?: string }, cmd: Command) =>
       execute(cmd, async () => {
         const filter = validate(cmd, s.streamQuery, { companyId: flags.companyId });
-        await withServices('read', async (svc, context) => tail(svc, context, filter, Boolean(flags.json)));
+        await withServices('read', async (svc, context) => tail(svc, context, filter, Boolean(flags.json)), cmd);
       }),
     );
 }
