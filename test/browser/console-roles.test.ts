@@ -72,6 +72,7 @@ describe.skipIf(!available)('the console per role in Chromium', () => {
       keys[role] = (await page.locator('.secret-box code.secret').textContent()) ?? '';
       expect(keys[role]).toMatch(/^skh_[0-9A-Za-z]{46}$/);
     }
+    await page.screenshot({ path: '/tmp/skyhook-console-keys.png', fullPage: true });
     const table = (await page.locator('main table').textContent()) ?? '';
     expect(table).toContain('viewer key');
     for (const key of Object.values(keys)) expect(table).not.toContain(key);
@@ -115,6 +116,7 @@ describe.skipIf(!available)('the console per role in Chromium', () => {
     expect(nav).toContain('My company');
     expect(nav).not.toContain('Companies');
     expect(await buttons(page)).toEqual(['Add the destination']);
+    await page.screenshot({ path: '/tmp/skyhook-console-company-key.png', fullPage: false });
     const other = await page.goto(`${origin}/console/companies/${companyB}`);
     expect(other?.status()).toBe(404);
     expect(await page.locator('main').textContent()).not.toContain('Bravo Jets');
