@@ -86,13 +86,16 @@ export async function findUnreachable(target: { databaseUrl: string; redisUrl?: 
   return out;
 }
 
-/** Plain lines saying what does not answer and how to start it: Docker's or podman's command, whichever is installed (both when neither is). */
-export function howToStart(missing: Unreachable[], tools: { docker: boolean; podman: boolean } = { docker: onPath('docker'), podman: onPath('podman-compose') || onPath('podman') }): string[] {
+/**
+ * Plain lines saying what does not answer and how to start it: Docker's or podman's command, whichever is
+ * installed (both when neither is). podman counts only with podman-compose, the command the lines name.
+ */
+export function howToStart(missing: Unreachable[], tools: { docker: boolean; podman: boolean } = { docker: onPath('docker'), podman: onPath('podman-compose') }): string[] {
   const lines = missing.map((m) => `${m.name} does not answer at ${m.address} (${m.variable}=${m.url}): ${m.why}`);
   const which = tools.docker || tools.podman ? (['docker', 'podman'] as const).filter((t) => tools[t]) : (['docker', 'podman'] as const);
   lines.push(
     '',
-    `Start ${missing.length === 1 ? 'it' : 'them'} from the compose file${tools.docker || tools.podman ? '' : ' (install Docker or podman first)'} with:`,
+    `Start ${missing.length === 1 ? 'it' : 'them'} from the compose file${tools.docker || tools.podman ? '' : ' (install Docker, or podman with podman-compose, first)'} with:`,
     ...which.map((t) => `    ${composeCommand(t)}`),
     'or `npm run deps`, which runs that and waits until both answer. Or set the variable to where yours runs.',
   );

@@ -61,7 +61,7 @@ describe('a newcomer without PostgreSQL or Redis', () => {
   it('names Docker and podman both when neither is installed', async () => {
     const { databaseUrl } = await closed();
     const r = await run(['bin/skyhook.js', 'demo'], { DATABASE_URL: databaseUrl, PATH: EMPTY_PATH });
-    expect(r.stderr).toContain('install Docker or podman first');
+    expect(r.stderr).toContain('install Docker, or podman with podman-compose, first');
     expect(r.stderr).toContain('docker compose -f docker-compose.yml');
     expect(r.stderr).toContain('podman-compose -f docker-compose.yml');
   });
