@@ -154,7 +154,7 @@ const NOT_FIELDS = new Set(['_csrf']);
 
 /**
  * Records every change made through this scope's routes (anything but GET and HEAD by a signed-in key or
- * token): `started` before the handler runs, the outcome once answered. Register it after the scope's
+ * token): `started` before the handler runs, the outcome as the answer is sent. Register it after the scope's
  * other preHandlers (the console's CSRF check): a refused request changes nothing and is not an entry.
  * `onError` is told when an entry could not be written; a change whose `started` entry cannot be written
  * is not made (the request fails).
@@ -179,8 +179,12 @@ export function audited(scope: FastifyInstance, audit: Pick<AuditLog, 'begin' | 
     if (req.method === 'GET' || req.method === 'HEAD' || req.principal === undefined) return;
     req.auditId = await audit.begin(actorOf(req), entryOf(req));
   });
-  scope.addHook('onResponse', async (req, reply) => {
-    if (req.auditId === undefined) return;
-    await audit.settle(actorOf(req), req.auditId, entryOf(req), outcomeOf(reply.statusCode), req.auditDetails).catch(onError);
+  // Before the answer goes out: whoever reads the log after an answer finds its outcome there.
+  scope.addHook('onSend', async (req, reply, payload) => {
+    const id = req.auditId;
+    if (id === undefined) return payload;
+    req.auditId = undefined;
+    await audit.settle(actorOf(req), id, entryOf(req), outcomeOf(reply.statusCode), req.auditDetails).catch(onError);
+    return payload;
   });
 }

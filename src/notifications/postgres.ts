@@ -271,20 +271,24 @@ const STORE_SQL = `
   covered AS (
     SELECT ord, array_agg(id ORDER BY id) AS ids FROM unnest($7::bigint[], $8::bigint[]) AS x(id, ord) GROUP BY ord
   ),
+  -- A body equal to the stored one (and not gone) keeps its version: it is only fetched later (SPEC §5.2: no
+  -- new version, no event, no delivery), so an older fetch answered after it cannot overwrite it.
   up AS (
     INSERT INTO resources (company_id, href, type, resource_id, version, fetched_at, gone, body)
     SELECT company_id, href, type, resource_id, 1, fetched_at, false, body FROM input ORDER BY ord
     ON CONFLICT (company_id, href) DO UPDATE
-      SET type = excluded.type, resource_id = excluded.resource_id, version = resources.version + 1,
+      SET type = excluded.type, resource_id = excluded.resource_id,
+          version = CASE WHEN resources.gone OR resources.body IS DISTINCT FROM excluded.body THEN resources.version + 1 ELSE resources.version END,
           fetched_at = excluded.fetched_at, gone = false, body = excluded.body
       WHERE resources.fetched_at <= excluded.fetched_at
     RETURNING company_id, href, version
   ),
   -- Without a row from up, a later fetch already stored a newer copy (read as it was before this
-  -- statement): it covers these notifications too.
+  -- statement): it covers these notifications too. With one whose version did not move, the body was the
+  -- stored one: covered by it, nothing stored.
   cur AS (
     SELECT i.ord, i.company_id, i.href, i.type, i.resource_id, i.fetched_at, i.finished_at, i.http_status, i.body,
-           u.version AS stored, coalesce(u.version, r.version) AS version,
+           CASE WHEN u.version > coalesce(r.version, 0) THEN u.version END AS stored, coalesce(u.version, r.version) AS version,
            -- The changes hold only if this version follows the one they were computed from.
            CASE WHEN u.version = coalesce(i.previous_version, 0) + 1 AND jsonb_typeof(i.changes) = 'array' THEN i.changes END AS changes
     FROM input i
@@ -325,7 +329,7 @@ const STORE_SQL = `
   ),
   att AS (
     INSERT INTO fetch_attempts (company_id, href, started_at, finished_at, http_status, outcome, snapshot_version, notification_ids)
-    SELECT c.company_id, c.href, c.fetched_at, c.finished_at, c.http_status, 'stored', c.stored, v.ids
+    SELECT c.company_id, c.href, c.fetched_at, c.finished_at, c.http_status, 'stored', c.version, v.ids
     FROM cur c JOIN covered v USING (ord) ORDER BY c.ord
     RETURNING id, company_id, href
   ),

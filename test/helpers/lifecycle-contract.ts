@@ -124,6 +124,26 @@ export function lifecycleContract(implementation: string, setup: () => Promise<L
       expect(await h.resource({ companyId: h.company.id, href })).toMatchObject({ version: 2, gone: false });
     });
 
+    it('a fetch whose body equals the stored version stores no version and no event, and covers its notifications with it (SPEC §5.2)', async () => {
+      const href = newHref();
+      await accept(href);
+      const [claimed] = await h.lifecycle.claimPending([{ companyId: h.company.id, href }]);
+      const t0 = new Date();
+      const fetched = (over: Partial<FetchedSnapshot>): FetchedSnapshot => ({ companyId: h.company.id, href, claimed: claimed!, fetchStartedAt: t0, fetchFinishedAt: t0, httpStatus: 200, resource: { v: 1, list: [1, 2] }, changes: null, ...over });
+      expect((await h.lifecycle.storeFetched([fetched({})]))[0]).toMatchObject({ version: 1, stored: 1 });
+      const same = await accept(href);
+      const [again] = await h.lifecycle.claimPending([{ companyId: h.company.id, href }]);
+      const later = new Date(t0.getTime() + 1000);
+      expect((await h.lifecycle.storeFetched([fetched({ claimed: again!, fetchStartedAt: later, resource: { list: [1, 2], v: 1 }, changes: [] })]))[0]).toMatchObject({ version: 1, stored: null, eventId: null });
+      expect(await h.read(same)).toMatchObject({ status: 'processed', snapshotVersion: 1 });
+      // It was fetched later all the same: a fetch that started between the two cannot store an older body over it.
+      const between = await accept(href);
+      const [slow] = await h.lifecycle.claimPending([{ companyId: h.company.id, href }]);
+      expect((await h.lifecycle.storeFetched([fetched({ claimed: slow!, fetchStartedAt: new Date(t0.getTime() + 500), resource: { v: 'stale' } })]))[0]).toMatchObject({ version: 1, stored: null });
+      expect(await h.read(between)).toMatchObject({ status: 'processed', snapshotVersion: 1 });
+      expect(await h.resource({ companyId: h.company.id, href })).toMatchObject({ version: 1 });
+    });
+
     it('markGone flags the stored snapshot gone, unless a later fetch stored a newer one', async () => {
       const href = newHref();
       const id = await accept(href);

@@ -5,6 +5,7 @@
  * It keeps only what the contract and the tests read: no fetch attempts, replays or timestamps other than
  * receivedAt.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { NotificationStatus } from '../../src/db/schema/index.js';
 import {
   CLAIM_LIMIT,
@@ -147,8 +148,10 @@ export function createMemoryLifecycle(opts: { /** Whether a company is paused (i
         const existing = resources.get(key);
         let stored: number | null = null;
         if (!existing || existing.fetchedAt <= item.fetchStartedAt) {
-          stored = (existing?.version ?? 0) + 1;
-          resources.set(key, { type: item.claimed.type, resourceId: item.claimed.resourceId, version: stored, fetchedAt: item.fetchStartedAt, gone: false, body: item.resource });
+          // The same body as stored (not gone): no new version, only fetched later.
+          const same = existing !== undefined && !existing.gone && isDeepStrictEqual(existing.body, item.resource);
+          if (!same) stored = (existing?.version ?? 0) + 1;
+          resources.set(key, { type: item.claimed.type, resourceId: item.claimed.resourceId, version: stored ?? existing!.version, fetchedAt: item.fetchStartedAt, gone: false, body: item.resource });
         }
         const version = stored ?? existing!.version;
         let eventId: number | null = null;
