@@ -106,6 +106,8 @@ export function createKeys(db: Database, opts: { now?: () => number } = {}) {
   const cache = new Map<string, { principal: Principal; expiresAt: number | null }>();
   /** The listener is connected: what it has not said has not changed. */
   let live = false;
+  /** Moves at each drop: a read that began before a change is not cached after it. */
+  let generation = 0;
 
   async function find(id: string): Promise<ApiKeyRow> {
     const [row] = isUuid(id) ? await db.select().from(apiKeys).where(eq(apiKeys.id, id)).limit(1) : [];
@@ -156,6 +158,7 @@ export function createKeys(db: Database, opts: { now?: () => number } = {}) {
       await tx.delete(consoleSessions).where(eq(consoleSessions.keyId, id));
       // This process at once; the others when the trigger's notification reaches them (milliseconds).
       cache.clear();
+      generation++;
       return keyView(row!, now());
     },
 
@@ -169,6 +172,7 @@ export function createKeys(db: Database, opts: { now?: () => number } = {}) {
         await this.used(cached.principal.id!);
         return cached.principal;
       }
+      const readAt = generation;
       const [row] = await db
         .select({ id: apiKeys.id, name: apiKeys.name, role: apiKeys.role, companyId: apiKeys.companyId, expiresAt: apiKeys.expiresAt, revokedAt: apiKeys.revokedAt })
         .from(apiKeys)
@@ -178,7 +182,7 @@ export function createKeys(db: Database, opts: { now?: () => number } = {}) {
       if (row.revokedAt) return 'revoked';
       if (row.expiresAt && row.expiresAt.getTime() <= now()) return 'expired';
       const principal: Principal = { kind: 'key', id: row.id, name: row.name, role: row.role, companyId: row.companyId };
-      if (live) {
+      if (live && readAt === generation) {
         if (cache.size >= CACHE_MAX) cache.clear();
         cache.set(digest.toString('hex'), { principal, expiresAt: row.expiresAt?.getTime() ?? null });
       }
@@ -189,6 +193,7 @@ export function createKeys(db: Database, opts: { now?: () => number } = {}) {
     /** The keys' listener: connected (`true`, the cache may be used from now on) or not (the cache is dropped and not used); a key changed (`'changed'`: dropped). */
     listening(state: boolean | 'changed'): void {
       cache.clear();
+      generation++;
       if (state !== 'changed') live = state;
     },
 
