@@ -67,6 +67,17 @@ export interface AuditFilter {
 const isId = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** What both rows of a change say: who, from where, what, on what. */
+const rowOf = (actor: Actor, entry: AuditEntry) => ({
+  actorKind: actor.principal.kind,
+  actorId: actor.principal.id,
+  actorName: actor.principal.name,
+  address: actor.address,
+  action: entry.action,
+  companyId: entry.companyId ?? null,
+  targets: entry.targets ?? {},
+});
+
 export function createAuditLog(db: Database) {
   const outcomes = alias(auditLog, 'outcome');
   return {
@@ -74,36 +85,14 @@ export function createAuditLog(db: Database) {
     async begin(actor: Actor, entry: AuditEntry): Promise<number> {
       const [row] = await db
         .insert(auditLog)
-        .values({
-          actorKind: actor.principal.kind,
-          actorId: actor.principal.id,
-          actorName: actor.principal.name,
-          address: actor.address,
-          action: entry.action,
-          companyId: entry.companyId ?? null,
-          targets: entry.targets ?? {},
-          outcome: 'started',
-          fields: entry.fields ?? [],
-          details: entry.details ?? null,
-        })
+        .values({ ...rowOf(actor, entry), outcome: 'started', fields: entry.fields ?? [], details: entry.details ?? null })
         .returning({ id: auditLog.id });
       return row!.id;
     },
 
     /** Appends the outcome of the change `id` began. */
     async settle(actor: Actor, id: number, begun: AuditEntry, outcome: AuditOutcome, details?: Record<string, unknown> | null): Promise<void> {
-      await db.insert(auditLog).values({
-        actorKind: actor.principal.kind,
-        actorId: actor.principal.id,
-        actorName: actor.principal.name,
-        address: actor.address,
-        action: begun.action,
-        companyId: begun.companyId ?? null,
-        targets: begun.targets ?? {},
-        outcome,
-        settles: id,
-        details: details ?? null,
-      });
+      await db.insert(auditLog).values({ ...rowOf(actor, begun), outcome, settles: id, details: details ?? null });
     },
 
     /** Newest first, each change once with its outcome. A company key's `viewer` sees its company's, without other actors' addresses. */
