@@ -107,8 +107,15 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A request's status as an outcome: 2xx and 3xx `ok`, 4xx `refused` (the marketplace's 502 too: it said no), other 5xx `failed`. */
 export const outcomeOf = (status: number): AuditOutcome => (status < 400 ? 'ok' : status < 500 || status === 502 ? 'refused' : 'failed');
 
-/** What an error says of the change it stopped: its status (a Problem's; anything else failed). */
-export const statusOfError = (err: unknown): number => (err instanceof Problem ? err.status : 500);
+/**
+ * What an error says of the change it stopped: its outcome, and its status and code (a Problem's; anything
+ * else failed). A call the marketplace may have acted on without a success read failed: it was not refused.
+ */
+export function stoppedBy(err: unknown): { outcome: AuditOutcome; details: { status?: number; code?: string } } {
+  if (!(err instanceof Problem)) return { outcome: 'failed', details: {} };
+  const code = err.extra.code;
+  return { outcome: code === 'outcome_unknown' ? 'failed' : outcomeOf(err.status), details: { status: err.status, ...(code ? { code } : {}) } };
+}
 
 /** The names of the columns of `after` whose value differs from `before`'s, as `names` calls them (columns without a name are not fields). */
 export function changedFields<C extends string>(before: Partial<Record<C, unknown>>, after: Partial<Record<C, unknown>>, names: Partial<Record<C, string>>): string[] {
@@ -189,7 +196,8 @@ export function createAuditLog(db: Database) {
         try {
           value = await work();
         } catch (err) {
-          await settleCall(outcomeOf(statusOfError(err)), { details: { status: statusOfError(err) } });
+          const { outcome, details } = stoppedBy(err);
+          await settleCall(outcome, { details });
           throw err;
         }
         await settleCall('ok', result?.(value) ?? {});
@@ -218,7 +226,7 @@ export function createAuditLog(db: Database) {
       const below = filter.cursor === undefined ? undefined : decodeCursor(filter.cursor, isId);
       const companyId = viewer.companyId ?? filter.companyId;
       const rows = await db
-        .select({ entry: auditLog, outcome: { outcome: outcomes.outcome, at: outcomes.at, targets: outcomes.targets, details: outcomes.details } })
+        .select({ entry: auditLog, outcome: { outcome: outcomes.outcome, at: outcomes.at, companyId: outcomes.companyId, targets: outcomes.targets, details: outcomes.details } })
         .from(auditLog)
         // Only a call's `started` row has an outcome row.
         .leftJoin(outcomes, eq(outcomes.settles, auditLog.id))
@@ -236,14 +244,15 @@ export function createAuditLog(db: Database) {
         .orderBy(desc(auditLog.id))
         .limit(filter.limit + 1);
       return pageOf(rows, filter.limit, (last) => last.entry.id, ({ entry, outcome }) => {
-        const settled = outcome ?? (entry.outcome === 'started' ? null : { outcome: entry.outcome, at: entry.at, targets: {}, details: null });
+        const settled = outcome ?? (entry.outcome === 'started' ? null : { outcome: entry.outcome, at: entry.at, companyId: null, targets: {}, details: null });
         return {
           id: entry.id,
           at: entry.at.toISOString(),
           actor: { kind: entry.actorKind, id: entry.actorId, name: entry.actorName },
           address: viewer.companyId !== null && (entry.actorId === null || entry.actorId !== viewer.id) ? null : entry.address,
           action: entry.action,
-          companyId: entry.companyId,
+          // A company made by the call is named by its outcome (the `started` row came before it).
+          companyId: entry.companyId ?? settled?.companyId ?? null,
           targets: { ...entry.targets, ...settled?.targets },
           fields: entry.fields,
           outcome: settled?.outcome ?? 'started',

@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import type { Command } from 'commander';
-import { outcomeOf, type Audit, type AuditLog } from '../../access/audit.js';
+import { stoppedBy, type Audit, type AuditLog } from '../../access/audit.js';
 import type { Actor } from '../../access/roles.js';
 import type { z } from 'zod';
 import { describeError } from '../../lib/error-reporter.js';
@@ -218,8 +218,8 @@ export async function auditedRun<T>(log: Pick<AuditLog, 'open'>, cmd: Command, f
   try {
     output = await run(audit);
   } catch (error) {
-    const status = error instanceof Problem ? error.status : undefined;
-    await audit.settle(status === undefined ? 'failed' : outcomeOf(status), { status, sent });
+    const { outcome, details } = stoppedBy(error);
+    await audit.settle(outcome, { status: details.status, sent });
     throw error;
   }
   await audit.settle('ok', { sent });

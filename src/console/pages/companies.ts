@@ -14,7 +14,7 @@ import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES } from '../../marketplace/cont
 import type { Deleted } from '../../services/deletions.service.js';
 import { asRequest, parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
-import { ago, allowed, can, csrfField, doneNotice, page, problemBox, query, table, time, type PageContext } from '../layout.js';
+import { ago, allowed, can, companyCrumbs, csrfField, doneNotice, page, problemBox, query, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
 import { createRequest, destinationsSection, DESTINATIONS_PER_PAGE, secretShown } from './destinations.js';
 import { activityCharts, companyTable, count, failuresTable, stateBadge, stateDetail, stateNotice, stateWhen, tableForm, tableParams, tableQuery } from './company-parts.js';
@@ -148,7 +148,7 @@ ${
       <td data-label="Actions">${webhookForms(ctx, companyId, w)}</td>
     </tr>`,
     );
-    const body = html`<p class="crumbs"><a href="${ctx.base}/companies">Companies</a> › ${company.name}</p>
+    const body = html`<p class="crumbs">${companyCrumbs(ctx, company, { here: true })}</p>
 <h1>${company.name}</h1>
 ${problem && !limitProblem && !destinationProblem ? problemBox(problem) : ''}${extra ?? ''}
 ${stateNotice(company.state)}

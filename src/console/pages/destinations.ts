@@ -14,7 +14,7 @@ import { createDestinationBody, deliveriesQuery, deliveryParams, destinationPara
 import type { DeliveryView, DestinationView } from '../../services/views.js';
 import { asLocalField, asRequest, formValues, parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
-import { ago, allowed, can, csrfField, doneNotice, numHeading, page, pager, problemBox, query, statusBadge, table, time, type PageContext } from '../layout.js';
+import { ago, allowed, can, companyCrumbs, csrfField, doneNotice, numHeading, page, pager, problemBox, query, statusBadge, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
 import { count, secondsSince } from './company-parts.js';
 
@@ -316,7 +316,7 @@ export function destinationPages(scope: FastifyInstance, kit: ConsoleKit): void 
   const { companies, destinations } = kit.deps.services;
 
   const crumbs = (ctx: PageContext, company: { id: string; name: string }, d?: DestinationView, last?: string) =>
-    html`<p class="crumbs"><a href="${ctx.base}/companies">Companies</a> › <a href="${ctx.base}/companies/${company.id}#destinations">${company.name}</a>${
+    html`<p class="crumbs">${companyCrumbs(ctx, company, { anchor: '#destinations' })}${
       d ? html` › ${last ? html`<a href="${destinationPath(ctx, company.id, d.id)}">${nameOf(d)}</a> › ${last}` : nameOf(d)}` : ''
     }</p>`;
 
@@ -543,7 +543,7 @@ ${
     const [company, destination] = await Promise.all([companies.get(p.companyId), destinationOrGone]);
     const r = d.resource;
     const attempts = d.attemptsList ?? [];
-    const body = html`<p class="crumbs"><a href="${ctx.base}/companies">Companies</a> › <a href="${ctx.base}/companies/${company.id}#destinations">${company.name}</a> › ${
+    const body = html`<p class="crumbs">${companyCrumbs(ctx, company, { anchor: '#destinations' })} › ${
       destination ? html`<a href="${destinationPath(ctx, company.id, destination.id)}#deliveries">${nameOf(destination)}</a>` : html`destination ${d.destinationId} (deleted)`
     } › ${d.webhookId}</p>
 <h1>Delivery ${d.webhookId}</h1>
