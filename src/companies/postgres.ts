@@ -10,7 +10,7 @@
  */
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
-import { withinChange, type Database } from '../db/client.js';
+import { inChange, type Change, type Database } from '../db/client.js';
 import { connectionFromRow, findCompany } from '../db/company-connection.js';
 import { companies, fetchAttempts, type CompanyRow } from '../db/schema/index.js';
 import type { Gate, GateView } from '../gate/gate.js';
@@ -236,8 +236,8 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
       return rows.map((r, i) => ({ id: r.id, name: r.name, state: stateOf(r, gates[i]), gate: gates[i] }));
     },
 
-    delete: (companyId, within) =>
-      withinChange(db, within, async ({ tx, afterCommit }) => {
+    delete: (companyId, within) => {
+      const remove = async ({ tx, afterCommit }: Change) => {
         // Its key cascades to everything of it (webhooks and their notifications, resources, events, leads,
         // quotes, declines) but its fetch attempts, which have no key to it (for the worker's sake).
         await tx.delete(fetchAttempts).where(eq(fetchAttempts.companyId, companyId));
@@ -245,7 +245,9 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
         // Nothing of it stays in Redis; a gate out of reach keeps a few keys that nothing reads (repair() skips unknown ids).
         if (existed) afterCommit(() => tell(Promise.all([gate.forget(companyId), deps.redis.del(probeKey(companyId))]), 'forgetting the company gate'));
         return existed;
-      }),
+      };
+      return within ? remove(within) : inChange(db, remove);
+    },
   };
 
   return {

@@ -99,7 +99,3 @@ export async function inChange<T>(db: Pick<Database, '$client'>, work: (change: 
   for (const effect of effects) await effect();
   return result;
 }
-
-/** Runs `work` inside `change` when one is given (a statement of a larger change), else as a change of its own. */
-export const withinChange = <T>(db: Pick<Database, '$client'>, change: Change | undefined, work: (change: Change) => Promise<T>): Promise<T> =>
-  change ? work(change) : inChange(db, work);

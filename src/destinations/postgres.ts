@@ -8,7 +8,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
-import { withinChange, type Change, type Database } from '../db/client.js';
+import type { Change, Database } from '../db/client.js';
 import type { Gate } from '../gate/gate.js';
 import type { AttemptEffect, AttemptVerdict, DeliveryAttempt, DeliveryFilter, DeliveryKey, DeliveryLifecycle, DeliveryToSend, DestinationKey } from './lifecycle.js';
 import { DISABLED_SQL, deliveryGuard, destinationGuard, FAILING_SQL, type DestinationStateColumns } from './transitions.js';
@@ -306,44 +306,41 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
     ...lifecycle,
     recordMany,
 
-    /** disable: `active: false` (by a key), or no success for days (by skyhook): its deliveries wait parked (at its gate once `within` committed). */
-    disable: (destinationId: string, why: { by: string; reason: string }, within?: Change): Promise<boolean> =>
-      withinChange(db, within, async ({ tx, afterCommit }) => {
-        const { rows } = await tx.execute<{ company_id: string }>(sql`
-          UPDATE destinations SET disabled_at = now(), disabled_by = ${why.by}, disabled_reason = ${why.reason}, updated_at = now()
-          WHERE id = ${destinationId} AND deleted_at IS NULL AND disabled_at IS NULL AND (${sql.raw(destinationGuard('disable'))}) RETURNING company_id`);
-        if (!rows[0]) return false;
-        const companyId = rows[0].company_id;
-        afterCommit(async () => {
-          log.warn({ companyId, destinationId, state: 'disabled', by: why.by, reason: why.reason }, 'destination disabled: its deliveries wait');
-          await tell(gate.pause(destinationId));
-        });
-        return true;
-      }),
+    /** disable, a statement of an admin's change (`active: false`): its deliveries wait parked (at its gate once the change committed). */
+    async disable(destinationId: string, why: { by: string; reason: string }, { tx, afterCommit }: Change): Promise<boolean> {
+      const { rows } = await tx.execute<{ company_id: string }>(sql`
+        UPDATE destinations SET disabled_at = now(), disabled_by = ${why.by}, disabled_reason = ${why.reason}, updated_at = now()
+        WHERE id = ${destinationId} AND deleted_at IS NULL AND disabled_at IS NULL AND (${sql.raw(destinationGuard('disable'))}) RETURNING company_id`);
+      if (!rows[0]) return false;
+      const companyId = rows[0].company_id;
+      afterCommit(async () => {
+        log.warn({ companyId, destinationId, state: 'disabled', by: why.by, reason: why.reason }, 'destination disabled: its deliveries wait');
+        await tell(gate.pause(destinationId));
+      });
+      return true;
+    },
 
-    /** enable: what waits is sent, in order (once `within` committed); or, with `skipBefore`, what was created before it is skipped first. */
-    enable: (destinationId: string, skipBefore?: Date, within?: Change): Promise<boolean> =>
-      withinChange(db, within, async ({ tx, afterCommit }) => {
-        const { rows } = await tx.execute<{ company_id: string }>(sql`
-          UPDATE destinations SET disabled_at = NULL, disabled_by = NULL, disabled_reason = NULL, failing_since = NULL, failing_error = NULL,
-            next_probe_at = NULL, consecutive_failures = 0, updated_at = now()
-          WHERE id = ${destinationId} AND deleted_at IS NULL AND (${sql.raw(destinationGuard('enable'))}) RETURNING company_id`);
-        if (skipBefore) await tx.execute(skipStatement(destinationId, skipBefore));
-        if (!rows[0]) return false;
-        const companyId = rows[0].company_id;
-        afterCommit(() => resume(destinationId, companyId).catch(deps.onGateError));
-        return true;
-      }),
+    /** enable, a statement of an admin's change: what waits is sent, in order, once it committed; or, with `skipBefore`, what was created before it is skipped first. */
+    async enable(destinationId: string, skipBefore: Date | undefined, { tx, afterCommit }: Change): Promise<boolean> {
+      const { rows } = await tx.execute<{ company_id: string }>(sql`
+        UPDATE destinations SET disabled_at = NULL, disabled_by = NULL, disabled_reason = NULL, failing_since = NULL, failing_error = NULL,
+          next_probe_at = NULL, consecutive_failures = 0, updated_at = now()
+        WHERE id = ${destinationId} AND deleted_at IS NULL AND (${sql.raw(destinationGuard('enable'))}) RETURNING company_id`);
+      if (skipBefore) await tx.execute(skipStatement(destinationId, skipBefore));
+      if (!rows[0]) return false;
+      const companyId = rows[0].company_id;
+      afterCommit(() => resume(destinationId, companyId).catch(deps.onGateError));
+      return true;
+    },
 
-    /** Deleted: its pending deliveries skipped, its gate forgotten (once `within` committed); its rows stay until retention. */
-    delete: (destinationId: string, within?: Change): Promise<boolean> =>
-      withinChange(db, within, async ({ tx, afterCommit }) => {
-        const { rowCount } = await tx.execute(sql`UPDATE destinations SET deleted_at = now(), updated_at = now() WHERE id = ${destinationId} AND deleted_at IS NULL`);
-        if (!rowCount) return false;
-        await tx.execute(skipStatement(destinationId));
-        afterCommit(() => tell(gate.forget(destinationId)));
-        return true;
-      }),
+    /** Deleted, a statement of an admin's change: its pending deliveries skipped, its gate forgotten once it committed; its rows stay until retention. */
+    async delete(destinationId: string, { tx, afterCommit }: Change): Promise<boolean> {
+      const { rowCount } = await tx.execute(sql`UPDATE destinations SET deleted_at = now(), updated_at = now() WHERE id = ${destinationId} AND deleted_at IS NULL`);
+      if (!rowCount) return false;
+      await tx.execute(skipStatement(destinationId));
+      afterCommit(() => tell(gate.forget(destinationId)));
+      return true;
+    },
 
     /** Their company was deleted (its rows with it): nothing of these destinations stays at the gate. */
     async forgetGates(destinationIds: string[]): Promise<void> {

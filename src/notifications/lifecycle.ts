@@ -140,6 +140,6 @@ export interface NotificationLifecycle {
   summaries(ids: number[]): Promise<NotificationSummary[]>;
   /** purge: one batch of final notifications older than `retentionDays`, with their history; answers how many. */
   purgeBatch(retentionDays: number, limit: number): Promise<number>;
-  /** A webhook deleted with its notifications and their history (a company is deleted by src/companies/). `within`: statements of that change. */
-  deleteWebhook(webhookId: string, within?: Change): Promise<void>;
+  /** A webhook deleted with its notifications and their history, statements of the admin's change `within` (a company is deleted by src/companies/). */
+  deleteWebhook(webhookId: string, within: Change): Promise<void>;
 }

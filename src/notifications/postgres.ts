@@ -512,7 +512,7 @@ export function createNotificationsRepository(pool: pg.Pool, log: Logger = pino(
     markGone: (attempt: FetchAttempt): Promise<void> => inTransaction(pool, (client) => markGone(client, attempt)),
     /** Runs `fn` in one transaction; `client` is its connection, for what else must commit with it (the handlers). */
     transaction: <T>(fn: (tx: NotificationsTx, client: pg.PoolClient) => Promise<T>): Promise<T> => inTransaction(pool, (client) => fn(bind(client), client)),
-    deleteWebhook: (webhookId: string, within?: Change): Promise<void> => (within ? deleteWebhook(within.client, webhookId) : inTransaction(pool, (client) => deleteWebhook(client, webhookId))),
+    deleteWebhook: (webhookId: string, within: Change): Promise<void> => deleteWebhook(within.client, webhookId),
     purgeBatch: (retentionDays: number, limit: number): Promise<number> => inTransaction(pool, (client) => purgeBatch(client, retentionDays, limit)),
   };
   return repository satisfies NotificationLifecycle;
