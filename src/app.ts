@@ -211,7 +211,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return receiverRoutes(scope, deps.receiver);
   });
   // Every change through the admin API, the queue dashboard and the console is in the audit log (access/audit.ts).
-  const auditError = (err: unknown) => deps.reporter.report('audit', err, "an audit entry's outcome could not be written: the change stays recorded as started");
+  const auditError = (err: unknown) => deps.reporter.report('audit', err, 'an audit entry could not be written after its change, or a change wrote none of its own');
   await app.register(
     (scope) => {
       audited(scope, deps.admin.audit, auditError);
@@ -220,7 +220,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     { prefix: '/admin' },
   );
   await app.register((scope) => {
-    audited(scope, deps.admin.audit, auditError);
+    // The dashboard's changes are its jobs in Redis: the edge writes their entries, before and after.
+    audited(scope, deps.admin.audit, auditError, { calls: true });
     return queueDashboard(scope, { queues: deps.queues });
   });
   // Its hooks (session, CSRF, headers) and form parser are scoped to /console: no cost to the receiver.

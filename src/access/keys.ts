@@ -18,6 +18,7 @@ import { decodeCursor, isUuid, pageOf, type Page } from '../db/pagination.js';
 import { apiKeys, companies, consoleSessions, type ApiKeyRow } from '../db/schema/index.js';
 import { sha256 } from '../lib/crypto.js';
 import { badRequest, notFound } from '../lib/problem.js';
+import { givenFields, type Audit } from './audit.js';
 import type { Principal, Role } from './roles.js';
 
 export const KEY_PREFIX = 'skh_';
@@ -117,21 +118,23 @@ export function createKeys(db: Database, opts: { now?: () => number } = {}) {
 
   return {
     /** The key's secret is in the answer, and nowhere else ever again. */
-    async create(input: NewKey, tx: Pick<Database, 'insert' | 'select'> = db): Promise<KeyView & { key: string }> {
+    async create(input: NewKey, audit: Pick<Audit, 'change'>): Promise<KeyView & { key: string }> {
       const companyId = input.companyId ?? null;
       if (input.role === 'company' && !companyId) throw badRequest('A company key needs companyId, the one company it is bound to.', [{ field: 'companyId', message: 'is required for the company role' }]);
       if (input.role !== 'company' && companyId) throw badRequest(`Only a company key is bound to a company: give no companyId for the ${input.role} role.`, [{ field: 'companyId', message: `must not be given for the ${input.role} role` }]);
       if (input.expiresAt && input.expiresAt.getTime() <= now()) throw badRequest('expiresAt is past: the key would be expired already.', [{ field: 'expiresAt', message: 'must be in the future' }]);
-      if (companyId) {
-        const [company] = isUuid(companyId) ? await tx.select({ id: companies.id }).from(companies).where(eq(companies.id, companyId)).limit(1) : [];
-        if (!company) throw badRequest(`Company ${companyId} does not exist.`, [{ field: 'companyId', message: 'is not a company' }]);
-      }
       const key = newKey();
-      const [row] = await tx
-        .insert(apiKeys)
-        .values({ name: input.name, role: input.role, companyId, digest: sha256(key), hint: key.slice(0, KEY_PREFIX.length + 4), expiresAt: input.expiresAt ?? null })
-        .returning();
-      return { ...keyView(row!, now()), key };
+      return audit.change(async ({ tx }) => {
+        if (companyId !== null) {
+          const [company] = isUuid(companyId) ? await tx.select({ id: companies.id }).from(companies).where(eq(companies.id, companyId)).limit(1) : [];
+          if (!company) throw badRequest(`Company ${companyId} does not exist.`, [{ field: 'companyId', message: 'is not a company' }]);
+        }
+        const [row] = await tx
+          .insert(apiKeys)
+          .values({ name: input.name, role: input.role, companyId, digest: sha256(key), hint: key.slice(0, KEY_PREFIX.length + 4), expiresAt: input.expiresAt ?? null })
+          .returning();
+        return { value: { ...keyView(row!, now()), key }, targets: { keyId: row!.id }, companyId: companyId ?? undefined, fields: givenFields(input) };
+      });
     },
 
     /** Newest first; never a secret. */
@@ -151,15 +154,20 @@ export function createKeys(db: Database, opts: { now?: () => number } = {}) {
     },
 
     /** At once: the next request with it is refused in every process, and its console sessions end. Revoking a revoked key changes nothing. */
-    async revoke(id: string, tx: Pick<Database, 'update' | 'delete' | 'select'> = db): Promise<KeyView> {
-      // Every process drops its cached keys as this row changes (the api_keys trigger notifies them).
-      await find(id);
-      const [row] = await tx.update(apiKeys).set({ revokedAt: sql`coalesce(${apiKeys.revokedAt}, now())` }).where(eq(apiKeys.id, id)).returning();
-      await tx.delete(consoleSessions).where(eq(consoleSessions.keyId, id));
-      // This process at once; the others when the trigger's notification reaches them (milliseconds).
-      cache.clear();
-      generation++;
-      return keyView(row!, now());
+    async revoke(id: string, audit: Pick<Audit, 'change'>): Promise<KeyView> {
+      const before = await find(id);
+      const row = await audit.change(async ({ tx, afterCommit }) => {
+        // Every process drops its cached keys as this row changes (the api_keys trigger notifies them).
+        const [revoked] = await tx.update(apiKeys).set({ revokedAt: sql`coalesce(${apiKeys.revokedAt}, now())` }).where(eq(apiKeys.id, id)).returning();
+        await tx.delete(consoleSessions).where(eq(consoleSessions.keyId, id));
+        // This process once it committed (a read before then would cache the key again); the others when the trigger's notification reaches them (milliseconds).
+        afterCommit(async () => {
+          cache.clear();
+          generation++;
+        });
+        return { value: revoked!, companyId: before.companyId ?? undefined, fields: before.revokedAt === null ? ['revokedAt'] : [] };
+      });
+      return keyView(row, now());
     },
 
     /** The principal of a presented key, or why it is refused. One indexed read (none when cached); none for what is not a key's shape. */

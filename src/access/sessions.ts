@@ -8,6 +8,7 @@ import { and, eq, gt, lt } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { apiKeys, consoleSessions } from '../db/schema/index.js';
 import { randomToken, sha256 } from '../lib/crypto.js';
+import type { Audit } from './audit.js';
 import { BOOTSTRAP, type Principal } from './roles.js';
 
 /** SPEC §13: a session expires 12 hours after sign-in. */
@@ -54,8 +55,12 @@ export function createSessionStore(db: Database) {
       return { csrfToken: row.csrfToken, expiresAt: row.expiresAt, principal: { kind: 'key', id: key.id, name: key.name, role: key.role, companyId: key.companyId } };
     },
 
-    async end(id: string): Promise<void> {
-      await db.delete(consoleSessions).where(eq(consoleSessions.idSha256, sha256(id)));
+    /** Sign-out: a change by the session's holder, in the audit log. */
+    async end(id: string, audit: Pick<Audit, 'change'>): Promise<void> {
+      await audit.change(async ({ tx }) => {
+        await tx.delete(consoleSessions).where(eq(consoleSessions.idSha256, sha256(id)));
+        return { value: undefined };
+      });
     },
   };
 }

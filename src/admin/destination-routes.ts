@@ -6,6 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { auditOf } from '../access/audit.js';
 import type { Services } from '../services/index.js';
 import * as s from '../services/schemas.js';
 import { documented, errors } from './documented.js';
@@ -13,8 +14,6 @@ import { documented, errors } from './documented.js';
 const HEARTBEAT_MS = 15_000;
 /** A stream's client that reads slower than events come is ended past this (it resumes with Last-Event-ID). */
 const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
-/** Who changed a destination, as its `disabled_by` says (the admin token today; a key's name with keys). */
-const ACTOR = 'admin';
 
 // Over 80 lines on purpose: a registrar, one route after another, each a few lines.
 export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 'destinations' | 'events'>): void {
@@ -29,7 +28,7 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
       "An endpoint of the company's own application that its events are delivered to (SPEC §5.2), signed as Standard Webhooks 1.0 says. The answer carries the signing `secret` (`whsec_...`): verify every request with it. Outside development the URL must be https at a public address (DESTINATION_ALLOW admits others): a literal address that could never be admitted is a 400 naming `url`.",
       { params: s.companyIdParams, body: s.createDestinationBody, response: { 201: s.destinationWithSecretSchema, ...errors } },
     ),
-    async (req, reply) => reply.code(201).send(await d.create(req.params.companyId, req.body, ACTOR)),
+    async (req, reply) => reply.code(201).send(await d.create(req.params.companyId, req.body, auditOf(req))),
   );
   app.get(
     '/companies/:companyId/destinations',
@@ -53,13 +52,13 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
       'Its URL (pending deliveries go there too), description, filter (later events), limits; `rotateSecret` makes a new secret, answered once, the previous one signing beside it for `graceSeconds` (default 24 h; 0 after a leak); `active: false` disables it (its deliveries wait), `active: true` enables it: what waits is sent, in order, or skipped when created before `skipBefore`.',
       { params: s.destinationParams, body: s.patchDestinationBody, response: { 200: s.destinationViewSchema.extend({ secret: z.string().optional() }), ...errors } },
     ),
-    async (req) => d.update(req.params.companyId, req.params.destinationId, req.body, ACTOR),
+    async (req) => d.update(req.params.companyId, req.params.destinationId, req.body, auditOf(req)),
   );
   app.delete(
     '/companies/:companyId/destinations/:destinationId',
     documented('destinations', 'destinations', 'Delete a destination', 'Its pending deliveries end `skipped`; its deliveries stay listed until retention.', { params: s.destinationParams, response: { 204: z.null(), ...errors } }),
     async (req, reply) => {
-      await d.delete(req.params.companyId, req.params.destinationId);
+      await d.delete(req.params.companyId, req.params.destinationId, auditOf(req));
       return reply.code(204).send(null);
     },
   );
@@ -77,7 +76,7 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
       params: s.destinationParams,
       response: { 200: s.testAttemptSchema, ...errors },
     }),
-    async (req) => d.test(req.params.companyId, req.params.destinationId),
+    async (req) => d.test(req.params.companyId, req.params.destinationId, auditOf(req)),
   );
   app.post(
     '/companies/:companyId/destinations/:destinationId/replay',
@@ -88,12 +87,7 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
       'Every delivery of it created `since` a time (and `before` one, of `status`, say `failed` after an outage, of one `resourceId`) sent again, with the same `webhook-id`s, outside the order of versions (receivers keep the highest `version`). `dryRun: true` only counts.',
       { params: s.destinationParams, body: s.destinationReplayBody, response: { 200: s.replayedSchema, ...errors } },
     ),
-    async (req) => {
-      const result = await d.replay(req.params.companyId, req.params.destinationId, req.body);
-      // A bulk action is one audit entry, with its filter and count.
-      req.auditDetails = { filter: req.body, ...result };
-      return result;
-    },
+    async (req) => d.replay(req.params.companyId, req.params.destinationId, req.body, auditOf(req)),
   );
 
   app.get(
@@ -115,7 +109,7 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
       params: s.deliveryParams,
       response: { 200: s.deliveryViewSchema, ...errors, 409: s.problemSchema },
     }),
-    async (req) => d.replayDelivery(req.params.companyId, req.params.deliveryId),
+    async (req) => d.replayDelivery(req.params.companyId, req.params.deliveryId, auditOf(req)),
   );
 
   app.get(

@@ -10,6 +10,7 @@ import { MAX_QUOTE_BODY_BYTES } from '../marketplace/quotes.js';
 import type { Deleted } from '../services/deletions.service.js';
 import type { Services } from '../services/index.js';
 import type { NotificationStream } from '../services/notification-stream.js';
+import { auditOf, type Audit } from '../access/audit.js';
 import { companyInReach, ownCompany } from '../access/guard.js';
 import { decodeJsonBody } from '../lib/json-body.js';
 import { notFound } from '../lib/problem.js';
@@ -49,7 +50,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
       'Adds a company (a tenant) with its marketplace API base URL, its API token and, optionally, its `connection`: the `bearer` profile (the default, `Authorization: Bearer <apiToken>`) or `avinode` (the real marketplace\'s headers), with a fixed auth token or OAuth 2.0 client credentials. Secrets are stored encrypted and never returned. The credentials are then checked with one harmless call (the webhook settings list): `credentials.status` says whether the marketplace accepted them (`accepted`, `refused`, `unreachable`); the company is created either way.',
       { body: s.createCompanyBody, response: { 201: s.companyViewSchema, ...errors } },
     ),
-    async (req, reply) => reply.code(201).send(await deps.companies.create(req.body)),
+    async (req, reply) => reply.code(201).send(await deps.companies.create(req.body, auditOf(req))),
   );
   app.get(
     '/companies',
@@ -77,7 +78,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
       'A new API token or `connection` (which replaces the whole connection: give every secret it needs; an API token not given is kept) lifts an `unauthorized` pause, so the paused fetches resume by themselves, and is checked like a new company\'s: `credentials.status` says whether the marketplace accepted it.',
       { params: s.companyIdParams, body: s.patchCompanyBody, response: { 200: s.companyViewSchema, ...errors } },
     ),
-    async (req) => deps.companies.update(req.params.companyId, req.body),
+    async (req) => deps.companies.update(req.params.companyId, req.body, auditOf(req)),
   );
   app.delete(
     '/companies/:companyId',
@@ -88,7 +89,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
       'Deactivates each of its active webhook settings on the marketplace, then deletes the company with everything of it (webhooks, notifications and their history, resources, events, leads, quotes). If the marketplace refuses a deactivation, nothing is deleted (502), unless `force=true`: then it is deleted here all the same, and the answer (200) lists the settings that stay active on the marketplace.',
       { params: s.companyIdParams, querystring: s.deleteQuery, response: deletedResponse },
     ),
-    async (req, reply) => answerDeleted(reply, await deps.deletions.deleteCompany(req.params.companyId, { force: req.query.force })),
+    async (req, reply) => answerDeleted(reply, await deps.deletions.deleteCompany(req.params.companyId, { force: req.query.force }, auditOf(req))),
   );
 
   app.post(
@@ -100,7 +101,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
       'Generates the credentials (clientIdentifier, clientSecret) and registers the webhook setting on the marketplace with the company token. `sharedTarget: true` uses the shared targetURI `/hooks`; otherwise the webhook gets its own.',
       { params: s.companyIdParams, body: s.createWebhookBody, response: { 201: s.webhookViewSchema, ...errors, 502: s.problemSchema } },
     ),
-    async (req, reply) => reply.code(201).send(await deps.webhooks.create(req.params.companyId, req.body)),
+    async (req, reply) => reply.code(201).send(await deps.webhooks.create(req.params.companyId, req.body, auditOf(req))),
   );
   app.post(
     '/companies/:companyId/webhooks/reconcile',
@@ -111,7 +112,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
       "Lists the company's settings on the marketplace (`GET /webhooks/settings`) and reports the drift from its local webhooks: `missing_remotely` (the marketplace lost it, as a sandbox reset does), `remote_id_changed`, `differs` (event types, target, active, ...), `unknown_remotely` (a setting no local webhook knows; never touched). A POST without a body only reports. With `apply: true` (in the body, or `?apply=true`), the lost settings are re-created under the same targetURI and clientIdentifier (a BASIC webhook gets a new secret; the old one stays accepted for the rotation grace period) and moved ids are taken over; each drift entry says what was done. 502 when the marketplace does not answer the list.",
       { params: s.companyIdParams, querystring: s.reconcileQuery, body: s.reconcileBody, response: { 200: s.reconciliationViewSchema, ...errors, 502: s.problemSchema } },
     ),
-    async (req) => deps.webhooks.reconcile(req.params.companyId, { apply: req.body?.apply ?? req.query.apply ?? false }),
+    async (req) => deps.webhooks.reconcile(req.params.companyId, { apply: req.body?.apply ?? req.query.apply ?? false }, auditOf(req)),
   );
   app.get(
     '/companies/:companyId/webhooks',
@@ -132,7 +133,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
       'Activates or deactivates it, changes its event types or display name, or rotates its secret (the previous secret is accepted for ROTATION_GRACE_HOURS). The change goes to the marketplace first.',
       { params: s.webhookParams, body: s.patchWebhookBody, response: { 200: s.webhookViewSchema, ...errors, 502: s.problemSchema } },
     ),
-    async (req) => deps.webhooks.update(req.params.companyId, req.params.webhookId, req.body),
+    async (req) => deps.webhooks.update(req.params.companyId, req.params.webhookId, req.body, auditOf(req)),
   );
   app.delete(
     '/companies/:companyId/webhooks/:webhookId',
@@ -143,7 +144,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
       'Deactivates the setting on the marketplace (if active), then deletes the webhook with its notifications and their history. If the marketplace refuses, nothing is deleted (502), unless `force=true`: then the answer (200) says the setting stays active there.',
       { params: s.webhookParams, querystring: s.deleteQuery, response: deletedResponse },
     ),
-    async (req, reply) => answerDeleted(reply, await deps.deletions.deleteWebhook(req.params.companyId, req.params.webhookId, { force: req.query.force })),
+    async (req, reply) => answerDeleted(reply, await deps.deletions.deleteWebhook(req.params.companyId, req.params.webhookId, { force: req.query.force }, auditOf(req))),
   );
 
   /** A notification, as long as it is in the asker's reach (a company key's own company's): 404 otherwise. */
@@ -169,7 +170,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
         /** Statuses answered beyond 400, 401 and 404. */
         problems: number[];
         bodyLimit?: number;
-        run: (companyId: string, body: z.infer<Body>) => Promise<{ view: z.infer<View>; created: boolean }>;
+        run: (companyId: string, body: z.infer<Body>, audit: Audit) => Promise<{ view: z.infer<View>; created: boolean }>;
       };
       list: { description: string; query: Query; run: (companyId: string, query: z.infer<Query>) => Promise<{ items: z.infer<View>[]; nextCursor: string | null }> };
     },
@@ -186,7 +187,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
         ...documented('send', kind, send.summary, send.description, { params: s.companyIdParams, body: send.body, response: { 200: view, 201: view, ...errors, ...sendProblems } }),
       },
       async (req, reply) => {
-        const { view: answer, created } = await send.run(companyIdOf(req), req.body as z.infer<Body>);
+        const { view: answer, created } = await send.run(companyIdOf(req), req.body as z.infer<Body>, auditOf(req));
         return reply.code(created ? 201 : 200).send(answer);
       },
     );
@@ -204,7 +205,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
       description: 'Validates the Client Lead and sends it to the marketplace. Idempotent by `clientIdentifier`: a repeat answers the stored lead (200) and sends nothing.',
       body: s.createLeadBody,
       problems: [409, 502],
-      run: (companyId, body) => deps.leads.create(companyId, body).then(({ lead, created }) => ({ view: lead, created })),
+      run: (companyId, body, audit) => deps.leads.create(companyId, body, audit).then(({ lead, created }) => ({ view: lead, created })),
     },
     list: { description: 'Newest first.', query: s.listQuery, run: (companyId, query) => deps.leads.list(companyId, query) },
   });
@@ -218,7 +219,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
       problems: [409, 413, 422, 502],
       // A quote's attachments make it larger than the admin API's 1 MiB: the largest the schema accepts.
       bodyLimit: MAX_QUOTE_BODY_BYTES,
-      run: (companyId, body) => deps.quotes.submit(companyId, body).then(({ quote, created }) => ({ view: quote, created })),
+      run: (companyId, body, audit) => deps.quotes.submit(companyId, body, audit).then(({ quote, created }) => ({ view: quote, created })),
     },
     list: {
       description: 'Newest first. `liftId` finds the quote for an availability upload; `status=unknown` lists the ones to check on the marketplace.',
@@ -234,7 +235,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
         "Validates the decline (`declineReason` one of the documented reasons) and sends it: to the RFQ's `decline` action href (or its requested lift's) when Skyhook stored the RFQ, else to the assumed path; `target` says which. Idempotent by `requestId`: a lift or RFQ already declined answers the stored decline (200) and sends nothing. A decline that may have reached the marketplace without a success read is held `unknown` (409 on repeats) until `resendUnknown: true`.",
       body: s.createDeclineBody,
       problems: [409, 422, 502],
-      run: (companyId, body) => deps.declines.decline(companyId, body).then(({ decline, created }) => ({ view: decline, created })),
+      run: (companyId, body, audit) => deps.declines.decline(companyId, body, audit).then(({ decline, created }) => ({ view: decline, created })),
     },
     list: {
       description: 'Newest first. `requestId` finds the decline of a lift or an RFQ; `status=unknown` lists the ones to check on the marketplace.',
@@ -273,7 +274,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
       'Fetches its resource again (a discarded one cannot be replayed: 409). The replay is added to its timeline; earlier attempts and errors stay. `note` says why the fetch will wait, when its company is paused.',
       { params: s.notificationParams, response: { 200: s.replayedNotificationSchema, ...errors, 409: s.problemSchema } },
     ),
-    async (req) => (await notificationInReach(req, req.params.id), deps.notifications.replay(req.params.id)),
+    async (req) => (await notificationInReach(req, req.params.id), deps.notifications.replay(req.params.id, auditOf(req))),
   );
   app.post(
     '/notifications/replay',
@@ -284,13 +285,7 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
       'Oldest first, at most `limit` (discarded ones never; `status` defaults to failed). `dryRun: true` only counts: `matched` is how many match.',
       { body: s.replayBody, response: { 200: s.replayedSchema, ...errors } },
     ),
-    async (req) => {
-      const filter = { ...req.body, companyId: companyInReach(req, req.body.companyId) };
-      const result = await deps.notifications.replayMatching(filter);
-      // A bulk action is one audit entry, with its filter and count.
-      req.auditDetails = { filter, ...result };
-      return result;
-    },
+    async (req) => deps.notifications.replayMatching({ ...req.body, companyId: companyInReach(req, req.body.companyId) }, auditOf(req)),
   );
   app.get(
     '/stream',

@@ -10,7 +10,7 @@
  */
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
-import type { Database } from '../db/client.js';
+import { inChange, type Change, type Database } from '../db/client.js';
 import { connectionFromRow, findCompany } from '../db/company-connection.js';
 import { companies, fetchAttempts, type CompanyRow } from '../db/schema/index.js';
 import type { Gate, GateView } from '../gate/gate.js';
@@ -134,11 +134,14 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
   }
 
   const states: CompanyStates = {
-    async change(companyId, change) {
-      const current = await findCompany(db, companyId);
-      if (!current) return undefined;
+    async change(companyId, change, within) {
       const credentials: CredentialColumns | undefined = change.credentials;
-      const [row] = await db
+      // New credentials are checked with a call to the marketplace, which no transaction may wait on.
+      if (within && credentials) throw new Error('new credentials are checked by a marketplace call: they are changed outside a larger transaction');
+      const q = within?.tx ?? db;
+      const current = await findCompany(q, companyId);
+      if (!current) return undefined;
+      const [row] = await q
         .update(companies)
         .set({
           ...(change.name !== undefined ? { name: change.name } : {}),
@@ -161,7 +164,11 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
         .where(eq(companies.id, companyId))
         .returning();
       if (!row) return undefined;
-      if (change.fetchConcurrency !== undefined) await tell(gate.setMax(companyId, row.fetchConcurrency ?? deps.defaultMaxFetches), 'setting the company limit');
+      if (change.fetchConcurrency !== undefined) {
+        const setMax = () => tell(gate.setMax(companyId, row.fetchConcurrency ?? deps.defaultMaxFetches), 'setting the company limit');
+        if (within) within.afterCommit(setMax);
+        else await setMax();
+      }
       if (credentials === undefined) return row;
       const checked = await recordCheck(row);
       if (current.connectionStatus === 'unauthorized' && checked?.connectionStatus !== 'unauthorized') await resume(companyId).catch(deps.onGateError);
@@ -229,16 +236,17 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
       return rows.map((r, i) => ({ id: r.id, name: r.name, state: stateOf(r, gates[i]), gate: gates[i] }));
     },
 
-    async delete(companyId) {
-      // Its key cascades to everything of it (webhooks and their notifications, resources, events, leads,
-      // quotes, declines) but its fetch attempts, which have no key to it (for the worker's sake).
-      const existed = await db.transaction(async (tx) => {
+    delete: (companyId, within) => {
+      const remove = async ({ tx, afterCommit }: Change) => {
+        // Its key cascades to everything of it (webhooks and their notifications, resources, events, leads,
+        // quotes, declines) but its fetch attempts, which have no key to it (for the worker's sake).
         await tx.delete(fetchAttempts).where(eq(fetchAttempts.companyId, companyId));
-        return (await tx.delete(companies).where(eq(companies.id, companyId)).returning({ id: companies.id })).length > 0;
-      });
-      // Nothing of it stays in Redis; a gate out of reach keeps a few keys that nothing reads (repair() skips unknown ids).
-      if (existed) await tell(Promise.all([gate.forget(companyId), deps.redis.del(probeKey(companyId))]), 'forgetting the company gate');
-      return existed;
+        const existed = (await tx.delete(companies).where(eq(companies.id, companyId)).returning({ id: companies.id })).length > 0;
+        // Nothing of it stays in Redis; a gate out of reach keeps a few keys that nothing reads (repair() skips unknown ids).
+        if (existed) afterCommit(() => tell(Promise.all([gate.forget(companyId), deps.redis.del(probeKey(companyId))]), 'forgetting the company gate'));
+        return existed;
+      };
+      return within ? remove(within) : inChange(db, remove);
     },
   };
 

@@ -5,6 +5,7 @@
  * pause, its credentials' verdict and revision, and its limit), test/helpers/memory-company-states.ts the
  * fast tier's. Callers take `Pick<>` views.
  */
+import type { Change } from '../db/client.js';
 import type { CompanyRow } from '../db/schema/index.js';
 import type { GateView } from '../gate/gate.js';
 import type { CompanyState, StateColumns } from './transitions.js';
@@ -44,9 +45,10 @@ export interface CompanyStates {
    * Renames it, sets its own fetch limit (null: the default; applied at its gate at once), and
    * replaceCredentials: new credentials raise the revision, lift a pause and are checked at once
    * (recordCheck); a lifted pause not imposed again by the check queues what waits. One statement for the
-   * change. Answers the row, or undefined for no such company.
+   * change. Answers the row, or undefined for no such company. `within`: a statement of that larger change (the
+   * gate told once it committed); not with credentials, whose check is a call to the marketplace.
    */
-  change(companyId: string, change: { name?: string; fetchConcurrency?: number | null; credentials?: CredentialColumns }): Promise<CompanyRow | undefined>;
+  change(companyId: string, change: { name?: string; fetchConcurrency?: number | null; credentials?: CredentialColumns }, within?: Change): Promise<CompanyRow | undefined>;
   /** recordCheck: one harmless call with the stored credentials, its verdict recorded if they are still the stored ones; refused pauses. */
   check(companyId: string): Promise<CompanyRow | undefined>;
   /** pause: paused (since the first refusal) if `revision` is still its credentials' revision, the hrefs parked at its gate; answers whether it is. */
@@ -61,6 +63,6 @@ export interface CompanyStates {
   states(rows: (StateColumns & { id: string })[]): Promise<{ state: CompanyState; gate: GateView | undefined }[]>;
   /** Every company's state, in id order (the metrics, the console's overview). */
   all(): Promise<StatedCompany[]>;
-  /** delete: the company with everything it owns, in PostgreSQL and at its gate; answers whether it existed. */
-  delete(companyId: string): Promise<boolean>;
+  /** delete: the company with everything it owns, in PostgreSQL and at its gate (once `within` committed, when given); answers whether it existed. */
+  delete(companyId: string, within?: Change): Promise<boolean>;
 }

@@ -18,6 +18,15 @@ export interface PageContext {
 /** Whether the signed-in key's role may do this: an action it may not is not shown (and the server refuses it anyway). */
 export const can = (ctx: PageContext, permission: Permission): boolean => ctx.principal !== undefined && may(ctx.principal.role, permission);
 
+/**
+ * The crumbs down to a company's page (`anchor`: a section of it): from the companies, or, for a company key
+ * (whose companies list is its company), from its company's name alone. On the company's own page, `here`.
+ */
+export const companyCrumbs = (ctx: PageContext, company: { id: string; name: string }, opts: { anchor?: string; here?: boolean } = {}): Html => {
+  const name = opts.here ? html`${company.name}` : html`<a href="${ctx.base}/companies/${company.id}${opts.anchor ?? ''}">${company.name}</a>`;
+  return ctx.principal?.companyId ? name : html`<a href="${ctx.base}/companies">Companies</a> › ${name}`;
+};
+
 /** `markup` when the signed-in key's role may do `permission`, else nothing. */
 export const allowed = (ctx: PageContext, permission: Permission, markup: Html): Html | '' => (can(ctx, permission) ? markup : '');
 

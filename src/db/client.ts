@@ -2,7 +2,8 @@ import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import * as schema from './schema/index.js';
 
-export type Database = NodePgDatabase<typeof schema>;
+/** The query API over a pool (`$client`: a change opens its transaction on one of the pool's clients). */
+export type Database = NodePgDatabase<typeof schema> & { $client: pg.Pool };
 /**
  * What a handler writes with inside a transaction: the query API, which a drizzle transaction and a drizzle
  * instance bound to a transaction's client both have.
@@ -70,5 +71,31 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient
     throw err;
   }
   client.release();
+  return result;
+}
+
+/** What a change's statements run on: the query builders (not the relational API, which would cost a schema per change). */
+export type ChangeTx = Pick<Database, 'select' | 'insert' | 'update' | 'delete' | 'execute'>;
+
+/**
+ * One change made in one transaction: its statements through drizzle (`tx`) or as raw SQL (`client`, the
+ * same connection), and what must follow its commit (a gate told, jobs queued), run once it committed,
+ * in order, never when it rolled back. The audit entry of an admin change is one of its statements
+ * (access/audit.ts).
+ */
+export interface Change {
+  tx: ChangeTx;
+  client: Pick<pg.PoolClient, 'query'>;
+  afterCommit(effect: () => Promise<unknown>): void;
+}
+
+/** Runs `work` as one change on `db`'s pool: committed, then its effects. */
+export async function inChange<T>(db: Pick<Database, '$client'>, work: (change: Change) => Promise<T>): Promise<T> {
+  const effects: (() => Promise<unknown>)[] = [];
+  const result = await inTransaction(db.$client, (client) =>
+    // Without the schema: building its relational config costs 0.4 ms, a query builder 4 µs.
+    work({ tx: drizzle({ client }), client, afterCommit: (effect) => void effects.push(effect) }),
+  );
+  for (const effect of effects) await effect();
   return result;
 }

@@ -26,7 +26,7 @@ export function connectionFromRow(row: CompanyRow, secretKey: Buffer): ApiConnec
 }
 
 /** One company's row, or undefined. */
-export async function findCompany(db: Database, companyId: string): Promise<CompanyRow | undefined> {
+export async function findCompany(db: Pick<Database, 'select'>, companyId: string): Promise<CompanyRow | undefined> {
   const [row] = await db.select().from(companies).where(eq(companies.id, companyId)).limit(1);
   return row;
 }

@@ -5,6 +5,7 @@
  * changes are allowed; postgres.ts is the implementation (the only code that writes a destination's state
  * or a delivery's status). Callers take `Pick<>` views.
  */
+import type { Change } from '../db/client.js';
 import type { DeliveryStatus } from './transitions.js';
 
 /** What one attempt found, as it is recorded (SPEC §5.2: every attempt, never a secret). */
@@ -122,10 +123,10 @@ export interface DeliveryLifecycle {
   record(attempt: DeliveryAttempt, verdict: AttemptVerdict, opts: { probe: boolean }): Promise<AttemptEffect>;
   /** skip: a deleted destination's pending deliveries, or those created before `before`; answers how many. */
   skipPending(destinationId: string, before?: Date): Promise<number>;
-  /** replay: these deliveries pending again (a replay, outside the order, its retry schedule from the start); answers them. */
-  replay(ids: number[]): Promise<DeliveryKey[]>;
-  /** replay, of a destination's deliveries matching `filter` (final ones only); `dryRun` only counts. */
-  replayMatching(destinationId: string, filter: DeliveryFilter, dryRun: boolean): Promise<{ matched: number; replayed: DeliveryKey[] }>;
+  /** replay: these deliveries pending again (a replay, outside the order, its retry schedule from the start); answers them. `within`: a statement of that change. */
+  replay(ids: number[], within?: Change): Promise<DeliveryKey[]>;
+  /** replay, of a destination's deliveries matching `filter` (final ones only); `dryRun` only counts. `within`: a statement of that change. */
+  replayMatching(destinationId: string, filter: DeliveryFilter, dryRun: boolean, within?: Change): Promise<{ matched: number; replayed: DeliveryKey[] }>;
   /** The relay: answering destinations with deliveries due since `graceMs` (their job may be lost). */
   overdueDestinations(graceMs: number, limit: number): Promise<DestinationKey[]>;
   /** expire: pending deliveries older than `retentionDays`; answers how many (by destination). */

@@ -8,7 +8,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
-import type { Database } from '../db/client.js';
+import type { Change, Database } from '../db/client.js';
 import type { Gate } from '../gate/gate.js';
 import type { AttemptEffect, AttemptVerdict, DeliveryAttempt, DeliveryFilter, DeliveryKey, DeliveryLifecycle, DeliveryToSend, DestinationKey } from './lifecycle.js';
 import { DISABLED_SQL, deliveryGuard, destinationGuard, FAILING_SQL, type DestinationStateColumns } from './transitions.js';
@@ -248,26 +248,27 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
       return rowCount ?? 0;
     },
 
-    async replay(ids) {
+    async replay(ids, within) {
       if (ids.length === 0) return [];
-      const { rows } = await db.execute<{ company_id: string; destination_id: string; href: string }>(sql`
+      const { rows } = await (within?.tx ?? db).execute<{ company_id: string; destination_id: string; href: string }>(sql`
         UPDATE deliveries SET status = 'pending', replay = true, attempts = 0, next_attempt_at = now(), finished_at = NULL
         WHERE id = ANY(${sql.param(ids)}::bigint[]) AND ${sql.raw(deliveryGuard('replay'))}
         RETURNING company_id, destination_id, href`);
       return rows.map(keyOf);
     },
 
-    async replayMatching(destinationId, filter: DeliveryFilter, dryRun) {
+    async replayMatching(destinationId, filter: DeliveryFilter, dryRun, within) {
+      const q = within?.tx ?? db;
       const where = sql`destination_id = ${destinationId} AND ${sql.raw(deliveryGuard('replay'))}
         AND (${filter.since?.toISOString() ?? null}::timestamptz IS NULL OR created_at >= ${filter.since?.toISOString() ?? null}::timestamptz)
         AND (${filter.before?.toISOString() ?? null}::timestamptz IS NULL OR created_at < ${filter.before?.toISOString() ?? null}::timestamptz)
         AND (${filter.status ?? null}::delivery_status IS NULL OR status = ${filter.status ?? null}::delivery_status)
         AND (${filter.resourceId ?? null}::text IS NULL OR resource_id = ${filter.resourceId ?? null}::text)`;
       if (dryRun) {
-        const { rows } = await db.execute<{ n: string }>(sql`SELECT count(*) AS n FROM deliveries WHERE ${where}`);
+        const { rows } = await q.execute<{ n: string }>(sql`SELECT count(*) AS n FROM deliveries WHERE ${where}`);
         return { matched: Number(rows[0]!.n), replayed: [] };
       }
-      const { rows } = await db.execute<{ company_id: string; destination_id: string; href: string }>(sql`
+      const { rows } = await q.execute<{ company_id: string; destination_id: string; href: string }>(sql`
         UPDATE deliveries SET status = 'pending', replay = true, attempts = 0, next_attempt_at = now(), finished_at = NULL WHERE ${where}
         RETURNING company_id, destination_id, href`);
       return { matched: rows.length, replayed: rows.map(keyOf) };
@@ -305,39 +306,40 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
     ...lifecycle,
     recordMany,
 
-    /** disable: `active: false` (by a key), or no success for days (by skyhook): its deliveries wait parked. */
-    async disable(destinationId: string, why: { by: string; reason: string }): Promise<boolean> {
-      const { rows } = await db.execute<{ company_id: string }>(sql`
+    /** disable, a statement of an admin's change (`active: false`): its deliveries wait parked (at its gate once the change committed). */
+    async disable(destinationId: string, why: { by: string; reason: string }, { tx, afterCommit }: Change): Promise<boolean> {
+      const { rows } = await tx.execute<{ company_id: string }>(sql`
         UPDATE destinations SET disabled_at = now(), disabled_by = ${why.by}, disabled_reason = ${why.reason}, updated_at = now()
         WHERE id = ${destinationId} AND deleted_at IS NULL AND disabled_at IS NULL AND (${sql.raw(destinationGuard('disable'))}) RETURNING company_id`);
       if (!rows[0]) return false;
-      log.warn({ companyId: rows[0].company_id, destinationId, state: 'disabled', by: why.by, reason: why.reason }, 'destination disabled: its deliveries wait');
-      await tell(gate.pause(destinationId));
+      const companyId = rows[0].company_id;
+      afterCommit(async () => {
+        log.warn({ companyId, destinationId, state: 'disabled', by: why.by, reason: why.reason }, 'destination disabled: its deliveries wait');
+        await tell(gate.pause(destinationId));
+      });
       return true;
     },
 
-    /** enable: what waits is sent, in order; or, with `skipBefore`, what was created before it is skipped first. */
-    async enable(destinationId: string, skipBefore?: Date): Promise<boolean> {
-      const { rows } = await db.execute<{ company_id: string }>(sql`
+    /** enable, a statement of an admin's change: what waits is sent, in order, once it committed; or, with `skipBefore`, what was created before it is skipped first. */
+    async enable(destinationId: string, skipBefore: Date | undefined, { tx, afterCommit }: Change): Promise<boolean> {
+      const { rows } = await tx.execute<{ company_id: string }>(sql`
         UPDATE destinations SET disabled_at = NULL, disabled_by = NULL, disabled_reason = NULL, failing_since = NULL, failing_error = NULL,
           next_probe_at = NULL, consecutive_failures = 0, updated_at = now()
         WHERE id = ${destinationId} AND deleted_at IS NULL AND (${sql.raw(destinationGuard('enable'))}) RETURNING company_id`);
-      if (skipBefore) await lifecycle.skipPending(destinationId, skipBefore);
+      if (skipBefore) await tx.execute(skipStatement(destinationId, skipBefore));
       if (!rows[0]) return false;
-      await resume(destinationId, rows[0].company_id).catch(deps.onGateError);
+      const companyId = rows[0].company_id;
+      afterCommit(() => resume(destinationId, companyId).catch(deps.onGateError));
       return true;
     },
 
-    /** Deleted: its pending deliveries skipped, its gate forgotten; its rows stay until retention. */
-    async delete(destinationId: string): Promise<boolean> {
-      const deleted = await db.transaction(async (tx) => {
-        const { rowCount } = await tx.execute(sql`UPDATE destinations SET deleted_at = now(), updated_at = now() WHERE id = ${destinationId} AND deleted_at IS NULL`);
-        if (!rowCount) return false;
-        await tx.execute(skipStatement(destinationId));
-        return true;
-      });
-      if (deleted) await tell(gate.forget(destinationId));
-      return deleted;
+    /** Deleted, a statement of an admin's change: its pending deliveries skipped, its gate forgotten once it committed; its rows stay until retention. */
+    async delete(destinationId: string, { tx, afterCommit }: Change): Promise<boolean> {
+      const { rowCount } = await tx.execute(sql`UPDATE destinations SET deleted_at = now(), updated_at = now() WHERE id = ${destinationId} AND deleted_at IS NULL`);
+      if (!rowCount) return false;
+      await tx.execute(skipStatement(destinationId));
+      afterCommit(() => tell(gate.forget(destinationId)));
+      return true;
     },
 
     /** Their company was deleted (its rows with it): nothing of these destinations stays at the gate. */

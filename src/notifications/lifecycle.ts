@@ -5,6 +5,7 @@
  * (the only code that writes notification state), test/helpers/memory-lifecycle.ts the fast tier's.
  * Callers take `Pick<>` views.
  */
+import type { Change } from '../db/client.js';
 import type { FetchAttemptOutcome } from '../db/schema/index.js';
 import type { SpanRef } from '../lib/tracing.js';
 
@@ -133,12 +134,12 @@ export interface NotificationLifecycle {
   storeFetched(items: FetchedSnapshot[]): Promise<Stored[]>;
   /** finish: processed, outcome `gone`, the stored snapshot flagged gone. */
   markGone(attempt: FetchAttempt): Promise<void>;
-  /** replay: back to received, keeping the final state each had; answers what was replayed. */
-  replay(ids: number[]): Promise<PendingKey[]>;
+  /** replay: back to received, keeping the final state each had; answers what was replayed. `within`: a statement of that change. */
+  replay(ids: number[], within?: Change): Promise<PendingKey[]>;
   /** What the live stream says of each notification. */
   summaries(ids: number[]): Promise<NotificationSummary[]>;
   /** purge: one batch of final notifications older than `retentionDays`, with their history; answers how many. */
   purgeBatch(retentionDays: number, limit: number): Promise<number>;
-  /** A webhook deleted with its notifications and their history (a company is deleted by src/companies/). */
-  deleteWebhook(webhookId: string): Promise<void>;
+  /** A webhook deleted with its notifications and their history, statements of the admin's change `within` (a company is deleted by src/companies/). */
+  deleteWebhook(webhookId: string, within: Change): Promise<void>;
 }

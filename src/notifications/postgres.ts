@@ -16,7 +16,7 @@
 import type pg from 'pg';
 import pino, { type Logger } from 'pino';
 import { CachedPlans, type Statement } from '../db/cached-plans.js';
-import { inTransaction } from '../db/client.js';
+import { inTransaction, type Change } from '../db/client.js';
 import { NOTIFICATION_TYPE_BY_EVENT } from '../marketplace/contract.js';
 import type { NotificationStatus } from '../db/schema/index.js';
 import { CLAIM_LIMIT, statusOnAccept, type Claimed, type FetchAttempt, type FetchedSnapshot, type InsertedStatus, type NewNotification, type NotificationLifecycle, type NotificationSummary, type PendingKey, type ResourceRef, type Stored, type Verdict } from './lifecycle.js';
@@ -488,7 +488,7 @@ function bind(sql: Sql, plans?: CachedPlans) {
     retry: (attempt: FetchAttempt) => recordAttempt(sql, attempt, { status: 'pending' }),
     fail: (attempt: FetchAttempt, error: string) => recordAttempt(sql, attempt, { status: 'failed', error }),
     storeFetched: (items: FetchedSnapshot[]) => storeFetched(sql, plans, items),
-    replay: (ids: number[]) => replay(sql, ids),
+    replay: (ids: number[], within?: Change) => replay(within?.client ?? sql, ids),
     summaries: (ids: number[]) => summaries(sql, ids),
   };
 }
@@ -512,7 +512,7 @@ export function createNotificationsRepository(pool: pg.Pool, log: Logger = pino(
     markGone: (attempt: FetchAttempt): Promise<void> => inTransaction(pool, (client) => markGone(client, attempt)),
     /** Runs `fn` in one transaction; `client` is its connection, for what else must commit with it (the handlers). */
     transaction: <T>(fn: (tx: NotificationsTx, client: pg.PoolClient) => Promise<T>): Promise<T> => inTransaction(pool, (client) => fn(bind(client), client)),
-    deleteWebhook: (webhookId: string): Promise<void> => inTransaction(pool, (client) => deleteWebhook(client, webhookId)),
+    deleteWebhook: (webhookId: string, within: Change): Promise<void> => deleteWebhook(within.client, webhookId),
     purgeBatch: (retentionDays: number, limit: number): Promise<number> => inTransaction(pool, (client) => purgeBatch(client, retentionDays, limit)),
   };
   return repository satisfies NotificationLifecycle;

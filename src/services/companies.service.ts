@@ -19,6 +19,7 @@ import { storableText } from '../lib/json-body.js';
 import { decodeCursor, isUuid, pageOf } from '../db/pagination.js';
 import { badRequest, notFound, type FieldError } from '../lib/problem.js';
 import type { ApiConnection } from '../marketplace/client.js';
+import { changedFields, givenFields, type Audit } from '../access/audit.js';
 import { companyThrottled, marketplaceCall } from './marketplace-call.js';
 import { companyViewSchema, viewOf, type CompanyView } from './views.js';
 
@@ -58,6 +59,21 @@ interface CompaniesDeps {
   /** COMPANY_FETCH_CONCURRENCY. */
   defaultMaxFetches: number;
 }
+
+/** A company's columns by the field names of its view and requests (the audit log names the fields a change changed). */
+const COMPANY_FIELDS = {
+  name: 'name',
+  fetchConcurrency: 'fetchConcurrency',
+  // A secret given is sealed anew (a fresh nonce): it always differs, and says nothing of the one it replaces.
+  apiTokenEncrypted: 'apiToken',
+  connectionProfile: 'connection.profile',
+  authTokenEncrypted: 'connection.authToken',
+  oauthTokenUrl: 'connection.tokenUrl',
+  oauthClientId: 'connection.clientId',
+  oauthClientSecretEncrypted: 'connection.clientSecret',
+  product: 'connection.product',
+  apiVersion: 'connection.apiVersion',
+} as const;
 
 // Over 80 lines on purpose: its body is the service's methods, each short, over the dependencies they share.
 export function createCompaniesService(deps: CompaniesDeps) {
@@ -132,15 +148,18 @@ export function createCompaniesService(deps: CompaniesDeps) {
   const view = async (row: CompanyRow) => (await views([row]))[0]!;
 
   return {
-    /** Stored, then checked: the answer's `credentials` says whether the marketplace accepted them. */
-    async create(input: { name: string; apiBaseUrl: string; apiToken?: string; connection?: ConnectionInput }): Promise<CompanyView> {
+    /** Stored, then checked: the answer's `credentials` says whether the marketplace accepted them (a call: in the audit log, before and after). */
+    async create(input: { name: string; apiBaseUrl: string; apiToken?: string; connection?: ConnectionInput }, audit: Pick<Audit, 'call'>): Promise<CompanyView> {
       const apiBaseUrl = normaliseBaseUrl(input.apiBaseUrl);
       const columns = connectionColumns(input.connection ?? { profile: 'bearer' }, { given: input.apiToken, stored: null });
-      const [row] = await db
-        .insert(companies)
-        .values({ name: input.name, apiBaseUrl, ...columns })
-        .returning();
-      return view((await deps.states.check(row!.id)) ?? row!);
+      const made = async () => {
+        const [row] = await db
+          .insert(companies)
+          .values({ name: input.name, apiBaseUrl, ...columns })
+          .returning();
+        return view((await deps.states.check(row!.id)) ?? row!);
+      };
+      return audit.call({ fields: givenFields(input) }, made, (company) => ({ companyId: company.id, details: { credentials: company.credentials.status } }));
     },
 
     async list(opts: { limit: number; cursor?: string }): Promise<{ items: CompanyView[]; nextCursor: string | null }> {
@@ -196,7 +215,7 @@ export function createCompaniesService(deps: CompaniesDeps) {
      * connection replaces the whole previous one; an API token not given is kept. A new fetch limit applies
      * at once.
      */
-    async update(companyId: string, patch: { name?: string; apiToken?: string; connection?: ConnectionInput; fetchConcurrency?: number | null }): Promise<CompanyView> {
+    async update(companyId: string, patch: { name?: string; apiToken?: string; connection?: ConnectionInput; fetchConcurrency?: number | null }, audit: Pick<Audit, 'change' | 'call'>): Promise<CompanyView> {
       const current = await getRow(companyId);
       const credentials =
         patch.connection !== undefined
@@ -204,8 +223,13 @@ export function createCompaniesService(deps: CompaniesDeps) {
           : patch.apiToken !== undefined
             ? apiTokenColumns(current, patch.apiToken)
             : undefined;
-      const row = await deps.states.change(companyId, { name: patch.name, fetchConcurrency: patch.fetchConcurrency, credentials });
-      if (!row) throw notFound(`Company ${companyId}`);
+      const change = { name: patch.name, fetchConcurrency: patch.fetchConcurrency, credentials };
+      const fields = changedFields(current, { name: patch.name, fetchConcurrency: patch.fetchConcurrency, ...credentials }, COMPANY_FIELDS);
+      const found = (row: CompanyRow | undefined) => row ?? Promise.reject(notFound(`Company ${companyId}`));
+      // New credentials are checked with a call to the marketplace; a name or a limit is a change of the database alone.
+      const row = credentials
+        ? await audit.call({ fields }, async () => found(await deps.states.change(companyId, change)), (r) => ({ details: { credentials: r.credentialsStatus } }))
+        : await audit.change(async (within) => ({ value: await found(await deps.states.change(companyId, change, within)), fields }));
       return view(row);
     },
 

@@ -5,6 +5,7 @@
 import { eq } from 'drizzle-orm';
 import type { z } from 'zod';
 import type { createDeclineBody } from './schemas.js';
+import type { Audit } from '../access/audit.js';
 import { declines, type DeclineRow } from '../db/schema/index.js';
 import type { Decline, DeclineAnswered } from '../marketplace/declines.js';
 import { findAnswer, heldUnknown, sendRfqAnswer, type RfqAnswerDeps } from './rfq-answers.js';
@@ -19,9 +20,9 @@ export function createDeclinesService(deps: RfqAnswerDeps) {
   const { db } = deps;
 
   const service = {
-    /** A repeat for a lift or RFQ already declined answers the stored decline (created: false) and sends nothing. */
-    async decline(companyId: string, input: DeclineRequest): Promise<{ decline: DeclineView; created: boolean }> {
-      const { row, created } = await sendRfqAnswer(deps, companyId, {
+    /** A repeat for a lift or RFQ already declined answers the stored decline (created: false) and sends nothing. A call: in the audit log, before and after. */
+    async decline(companyId: string, input: DeclineRequest, audit: Pick<Audit, 'call'>): Promise<{ decline: DeclineView; created: boolean }> {
+      const send = () => sendRfqAnswer(deps, companyId, {
         table: declines,
         action: 'decline',
         key: ['companyId', 'requestId'],
@@ -35,13 +36,14 @@ export function createDeclinesService(deps: RfqAnswerDeps) {
           return { columns: { tripMessageId: typeof id === 'string' ? id : null } };
         },
       });
+      const { row, created } = await audit.call({ fields: Object.keys(input) }, send, (sent) => ({ targets: { declineId: sent.row.id }, details: { created: sent.created } }));
       return { decline: view(row), created };
     },
 
     /** Sends again a decline held `unknown`, as stored, once an operator has checked the marketplace does not have it. */
-    async resendUnknown(companyId: string, declineId: string): Promise<{ decline: DeclineView; created: boolean }> {
+    async resendUnknown(companyId: string, declineId: string, audit: Pick<Audit, 'call'>): Promise<{ decline: DeclineView; created: boolean }> {
       const { row, again } = await heldUnknown(db, declines, companyId, declineId, 'Decline', (d) => `The decline of ${d.requestId}`);
-      return service.decline(companyId, { ...again, decline: row.body as Decline });
+      return service.decline(companyId, { ...again, decline: row.body as Decline }, audit);
     },
 
     async get(companyId: string, declineId: string): Promise<DeclineView> {

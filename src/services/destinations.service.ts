@@ -18,6 +18,7 @@ import type { Gate } from '../gate/gate.js';
 import { urlProblem, type AddressRules } from '../lib/addresses.js';
 import { encryptSecret } from '../lib/crypto.js';
 import { badRequest, notFound, Problem } from '../lib/problem.js';
+import { changedFields, givenFields, type Audit } from '../access/audit.js';
 import type { CompaniesService } from './companies.service.js';
 import type { createDestinationBody, deliveriesQuery, destinationReplayBody, patchDestinationBody } from './schemas.js';
 import type { DeliveryView, DestinationView } from './views.js';
@@ -46,6 +47,26 @@ interface DestinationsDeps {
 }
 
 const DEFAULT_GRACE_S = 86_400;
+/** A destination's columns by the field names of its view (the audit log names the fields a change changed). */
+const DESTINATION_FIELDS = {
+  url: 'url',
+  description: 'description',
+  resourceTypes: 'filter.resourceTypes',
+  eventTypes: 'filter.eventTypes',
+  maxConcurrency: 'maxConcurrency',
+  ratePerSecond: 'ratePerSecond',
+  timeoutMs: 'timeoutMs',
+  // A new secret is sealed anew (a fresh nonce): it always differs, and says nothing of the one it replaces.
+  secretEncrypted: 'secret',
+} as const;
+
+/** A replay's filter, as the deliveries' statement takes it. */
+const deliveryFilter = (body: z.infer<typeof destinationReplayBody>) => ({
+  since: body?.since ? new Date(body.since) : undefined,
+  before: body?.before ? new Date(body.before) : undefined,
+  status: body?.status,
+  resourceId: body?.resourceId,
+});
 const iso = (d: Date | null) => (d === null ? null : d.toISOString());
 
 // Over 80 lines on purpose: its body is the service's methods, each short, over the dependencies they share.
@@ -141,25 +162,28 @@ export function createDestinationsService(deps: DestinationsDeps) {
   });
 
   return {
-    async create(companyId: string, input: z.infer<typeof createDestinationBody>, by: string): Promise<DestinationView & { secret: string }> {
+    async create(companyId: string, input: z.infer<typeof createDestinationBody>, audit: Pick<Audit, 'change' | 'by'>): Promise<DestinationView & { secret: string }> {
       await deps.companies.get(companyId);
       const url = checkUrl(companyId, input.url);
       const secret = deps.sender.newSecret();
-      const [r] = await db
-        .insert(destinations)
-        .values({
-          companyId,
-          url,
-          description: input.description ?? '',
-          ...filterColumns(input.filter),
-          secretEncrypted: seal(secret),
-          maxConcurrency: input.maxConcurrency ?? null,
-          ratePerSecond: input.ratePerSecond ?? null,
-          timeoutMs: input.timeoutMs ?? null,
-        })
-        .returning();
-      if (input.active === false) await deps.states.disable(r!.id, { by, reason: 'created inactive' });
-      return { ...(await view((await row(companyId, r!.id)))), secret };
+      const id = await audit.change(async (change) => {
+        const [r] = await change.tx
+          .insert(destinations)
+          .values({
+            companyId,
+            url,
+            description: input.description ?? '',
+            ...filterColumns(input.filter),
+            secretEncrypted: seal(secret),
+            maxConcurrency: input.maxConcurrency ?? null,
+            ratePerSecond: input.ratePerSecond ?? null,
+            timeoutMs: input.timeoutMs ?? null,
+          })
+          .returning({ id: destinations.id });
+        if (input.active === false) await deps.states.disable(r!.id, { by: audit.by, reason: 'created inactive' }, change);
+        return { value: r!.id, targets: { destinationId: r!.id }, fields: givenFields(input) };
+      });
+      return { ...(await view(await row(companyId, id))), secret };
     },
 
     async list(companyId: string, opts: { limit: number; cursor?: string }): Promise<{ items: DestinationView[]; nextCursor: string | null }> {
@@ -191,54 +215,67 @@ export function createDestinationsService(deps: DestinationsDeps) {
      * A change: its URL (pending deliveries go there too), description, filter (later events), limits; a
      * rotated secret (answered once); `active` disables or enables it (skipping what is older than skipBefore).
      */
-    async update(companyId: string, destinationId: string, patch: z.infer<typeof patchDestinationBody>, by: string): Promise<DestinationView & { secret?: string }> {
+    async update(companyId: string, destinationId: string, patch: z.infer<typeof patchDestinationBody>, audit: Pick<Audit, 'change' | 'by'>): Promise<DestinationView & { secret?: string }> {
       const current = await row(companyId, destinationId);
       const url = patch.url === undefined ? undefined : checkUrl(companyId, patch.url);
       const secret = patch.rotateSecret ? deps.sender.newSecret() : undefined;
       const graceS = patch.rotateSecret?.graceSeconds ?? DEFAULT_GRACE_S;
-      await db
-        .update(destinations)
-        .set({
-          ...(url !== undefined ? { url } : {}),
-          ...(patch.description !== undefined ? { description: patch.description } : {}),
-          ...filterColumns(patch.filter),
-          ...(patch.maxConcurrency !== undefined ? { maxConcurrency: patch.maxConcurrency } : {}),
-          ...(patch.ratePerSecond !== undefined ? { ratePerSecond: patch.ratePerSecond } : {}),
-          ...(patch.timeoutMs !== undefined ? { timeoutMs: patch.timeoutMs } : {}),
-          // At most two sign at once: a second rotation within the grace period ends the oldest.
-          ...(secret !== undefined
-            ? { secretEncrypted: seal(secret), previousSecretEncrypted: graceS > 0 ? current.secretEncrypted : null, previousSecretExpiresAt: graceS > 0 ? new Date(Date.now() + graceS * 1000) : null }
-            : {}),
-          updatedAt: new Date(),
-        })
-        .where(eq(destinations.id, destinationId));
-      if (patch.active === false) await deps.states.disable(destinationId, { by, reason: 'set inactive' });
-      if (patch.active === true) await deps.states.enable(destinationId, patch.skipBefore === undefined ? undefined : new Date(patch.skipBefore));
+      const columns = {
+        ...(url !== undefined ? { url } : {}),
+        ...(patch.description !== undefined ? { description: patch.description } : {}),
+        ...filterColumns(patch.filter),
+        ...(patch.maxConcurrency !== undefined ? { maxConcurrency: patch.maxConcurrency } : {}),
+        ...(patch.ratePerSecond !== undefined ? { ratePerSecond: patch.ratePerSecond } : {}),
+        ...(patch.timeoutMs !== undefined ? { timeoutMs: patch.timeoutMs } : {}),
+        // At most two sign at once: a second rotation within the grace period ends the oldest.
+        ...(secret !== undefined
+          ? { secretEncrypted: seal(secret), previousSecretEncrypted: graceS > 0 ? current.secretEncrypted : null, previousSecretExpiresAt: graceS > 0 ? new Date(Date.now() + graceS * 1000) : null }
+          : {}),
+      };
+      await audit.change(async (change) => {
+        await change.tx
+          .update(destinations)
+          .set({ ...columns, updatedAt: new Date() })
+          .where(eq(destinations.id, destinationId));
+        // Each answers whether it changed the state: disabling a disabled destination, or enabling an enabled one, changes nothing.
+        const disabled = patch.active === false && (await deps.states.disable(destinationId, { by: audit.by, reason: 'set inactive' }, change));
+        const enabled = patch.active === true && (await deps.states.enable(destinationId, patch.skipBefore === undefined ? undefined : new Date(patch.skipBefore), change));
+        return { value: undefined, fields: [...changedFields(current, columns, DESTINATION_FIELDS), ...(disabled || enabled ? ['active'] : [])] };
+      });
       const answer = await view(await row(companyId, destinationId));
       return secret === undefined ? answer : { ...answer, secret };
     },
 
-    async delete(companyId: string, destinationId: string): Promise<void> {
+    async delete(companyId: string, destinationId: string, audit: Pick<Audit, 'change'>): Promise<void> {
       await row(companyId, destinationId);
-      await deps.states.delete(destinationId);
+      await audit.change(async (change) => ({ value: await deps.states.delete(destinationId, change) }));
     },
 
-    /** A test event, signed as a delivery is, sent now; answered with the attempt (nothing is stored). */
-    async test(companyId: string, destinationId: string) {
+    /** A test event, signed as a delivery is, sent now; answered with the attempt (nothing is stored: in the audit log, a call). */
+    async test(companyId: string, destinationId: string, audit: Pick<Audit, 'call'>) {
       const r = await row(companyId, destinationId);
       const webhookId = `msg_test_${randomBytes(8).toString('hex')}`;
       const body = JSON.stringify({ id: webhookId, type: 'test', companyId, occurredAt: new Date().toISOString(), resource: null, eventTypes: [], changes: null, snapshot: null });
-      const attempt = await deps.sender.sendTest({ destinationId, companyId, url: r.url, secrets: signingSecrets(r, deps.secretKey), timeoutMs: r.timeoutMs ?? deps.defaults.timeoutMs, body, webhookId });
+      const send = () => deps.sender.sendTest({ destinationId, companyId, url: r.url, secrets: signingSecrets(r, deps.secretKey), timeoutMs: r.timeoutMs ?? deps.defaults.timeoutMs, body, webhookId });
+      const attempt = await audit.call({}, send, (a) => ({ details: { httpStatus: a.httpStatus } }));
       return { webhookId, ...attempt, delivered: attempt.httpStatus !== null && attempt.httpStatus >= 200 && attempt.httpStatus < 300 };
     },
 
-    /** A destination's deliveries matching the filter sent again (the same webhook-ids), outside their order. */
-    async replay(companyId: string, destinationId: string, body: z.infer<typeof destinationReplayBody>) {
+    /** A destination's deliveries matching the filter sent again (the same webhook-ids), outside their order: one change, one entry with its filter and count. */
+    async replay(companyId: string, destinationId: string, body: z.infer<typeof destinationReplayBody>, audit: Pick<Audit, 'change'>) {
       await row(companyId, destinationId);
-      const filter = { since: body?.since ? new Date(body.since) : undefined, before: body?.before ? new Date(body.before) : undefined, status: body?.status, resourceId: body?.resourceId };
-      const { matched, replayed } = await deps.states.replayMatching(destinationId, filter, body?.dryRun === true);
-      if (replayed.length > 0) await deps.enqueue(replayed);
+      const { matched, replayed } = await audit.change(async (change) => {
+        const found = await deps.states.replayMatching(destinationId, deliveryFilter(body), body?.dryRun === true, change);
+        if (found.replayed.length > 0) change.afterCommit(() => deps.enqueue(found.replayed));
+        return { value: found, details: { filter: body ?? {}, matched: found.matched, replayed: found.replayed.length } };
+      });
       return { matched, replayed: replayed.length };
+    },
+
+    /** How many of a destination's deliveries a replay with this filter would send again (a page's confirmation). */
+    async countReplayable(companyId: string, destinationId: string, body: z.infer<typeof destinationReplayBody>): Promise<number> {
+      await row(companyId, destinationId);
+      return (await deps.states.replayMatching(destinationId, deliveryFilter(body), true)).matched;
     },
 
     async deliveries(companyId: string, q: z.infer<typeof deliveriesQuery>): Promise<{ items: DeliveryView[]; nextCursor: string | null }> {
@@ -268,11 +305,14 @@ export function createDestinationsService(deps: DestinationsDeps) {
     },
 
     /** One delivery sent again (the same webhook-id), outside its resource's order; a pending one is refused (409). */
-    async replayDelivery(companyId: string, deliveryId: number): Promise<DeliveryView> {
+    async replayDelivery(companyId: string, deliveryId: number, audit: Pick<Audit, 'change'>): Promise<DeliveryView> {
       const current = await this.delivery(companyId, deliveryId);
-      const replayed = await deps.states.replay([deliveryId]);
-      if (replayed.length === 0) throw new Problem(409, 'Conflict', `Delivery ${deliveryId} is ${current.status}: only a delivered, failed, skipped or expired delivery can be replayed`, { code: 'not_replayable' });
-      await deps.enqueue(replayed);
+      await audit.change(async (change) => {
+        const replayed = await deps.states.replay([deliveryId], change);
+        if (replayed.length === 0) throw new Problem(409, 'Conflict', `Delivery ${deliveryId} is ${current.status}: only a delivered, failed, skipped or expired delivery can be replayed`, { code: 'not_replayable' });
+        change.afterCommit(() => deps.enqueue(replayed));
+        return { value: undefined };
+      });
       return this.delivery(companyId, deliveryId);
     },
 

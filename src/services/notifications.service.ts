@@ -6,7 +6,8 @@
 import { and, asc, count, desc, eq, getTableColumns, gte, inArray, lt, lte, sql, type SQL } from 'drizzle-orm';
 import type { z } from 'zod';
 import type { notificationsQuery } from './schemas.js';
-import type { Database } from '../db/client.js';
+import type { Audit } from '../access/audit.js';
+import type { Change, Database } from '../db/client.js';
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';
 import { allowed, TRANSITIONS } from '../notifications/transitions.js';
 import {
@@ -99,17 +100,24 @@ export function createNotificationsService(deps: {
     ...(f.receivedBefore ? [lt(notifications.receivedAt, new Date(f.receivedBefore))] : []),
   ];
 
-  /** Back to `received` with the replay recorded, then queued; without Redis they stay `received` and the relay queues them later (an outbox, not an error). */
-  async function replayRows(ids: number[]): Promise<number> {
-    const rows = await deps.notifications.replay(ids);
+  /**
+   * Back to `received` with the replay recorded, in `change`; once it committed, queued. Without Redis they
+   * stay `received` and the relay queues them later (an outbox, not an error).
+   */
+  async function replayRows(change: Change, ids: number[]): Promise<number> {
+    const rows = await deps.notifications.replay(ids, change);
     if (rows.length === 0) return 0;
-    const queued = await deps.enqueuer.enqueue(rows).then(
-      () => true,
-      () => false,
-    );
-    if (queued) await deps.notifications.queue(rows.map((r) => r.id));
+    change.afterCommit(async () => {
+      const queued = await deps.enqueuer.enqueue(rows).then(
+        () => true,
+        () => false,
+      );
+      if (queued) await deps.notifications.queue(rows.map((r) => r.id));
+    });
     return rows.length;
   }
+
+  const replayable = (filter: NotificationFilter) => and(...filterSql(filter), inArray(notifications.status, [...TRANSITIONS.replay.from]));
 
   async function getRow(id: number): Promise<NotificationRow> {
     const [row] = await db.select().from(notifications).where(eq(notifications.id, id)).limit(1);
@@ -162,10 +170,10 @@ export function createNotificationsService(deps: {
     },
 
     /** Fetches the resource again for this notification; a discarded one stays discarded. */
-    async replay(id: number): Promise<ReplayedView> {
+    async replay(id: number, audit: Pick<Audit, 'change'>): Promise<ReplayedView> {
       const row = await getRow(id);
       if (!allowed('replay', row.status, 'received')) throw new Problem(409, 'Conflict', `A ${row.status} notification (its webhook was deactivated) cannot be replayed.`, { code: 'not_replayable' });
-      await replayRows([id]);
+      await audit.change(async (change) => ({ value: await replayRows(change, [id]), companyId: row.companyId }));
       const [company] = await db.select({ name: companies.name, status: companies.connectionStatus, error: companies.connectionError }).from(companies).where(eq(companies.id, row.companyId));
       const note =
         company?.status === 'unauthorized'
@@ -176,16 +184,26 @@ export function createNotificationsService(deps: {
 
     /**
      * Replays every notification matching the filter (at most `limit`, oldest first); `discarded` ones
-     * never. With `dryRun` it only counts what would be replayed.
+     * never. With `dryRun` it only counts what would be replayed. One change (at most 10,000 rows), one
+     * audit entry with the filter and the counts.
      */
-    async replayMatching(filter: NotificationFilter & { limit: number; dryRun?: boolean }): Promise<{ matched: number; replayed: number }> {
-      const where = and(...filterSql(filter), inArray(notifications.status, [...TRANSITIONS.replay.from]));
-      const [{ matched } = { matched: 0 }] = await db.select({ matched: count() }).from(notifications).where(where);
-      if (filter.dryRun) return { matched, replayed: 0 };
-      const rows = await db.select({ id: notifications.id }).from(notifications).where(where).orderBy(asc(notifications.id)).limit(filter.limit);
-      let replayed = 0;
-      for (let i = 0; i < rows.length; i += REPLAY_CHUNK) replayed += await replayRows(rows.slice(i, i + REPLAY_CHUNK).map((r) => r.id));
-      return { matched, replayed };
+    async replayMatching(filter: NotificationFilter & { limit: number; dryRun?: boolean }, audit: Pick<Audit, 'change'>): Promise<{ matched: number; replayed: number }> {
+      return audit.change(async (change) => {
+        const [{ matched } = { matched: 0 }] = await change.tx.select({ matched: count() }).from(notifications).where(replayable(filter));
+        let replayed = 0;
+        if (!filter.dryRun) {
+          const rows = await change.tx.select({ id: notifications.id }).from(notifications).where(replayable(filter)).orderBy(asc(notifications.id)).limit(filter.limit);
+          for (let i = 0; i < rows.length; i += REPLAY_CHUNK) replayed += await replayRows(change, rows.slice(i, i + REPLAY_CHUNK).map((r) => r.id));
+        }
+        const counts = { matched, replayed };
+        return { value: counts, companyId: filter.companyId, details: { filter, ...counts } };
+      });
+    },
+
+    /** How many notifications a replay with this filter would take (a page's confirmation). */
+    async countReplayable(filter: NotificationFilter): Promise<number> {
+      const [{ matched } = { matched: 0 }] = await db.select({ matched: count() }).from(notifications).where(replayable(filter));
+      return matched;
     },
 
     async listResources(filter: { companyId?: string; type?: string; limit: number; cursor?: string }): Promise<{ items: ResourceView[]; nextCursor: string | null }> {

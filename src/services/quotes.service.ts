@@ -6,6 +6,7 @@
 import { eq } from 'drizzle-orm';
 import type { z } from 'zod';
 import type { createQuoteBody } from './schemas.js';
+import type { Audit } from '../access/audit.js';
 import { quotes, type QuoteRow } from '../db/schema/index.js';
 import { Problem, badRequest } from '../lib/problem.js';
 import { priceMismatch, type QuoteSubmission, type QuoteSubmitted } from '../marketplace/quotes.js';
@@ -23,7 +24,8 @@ export function createQuotesService(deps: RfqAnswerDeps) {
   const { db } = deps;
 
   const service = {
-    async submit(companyId: string, input: QuoteRequest): Promise<{ quote: QuoteView; created: boolean }> {
+    /** Sent once to the marketplace (a call: in the audit log, before and after, naming the request's fields). */
+    async submit(companyId: string, input: QuoteRequest, audit: Pick<Audit, 'call'>): Promise<{ quote: QuoteView; created: boolean }> {
       const { quote } = input.submission;
       const mismatch = input.allowPriceMismatch ? null : priceMismatch(quote);
       if (mismatch) {
@@ -31,7 +33,7 @@ export function createQuotesService(deps: RfqAnswerDeps) {
           { field: 'submission.quote.totalPrice', message: `must equal the sum of lineItems[].price (${mismatch.sum})` },
         ]);
       }
-      const { row, created } = await sendRfqAnswer(deps, companyId, {
+      const send = () => sendRfqAnswer(deps, companyId, {
         table: quotes,
         action: 'submitQuote',
         key: ['companyId', 'sellerUniqueQuoteIdentifier'],
@@ -51,6 +53,7 @@ export function createQuotesService(deps: RfqAnswerDeps) {
           return { columns: ids, incomplete };
         },
       });
+      const { row, created } = await audit.call({ fields: Object.keys(input) }, send, (sent) => ({ targets: { quoteId: sent.row.id }, details: { created: sent.created } }));
       return { quote: view(row), created };
     },
 
@@ -59,9 +62,9 @@ export function createQuotesService(deps: RfqAnswerDeps) {
      * marketplace does not have it (the console's resend action; the API and CLI repeat the request with
      * resendUnknown). Its price was checked when it was first submitted.
      */
-    async resendUnknown(companyId: string, quoteId: string): Promise<{ quote: QuoteView; created: boolean }> {
+    async resendUnknown(companyId: string, quoteId: string, audit: Pick<Audit, 'call'>): Promise<{ quote: QuoteView; created: boolean }> {
       const { row, again } = await heldUnknown(db, quotes, companyId, quoteId, 'Quote', (q) => `Quote ${q.sellerUniqueQuoteIdentifier}`);
-      return service.submit(companyId, { ...again, allowPriceMismatch: true, submission: row.submission as QuoteSubmission });
+      return service.submit(companyId, { ...again, allowPriceMismatch: true, submission: row.submission as QuoteSubmission }, audit);
     },
 
     /** Newest first; `liftId` finds the quote for an availability upload's activity.tripId. */

@@ -311,8 +311,8 @@ export const auditEntrySchema = z.object({
   action: z.string(),
   companyId: z.string().nullable(),
   targets: z.record(z.string(), z.union([z.string(), z.number()])),
-  fields: z.array(z.string()).describe('The names of the fields sent, never their values'),
-  outcome: z.string().describe('`ok`, `refused`, `failed`, or `started` (under way, or the process stopped during it)'),
+  fields: z.array(z.string()).describe('The names of the fields the change changed (a create: those it set), never their values'),
+  outcome: z.string().describe('`ok`, `refused`, `failed`, or `started` (a call to the marketplace under way, or the process stopped during it)'),
   settledAt: z.string().nullable(),
-  details: z.record(z.string(), z.unknown()).nullable().describe("A bulk action's filter and count"),
+  details: z.record(z.string(), z.unknown()).nullable().describe("A bulk action's filter and count; a refusal's `status` and the names of the fields it was `sent`; never a secret"),
 });

@@ -16,6 +16,7 @@ import { MarketplaceError } from '../marketplace/errors.js';
 import type { ClientAuthenticationType, EventType, WebhookSetting, WebhookSettingBody } from '../marketplace/contract.js';
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
 import { WEBHOOK_CHANGES_CHANNEL } from '../receiver/authenticate.js';
+import { changedFields, givenFields, type Audit } from '../access/audit.js';
 import type { CompaniesService } from './companies.service.js';
 import { viewOf, webhookViewSchema, type Drift, type ReconciliationView, type WebhookView } from './views.js';
 
@@ -44,6 +45,9 @@ const settingOf = (w: WebhookRow, changes: Partial<WebhookSettingBody>): Webhook
   clientAuthenticationType: w.authType,
   eventTypes: changes.eventTypes ?? (w.eventTypes as EventType[]),
 });
+
+/** A webhook's columns by the field names of its view (the audit log names the fields a change changed). */
+const WEBHOOK_FIELDS = { displayName: 'displayName', active: 'active', eventTypes: 'eventTypes' } as const;
 
 // Over 80 lines on purpose: its body is the service's methods, each short, over the dependencies they share.
 export function createWebhooksService(deps: WebhooksDeps) {
@@ -85,54 +89,9 @@ export function createWebhooksService(deps: WebhooksDeps) {
     /** The company's webhook row, or a 404 naming it. */
     row: getRow,
 
-    async create(companyId: string, input: z.infer<typeof createWebhookBody>): Promise<WebhookView> {
-      const { row: company, conn, call } = await deps.companies.connection(companyId);
-      const endpointKey = randomToken(24);
-      const clientIdentifier = `skh_${randomToken(18)}`;
-      const clientSecret = randomToken(32);
-      const targetURI = targetUri(deps.publicBaseUrl, { endpointKey, shared: input.sharedTarget ?? false });
-      const body: WebhookSettingBody = {
-        targetURI,
-        displayName: input.displayName ?? `Skyhook (${company.name})`,
-        active: true,
-        clientIdentifier,
-        clientSecret,
-        clientAuthenticationType: input.authType,
-        eventTypes: input.eventTypes,
-      };
-      const setting = await call(() => deps.settings.create(conn, body));
-      try {
-        const [row] = await db
-          .insert(webhooks)
-          .values({
-            companyId,
-            remoteId: setting.id,
-            remoteVersion: setting.version ?? null,
-            endpointKey,
-            targetUri: targetURI,
-            clientIdentifier,
-            authType: input.authType,
-            ...secretColumns(input.authType, clientSecret),
-            eventTypes: input.eventTypes,
-            displayName: body.displayName,
-            active: true,
-          })
-          .returning();
-        await changed();
-        return view(row!);
-      } catch (err) {
-        // Do not leave a live setting on the marketplace that Skyhook cannot authenticate; if that fails too,
-        // the answer says so, so that the operator deactivates it there.
-        const undoFailed = await deactivate(conn, setting.id, body, company.settingsPathForm).then(
-          () => undefined,
-          (undoError: unknown) => undoError,
-        );
-        if (undoFailed === undefined) throw err;
-        const left = `the webhook setting ${setting.id} created on the marketplace could not be deactivated (${describeError(undoFailed)}): deactivate it there`;
-        if (isDatabaseUnavailable(err)) throw serviceUnavailable(`The database is unavailable, so the webhook was not stored; ${left}.`, 'database_unavailable');
-        throw new Problem(500, 'Internal Server Error', `Storing the webhook failed; ${left}.`, { code: 'internal' });
-      }
-    },
+    /** Registered on the marketplace, then stored (a call: in the audit log, before and after). */
+    create: (companyId: string, input: z.infer<typeof createWebhookBody>, audit: Pick<Audit, 'call'>): Promise<WebhookView> =>
+      audit.call({ fields: givenFields(input) }, () => create(companyId, input), (w) => ({ targets: { webhookId: w.id } })),
 
     /**
      * Reconciliation (SPEC §14): the company's settings on the marketplace against its local webhooks. Drift
@@ -141,60 +100,8 @@ export function createWebhooksService(deps: WebhooksDeps) {
      * marketplace holds under another id takes that id. Differing settings and unknown ones are only
      * reported: they may be someone's deliberate change.
      */
-    async reconcile(companyId: string, opts: { apply: boolean }): Promise<ReconciliationView> {
-      const { row: company, conn, call } = await deps.companies.connection(companyId);
-      const rows = await db.select().from(webhooks).where(eq(webhooks.companyId, companyId)).orderBy(asc(webhooks.createdAt));
-      const remote = await call(() => deps.settings.list(conn));
-      const byId = new Map(remote.map((r) => [r.id, r]));
-      const byClientIdentifier = new Map(remote.map((r) => [r.clientIdentifier, r]));
-      const matched = new Set<string>();
-      const drift: Drift[] = [];
-      let inSync = 0;
-      let changedRows = false;
-      const entry = (kind: Drift['kind'], row: WebhookRow | null, setting: WebhookSetting | null, more: Partial<Drift> = {}): Drift => ({
-        kind,
-        webhookId: row?.id ?? null,
-        remoteId: setting?.id ?? row?.remoteId ?? null,
-        clientIdentifier: row?.clientIdentifier ?? (typeof setting?.clientIdentifier === 'string' ? setting.clientIdentifier : null),
-        differences: [],
-        action: 'none',
-        newRemoteId: null,
-        error: null,
-        ...more,
-      });
-
-      for (const row of rows) {
-        const sameId = byId.get(row.remoteId);
-        const sameClient = sameId ? undefined : byClientIdentifier.get(row.clientIdentifier);
-        const setting = sameId ?? (sameClient && !matched.has(sameClient.id) ? sameClient : undefined);
-        if (!setting) {
-          const lost = entry('missing_remotely', row, null);
-          if (opts.apply) {
-            Object.assign(lost, await recreate(row, company.settingsPathForm, conn));
-            changedRows ||= lost.action === 'recreated';
-          }
-          drift.push(lost);
-          continue;
-        }
-        matched.add(setting.id);
-        const differences = settingDifferences(row, setting);
-        if (setting.id !== row.remoteId) {
-          const moved = entry('remote_id_changed', row, setting, { differences, remoteId: row.remoteId, newRemoteId: setting.id });
-          if (opts.apply) {
-            await db.update(webhooks).set({ remoteId: setting.id, remoteVersion: typeof setting.version === 'number' ? setting.version : null, updatedAt: new Date() }).where(eq(webhooks.id, row.id));
-            moved.action = 'remote_id_updated';
-          }
-          drift.push(moved);
-        } else if (differences.length > 0) {
-          drift.push(entry('differs', row, setting, { differences }));
-        } else {
-          inSync++;
-        }
-      }
-      for (const setting of remote) if (!matched.has(setting.id)) drift.push(entry('unknown_remotely', null, setting));
-      if (changedRows) await changed();
-      return { companyId, applied: opts.apply, inSync, remoteSettings: remote.length, drift };
-    },
+    reconcile: (companyId: string, opts: { apply: boolean }, audit: Pick<Audit, 'call'>): Promise<ReconciliationView> =>
+      audit.call({}, () => reconcile(companyId, opts), (r) => ({ details: { applied: r.applied, drift: r.drift.length } })),
 
     /** All of them, as one page (a company has a handful). */
     async list(companyId: string): Promise<{ items: WebhookView[]; nextCursor: null }> {
@@ -207,29 +114,143 @@ export function createWebhooksService(deps: WebhooksDeps) {
       return view(await getRow(companyId, webhookId));
     },
 
-    async update(companyId: string, webhookId: string, patch: z.infer<typeof patchWebhookBody>): Promise<WebhookView> {
+    /** Changed on the marketplace first, then here (a call: in the audit log, before and after, naming the fields it changes). */
+    async update(companyId: string, webhookId: string, patch: z.infer<typeof patchWebhookBody>, audit: Pick<Audit, 'call'>): Promise<WebhookView> {
       const current = await getRow(companyId, webhookId);
-      const { row: company, conn, call } = await deps.companies.connection(companyId);
-      const newSecret = patch.rotateSecret ? randomToken(32) : undefined;
-      const body = settingOf(current, { ...patch, clientSecret: newSecret });
-      const result = await call(() => deps.settings.update(conn, current.remoteId, body, company.settingsPathForm));
-      if (result.pathForm !== company.settingsPathForm) await deps.companies.rememberSettingsPath(companyId, result.pathForm);
+      const fields = [...changedFields(current, { displayName: patch.displayName, active: patch.active, eventTypes: patch.eventTypes }, WEBHOOK_FIELDS), ...(patch.rotateSecret ? ['clientSecret'] : [])];
+      return audit.call({ fields }, () => updateRow(current, patch));
+    },
+
+    /** updateRow: a change of a webhook here and on the marketplace, as a part of a larger one (a deletion's deactivation), which holds its audit entry. */
+    updateRow,
+  };
+
+  async function create(companyId: string, input: z.infer<typeof createWebhookBody>): Promise<WebhookView> {
+    const { row: company, conn, call } = await deps.companies.connection(companyId);
+    const endpointKey = randomToken(24);
+    const clientIdentifier = `skh_${randomToken(18)}`;
+    const clientSecret = randomToken(32);
+    const targetURI = targetUri(deps.publicBaseUrl, { endpointKey, shared: input.sharedTarget ?? false });
+    const body: WebhookSettingBody = {
+      targetURI,
+      displayName: input.displayName ?? `Skyhook (${company.name})`,
+      active: true,
+      clientIdentifier,
+      clientSecret,
+      clientAuthenticationType: input.authType,
+      eventTypes: input.eventTypes,
+    };
+    const setting = await call(() => deps.settings.create(conn, body));
+    try {
       const [row] = await db
-        .update(webhooks)
-        .set({
+        .insert(webhooks)
+        .values({
+          companyId,
+          remoteId: setting.id,
+          remoteVersion: setting.version ?? null,
+          endpointKey,
+          targetUri: targetURI,
+          clientIdentifier,
+          authType: input.authType,
+          ...secretColumns(input.authType, clientSecret),
+          eventTypes: input.eventTypes,
           displayName: body.displayName,
-          active: body.active,
-          eventTypes: body.eventTypes,
-          remoteVersion: result.setting.version ?? current.remoteVersion,
-          ...(newSecret ? rotatedSecret(current, newSecret) : {}),
-          updatedAt: new Date(),
+          active: true,
         })
-        .where(eq(webhooks.id, webhookId))
         .returning();
       await changed();
       return view(row!);
-    },
-  };
+    } catch (err) {
+      // Do not leave a live setting on the marketplace that Skyhook cannot authenticate; if that fails too,
+      // the answer says so, so that the operator deactivates it there.
+      const undoFailed = await deactivate(conn, setting.id, body, company.settingsPathForm).then(
+        () => undefined,
+        (undoError: unknown) => undoError,
+      );
+      if (undoFailed === undefined) throw err;
+      const left = `the webhook setting ${setting.id} created on the marketplace could not be deactivated (${describeError(undoFailed)}): deactivate it there`;
+      if (isDatabaseUnavailable(err)) throw serviceUnavailable(`The database is unavailable, so the webhook was not stored; ${left}.`, 'database_unavailable');
+      throw new Problem(500, 'Internal Server Error', `Storing the webhook failed; ${left}.`, { code: 'internal' });
+    }
+  }
+
+  async function reconcile(companyId: string, opts: { apply: boolean }): Promise<ReconciliationView> {
+    const { row: company, conn, call } = await deps.companies.connection(companyId);
+    const rows = await db.select().from(webhooks).where(eq(webhooks.companyId, companyId)).orderBy(asc(webhooks.createdAt));
+    const remote = await call(() => deps.settings.list(conn));
+    const byId = new Map(remote.map((r) => [r.id, r]));
+    const byClientIdentifier = new Map(remote.map((r) => [r.clientIdentifier, r]));
+    const matched = new Set<string>();
+    const drift: Drift[] = [];
+    let inSync = 0;
+    let changedRows = false;
+    const entry = (kind: Drift['kind'], row: WebhookRow | null, setting: WebhookSetting | null, more: Partial<Drift> = {}): Drift => ({
+      kind,
+      webhookId: row?.id ?? null,
+      remoteId: setting?.id ?? row?.remoteId ?? null,
+      clientIdentifier: row?.clientIdentifier ?? (typeof setting?.clientIdentifier === 'string' ? setting.clientIdentifier : null),
+      differences: [],
+      action: 'none',
+      newRemoteId: null,
+      error: null,
+      ...more,
+    });
+
+    for (const row of rows) {
+      const sameId = byId.get(row.remoteId);
+      const sameClient = sameId ? undefined : byClientIdentifier.get(row.clientIdentifier);
+      const setting = sameId ?? (sameClient && !matched.has(sameClient.id) ? sameClient : undefined);
+      if (!setting) {
+        const lost = entry('missing_remotely', row, null);
+        if (opts.apply) {
+          Object.assign(lost, await recreate(row, company.settingsPathForm, conn));
+          changedRows ||= lost.action === 'recreated';
+        }
+        drift.push(lost);
+        continue;
+      }
+      matched.add(setting.id);
+      const differences = settingDifferences(row, setting);
+      if (setting.id !== row.remoteId) {
+        const moved = entry('remote_id_changed', row, setting, { differences, remoteId: row.remoteId, newRemoteId: setting.id });
+        if (opts.apply) {
+          await db.update(webhooks).set({ remoteId: setting.id, remoteVersion: typeof setting.version === 'number' ? setting.version : null, updatedAt: new Date() }).where(eq(webhooks.id, row.id));
+          moved.action = 'remote_id_updated';
+        }
+        drift.push(moved);
+      } else if (differences.length > 0) {
+        drift.push(entry('differs', row, setting, { differences }));
+      } else {
+        inSync++;
+      }
+    }
+    for (const setting of remote) if (!matched.has(setting.id)) drift.push(entry('unknown_remotely', null, setting));
+    if (changedRows) await changed();
+    return { companyId, applied: opts.apply, inSync, remoteSettings: remote.length, drift };
+  }
+
+  async function updateRow(current: WebhookRow, patch: z.infer<typeof patchWebhookBody>): Promise<WebhookView> {
+    const { companyId, id: webhookId } = current;
+    const { row: company, conn, call } = await deps.companies.connection(companyId);
+    const newSecret = patch.rotateSecret ? randomToken(32) : undefined;
+    const body = settingOf(current, { ...patch, clientSecret: newSecret });
+    const result = await call(() => deps.settings.update(conn, current.remoteId, body, company.settingsPathForm));
+    if (result.pathForm !== company.settingsPathForm) await deps.companies.rememberSettingsPath(companyId, result.pathForm);
+    const [row] = await db
+      .update(webhooks)
+      .set({
+        displayName: body.displayName,
+        active: body.active,
+        eventTypes: body.eventTypes,
+        remoteVersion: result.setting.version ?? current.remoteVersion,
+        ...(newSecret ? rotatedSecret(current, newSecret) : {}),
+        updatedAt: new Date(),
+      })
+      .where(eq(webhooks.id, webhookId))
+      .returning();
+    await changed();
+    return view(row!);
+  }
 
   /**
    * Re-creates a setting the marketplace lost, from the local row: the same targetURI and clientIdentifier;

@@ -12,7 +12,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteKeysWithPrefix } from '../../src/lib/redis/keys.js';
 import { startSimulator, type Simulator } from '../../src/simulator/index.js';
-import { runSkyhook, type Run } from '../helpers/cli.js';
+import { auditWalk, runSkyhook, type Run } from '../helpers/cli.js';
 import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
 
 const BIN = new URL('../../bin/skyhook.js', import.meta.url).pathname;
@@ -344,6 +344,18 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     expect(shown.stdout).toMatch(/^timeline:\nAT\s+WHAT\s+DETAIL\n\S+ \S+Z\s+received\n/m);
     expect(table.stdout).toContain(`Acme Jets Ltd (${companyId})`);
 
+    // Another failed one, replayed alone (its resource is gone on the marketplace: it ends processed, not failed).
+    const other = new pg.Client({ connectionString: db.url });
+    await other.connect();
+    const alone = await other
+      .query<{ id: string }>(
+        `INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status, attempts, last_error, finished_at)
+         VALUES ($1, $2, 'rfq-2', 'rfqs', $3, '{}', 'basic', 'failed', 3, 'HTTP 503 from the marketplace', now()) RETURNING id`,
+        [companyId, webhookId, `${sim.apiBaseUrl}/rfqs/rfq-2`],
+      )
+      .finally(() => other.end());
+    expect(await json(['notifications', 'replay', String(alone.rows[0]!.id)])).toMatchObject({ id: String(alone.rows[0]!.id), note: null });
+
     const dry = await json(['notifications', 'replay-all', '--company-id', companyId, '--resource-id', 'rfq-1', '--dry-run']);
     expect(dry).toEqual({ matched: 1, replayed: 0 });
     const replayed = await json(['notifications', 'replay-all', '--company-id', companyId]);
@@ -515,6 +527,29 @@ describe('skyhook admin CLI body files', { timeout: 60_000 }, () => {
     for (const run of runs) {
       expect(run, run.stderr).toMatchObject({ code: 2, stdout: '' });
       expect(run.stderr).toMatch(/^skyhook: --file: stdin: .*NUL character or a lone surrogate/m);
+    }
+  });
+});
+
+describe('skyhook admin CLI and the audit log', () => {
+  it('walks every command of these groups: each one that changes something made a change here, written with its own entry; the others only read', async () => {
+    const sql = new pg.Client({ connectionString: db.url });
+    await sql.connect();
+    try {
+      const reads = [
+        ...['list', 'get'].map((c) => `skyhook companies ${c}`),
+        ...['list', 'get'].map((c) => `skyhook webhooks ${c}`),
+        'skyhook leads list',
+        'skyhook quotes list',
+        'skyhook declines list',
+        ...['list', 'get', 'tail'].map((c) => `skyhook notifications ${c}`),
+        ...['list', 'history'].map((c) => `skyhook resources ${c}`),
+        'skyhook keys list',
+        'skyhook audit list',
+      ];
+      expect(await auditWalk(sql, ['companies', 'webhooks', 'leads', 'quotes', 'declines', 'notifications', 'resources', 'keys', 'audit'], reads)).toEqual([]);
+    } finally {
+      await sql.end();
     }
   });
 });

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signatureHeaders } from '../../src/delivery/sign.js';
 import type { FaultCompany } from '../faults/support.js';
-import { killLeftovers, runSkyhook, startSkyhookCommand, type Run, type Running } from '../helpers/cli.js';
+import { auditWalk, killLeftovers, runSkyhook, startSkyhookCommand, type Run, type Running } from '../helpers/cli.js';
 import { REDIS_URL } from '../helpers/database.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { eventually, freePort } from '../helpers/skyhook.js';
@@ -205,7 +205,7 @@ describe('skyhook destinations, deliveries, events and listen (SPEC §5.2)', { t
     expect(third).toMatchObject({ filter: { resourceTypes: null, eventTypes: null }, limits: { maxConcurrency: null, ratePerSecond: null, timeoutMs: null } });
 
     const disabled = await skyhook(['destinations', 'update', company.companyId, destinationId, '--inactive']);
-    expect(disabled.stdout).toMatch(/^state:\s+disabled since \S+ \S+Z by cli: set inactive$/m);
+    expect(disabled.stdout).toMatch(/^state:\s+disabled since \S+ \S+Z by cli:\S+: set inactive$/m);
     await fire('cli-r1');
     const [pending] = await eventually(async () => {
       const ids = await pendingDeliveries();
@@ -337,5 +337,12 @@ describe('skyhook destinations, deliveries, events and listen (SPEC §5.2)', { t
       for (const run of runs) expect(run).toMatchObject({ code: 0, stderr: '' });
       for (const run of runs) expect(run.stdout).toMatch(/^Usage: skyhook /);
     }
+  });
+});
+
+describe('skyhook destinations and deliveries, and the audit log', () => {
+  it('walks every command: each one that changes something (a test sends a request: a call) made a change here, written with its own entry; the others only read', async () => {
+    const reads = [...['list', 'get', 'secret'].map((c) => `skyhook destinations ${c}`), ...['list', 'get'].map((c) => `skyhook deliveries ${c}`)];
+    expect(await auditWalk(s.sql, ['destinations', 'deliveries'], reads)).toEqual([]);
   });
 });

@@ -4,6 +4,9 @@
  * long-running one (`listen`, `events tail`) and its output, to wait for a line and to stop it with a signal.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { Command } from 'commander';
+import type pg from 'pg';
+import { registerAdminCommands } from '../../src/admin/cli/index.js';
 
 const BIN = new URL('../../bin/skyhook.js', import.meta.url).pathname;
 
@@ -90,4 +93,25 @@ const running = new Set<ChildProcess>();
 /** Kills what a test left running (call it in afterAll). */
 export function killLeftovers(): void {
   for (const child of running) child.kill('SIGKILL');
+}
+
+/**
+ * The admin commands of `groups` (`skyhook <group> <command>`, read from the program the CLI registers)
+ * that are not in `reads`, each of which must have left an `ok` entry in the audit log read from `sql`; and
+ * no entry of a command may have been recorded by the command runner after its change instead of by the
+ * change itself (SPEC §10.1). Answers what is wrong, as lines.
+ */
+export async function auditWalk(sql: Pick<pg.ClientBase, 'query'>, groups: string[], reads: string[]): Promise<string[]> {
+  const program = new Command();
+  registerAdminCommands(program);
+  const commands = program.commands.filter((g) => groups.includes(g.name())).flatMap((g) => g.commands.map((c) => `skyhook ${g.name()} ${c.name()}`));
+  const { rows } = await sql.query<{ action: string; outcome: string; outside: boolean }>(
+    "SELECT action, outcome, coalesce((details->>'outsideTransaction')::boolean, false) AS outside FROM audit_log WHERE action LIKE 'skyhook %'",
+  );
+  const made = new Set(rows.filter((r) => r.outcome === 'ok').map((r) => r.action));
+  return [
+    ...commands.filter((c) => !reads.includes(c) && !made.has(c)).map((c) => `${c}: no change made here, and not a read`),
+    ...commands.filter((c) => reads.includes(c) && made.has(c)).map((c) => `${c}: a read that wrote an entry`),
+    ...rows.filter((r) => r.outside).map((r) => `${r.action}: recorded after its change, not by it`),
+  ];
 }

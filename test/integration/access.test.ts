@@ -280,6 +280,13 @@ describe('every route, every role (SPEC §10.1: deny by default)', () => {
     expect(nav).toContain('company key · company');
     expect(nav).toContain('>My company</a></li>');
     expect(nav).not.toMatch(/<li><a href="\/console\/companies">Companies<\/a><\/li>/);
+    // Its breadcrumbs start at its company: the companies list would only send it back there.
+    const destination = (await skyhook.admin('POST', `/companies/${companyA}/destinations`, { url: 'http://127.0.0.1:9/crumbs' })).body;
+    const crumbs = /<p class="crumbs">(.*?)<\/p>/.exec(await (await get(`/companies/${companyA}/destinations/${destination.id}`, cookie)).text())?.[1];
+    expect(crumbs).toBe(`<a href="/console/companies/${companyA}#destinations">Company A</a>`);
+    const asAdmin = await signIn(keys.admin);
+    expect(await (await get(`/companies/${companyA}`, asAdmin.cookie)).text()).toContain('<p class="crumbs"><a href="/console/companies">Companies</a> › Company A</p>');
+    expect((await skyhook.admin('DELETE', `/companies/${companyA}/destinations/${destination.id}`)).status).toBe(204);
   });
 
   it('/metrics needs METRICS_TOKEN when it is set', async () => {
@@ -290,12 +297,13 @@ describe('every route, every role (SPEC §10.1: deny by default)', () => {
 });
 
 describe('the audit log (SPEC §10.1)', () => {
-  it('records each change with who, from where, the fields sent (never their values) and the outcome; reads change nothing', async () => {
+  it('records each change once, with who, from where, the fields changed (never their values) and the outcome; reads change nothing', async () => {
     // A key of its own: the route walk above made many (refused) changes with the role keys.
     const auditor = await skyhook.admin('POST', '/keys', { name: 'audited operator', role: 'operator' });
     const operator = adminClient(skyhook.url, auditor.body.key);
     const secretToken = 'a-secret-api-token-that-must-not-be-logged';
     const before = (await skyhook.admin('GET', '/audit?limit=500')).body.items.length;
+    const rowsBefore = Number((await fixtures.pool.query('SELECT max(id) AS id FROM audit_log')).rows[0].id);
     expect((await operator('GET', `/companies/${companyB}`)).status).toBe(200);
     expect((await operator('PATCH', `/companies/${companyB}`, { name: 'Company B renamed', apiToken: secretToken })).status).toBe(200);
     const missing = randomUUID();
@@ -312,7 +320,10 @@ describe('the audit log (SPEC §10.1)', () => {
       fields: ['name', 'apiToken'],
       outcome: 'ok',
     });
-    expect(refused).toMatchObject({ action: 'DELETE /admin/companies/:companyId/destinations/:destinationId', targets: { destinationId: missing }, outcome: 'refused' });
+    expect(refused).toMatchObject({ action: 'DELETE /admin/companies/:companyId/destinations/:destinationId', targets: { destinationId: missing }, outcome: 'refused', fields: [], details: { status: 404 } });
+    // New credentials are checked with a call to the marketplace: its two rows; the refusal is one.
+    const { rows: written } = await fixtures.pool.query<{ outcome: string }>('SELECT outcome FROM audit_log WHERE id > $1 ORDER BY id', [rowsBefore]);
+    expect(written.map((r) => r.outcome)).toEqual(['started', 'ok', 'refused']);
     // The GET made no entry; and no entry holds the token.
     expect((await skyhook.admin('GET', '/audit?limit=500')).body.items.length).toBe(before + 2);
     const { rows } = await fixtures.pool.query<{ n: string }>(`SELECT count(*) AS n FROM audit_log WHERE audit_log::text LIKE '%' || $1 || '%'`, [secretToken]);

@@ -274,7 +274,7 @@ describe("a destination's page", () => {
     expect((await postForm(`${at}/disable`, [])).status).toBe(303);
     const disabled = await page(at);
     expect(disabled.text).toContain('<span class="badge s-disabled">disabled</span>');
-    expect(disabled.text).toContain('by admin (console): <span class="wrap">set inactive</span>');
+    expect(disabled.text).toContain('by ADMIN_TOKEN: <span class="wrap">set inactive</span>');
 
     // While disabled, a new version's delivery waits; enabling with "skip before" now ends it skipped.
     await s.sim.fire({ companyId: company.simId, eventType: 'TripRequest', resourceId: 'state-1' });

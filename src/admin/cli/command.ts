@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import type { Command } from 'commander';
-import { outcomeOf, type AuditLog } from '../../access/audit.js';
+import { stoppedBy, type Audit, type AuditLog } from '../../access/audit.js';
 import type { Actor } from '../../access/roles.js';
 import type { z } from 'zod';
 import { describeError } from '../../lib/error-reporter.js';
@@ -147,8 +147,11 @@ export function dataCommand<Input, Output extends Printed, Printed, Flags extend
   spec: {
     access: Access;
     input: (cmd: Command, flags: Flags, args: string[]) => Input | Promise<Input>;
-    /** What it answers may hold more than --json prints (company names, say): `output` keeps its own fields. */
-    run: (services: Services, input: Input, context: AdminContext) => Promise<Output>;
+    /**
+     * What it answers may hold more than --json prints (company names, say): `output` keeps its own fields.
+     * A `write` command's change writes `audit`, its entry (against an admin API, the server writes it).
+     */
+    run: (services: Services, input: Input, context: AdminContext, audit: Audit) => Promise<Output>;
     output: z.ZodType<Printed>;
     human: (output: Output, input: Input, flags: Flags) => string;
   },
@@ -162,7 +165,8 @@ export function dataCommand<Input, Output extends Printed, Printed, Flags extend
       const local = remoteOf(command) === null;
       const output = await withServices(
         spec.access,
-        (services, context) => (spec.access === 'write' && local ? auditedRun(services.audit, command, flags, args, () => spec.run(services, input, context)) : spec.run(services, input, context)),
+        (services, context) =>
+          spec.access === 'write' && local ? auditedRun(services.audit, command, flags, args, (audit) => spec.run(services, input, context, audit)) : spec.run(services, input, context, NO_ENTRY_HERE),
         command,
       );
       process.stdout.write(flags.json ? `${JSON.stringify(spec.output.encode(output), null, 2)}\n` : `${spec.human(output, input, flags)}\n`);
@@ -183,32 +187,42 @@ function localActor(): Actor {
 }
 
 /**
- * A change made by a command, in the audit log: `started` before it, then its outcome. The entry names the
- * command, its arguments, and the flags given (their names only); a bulk replay adds its filter and count.
+ * What a command is given when it writes no entry here: a read command (a change through it is a defect: give
+ * the command access write), or any command against an admin API (the server writes the entry; the remote
+ * services never use this one).
  */
-export async function auditedRun<T>(audit: Pick<AuditLog, 'begin' | 'settle'>, cmd: Command, flags: JsonFlag, args: string[], run: () => Promise<T>): Promise<T> {
-  const actor = localActor();
+const NO_ENTRY_HERE: Audit = {
+  by: 'cli',
+  change: () => Promise.reject(new Error('this command writes no audit entry here: a read command makes no change')),
+  call: () => Promise.reject(new Error('this command writes no audit entry here: a read command makes no change')),
+};
+
+/**
+ * A change made by a command, in the audit log: its entry opened here (the command, its arguments, as the
+ * local user), written by the change (`run`'s services), or here once it ends when the change was refused
+ * or failed before it wrote. A refusal names the flags given (their names only).
+ */
+export async function auditedRun<T>(log: Pick<AuditLog, 'open'>, cmd: Command, flags: JsonFlag, args: string[], run: (audit: Audit) => Promise<T>): Promise<T> {
   const names = cmd.registeredArguments.map((a) => a.name());
   const { companyId, ...targets } = Object.fromEntries(names.map((name, i) => [name, args[i] ?? '']));
-  const given = Object.entries(flags as Record<string, unknown>).filter(([k, v]) => k !== 'json' && v !== undefined);
+  const sent = Object.entries(flags as Record<string, unknown>).filter(([k, v]) => k !== 'json' && v !== undefined).map(([k]) => k);
   const flagCompany = (flags as { companyId?: unknown }).companyId;
-  const entry = {
+  const subject = {
     action: `skyhook ${[cmd.parent?.name(), cmd.name()].filter(Boolean).join(' ')}`,
     companyId: companyId ?? (typeof flagCompany === 'string' ? flagCompany : null),
     targets,
-    fields: given.map(([k]) => k),
   };
-  const id = await audit.begin(actor, entry);
+  const note = (err: unknown) => process.stderr.write(`skyhook: note: ${describeError(err)}\n`);
+  const audit = log.open(localActor(), subject, note);
   let output: T;
   try {
-    output = await run();
+    output = await run(audit);
   } catch (error) {
-    await audit.settle(actor, id, entry, error instanceof Problem ? outcomeOf(error.status) : 'failed').catch((err: unknown) => process.stderr.write(`skyhook: note: the audit entry's outcome could not be written (${describeError(err)})\n`));
+    const { outcome, details } = stoppedBy(error);
+    await audit.settle(outcome, { status: details.status, sent });
     throw error;
   }
-  const counted = (output ?? {}) as { matched?: unknown; replayed?: unknown };
-  const bulk = typeof counted.matched === 'number' ? { filter: Object.fromEntries(given), matched: counted.matched, replayed: counted.replayed } : undefined;
-  await audit.settle(actor, id, entry, 'ok', bulk);
+  await audit.settle('ok', { sent });
   return output;
 }
 

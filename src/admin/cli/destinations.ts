@@ -6,8 +6,6 @@ import type { DestinationView } from '../../services/views.js';
 import { addPageOptions, auditedRun, dataCommand, execute, group, list, numberText, subcommand, UsageError, validate, validateBoth, withServices, type JsonFlag, type PageFlags } from './command.js';
 import { companyLabel, keyValues, listing, shortTime, truncate } from './output.js';
 
-/** Who changed a destination, as its state's `by` says of a disable. */
-const ACTOR = 'cli';
 
 /** A destination's one state in a cell: its status, since or until when, why, by whom. */
 export function stateText(state: DestinationView['state']): string {
@@ -89,8 +87,8 @@ export function registerDestinations(program: Command): void {
       access: 'write',
       input: (cmd, flags: JsonFlag & FilterFlags & LimitFlags & { url?: string; description?: string; inactive?: boolean }, [companyId]) =>
         validateBoth(cmd, [s.companyIdParams, { companyId }], [s.createDestinationBody, { url: flags.url, description: flags.description, filter: filterOf(flags), active: flags.inactive ? false : undefined, ...limitsOf(flags) }]),
-      run: async (svc, [params, body]) => {
-        const created = await svc.destinations.create(params.companyId, body, ACTOR);
+      run: async (svc, [params, body], _context, audit) => {
+        const created = await svc.destinations.create(params.companyId, body, audit);
         return { ...created, names: await svc.companies.names([params.companyId]) };
       },
       output: s.destinationWithSecretSchema,
@@ -158,14 +156,14 @@ export function registerDestinations(program: Command): void {
         const given = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
         return validateBoth(cmd, [s.destinationParams, { companyId, destinationId }], [s.patchDestinationBody, given]);
       },
-      run: async (svc, [params, patch]) => {
+      run: async (svc, [params, patch], _context, audit) => {
         // The API replaces the whole filter: a flag for one list keeps the other as it is.
         const filter = patch.filter;
         if (filter && (filter.resourceTypes === undefined || filter.eventTypes === undefined)) {
           const current = await svc.destinations.get(params.companyId, params.destinationId);
           patch.filter = { resourceTypes: filter.resourceTypes === undefined ? current.filter.resourceTypes : filter.resourceTypes, eventTypes: filter.eventTypes === undefined ? current.filter.eventTypes : filter.eventTypes };
         }
-        const updated = await svc.destinations.update(params.companyId, params.destinationId, patch, ACTOR);
+        const updated = await svc.destinations.update(params.companyId, params.destinationId, patch, audit);
         return { ...updated, names: await svc.companies.names([params.companyId]) };
       },
       output: s.destinationViewSchema.extend({ secret: z.string().optional() }),
@@ -181,7 +179,7 @@ export function registerDestinations(program: Command): void {
     (companyId: string, destinationId: string, flags: object, cmd: Command) =>
       execute(cmd, async () => {
         const params = validate(cmd, s.destinationParams, { companyId, destinationId });
-        await withServices('write', (svc) => auditedRun(svc.audit, cmd, flags, [companyId, destinationId], () => svc.destinations.delete(params.companyId, params.destinationId)), cmd);
+        await withServices('write', (svc) => auditedRun(svc.audit, cmd, flags, [companyId, destinationId], (audit) => svc.destinations.delete(params.companyId, params.destinationId, audit)), cmd);
         process.stdout.write(`deleted destination ${params.destinationId}; its pending deliveries ended skipped\n`);
       }),
   );
@@ -196,10 +194,11 @@ export function registerDestinations(program: Command): void {
   });
 
   dataCommand(subcommand(destinations, 'test', 'send a test event now, signed as deliveries are, and show the answer (exit 1 when it is not a 2xx); nothing is stored', 'companyId', 'destinationId'), {
-    access: 'read',
+    // Nothing is stored, but a request goes out: in the audit log, as a call.
+    access: 'write',
     input: (cmd, _flags, [companyId, destinationId]) => validate(cmd, s.destinationParams, { companyId, destinationId }),
-    run: async (svc, params) => {
-      const attempt = await svc.destinations.test(params.companyId, params.destinationId);
+    run: async (svc, params, _context, audit) => {
+      const attempt = await svc.destinations.test(params.companyId, params.destinationId, audit);
       if (!attempt.delivered) process.exitCode = 1;
       return attempt;
     },
@@ -219,7 +218,7 @@ export function registerDestinations(program: Command): void {
       access: 'write',
       input: (cmd, flags: JsonFlag & { since?: string; status?: string; dryRun?: boolean }, [companyId, destinationId]) =>
         validateBoth(cmd, [s.destinationParams, { companyId, destinationId }], [s.destinationReplayBody, { since: flags.since, status: flags.status, dryRun: flags.dryRun }]),
-      run: (svc, [params, body]) => svc.destinations.replay(params.companyId, params.destinationId, body),
+      run: (svc, [params, body], _context, audit) => svc.destinations.replay(params.companyId, params.destinationId, body, audit),
       output: s.replayedSchema,
       human: (result, [, body]) =>
         body?.dryRun ? `${result.matched} delivery(ies) match; nothing sent (dry run)` : `replayed ${result.replayed} of ${result.matched} matching delivery(ies): each is sent again with its webhook-id`,

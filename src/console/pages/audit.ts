@@ -30,7 +30,7 @@ export function auditPage(scope: FastifyInstance, kit: ConsoleKit): void {
 </tr>`,
     );
     const body = html`<h1>Audit log</h1>
-<p class="hint">Every change made through the admin API, this console or the CLI: who, from where, what, and how it ended (<code>started</code>: under way, or the process stopped during it). Field values are never kept.</p>
+<p class="hint">Every change made through the admin API, this console or the CLI: who, from where, what, the fields it changed, and how it ended (<code>started</code>: a call to the marketplace under way, or the process stopped during it). Field values are never kept.</p>
 <form method="get" action="${ctx.base}/audit" class="filters" aria-label="Filter the audit log">
   ${field('actor', 'Who (key id or name)', q.actor)}
   ${ctx.principal?.companyId ? '' : field('companyId', 'Company id', q.companyId)}

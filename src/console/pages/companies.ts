@@ -3,6 +3,7 @@
  * delete. Each form is checked by the admin API's schema and handled by the same service; a refusal (the
  * marketplace's 502 included) is shown on the page the form came from.
  */
+import { auditOf } from '../../access/audit.js';
 import { ownCompany } from '../../access/guard.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Permission } from '../../access/roles.js';
@@ -13,9 +14,9 @@ import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES } from '../../marketplace/cont
 import type { Deleted } from '../../services/deletions.service.js';
 import { asRequest, parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
-import { ago, allowed, can, csrfField, doneNotice, page, problemBox, query, table, time, type PageContext } from '../layout.js';
+import { ago, allowed, can, companyCrumbs, csrfField, doneNotice, page, problemBox, query, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
-import { CONSOLE_ACTOR, createRequest, destinationsSection, DESTINATIONS_PER_PAGE, secretShown } from './destinations.js';
+import { createRequest, destinationsSection, DESTINATIONS_PER_PAGE, secretShown } from './destinations.js';
 import { activityCharts, companyTable, count, failuresTable, stateBadge, stateDetail, stateNotice, stateWhen, tableForm, tableParams, tableQuery } from './company-parts.js';
 
 const form = (req: FastifyRequest) => (req.body ?? {}) as Record<string, string | string[] | undefined>;
@@ -147,7 +148,7 @@ ${
       <td data-label="Actions">${webhookForms(ctx, companyId, w)}</td>
     </tr>`,
     );
-    const body = html`<p class="crumbs"><a href="${ctx.base}/companies">Companies</a> › ${company.name}</p>
+    const body = html`<p class="crumbs">${companyCrumbs(ctx, company, { here: true })}</p>
 <h1>${company.name}</h1>
 ${problem && !limitProblem && !destinationProblem ? problemBox(problem) : ''}${extra ?? ''}
 ${stateNotice(company.state)}
@@ -239,7 +240,7 @@ ${allowed(ctx, 'companies', html`<section aria-labelledby="danger" class="danger
 
   scope.post('/companies', { config: { access: 'companies' } }, async (req, reply) => {
     try {
-      const created = await companies.create(parseForm(createCompanyBody, req.body));
+      const created = await companies.create(parseForm(createCompanyBody, req.body), auditOf(req));
       return kit.redirect(reply, `/companies/${created.id}?done=created`);
     } catch (err) {
       const problem = kit.problem(err);
@@ -252,20 +253,20 @@ ${allowed(ctx, 'companies', html`<section aria-labelledby="danger" class="danger
 
   companyForm('companies', '', companyIdParams, async ({ companyId }, req) => {
     const patch = parseForm(patchCompanyBody, req.body);
-    await companies.update(companyId, patch);
+    await companies.update(companyId, patch, auditOf(req));
     return patch.apiToken !== undefined ? 'tokenReplaced' : 'updated';
   });
 
   companyForm('companies', '/limit', companyIdParams, async ({ companyId }, req) => {
     // The same update as PATCH /admin/companies/:id { fetchConcurrency }: it applies at the gate at once.
-    await companies.update(companyId, parseForm(limitForm, req.body));
+    await companies.update(companyId, parseForm(limitForm, req.body), auditOf(req));
     return 'limitChanged';
   });
 
   scope.post('/companies/:companyId/delete', { config: { access: 'companies' } }, async (req, reply) => {
     const { companyId } = parseForm(companyIdParams, req.params);
     try {
-      const deleted = await deletions.deleteCompany(companyId, { force: form(req).force === 'true' });
+      const deleted = await deletions.deleteCompany(companyId, { force: form(req).force === 'true' }, auditOf(req));
       if (deleted.remainingRemoteSettings.length === 0) return kit.redirect(reply, '/companies?done=deleted');
       const ctx = kit.ctx(req);
       return kit.send(reply, page(ctx, { title: 'Deleted', section: '/companies', body: html`<h1>Company deleted</h1>${remaining(deleted)}<p><a href="${ctx.base}/companies">Companies</a></p>` }));
@@ -284,18 +285,18 @@ ${allowed(ctx, 'companies', html`<section aria-labelledby="danger" class="danger
       ...(typeof f.displayName === 'string' && f.displayName.trim() ? { displayName: f.displayName } : {}),
       sharedTarget: f.sharedTarget === 'on',
     });
-    await webhooks.create(companyId, body);
+    await webhooks.create(companyId, body, auditOf(req));
     return 'webhookCreated';
   });
 
   companyForm('companies', '/webhooks/:webhookId', webhookParams, async ({ companyId, webhookId }, req) => {
     const action = form(req).action;
     if (action === 'activate' || action === 'deactivate') {
-      await webhooks.update(companyId, webhookId, { active: action === 'activate' });
+      await webhooks.update(companyId, webhookId, { active: action === 'activate' }, auditOf(req));
       return action === 'activate' ? 'activated' : 'deactivated';
     }
     if (action === 'rotate') {
-      await webhooks.update(companyId, webhookId, { rotateSecret: true });
+      await webhooks.update(companyId, webhookId, { rotateSecret: true }, auditOf(req));
       return 'rotated';
     }
     throw badRequest('Unknown action: activate, deactivate or rotate.', [{ field: 'action', message: 'must be activate, deactivate or rotate' }]);
@@ -303,12 +304,12 @@ ${allowed(ctx, 'companies', html`<section aria-labelledby="danger" class="danger
 
   // The new destination's secret is shown on the page that answers this form, once.
   companyForm('destinations', '/destinations', companyIdParams, async ({ companyId }, req) => {
-    const created = await destinations.create(companyId, createRequest(form(req)), CONSOLE_ACTOR);
+    const created = await destinations.create(companyId, createRequest(form(req)), auditOf(req));
     return secretShown(kit.ctx(req), created, 'created');
   });
 
-  companyForm('companies', '/webhooks/:webhookId/delete', webhookParams, async ({ companyId, webhookId }) => {
-    const deleted = await deletions.deleteWebhook(companyId, webhookId, { force: false });
+  companyForm('companies', '/webhooks/:webhookId/delete', webhookParams, async ({ companyId, webhookId }, req) => {
+    const deleted = await deletions.deleteWebhook(companyId, webhookId, { force: false }, auditOf(req));
     return deleted.remainingRemoteSettings.length === 0 ? 'webhookDeleted' : remaining(deleted);
   });
 }

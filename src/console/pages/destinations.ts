@@ -7,13 +7,14 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { auditOf } from '../../access/audit.js';
 import { Problem } from '../../lib/problem.js';
 import { EVENT_TYPES, NOTIFICATION_TYPE_BY_EVENT } from '../../marketplace/contract.js';
 import { createDestinationBody, deliveriesQuery, deliveryParams, destinationParams, destinationReplayBody, patchDestinationBody } from '../../services/schemas.js';
 import type { DeliveryView, DestinationView } from '../../services/views.js';
 import { asLocalField, asRequest, formValues, parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
-import { ago, allowed, can, csrfField, doneNotice, numHeading, page, pager, problemBox, query, statusBadge, table, time, type PageContext } from '../layout.js';
+import { ago, allowed, can, companyCrumbs, csrfField, doneNotice, numHeading, page, pager, problemBox, query, statusBadge, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
 import { count, secondsSince } from './company-parts.js';
 
@@ -21,8 +22,6 @@ type FormBody = Record<string, string | string[] | undefined>;
 type DeliveriesQuery = z.infer<typeof deliveriesQuery>;
 type Params = z.infer<typeof destinationParams>;
 
-/** Who changed a destination, as its state's `by` says: the admin token, signed in to the console. */
-export const CONSOLE_ACTOR = 'admin (console)';
 /** The company page lists this many destinations at a time. */
 export const DESTINATIONS_PER_PAGE = 50;
 
@@ -317,7 +316,7 @@ export function destinationPages(scope: FastifyInstance, kit: ConsoleKit): void 
   const { companies, destinations } = kit.deps.services;
 
   const crumbs = (ctx: PageContext, company: { id: string; name: string }, d?: DestinationView, last?: string) =>
-    html`<p class="crumbs"><a href="${ctx.base}/companies">Companies</a> › <a href="${ctx.base}/companies/${company.id}#destinations">${company.name}</a>${
+    html`<p class="crumbs">${companyCrumbs(ctx, company, { anchor: '#destinations' })}${
       d ? html` › ${last ? html`<a href="${destinationPath(ctx, company.id, d.id)}">${nameOf(d)}</a> › ${last}` : nameOf(d)}` : ''
     }</p>`;
 
@@ -447,35 +446,35 @@ ${allowed(ctx, 'destinations', html`<form method="post" action="${action}/delete
   scope.get('/companies/:companyId/destinations/:destinationId', async (req, reply) => destinationPage(req, reply, parseForm(destinationParams, req.params)));
 
   destinationForm('', 'edit', async ({ companyId, destinationId }, req) => {
-    await destinations.update(companyId, destinationId, asRequest(patchDestinationBody, destinationRequest(bodyOf(req)), fieldName), CONSOLE_ACTOR);
+    await destinations.update(companyId, destinationId, asRequest(patchDestinationBody, destinationRequest(bodyOf(req)), fieldName), auditOf(req));
     return 'updated';
   });
 
   destinationForm('/rotate', 'rotate', async ({ companyId, destinationId }, req) => {
     const patch = asRequest(patchDestinationBody, { rotateSecret: { graceSeconds: whole(bodyOf(req).graceSeconds) ?? undefined } }, (path) => String(path.at(-1) ?? ''));
-    const rotated = await destinations.update(companyId, destinationId, patch, CONSOLE_ACTOR);
+    const rotated = await destinations.update(companyId, destinationId, patch, auditOf(req));
     return secretShown(kit.ctx(req), { ...rotated, secret: rotated.secret! }, 'rotated');
   });
 
-  destinationForm('/test', 'test', async ({ companyId, destinationId }) => {
+  destinationForm('/test', 'test', async ({ companyId, destinationId }, req) => {
     const at = new Date().toISOString();
-    return testShown({ ...(await destinations.test(companyId, destinationId)), at });
+    return testShown({ ...(await destinations.test(companyId, destinationId, auditOf(req))), at });
   });
 
-  destinationForm('/disable', 'state', async ({ companyId, destinationId }) => {
-    await destinations.update(companyId, destinationId, { active: false }, CONSOLE_ACTOR);
+  destinationForm('/disable', 'state', async ({ companyId, destinationId }, req) => {
+    await destinations.update(companyId, destinationId, { active: false }, auditOf(req));
     return 'disabled';
   });
 
   destinationForm('/enable', 'state', async ({ companyId, destinationId }, req) => {
-    await destinations.update(companyId, destinationId, asRequest(patchDestinationBody, { active: true, skipBefore: formValues(req.body).skipBefore }), CONSOLE_ACTOR);
+    await destinations.update(companyId, destinationId, asRequest(patchDestinationBody, { active: true, skipBefore: formValues(req.body).skipBefore }), auditOf(req));
     return 'enabled';
   });
 
   scope.post('/companies/:companyId/destinations/:destinationId/delete', { config: { access: 'destinations' } }, async (req, reply) => {
     const p = parseForm(destinationParams, req.params);
     try {
-      await destinations.delete(p.companyId, p.destinationId);
+      await destinations.delete(p.companyId, p.destinationId, auditOf(req));
       return kit.redirect(reply, `/companies/${p.companyId}?done=destinationDeleted#destinations`);
     } catch (err) {
       return destinationPage(req, reply, p, { failed: { form: 'delete', problem: kit.refusal(err) } });
@@ -487,7 +486,7 @@ ${allowed(ctx, 'destinations', html`<form method="post" action="${action}/delete
     const ctx = kit.ctx(req);
     const p = parseForm(destinationParams, req.params);
     const f = parseForm(replayForm, req.query);
-    const [company, d, { matched }] = await Promise.all([companies.get(p.companyId), destinations.get(p.companyId, p.destinationId), destinations.replay(p.companyId, p.destinationId, replayRequest(f, true))]);
+    const [company, d, matched] = await Promise.all([companies.get(p.companyId), destinations.get(p.companyId, p.destinationId), destinations.countReplayable(p.companyId, p.destinationId, replayRequest(f, true))]);
     const action = destinationPath(ctx, d.companyId, d.id);
     const statusGiven = formValues(req.query).status !== undefined;
     const back = `${action}${filterQuery({ ...f, status: statusGiven ? f.status : undefined })}#deliveries`;
@@ -524,8 +523,7 @@ ${
     const p = parseForm(destinationParams, req.params);
     const f = parseForm(replayForm, req.body);
     const filter = replayRequest(f, false);
-    const { matched, replayed } = await destinations.replay(p.companyId, p.destinationId, filter);
-    req.auditDetails = { filter, matched, replayed };
+    const { matched, replayed } = await destinations.replay(p.companyId, p.destinationId, filter, auditOf(req));
     const [company, d] = await Promise.all([companies.get(p.companyId), destinations.get(p.companyId, p.destinationId)]);
     const body = html`${crumbs(ctx, company, d, 'Replayed')}
 <h1>Replayed</h1>
@@ -545,7 +543,7 @@ ${
     const [company, destination] = await Promise.all([companies.get(p.companyId), destinationOrGone]);
     const r = d.resource;
     const attempts = d.attemptsList ?? [];
-    const body = html`<p class="crumbs"><a href="${ctx.base}/companies">Companies</a> › <a href="${ctx.base}/companies/${company.id}#destinations">${company.name}</a> › ${
+    const body = html`<p class="crumbs">${companyCrumbs(ctx, company, { anchor: '#destinations' })} › ${
       destination ? html`<a href="${destinationPath(ctx, company.id, destination.id)}#deliveries">${nameOf(destination)}</a>` : html`destination ${d.destinationId} (deleted)`
     } › ${d.webhookId}</p>
 <h1>Delivery ${d.webhookId}</h1>
@@ -585,7 +583,7 @@ ${attemptsTable(attempts)}`;
   scope.post('/companies/:companyId/deliveries/:deliveryId/replay', { config: { access: 'replay' } }, async (req, reply) => {
     const p = parseForm(deliveryParams, req.params);
     try {
-      await destinations.replayDelivery(p.companyId, p.deliveryId);
+      await destinations.replayDelivery(p.companyId, p.deliveryId, auditOf(req));
       return kit.redirect(reply, `/companies/${p.companyId}/deliveries/${p.deliveryId}?done=replayed`);
     } catch (err) {
       return deliveryPage(req, reply, p, kit.refusal(err));

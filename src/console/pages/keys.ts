@@ -1,5 +1,6 @@
 /** Keys (SPEC §10.1), for the `admin` role: the list (never a secret), a form that makes one and shows it once, and revoking. */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { auditOf } from '../../access/audit.js';
 import { ROLES } from '../../access/roles.js';
 import type { Problem } from '../../lib/problem.js';
 import { createKeyBody, keyParams } from '../../services/schemas.js';
@@ -54,7 +55,7 @@ ${opts.problem ? problemBox(opts.problem) : ''}
   scope.post('/keys', { config: { access: 'keys' } }, async (req, reply) => {
     try {
       const input = parseForm(createKeyBody, req.body);
-      const made = await keys.create({ ...input, expiresAt: input.expiresAt ? new Date(input.expiresAt) : null });
+      const made = await keys.create({ ...input, expiresAt: input.expiresAt ? new Date(input.expiresAt) : null }, auditOf(req));
       const shown = html`<div class="notice ok secret-box" role="alert">
   <p><strong>The key ${made.name} (${made.role}) was made.</strong> It is shown only this once: give it to its holder now.</p>
   <p><code class="secret" tabindex="0" aria-label="Key">${made.key}</code></p>
@@ -68,7 +69,7 @@ ${opts.problem ? problemBox(opts.problem) : ''}
 
   scope.post('/keys/:keyId/revoke', { config: { access: 'keys' } }, async (req, reply) => {
     const { keyId } = parseForm(keyParams, req.params);
-    await keys.revoke(keyId);
+    await keys.revoke(keyId, auditOf(req));
     return kit.redirect(reply, '/keys?done=revoked');
   });
 }

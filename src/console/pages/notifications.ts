@@ -4,6 +4,7 @@
  * filter after a count; a resource's versions with what changed. Filters are validated by the admin
  * API's own schemas, and every read and action is a call of the notifications service.
  */
+import { auditOf } from '../../access/audit.js';
 import { companyInReach, ownCompany } from '../../access/guard.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -250,7 +251,7 @@ ${jsonBlock(n.body, 'Notification body')}`;
   scope.post('/notifications/:id/replay', { config: { access: 'replay' } }, async (req, reply) => {
     const { id } = parseForm(idParams, req.params);
     await notificationInReach(req, id);
-    await notifications.replay(id);
+    await notifications.replay(id, auditOf(req));
     return kit.redirect(reply, `/notifications/${id}?replayed=1`);
   });
 
@@ -259,7 +260,7 @@ ${jsonBlock(n.body, 'Notification body')}`;
     const ctx = kit.ctx(req);
     const f = parseForm(bulkForm, req.query);
     f.companyId = companyInReach(req, f.companyId);
-    const { matched } = await notifications.replayMatching({ ...f, dryRun: true });
+    const matched = await notifications.countReplayable(f);
     const names = await companies.names(f.companyId ? [f.companyId] : []);
     const described = [
       `status ${f.status}${(req.query as { status?: string }).status ? '' : ' (the default: a bulk replay without a status takes the failed ones)'}`,
@@ -287,8 +288,7 @@ ${
     const ctx = kit.ctx(req);
     const f = parseForm(bulkForm, req.body);
     f.companyId = companyInReach(req, f.companyId);
-    const { matched, replayed } = await notifications.replayMatching(f);
-    req.auditDetails = { filter: f, matched, replayed };
+    const { matched, replayed } = await notifications.replayMatching(f, auditOf(req));
     const body = html`<h1>Replayed</h1>
 <p>${replayed} of the ${matched} matching notifications were replayed.</p>
 <p><a href="${ctx.base}/notifications${listQueryString({ ...filterOf(f), status: undefined })}">See them in the list</a></p>`;

@@ -3,6 +3,7 @@
  * first, each with the resend action (after checking on the marketplace that it did not arrive; SPEC §6,
  * services/send-once.ts); and the RFQ page's Quote… and Decline… forms, posted to the same services.
  */
+import { auditOf, type Audit } from '../../access/audit.js';
 import { companyInReach } from '../../access/guard.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -157,26 +158,26 @@ ${listPager('Lead', 'leadsCursor', leadPage.nextCursor, 'leads')}
   };
 
   /** The Resend of a quote or a decline held unknown; a refusal is shown on this page. */
-  const resend = (kind: 'quotes' | 'declines', resendUnknown: (companyId: string, id: string) => Promise<unknown>, done: string) =>
+  const resend = (kind: 'quotes' | 'declines', resendUnknown: (companyId: string, id: string, audit: Audit) => Promise<unknown>, done: string) =>
     scope.post(`/companies/:companyId/${kind}/:id/resend`, { config: { access: 'send' } }, async (req, reply) => {
       const { companyId, id } = parseForm(answerParams, req.params);
-      return act(reply, () => resendUnknown(companyId, id), `/outbound${query({ companyId, done })}`, (problem) => outboundPage(req, reply, companyId, problem));
+      return act(reply, () => resendUnknown(companyId, id, auditOf(req)), `/outbound${query({ companyId, done })}`, (problem) => outboundPage(req, reply, companyId, problem));
     });
-  resend('quotes', (companyId, id) => quotes.resendUnknown(companyId, id), 'resent');
-  resend('declines', (companyId, id) => declines.resendUnknown(companyId, id), 'resent-decline');
+  resend('quotes', (companyId, id, audit) => quotes.resendUnknown(companyId, id, audit), 'resent');
+  resend('declines', (companyId, id, audit) => declines.resendUnknown(companyId, id, audit), 'resent-decline');
 
   /**
    * An RFQ page's Quote… or Decline…, posted to the service as the admin API posts it; what is refused (a
    * field, the marketplace) is shown on that RFQ's page, which the form's href names.
    */
-  const rfqAnswer = <S extends z.ZodType<{ href: string }>>(path: string, formSchema: S, send: (companyId: string, form: z.infer<S>) => Promise<unknown>, done: string) =>
+  const rfqAnswer = <S extends z.ZodType<{ href: string }>>(path: string, formSchema: S, send: (companyId: string, form: z.infer<S>, audit: Audit) => Promise<unknown>, done: string) =>
     scope.post(`/companies/:companyId/${path}`, { config: { access: 'send' } }, async (req, reply) => {
       const { companyId } = parseForm(companyIdParams, req.params);
       const form = parseForm(formSchema, req.body);
-      return act(reply, () => send(companyId, form), `/outbound${query({ companyId, done })}`, (problem) =>
+      return act(reply, () => send(companyId, form, auditOf(req)), `/outbound${query({ companyId, done })}`, (problem) =>
         resourcePage(kit, req, reply, parseForm(resourceHistoryQuery, { companyId, href: form.href }), problem),
       );
     });
-  rfqAnswer('rfq-quotes', quoteForm, (companyId, form) => quotes.submit(companyId, quoteRequestOf(form)), 'quoted');
-  rfqAnswer('rfq-declines', declineForm, (companyId, form) => declines.decline(companyId, declineRequestOf(form)), 'declined');
+  rfqAnswer('rfq-quotes', quoteForm, (companyId, form, audit) => quotes.submit(companyId, quoteRequestOf(form), audit), 'quoted');
+  rfqAnswer('rfq-declines', declineForm, (companyId, form, audit) => declines.decline(companyId, declineRequestOf(form), audit), 'declined');
 }

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { AuthFailureLimiter } from '../../lib/auth-failure-limiter.js';
 import { constantTimeEqual, sha256 } from '../../lib/crypto.js';
 import { Problem } from '../../lib/problem.js';
+import { auditOf } from '../../access/audit.js';
 import { BOOTSTRAP } from '../../access/roles.js';
 import { html } from '../html.js';
 import { notice, page, problemBox, type PageContext } from '../layout.js';
@@ -64,7 +65,7 @@ export function signInPages(
 
   // Anyone signed in may sign out.
   scope.post('/sign-out', { config: { access: 'read' } }, async (req, reply) => {
-    if (req.consoleSession) await kit.deps.sessions.end(req.consoleSession.id);
+    if (req.consoleSession) await kit.deps.sessions.end(req.consoleSession.id, auditOf(req));
     reply.header('set-cookie', opts.clearCookie());
     return kit.redirect(reply, '/sign-in?signedOut=1');
   });

@@ -33,11 +33,11 @@ export const apiKeys = pgTable(
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
 /**
- * Who changed what (SPEC §10.1). Each change is two appended rows: `started` before the change is made,
- * then its outcome (a row whose `settles` names the first), so no change can happen unrecorded, and an
- * entry left without an outcome says the process stopped during it (access/audit.ts). No foreign key: a
- * deleted company or key must not take its entries with it. A trigger (migration 0013) refuses UPDATE,
- * DELETE and TRUNCATE: entries go only by retention.
+ * Who changed what (SPEC §10.1). A change of the database alone is one row, appended in the change's own
+ * transaction; a change that calls outside it (the marketplace) is two: `started` before the call, then
+ * its outcome (a row whose `settles` names the first), so an entry left `started` says the process stopped
+ * during the call (access/audit.ts). No foreign key: a deleted company or key must not take its entries
+ * with it. A trigger (migration 0013) refuses UPDATE, DELETE and TRUNCATE: entries go only by retention.
  */
 export const auditLog = pgTable(
   'audit_log',
@@ -56,13 +56,13 @@ export const auditLog = pgTable(
     companyId: uuid('company_id'),
     /** The ids acted on, by name (`{webhookId: ...}`). */
     targets: jsonb('targets').$type<Record<string, string | number>>().notNull().default({}),
-    /** `started` (the change is about to be made); then, in the row that settles it, `ok`, `refused` (a 4xx, the marketplace's 502 included) or `failed`. */
+    /** `ok`, `refused` (a 4xx, the marketplace's 502 included) or `failed`; a call's first row `started`, its second the outcome. */
     outcome: text('outcome').notNull(),
-    /** The `started` entry this row gives the outcome of. */
+    /** The `started` row of the call this row gives the outcome of (null for every other row). */
     settles: bigint('settles', { mode: 'number' }),
     /** The names of the fields changed, never their values. */
     fields: text('fields').array().notNull().default(sql`'{}'::text[]`),
-    /** A bulk action's filter and count, a marketplace call's error: never a secret. */
+    /** A bulk action's filter and count, a refusal's status and the names of the fields it was sent: never a secret. */
     details: jsonb('details').$type<Record<string, unknown>>(),
   },
   (t) => [

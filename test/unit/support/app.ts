@@ -85,8 +85,9 @@ export type FakeServices = Partial<{ [K in Exclude<keyof AdminDeps, 'adminToken'
 function services(given: FakeServices): Omit<AdminDeps, 'stream'> {
   const names = ['companies', 'webhooks', 'deletions', 'notifications', 'leads', 'quotes', 'declines', 'destinations', 'events', 'keys', 'audit'] as const;
   // The events' follower is closed with the app whatever a test fakes.
-  // Changes are audited whatever a test fakes: here the entries are only counted.
-  const defaults: FakeServices = { events: { close: async () => {} }, audit: { begin: async () => 1, settle: async () => {} } };
+  // Changes are audited whatever a test fakes: here each entry is opened and settled, and written nowhere (the services are fakes).
+  const entry = { by: 'unit', change: () => Promise.reject(new Error('the unit tier has no database')), call: <T>(_r: unknown, work: () => Promise<T>) => work(), begin: async () => {}, settle: async () => {} };
+  const defaults: FakeServices = { events: { close: async () => {} }, audit: { open: () => entry } };
   const entries = names.map((name) => {
     const fake = { ...defaults[name], ...given[name] } as Record<string, unknown>;
     return [
