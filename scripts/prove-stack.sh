@@ -16,7 +16,8 @@
 #
 #   PROVE_STACK_CA_FILE   CA bundle mounted for `npm ci` only (default: the system bundle when present)
 #   PROVE_STACK_NPMRC     an .npmrc mounted for `npm ci` only (registry mirror, auth)
-#   PROVE_STACK_NOTIFICATIONS  how many notifications to fire (default 20)
+#   PROVE_STACK_NOTIFICATIONS  how many notifications to fire first (default 20)
+#   PROVE_STACK_LOAD      how many to fire then, under the memory limits (default 2000, over a quarter as many resources)
 #   PROVE_STACK_LOGS=1    print the services' last log lines even on success
 #   PROVE_STACK_KEEP=1    leave the stack up when a step fails, to look at it
 set -eEuo pipefail
@@ -24,6 +25,8 @@ cd "$(dirname "$0")/.."
 
 PROJECT=skyhookproof
 NOTIFICATIONS=${PROVE_STACK_NOTIFICATIONS:-20}
+LOAD_NOTIFICATIONS=${PROVE_STACK_LOAD:-2000}
+LOAD_RESOURCES=$(( (LOAD_NOTIFICATIONS + 3) / 4 ))
 CA_FILE=${PROVE_STACK_CA_FILE-/etc/ssl/certs/ca-certificates.crt}
 APP_IMAGE=$(node -e 'console.log(require("yaml").parse(require("fs").readFileSync("docker-compose.yml", "utf8"))["x-skyhook"].image)')
 DEBIAN_MIRROR=${PROVE_STACK_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -334,6 +337,17 @@ $ENGINE logs "$(container setup)" 2>&1 | tail -n 3 | sed 's/^/   setup: /'
 
 API=$(container api)
 cli() { $ENGINE exec "$API" node bin/skyhook.js "$@"; }
+# The RSS of a Skyhook container's node process (not the init process that runs it), MB.
+rss() { $ENGINE exec "$(container "$1")" node -e '
+  const fs = require("fs");
+  for (const p of fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    const cmd = fs.readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0");
+    if (/(^|\/)node$/.test(cmd[0]) && cmd[1] === "bin/skyhook.js") { // not the init process that runs it
+      const kb = /VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p}/status`, "utf8"))[1];
+      console.log(Math.round(kb / 1024)); process.exit(0);
+    }
+  }
+  process.exit(1)'; }
 
 step "fire $NOTIFICATIONS notifications through the stack's simulator"
 $ENGINE exec "$(container simulator)" node bin/skyhook.js simulator fire --company demo --event TripRequest \
@@ -359,6 +373,42 @@ while :; do
   sleep 2
 done
 say "$counts ($(since "$STEP_T0")s)"
+
+# Under the compose file's memory limits (docs/operations.md, "Memory limits"): a heavier load than the 20
+# above, then each container's peak against its limit, none killed for memory or restarted, and Node.js's heap
+# limit inside the api and the worker below the container's limit.
+step "under the memory limits: $LOAD_NOTIFICATIONS notifications over $LOAD_RESOURCES resources, each container's peak against its limit"
+$ENGINE exec "$(container simulator)" node bin/skyhook.js simulator fire --company demo --event TripRequest \
+  --count "$LOAD_NOTIFICATIONS" --resources "$LOAD_RESOURCES" > "$WORK/load.log" 2>&1 || { cat "$WORK/load.log" >&2; fail "the simulator did not fire the load"; }
+want=$((NOTIFICATIONS + LOAD_NOTIFICATIONS))
+deadline=$(( $(date +%s) + 240 ))
+while :; do
+  counts=$($ENGINE exec "$(container postgres)" psql -U postgres -d skyhook -Atc "SELECT count(*) FILTER (WHERE status = 'processed') || ' ' || count(*) FILTER (WHERE status IN ('failed', 'discarded')) FROM notifications" 2>/dev/null || echo "0 0")
+  read -r processed failed <<<"$counts"
+  [ "$failed" = 0 ] || fail "$failed notifications failed or were discarded under the load"
+  [ "$processed" -ge "$want" ] && break
+  [ "$(date +%s)" -lt "$deadline" ] || fail "after 240 s: $processed of $want notifications processed"
+  sleep 3
+done
+say "$processed of $want processed ($(since "$STEP_T0")s)"
+memory_of() { # <container>: "<peak MB> <limit MB>" from the container's own memory cgroup (v1 or v2)
+  $ENGINE exec "$1" sh -c 'if [ -e /sys/fs/cgroup/memory.max ]; then cat /sys/fs/cgroup/memory.peak /sys/fs/cgroup/memory.max; else cat /sys/fs/cgroup/memory/memory.max_usage_in_bytes /sys/fs/cgroup/memory/memory.limit_in_bytes; fi' \
+    | awk 'NR == 1 { peak = $1 } NR == 2 { limit = $1 } END { printf "%d %d", peak / 1048576, limit / 1048576 }'
+}
+for svc in postgres redis api worker simulator; do
+  id=$(container "$svc")
+  want_mb=$(node -e 'const m = String(require("yaml").parse(require("fs").readFileSync("docker-compose.yml", "utf8"), { merge: true }).services[process.argv[1]].deploy?.resources?.limits?.memory ?? ""); const r = /^(\d+)([MG])$/.exec(m); console.log(r ? r[1] * (r[2] === "G" ? 1024 : 1) : 0)' "$svc")
+  read -r peak limit <<<"$(memory_of "$id")"
+  [ "$limit" = "$want_mb" ] || fail "$svc runs with a memory limit of $limit MB, not the compose file's $want_mb MB"
+  [ "$($ENGINE inspect -f '{{.State.OOMKilled}} {{.RestartCount}}' "$id")" = "false 0" ] || fail "$svc was killed or restarted: $($ENGINE inspect -f 'OOMKilled={{.State.OOMKilled}} restarts={{.RestartCount}}' "$id")"
+  line="$svc: peak $peak MB of $limit MB"
+  case "$svc" in api|worker)
+    heap=$($ENGINE exec "$id" node -e 'console.log(Math.round(require("v8").getHeapStatistics().heap_size_limit / 1048576))')
+    [ "$heap" -lt "$limit" ] || fail "$svc: Node.js's heap limit ($heap MB) is not below the container's ($limit MB)"
+    line="$line, Node.js heap limit $heap MB, RSS now $(rss "$svc") MB" ;;
+  esac
+  say "$line"
+done
 
 if [ "${#MONITORING[@]}" -gt 0 ]; then
   step "monitoring profile: ${MONITORING[*]} scrape the api and the worker and load the alerting rules"
@@ -402,16 +452,7 @@ else
 fi
 say "the image's own HEALTHCHECK passes"
 $ENGINE rm -f -t 5 "${PROJECT}_readyz" >/dev/null 2>&1
-rss() { $ENGINE exec "$(container "$1")" node -e '
-  const fs = require("fs");
-  for (const p of fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-    const cmd = fs.readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0");
-    if (/(^|\/)node$/.test(cmd[0]) && cmd[1] === "bin/skyhook.js") { // not the init process that runs it
-      const kb = /VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p}/status`, "utf8"))[1];
-      console.log(Math.round(kb / 1024)); process.exit(0);
-    }
-  }
-  process.exit(1)'; }
+
 sleep 5
 say "idle RSS: api $(rss api) MB, worker $(rss worker) MB"
 

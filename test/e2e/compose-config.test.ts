@@ -42,6 +42,7 @@ interface Service {
   restart?: string;
   stop_grace_period?: string;
   init?: boolean;
+  deploy?: { resources?: { limits?: { memory?: string | number } } };
 }
 interface ComposeConfig {
   services: Record<string, Service>;
@@ -99,6 +100,16 @@ function expectFlags(command: string[], flags: [string, string][]): void {
 }
 
 const CORE = ['api', 'postgres', 'redis', 'setup', 'simulator', 'worker'];
+
+/** A service's memory limit in bytes: the file's `512M`, or the number `compose config` resolves it to. */
+function memoryLimitOf(s: Service): number | undefined {
+  const m = s.deploy?.resources?.limits?.memory;
+  if (typeof m === 'number') return m;
+  const parsed = m === undefined ? null : /^(\d+)([kmg])?b?$/i.exec(m);
+  if (!parsed) return undefined;
+  return Number(parsed[1]) * 1024 ** ' kmg'.indexOf((parsed[2] ?? ' ').toLowerCase());
+}
+const MiB = 1024 * 1024;
 const MONITORING = ['grafana', 'prometheus'];
 
 /**
@@ -132,6 +143,16 @@ function expectWiring(config: ComposeConfig, monitoring: boolean | 'if listed'):
     expect(s!.image).toBe(api!.image);
     expect(s!.build, 'every Skyhook service builds the same image').toBeDefined();
   }
+
+  // Memory (docs/operations.md, "Memory limits"): every service has a limit. Node.js sizes its heap at about half
+  // of the container's limit but never under about 260 MB, so a long-running Skyhook process gets 512 MB or more;
+  // Redis refuses writes at its maxmemory, below its limit, before the kernel would kill it.
+  for (const [name, s] of Object.entries(services)) expect(memoryLimitOf(s), `${name}'s memory limit`).toBeGreaterThan(0);
+  for (const s of [api, worker, simulator]) expect(memoryLimitOf(s!)).toBeGreaterThanOrEqual(512 * MiB);
+  const redisCommand = commandOf(redis!.command);
+  const maxmemory = /^(\d+)mb$/.exec(redisCommand[redisCommand.indexOf('--maxmemory') + 1] ?? '');
+  expect(maxmemory, `--maxmemory <n>mb in ${redisCommand.join(' ')}`).not.toBeNull();
+  expect(Number(maxmemory![1]) * MiB).toBeLessThan(memoryLimitOf(redis!)! * 0.8);
 
   // Roles, and one configuration that Skyhook's own loader accepts (a bad value would stop the process).
   const apiEnv = envOf(api!);
