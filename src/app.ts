@@ -281,7 +281,7 @@ async function readiness(deps: OpsDeps): Promise<{ started: boolean; database: b
 }
 
 /** How long the gauges that need a query (queue depth, oldest pending ages, company and destination states) are reused: scrapes must not each cost a query. */
-const GAUGES_MAX_AGE_MS = 5000;
+export const GAUGES_MAX_AGE_MS = 5000;
 
 /** Gauges that need a look at Redis or PostgreSQL, read when scraped (bounded in time), at most every GAUGES_MAX_AGE_MS. */
 function cachedGauges(deps: OpsDeps): () => Promise<void> {

@@ -17,7 +17,8 @@
  *  - `paused`        the set of paused ids: a mirror of what the owner keeps in PostgreSQL, mended from it;
  *  - `trouble`       the ids that were held or found no answer (a hold or a no-answer adds one), so that
  *                    finding who is in trouble reads these few keys, never every key's hash; troubled()
- *                    drops an id once it is neither held nor unanswered.
+ *                    drops an id once it is neither held nor unanswered (the companies' owner reads it;
+ *                    a gate nobody asks keeps at most its own ids there, each gone with forget()).
  *
  * Each moment is one script (lua/, one file per intent, shared parts in lua/includes/), called with one
  * JSON argument: the gate's settings (fields() below) and the call's own named fields. admit (a place, or

@@ -5,7 +5,7 @@
  * row, a page at a time, searched and sorted by PostgreSQL. Only what is in trouble or shown is read: the
  * states of the companies not ok (companies/states.ts troubled()), the companies with a backlog or a
  * failure, the deployment's own series, then the activity of the companies on the page alone; never every
- * company's activity or gate (docs/decisions.md, "The overview at ten thousand companies").
+ * company's activity or gate (docs/decisions.md, "The overview at any size").
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
