@@ -8,7 +8,7 @@
  * others resumed, their waiting notifications queued again from PostgreSQL. Each change is said once in
  * the log, naming the company and its state.
  */
-import { and, asc, count, eq, inArray, or, sql } from 'drizzle-orm';
+import { and, count, eq, inArray, or, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { inChange, type Change, type Database } from '../db/client.js';
 import { connectionFromRow, findCompany } from '../db/company-connection.js';
@@ -231,22 +231,24 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
     },
 
     async troubled() {
-      const trouble = await bounded(gate.troubled(), 'reading the company gates').catch((err: unknown) => {
-        deps.onGateError(err);
-        return [];
-      });
-      const gates = new Map(trouble.map((t) => [t.id, t.view]));
-      // Paused, or a check's verdict that stands until a fetch is answered (stateOf): the rows that may not be ok.
-      const mayNotBeOk = or(sql.raw(PAUSED_SQL), inArray(companies.credentialsStatus, ['unchecked', 'unreachable']), ...(gates.size > 0 ? [inArray(companies.id, [...gates.keys()])] : []));
-      const [rows, [total]] = await Promise.all([
-        db.select(STATE_COLUMNS).from(companies).where(mayNotBeOk).orderBy(asc(companies.id)),
+      // Paused, or a check's verdict that stands until a fetch is answered (stateOf): the rows PostgreSQL says may not be ok; beside them, the gate's trouble set.
+      const [trouble, rows, [total]] = await Promise.all([
+        bounded(gate.troubled(), 'reading the company gates').catch((err: unknown) => {
+          deps.onGateError(err);
+          return [];
+        }),
+        db.select(STATE_COLUMNS).from(companies).where(or(sql.raw(PAUSED_SQL), inArray(companies.credentialsStatus, ['unchecked', 'unreachable']))),
         db.select({ n: count() }).from(companies),
       ]);
-      // An unchecked verdict ends with an answer: those the trouble set did not name need their gate's view.
+      const gates = new Map(trouble.map((t) => [t.id, t.view]));
+      const named = new Set(rows.map((r) => r.id));
+      // The held or unanswered ones PostgreSQL did not name, and the gate's view of those it named (an answer ends an unchecked verdict).
+      const others = [...gates.keys()].filter((id) => !named.has(id));
       const unseen = rows.filter((r) => !gates.has(r.id) && r.connectionStatus !== 'unauthorized').map((r) => r.id);
-      (await views(unseen)).forEach((v, i) => v && gates.set(unseen[i]!, v));
-      const stated = rows.map((r) => ({ id: r.id, name: r.name, state: stateOf(r, gates.get(r.id)), gate: gates.get(r.id) }));
-      const notOk = stated.filter((c) => c.state.status !== 'ok');
+      const [more, seen] = await Promise.all([others.length > 0 ? db.select(STATE_COLUMNS).from(companies).where(inArray(companies.id, others)) : Promise.resolve([]), views(unseen)]);
+      seen.forEach((v, i) => v && gates.set(unseen[i]!, v));
+      const stated = [...rows, ...more].map((r) => ({ id: r.id, name: r.name, state: stateOf(r, gates.get(r.id)), gate: gates.get(r.id) }));
+      const notOk = stated.filter((c) => c.state.status !== 'ok').sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       const counts = Object.fromEntries(COMPANY_STATES.map((s) => [s, 0])) as Record<CompanyStateName, number>;
       for (const c of notOk) counts[c.state.status] += 1;
       counts.ok = (total?.n ?? 0) - notOk.length;

@@ -196,20 +196,22 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
     };
   }
 
-  /** The whole deployment minute by minute: two grouped queries, by minute alone. */
-  async function deploymentSeries(first: Date, minutes: string[]): Promise<MinuteSeries> {
+  /** The whole deployment minute by minute (two grouped queries, by minute alone), and the companies with a failure in it (as lastHour counts them). */
+  async function deploymentSeries(first: Date, minutes: string[]): Promise<{ series: MinuteSeries; failing: Set<string> }> {
     const [received, finished] = await Promise.all([
       db.execute<{ minute: Date; n: string }>(sql`SELECT date_trunc('minute', received_at) AS minute, count(*) AS n FROM notifications WHERE received_at >= ${first} GROUP BY 1`),
-      db.execute<{ minute: Date; processed: string; failed: string; p50: number | null; p95: number | null }>(sql`
+      db.execute<{ minute: Date; processed: string; failed: string; failing: string[] | null; p50: number | null; p95: number | null }>(sql`
         SELECT date_trunc('minute', finished_at) AS minute,
                count(*) FILTER (WHERE status = 'processed') AS processed,
                count(*) FILTER (WHERE status = 'failed') AS failed,
+               array_agg(DISTINCT company_id) FILTER (WHERE status = 'failed') AS failing,
                percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at) * 1000) FILTER (WHERE status = 'processed') AS p50,
                percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at) * 1000) FILTER (WHERE status = 'processed') AS p95
         FROM notifications WHERE ${finishedIn(first)} GROUP BY 1`),
     ]);
     const index = new Map(minutes.map((m, i) => [m, i]));
     const s = emptySeries();
+    const failing = new Set<string>();
     for (const r of received.rows) {
       const i = index.get(new Date(r.minute).toISOString());
       if (i !== undefined) s.received[i] = num(r.n);
@@ -221,28 +223,25 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
       s.failed[i] = num(r.failed);
       s.p50Ms[i] = optionalNum(r.p50);
       s.p95Ms[i] = optionalNum(r.p95);
+      for (const id of r.failing ?? []) failing.add(id);
     }
-    return s;
-  }
-
-  /** The companies with a failure in the series' hour (as lastHour counts them). */
-  async function failingIds(first: Date): Promise<string[]> {
-    const { rows } = await db.execute<{ company_id: string }>(sql`SELECT DISTINCT company_id FROM notifications WHERE ${finishedIn(first)} AND status = 'failed'`);
-    return rows.map((r) => r.company_id);
+    return { series: s, failing };
   }
 
   /**
-   * These companies' activity: five grouped queries over them alone. A company without a row in a query
-   * has nothing there (zeros).
+   * These companies' activity: five grouped queries over them alone (four when their backlogs are known
+   * already). A company without a row in a query has nothing there (zeros).
    */
-  async function activity(first: Date, minutes: string[], ids: string[], now: Date): Promise<Map<string, CompanyActivity>> {
-    const byCompany = new Map<string, CompanyActivity>(ids.map((id) => [id, blankActivity()]));
+  async function activity(first: Date, minutes: string[], ids: string[], now: Date, backlogs?: Map<string, Backlog>): Promise<Map<string, CompanyActivity>> {
+    const byCompany = new Map<string, CompanyActivity>(ids.map((id) => [id, { ...blankActivity(), backlog: backlogs?.get(id) ?? { pending: 0, oldestPendingAgeS: 0 } }]));
     if (ids.length === 0) return byCompany;
     const these = sql`company_id = ANY(${sql.param(ids)}::uuid[])`;
     const [webhooks, backlog, received, finished, failures] = await Promise.all([
       db.execute<{ company_id: string; total: string; active: string }>(sql`SELECT company_id, count(*) AS total, count(*) FILTER (WHERE active) AS active FROM webhooks WHERE ${these} GROUP BY company_id`),
       // As the `backlog` view counts it (notifications_pending_idx).
-      db.execute<{ company_id: string; pending: string; oldest_pending_age_s: number }>(sql`
+      backlogs
+        ? { rows: [] }
+        : db.execute<{ company_id: string; pending: string; oldest_pending_age_s: number }>(sql`
         SELECT company_id, count(*) AS pending, extract(epoch FROM now() - min(received_at))::int AS oldest_pending_age_s
         FROM notifications WHERE status IN ('received', 'queued') AND ${these} GROUP BY company_id`),
       // By the minute each arrived (notifications_received_at_idx).
@@ -319,7 +318,7 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
   return {
     async overview(query: TableQuery = {}, now = new Date()): Promise<Overview> {
       const { first, minutes } = minutesUpTo(now);
-      const [k, deployment, failing] = await Promise.all([known(), deploymentSeries(first, minutes), failingIds(first)]);
+      const [k, { series: deployment, failing }] = await Promise.all([known(), deploymentSeries(first, minutes)]);
 
       // A paused company's backlog waits for new credentials by design: the oldest among the others.
       const oldest = [...k.backlogs]
@@ -334,12 +333,13 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
       for (const id of oldest) tag(id, 'oldest backlog');
       const noticed = [...reasons.keys()];
 
-      const [matching, table] = await Promise.all([
+      // The attention's activity beside the table's page, then the page's own: three round trips in all, however many companies.
+      const [matching, noticedActivity, [table, pageActivity]] = await Promise.all([
         db.execute<{ id: string; name: string }>(sql`SELECT c.id, c.name FROM companies c WHERE c.id = ANY(${sql.param(noticed)}::uuid[]) AND ${searchSql(query.search)}`),
-        tablePage(query, k, noticed),
+        activity(first, minutes, noticed, now, k.backlogs),
+        tablePage(query, k, noticed).then(async (t) => [t, await activity(first, minutes, t.rows.map((r) => r.id), now, k.backlogs)] as const),
       ]);
-      const act = await activity(first, minutes, [...matching.rows, ...table.rows].map((r) => r.id), now);
-      const attention = matching.rows.map((r) => ({ id: r.id, name: r.name, state: k.states.get(r.id) ?? OK, ...act.get(r.id)!, attention: reasons.get(r.id)! }));
+      const attention = matching.rows.map((r) => ({ id: r.id, name: r.name, state: k.states.get(r.id) ?? OK, ...noticedActivity.get(r.id)!, attention: reasons.get(r.id)! }));
 
       const backlogs = [...k.backlogs.values()];
       const totals: DeploymentTotals = {
@@ -352,7 +352,7 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
         unreachable: k.troubled.counts.unreachable,
         series: deployment,
       };
-      return { minutes, totals, attention: attention.sort(byUrgency), others: { total: table.total, page: table.page, pages: table.pages, items: summaries(table.rows, k, act) } };
+      return { minutes, totals, attention: attention.sort(byUrgency), others: { total: table.total, page: table.page, pages: table.pages, items: summaries(table.rows, k, pageActivity) } };
     },
 
     /** Every company as a row of the compact table (the companies page), searched, sorted and paged; `companies` counts them all. */
@@ -360,7 +360,7 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
       const { first, minutes } = minutesUpTo(now);
       const k = await known();
       const table = await tablePage(query, k, []);
-      const act = await activity(first, minutes, table.rows.map((r) => r.id), now);
+      const act = await activity(first, minutes, table.rows.map((r) => r.id), now, k.backlogs);
       return { companies: sum(Object.values(k.troubled.counts)), total: table.total, page: table.page, pages: table.pages, items: summaries(table.rows, k, act) };
     },
 
