@@ -10,8 +10,8 @@
  * exits non-zero when a figure is missing or not finite or an ingest request was not answered 2xx.
  * Throughput counts 2xx answers only. `-- --console` measures the operator console on 5 million stored
  * notifications instead (bench/console.ts). `-- --tenants` measures SPEC §5.1's many-companies rows
- * instead (F1 fair share, F3 back-pressure, F4 a paused company, the overview with 1,000 companies:
- * bench/tenants.ts), about 5 minutes. `-- --deliveries` measures SPEC §5.2's delivery rows instead (end to end
+ * instead (F1 fair share, F3 back-pressure, F4 a paused company, the overview and /metrics at 1,000 and
+ * 10,000 companies: bench/tenants.ts), about 8 minutes. `-- --deliveries` measures SPEC §5.2's delivery rows instead (end to end
  * with a destination per company, committed -> answered at 200/s, a hanging destination's neighbour, a failing
  * destination's CPU and its resumption: bench/deliveries.ts), about 3 minutes; not part of `--quick`, which
  * stays CI's short run (`--deliveries --quick` is a smaller smoke run of it). `-- --yardstick` runs only the second
