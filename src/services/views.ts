@@ -265,6 +265,8 @@ export const declineViewSchema = z.object({
   tripMessageId: z.string().nullable().describe("the trip message the marketplace answered, when it named one"),
   target: rfqActionTargetSchema,
   targetUrl: z.string().describe('the URL the decline was sent to'),
+  resourceHref: z.string().nullable().describe('the trip message as Skyhook stored it (its href), once fetched'),
+  snapshotVersion: z.number().nullable().describe("the trip message's stored version it is linked to"),
   createdAt: z.string(),
 });
 export type DeclineView = z.infer<typeof declineViewSchema>;
