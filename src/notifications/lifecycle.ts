@@ -18,19 +18,23 @@ export interface NewNotification {
   /** The body's text as received (already checked to be storable JSON). */
   bodyJson: string;
   authenticatedBy: 'basic' | 'oauth';
-  /** `discarded`: its webhook is deactivated; it is kept, and nothing more happens to it (SPEC §4). */
-  disposition: 'accepted' | 'discarded';
+  /**
+   * `discarded`: its webhook is deactivated; it is kept, and nothing more happens to it (SPEC §4).
+   * `not_fetched`: its href is under none of the company's base URLs: kept, `processed` with outcome
+   * `not_fetched` at once, never fetched (SPEC §14).
+   */
+  disposition: 'accepted' | 'discarded' | 'not_fetched';
 }
 
-export type InsertedStatus = 'received' | 'queued' | 'discarded';
+export type InsertedStatus = 'received' | 'queued' | 'discarded' | 'processed';
 
 /**
  * The status a notification is accepted in: `queued` when its fetch job is added right after the commit
  * (Redis up: one write instead of an INSERT and a later UPDATE), `received` for the relay otherwise, and
- * `discarded` for a deactivated webhook's.
+ * `discarded` for a deactivated webhook's, `processed` (outcome `not_fetched`) for an href outside the company's base URLs.
  */
 export const statusOnAccept = (row: Pick<NewNotification, 'disposition'>, queueing: boolean): InsertedStatus =>
-  row.disposition === 'discarded' ? 'discarded' : queueing ? 'queued' : 'received';
+  row.disposition === 'discarded' ? 'discarded' : row.disposition === 'not_fetched' ? 'processed' : queueing ? 'queued' : 'received';
 
 /** A pending notification and its resource: the relay's rows, a replay's (received again). */
 export interface PendingKey extends ResourceRef {

@@ -9,7 +9,7 @@ import type { notificationsQuery } from './schemas.js';
 import type { Audit } from '../access/audit.js';
 import type { Change, Database } from '../db/client.js';
 import type { NotificationLifecycle } from '../notifications/lifecycle.js';
-import { allowed, TRANSITIONS } from '../notifications/transitions.js';
+import { allowed, NOT_REPLAYABLE_OUTCOME, TRANSITIONS } from '../notifications/transitions.js';
 import {
   companies,
   events,
@@ -117,7 +117,8 @@ export function createNotificationsService(deps: {
     return rows.length;
   }
 
-  const replayable = (filter: NotificationFilter) => and(...filterSql(filter), inArray(notifications.status, [...TRANSITIONS.replay.from]));
+  const replayable = (filter: NotificationFilter) =>
+    and(...filterSql(filter), inArray(notifications.status, [...TRANSITIONS.replay.from]), sql`${notifications.outcome} IS DISTINCT FROM ${NOT_REPLAYABLE_OUTCOME}`);
 
   async function getRow(id: number): Promise<NotificationRow> {
     const [row] = await db.select().from(notifications).where(eq(notifications.id, id)).limit(1);
@@ -173,6 +174,9 @@ export function createNotificationsService(deps: {
     async replay(id: number, audit: Pick<Audit, 'change'>): Promise<ReplayedView> {
       const row = await getRow(id);
       if (!allowed('replay', row.status, 'received')) throw new Problem(409, 'Conflict', `A ${row.status} notification (its webhook was deactivated) cannot be replayed.`, { code: 'not_replayable' });
+      if (row.outcome === NOT_REPLAYABLE_OUTCOME) {
+        throw new Problem(409, 'Conflict', "This notification's href is under none of its company's base URLs: it was never fetched, and a replay would send the company's token there.", { code: 'not_replayable' });
+      }
       await audit.change(async (change) => ({ value: await replayRows(change, [id]), companyId: row.companyId }));
       const [company] = await db.select({ name: companies.name, status: companies.connectionStatus, error: companies.connectionError }).from(companies).where(eq(companies.id, row.companyId));
       const note =

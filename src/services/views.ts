@@ -47,6 +47,8 @@ const connectionViewSchema = z.object({
   apiVersion: z.string().nullable().describe('avinode: X-Avinode-ApiVersion (null: not sent)'),
   tokenUrl: z.string().nullable().describe('OAuth 2.0 client credentials: the token endpoint (null: a fixed token)'),
   clientId: z.string().nullable(),
+  clientSecretExpiresAt: z.string().nullable().describe('OAuth 2.0: when the client secret expires, when recorded'),
+  baseUrls: z.array(z.string()).describe("further base URLs the token may be sent to besides apiBaseUrl (an href under none is stored, never fetched)"),
   storedSecrets: z.array(z.enum(['apiToken', 'authToken', 'clientSecret'])).describe('which secrets are stored (encrypted); their values are never returned'),
 });
 

@@ -175,6 +175,7 @@ async function runSimulator(flags: StartFlags): Promise<void> {
   }
   console.log(`marketplace simulator listening at ${simulator.url}`);
   console.log(`API base URL: ${simulator.apiBaseUrl}`);
+  console.log(`Scheduling base URL: ${simulator.schedulingBaseUrl}  (allow it for a company with companies update <id> --profile <profile> --base-url <it>)`);
   console.log(
     companies.length > 0
       ? `companies: ${companies.map((company) => `${company.id} (${company.profile ?? 'bearer'}${company.clientId !== undefined ? ', OAuth' : ''})`).join(', ')}`

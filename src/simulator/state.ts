@@ -2,7 +2,7 @@
 import type { z } from 'zod';
 import { randomToken } from '../lib/crypto.js';
 import { HEADERS, SENT_TIMESTAMP_SKEW_MS } from '../marketplace/connection.js';
-import type { EventType, SeedEnvelopeMessage, WebhookSetting } from '../marketplace/contract.js';
+import { NOTIFICATION_TYPE_BY_EVENT, SCHEDULING_EVENT_TYPES, type EventType, type SeedEnvelopeMessage, type WebhookSetting } from '../marketplace/contract.js';
 import type { LeadCreated } from '../marketplace/leads.js';
 import type { DeclineAnswered } from '../marketplace/declines.js';
 import type { QuoteSubmitted } from '../marketplace/quotes.js';
@@ -77,8 +77,13 @@ function avinodeHeaderProblem(company: Company, header: (name: string) => string
 /** A new marketplace id such as `lead_…`: a kind prefix and 96 random bits. */
 export const newId = (prefix: string): string => `${prefix}_${randomToken(12)}`;
 
+/** (assumed) The scheduling product's host, served by the simulator as a second base URL of its own server. */
+export const SCHEDULING_PREFIX = '/scheduling';
+const SCHEDULING_TYPES: ReadonlySet<string> = new Set(SCHEDULING_EVENT_TYPES.map((e) => NOTIFICATION_TYPE_BY_EVENT[e]));
+
+/** Where a resource lives: the scheduling product's resources under its own base URL, the rest under the API's. */
 export const resourcePath = (type: string, id: string): string =>
-  `${API_PREFIX}/${encodeURIComponent(type)}/${encodeURIComponent(id)}`;
+  `${SCHEDULING_TYPES.has(type) ? SCHEDULING_PREFIX : API_PREFIX}/${encodeURIComponent(type)}/${encodeURIComponent(id)}`;
 
 export class MarketplaceState {
   /** Companies are few, so finding one by its token or client id walks them (companyWhere): no second index to keep in step. */
