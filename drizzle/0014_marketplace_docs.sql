@@ -1,3 +1,4 @@
+ALTER TYPE "public"."authenticated_by" ADD VALUE 'resync';--> statement-breakpoint
 ALTER TYPE "public"."fetch_outcome" ADD VALUE 'not_fetched';--> statement-breakpoint
 DROP INDEX "resources_company_type_idx";--> statement-breakpoint
 ALTER TABLE "companies" ADD COLUMN "oauth_client_secret_expires_at" timestamp with time zone;--> statement-breakpoint

@@ -16,7 +16,7 @@ export function createMetrics() {
     registry,
     received: new Counter(registered({
       name: 'skyhook_notifications_received_total',
-      help: 'Notifications answered by the receiver, by outcome (stored, discarded, or the HTTP status of a refusal) and company',
+      help: 'Notifications answered by the receiver, by outcome (stored, discarded, not_fetched: an href under none of the company base URLs, or the HTTP status of a refusal) and company',
       labelNames: ['outcome', 'company'] as const,
     })),
     processingLatency: new Histogram(registered({

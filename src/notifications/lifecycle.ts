@@ -17,7 +17,8 @@ export interface NewNotification {
   href: string;
   /** The body's text as received (already checked to be storable JSON). */
   bodyJson: string;
-  authenticatedBy: 'basic' | 'oauth';
+  /** `resync`: not from the marketplace, but a resync's row for a resource Skyhook knows (services/notifications.service.ts). */
+  authenticatedBy: 'basic' | 'oauth' | 'resync';
   /**
    * `discarded`: its webhook is deactivated; it is kept, and nothing more happens to it (SPEC §4).
    * `not_fetched`: its href is under none of the company's base URLs: kept, `processed` with outcome
@@ -114,7 +115,7 @@ export interface ResourceRef {
 
 export interface NotificationLifecycle {
   /** accept: the receiver's commit of a batch, each in the status statusOnAccept gives it; answers ids and statuses in order. */
-  accept(rows: NewNotification[], opts: { queueing: boolean }): Promise<{ id: number; status: InsertedStatus }[]>;
+  accept(rows: NewNotification[], opts: { queueing: boolean }, within?: Change): Promise<{ id: number; status: InsertedStatus }[]>;
   /** queue: received -> queued, their jobs were added. */
   queue(ids: number[]): Promise<void>;
   /** unqueue: queued -> received, adding their jobs failed; the relay queues them later. */

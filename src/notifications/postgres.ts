@@ -480,7 +480,7 @@ async function summaries(sql: Sql, ids: number[]): Promise<NotificationSummary[]
  */
 function bind(sql: Sql, plans?: CachedPlans) {
   return {
-    accept: (rows: NewNotification[], opts: { queueing: boolean }) => accept(sql, rows, opts.queueing),
+    accept: (rows: NewNotification[], opts: { queueing: boolean }, within?: Change) => accept(within?.client ?? sql, rows, opts.queueing),
     queue: (ids: number[]) => requeue(sql, ids, 'queue'),
     unqueue: (ids: number[]) => requeue(sql, ids, 'unqueue'),
     staleQueuedKeys: (olderThanMs: number, after: ResourceRef | undefined, limit: number) => staleQueuedKeys(sql, olderThanMs, after, limit),

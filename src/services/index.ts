@@ -29,7 +29,7 @@ import { createWebhooksService } from './webhooks.service.js';
 
 export function createServices(deps: {
   db: Database;
-  notifications: Pick<NotificationLifecycle, 'replay' | 'queue' | 'deleteWebhook'>;
+  notifications: Pick<NotificationLifecycle, 'replay' | 'queue' | 'deleteWebhook' | 'accept'>;
   enqueuer: Pick<FetchEnqueuer, 'enqueue'>;
   config: Pick<Config, 'secretKey' | 'env' | 'publicBaseUrl' | 'rotationGraceMs' | 'marketplaceTimeoutMs' | 'requireHttpsHrefs' | 'fetch' | 'delivery' | 'databaseUrl'>;
   /** Called after a webhook changes (the receiver drops cached credentials). */
@@ -105,7 +105,7 @@ export function createServices(deps: {
     destinations,
     events: createEventsService({ db, companies, listen: (channels, listener) => listen(config.databaseUrl, channels, listener), onError: deps.onBackgroundError }),
     deletions: createDeletionsService({ db, webhooks, notifications: deps.notifications, states: deps.states, destinations: deps.destinations.states }),
-    notifications: createNotificationsService({ db, notifications: deps.notifications, enqueuer: deps.enqueuer }),
+    notifications: createNotificationsService({ db, notifications: deps.notifications, enqueuer: deps.enqueuer, requireHttpsHrefs: deps.config.requireHttpsHrefs }),
     leads: createLeadsService(outbound),
     quotes: createQuotesService(outbound),
     declines: createDeclinesService(outbound),

@@ -365,3 +365,12 @@ export const eventViewSchema = z.object({
 });
 export type EventView = z.infer<typeof eventViewSchema>;
 export const eventsPageSchema = z.object({ items: z.array(eventViewSchema), nextCursor: z.string().nullable().describe('null: none yet; ask again with the last cursor') });
+
+/** What a resync queued (SPEC §14; services/notifications.service.ts). */
+export const resyncViewSchema = z.object({
+  companyId: z.string(),
+  resources: z.number().int().describe('resources Skyhook stored for the company'),
+  queued: z.number().int().describe("fetched again: one notification of Skyhook's own each (authenticatedBy resync), through the company's gate and limits"),
+  outOfScope: z.number().int().describe("left out: their href is under none of the company's base URLs now, so the token never goes there"),
+});
+export type ResyncView = z.infer<typeof resyncViewSchema>;

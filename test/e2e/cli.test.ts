@@ -172,7 +172,7 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     expect(listed.stdout).not.toContain(key);
     expect((await json(['keys', 'revoke', id!])).state).toBe('revoked');
     const bad = await skyhook(['keys', 'create', '--name', 'x', '--role', 'root']);
-    expect(bad).toMatchObject({ code: 2, stdout: '' });
+    expect(bad).toMatchObject({ code: 1, stdout: '' }); // the service refuses it (400), naming the field
     expect(bad.stderr).toMatch(/^skyhook: --role must be one of admin, operator, viewer, company \(got "root"\)$/m);
     const unbound = await skyhook(['keys', 'create', '--name', 'x', '--role', 'company']);
     expect(unbound.code).toBe(1);
@@ -468,6 +468,27 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     expect(report.stdout).toMatch(/^missing_remotely\s/m);
     const applied = await json(['webhooks', 'reconcile', created.id, '--apply']);
     expect(applied.drift).toEqual([expect.objectContaining({ kind: 'missing_remotely', action: 'recreated', newRemoteId: expect.stringMatching(/^wh_/) })]);
+
+    // The scheduling host allowed (the connection replaced whole: its auth token again), then a resync of what it stored.
+    const allowed = await json(['companies', 'update', created.id, '--profile', 'avinode', '--auth-token', '-', '--base-url', sim.schedulingBaseUrl], `${ZETA.auth}\n`);
+    expect(allowed.connection).toMatchObject({ profile: 'avinode', baseUrls: [sim.schedulingBaseUrl] });
+    const bad = await skyhook(['companies', 'update', created.id, '--profile', 'avinode', '--auth-token', 'x', '--base-url', 'not a url']);
+    expect(bad).toMatchObject({ code: 1, stdout: '' }); // the service refuses it (400), naming the field
+    expect(bad.stderr).toMatch(/baseUrls\.0 must be an absolute http\(s\) URL/);
+    const pool = new pg.Pool({ connectionString: db.url });
+    try {
+      await pool.query(`INSERT INTO resources (company_id, href, type, resource_id, fetched_at, body) VALUES ($1, $2, 'contacts', 'c1', now(), '{}'), ($1, 'https://elsewhere.example/x/1', 'rfqs', 'x1', now(), '{}')`, [
+        created.id,
+        `${sim.schedulingBaseUrl}/contacts/c1`,
+      ]);
+      const resync = await skyhook(['resync', created.id]);
+      expect(resync).toMatchObject({ code: 0, stderr: '' });
+      expect(resync.stdout).toMatch(/^queued 1 of 2 resource\(s\) to be fetched again through the company's gate; 1 left out: their href is under none of the company's base URLs$/m);
+      const { rows } = await pool.query("SELECT href FROM notifications WHERE company_id = $1 AND authenticated_by = 'resync'", [created.id]);
+      expect(rows).toEqual([{ href: `${sim.schedulingBaseUrl}/contacts/c1` }]);
+    } finally {
+      await pool.end();
+    }
 
     const [noAuth, twoFromStdin] = await Promise.all([skyhook(args), skyhook([...args.slice(0, 7), '-', ...args.slice(8), '--auth-token', '-'], 'x\n')]);
     expect(noAuth).toMatchObject({ code: 2, stdout: '' });
