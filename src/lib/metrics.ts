@@ -50,6 +50,11 @@ export function createMetrics() {
       help: 'Age of the oldest notification not yet processed, per company',
       labelNames: ['company'] as const,
     })),
+    connectionWarning: new Gauge(registered({
+      name: 'skyhook_connection_warning',
+      help: "1 for each company whose marketplace connection needs an operator soon (SPEC §14), by kind: connection_unused (no successful call for 50 days: the marketplace deactivates it at 60) or client_secret_expiring (its OAuth client secret expires within 14 days, or did)",
+      labelNames: ['company', 'kind'] as const,
+    })),
     companyState: new Gauge(registered({
       name: 'skyhook_company_state',
       help: "1 for each company's one state (SPEC §5.1 F5): ok, paused (credentials refused: its notifications wait for new ones), throttled, unreachable or unchecked",

@@ -9,6 +9,7 @@ import { asc, eq, gt, ilike, inArray, or, sql } from 'drizzle-orm';
 import type { z } from 'zod';
 import type { connectionBody } from './schemas.js';
 import type { CompanyStates, CredentialColumns } from '../companies/states.js';
+import { connectionWarnings } from '../companies/usage.js';
 import type { CompanyState } from '../companies/transitions.js';
 import type { Database } from '../db/client.js';
 import { connectionFromRow, findCompany } from '../db/company-connection.js';
@@ -51,6 +52,8 @@ const companyView = (c: CompanyRow, { state, gate }: { state: CompanyState; gate
     ],
   },
   credentials: { status: c.credentialsStatus, checkedAt: c.credentialsCheckedAt?.toISOString() ?? null, error: c.credentialsError },
+  connectionLastUsedAt: c.connectionLastUsedAt?.toISOString() ?? null,
+  connectionWarnings: connectionWarnings(c, Date.now()),
 });
 
 interface CompaniesDeps {

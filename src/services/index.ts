@@ -37,6 +37,8 @@ export function createServices(deps: {
   metrics?: Pick<Metrics, 'marketplaceCalls'>;
   /** The process's OAuth token cache, shared with its fetches (default: the services' own). */
   tokens?: AccessTokens;
+  /** A successful marketplace call with a company's credentials (companies/usage.ts); the CLI's reads pass none. */
+  onUsed?: (companyId: string | undefined) => void;
   /** The companies' states and their gates (SPEC §5.1). */
   states: CompanyStates;
   /** Destinations' states and deliveries (SPEC §5.2), their gate's views, and how replayed deliveries are queued. */
@@ -56,6 +58,7 @@ export function createServices(deps: {
   const marketplace = new MarketplaceClient({
     timeoutMs: config.marketplaceTimeoutMs,
     tokens: deps.tokens,
+    onUsed: deps.onUsed,
     onCall: (operation, outcome) => deps.metrics?.marketplaceCalls.inc({ operation, outcome }),
   });
   const settings = webhookSettingsApi(marketplace);

@@ -94,6 +94,19 @@ export const companyViewSchema = z.object({
   connectionError: z.string().nullable().describe('Deprecated: read `state.reason`.'),
   connection: connectionViewSchema,
   credentials: credentialsViewSchema,
+  connectionLastUsedAt: z
+    .string()
+    .nullable()
+    .describe('the last successful marketplace call with its credentials (written at most once a minute); the marketplace deactivates a connection unused for 60 days'),
+  connectionWarnings: z
+    .array(
+      z.object({
+        kind: z.enum(['connection_unused', 'client_secret_expiring']).describe('connection_unused: unused for 50 days or more; client_secret_expiring: the OAuth client secret expires within 14 days (or did)'),
+        at: z.string().describe('when the marketplace deactivates the connection, or the secret expires'),
+        message: z.string(),
+      }),
+    )
+    .describe('what needs an operator soon (SPEC §14); empty when nothing does'),
   createdAt: z.string(),
   updatedAt: z.string(),
 });

@@ -132,6 +132,7 @@ describe('the metrics deploy/ uses', () => {
       'skyhook_jobs_held',
       'skyhook_errors_total',
       'skyhook_company_state',
+      'skyhook_connection_warning',
       'skyhook_ready',
       'skyhook_dependency_up',
       'skyhook_deliveries_total',

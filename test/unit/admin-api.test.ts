@@ -20,6 +20,8 @@ const company: CompanyView = {
   connectionError: null,
   connection: { profile: 'bearer', product: null, apiVersion: null, tokenUrl: null, clientId: null, clientSecretExpiresAt: null, baseUrls: [], storedSecrets: ['apiToken'] },
   credentials: { status: 'accepted', checkedAt: '2026-11-24T10:00:00.000Z', error: null },
+  connectionLastUsedAt: null,
+  connectionWarnings: [],
   createdAt: '2026-11-24T10:00:00.000Z',
   updatedAt: '2026-11-24T10:00:00.000Z',
 };

@@ -102,7 +102,7 @@ export function registerCompanies(program: Command): void {
     run: (svc, query) => svc.companies.list(query),
     output: s.page(s.companyViewSchema),
     human: (page) =>
-      listing(page, 'companies', ['ID', 'NAME', 'STATE', 'FETCHES', 'PARKED', 'API BASE URL', 'PROFILE', 'CREATED'], (c) => [
+      listing(page, 'companies', ['ID', 'NAME', 'STATE', 'FETCHES', 'PARKED', 'API BASE URL', 'PROFILE', 'CREATED', 'WARNINGS'], (c) => [
         c.id,
         c.name,
         stateText(c.state),
@@ -111,6 +111,7 @@ export function registerCompanies(program: Command): void {
         c.apiBaseUrl,
         c.connection.profile,
         shortTime(c.createdAt),
+        c.connectionWarnings.map((w) => w.kind).join(',') || '-',
       ]),
   });
 
@@ -119,7 +120,7 @@ export function registerCompanies(program: Command): void {
     input: (cmd, _flags, [companyId]) => validate(cmd, s.companyIdParams, { companyId }),
     run: (svc, params) => svc.companies.get(params.companyId),
     output: s.companyViewSchema,
-    human: (company) => keyValues(company),
+    human: (company) => [...company.connectionWarnings.map((w) => `warning: ${w.message}`), keyValues(company)].join('\n'),
   });
 
   dataCommand(

@@ -167,6 +167,7 @@ export async function unitApp(
     pool: { query: () => Promise.reject(unreachable('PostgreSQL')) } as unknown as pg.Pool,
     redis: { ping: () => Promise.reject(unreachable('Redis')) } as unknown as RedisClient,
     companyStates: () => Promise.reject(unreachable('PostgreSQL')),
+    connectionWarnings: async () => [],
     destinationStates: () => Promise.reject(unreachable('PostgreSQL')),
     receiver: { directory, writer, nonces, publicBaseUrl: PUBLIC_BASE_URL, requireHttpsHrefs: opts.requireHttpsHrefs ?? true, oauthTimestampSkewS: 300, metrics, summary: new BatchSummary(logger, (n) => `received ${n} notifications`), reporter },
     admin,
