@@ -59,6 +59,18 @@ export class Simulation {
   }
 
   /** The company's access tokens stop working before they expire (a 401 makes Skyhook fetch a new one). */
+  /** Moves the company's last use of its connection `days` back: past 60 days, the marketplace refuses it (401 connection_deactivated). */
+  ageConnection(companyId: string, days: number): { lastUsedAt: string } {
+    this.requireCompany(companyId);
+    return this.state.ageConnection(companyId, days);
+  }
+
+  /** The company's OAuth client secret expires now: the token endpoint refuses it. */
+  expireClientSecret(companyId: string): { expiresAt: string } {
+    this.requireCompany(companyId);
+    return this.state.expireClientSecret(companyId);
+  }
+
   revokeTokens(companyId: string): { revoked: number } {
     this.requireCompany(companyId);
     return { revoked: this.state.revokeAccessTokens(companyId) };
