@@ -6,6 +6,7 @@
  * secret it expired pauses the company instead of failing its notifications.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { consoleClient } from '../helpers/console-client.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { eventually } from '../helpers/skyhook.js';
 
@@ -80,6 +81,11 @@ describe('connections that expire', () => {
     expect(created.body).toMatchObject({ connection: { clientSecretExpiresAt: expiresAt }, credentials: { status: 'accepted' } });
     expect(created.body.connectionWarnings).toEqual([{ kind: 'client_secret_expiring', at: expiresAt, message: expect.stringContaining('expires') }]);
     await eventually(async () => (await metrics()).includes(`skyhook_connection_warning{company="${created.body.id}",kind="client_secret_expiring"} 1`), 'the warning on /metrics');
+
+    const web = consoleClient(() => s.skyhook.url);
+    const { cookie } = await web.signIn();
+    const page = await (await web.get(`/companies/${created.body.id}`, cookie)).text();
+    expect(page).toContain(`<p class="notice warn" role="status">the OAuth client secret expires ${expiresAt}`);
 
     // The marketplace lets the secret expire: the next token request is refused, and the company waits for a new one.
     s.sim.expireClientSecret(simId);

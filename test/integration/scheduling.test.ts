@@ -5,6 +5,7 @@
  * stored like any other; a notification of a type Skyhook does not know is stored and processed, never refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { consoleClient } from '../helpers/console-client.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { eventually } from '../helpers/skyhook.js';
 
@@ -49,6 +50,14 @@ describe("the scheduling product's event types", () => {
     const replay = await s.skyhook.admin('POST', `/notifications/${n.id}/replay`);
     expect(replay.status).toBe(409);
     expect(s.fetchesOf(href)).toEqual([]);
+
+    // The console shows it with why, and offers no Replay.
+    const web = consoleClient(() => s.skyhook.url);
+    const { cookie } = await web.signIn();
+    const page = await (await web.get(`/notifications/${n.id}`, cookie)).text();
+    expect(page).toContain('outcome <strong>not_fetched</strong>');
+    expect(page).toContain("Its href is under none of the company's base URLs");
+    expect(page).not.toContain('<button type="submit">Replay</button>');
   });
 
   it("a base URL given to the connection (validated, shown) lets the company's token go there: fetched and stored like the rest", async () => {
@@ -69,6 +78,10 @@ describe("the scheduling product's event types", () => {
     }, 'a scheduling notification fetched');
     expect(stored).toMatchObject({ status: 'processed', type: 'passengers' });
     expect(s.fetchesOf(stored.href)).toEqual([expect.objectContaining({ status: 200, tokenCompanyId: company.simId })]);
+    const web = consoleClient(() => s.skyhook.url);
+    const { cookie } = await web.signIn();
+    const companyPage = await (await web.get(`/companies/${company.companyId}`, cookie)).text();
+    expect(companyPage).toContain(`<code>${s.sim.schedulingBaseUrl}</code> <span class="muted small">(also allowed)</span>`);
     const resources = await s.skyhook.admin('GET', `/resources?companyId=${company.companyId}&type=passengers`);
     expect(resources.body.items.find((r: Json) => r.href === stored.href)?.body).toMatchObject({ platformTripId: expect.stringMatching(/^trip_pax-/) });
   });
