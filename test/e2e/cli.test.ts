@@ -115,7 +115,7 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
   it('creates, lists, shows and updates a company, never printing its token', async () => {
     const created = await json(['companies', 'create', '--name', 'Acme Jets', '--api-base-url', sim.apiBaseUrl, '--api-token', TOKEN]);
     expect(created).toMatchObject({ name: 'Acme Jets', apiBaseUrl: sim.apiBaseUrl, connectionStatus: 'ok' });
-    expect(Object.keys(created).sort()).toEqual(['apiBaseUrl', 'connection', 'connectionError', 'connectionStatus', 'createdAt', 'credentials', 'fetches', 'id', 'name', 'state', 'updatedAt']);
+    expect(Object.keys(created).sort()).toEqual(['apiBaseUrl', 'connection', 'connectionError', 'connectionLastUsedAt', 'connectionStatus', 'connectionWarnings', 'createdAt', 'credentials', 'fetches', 'id', 'name', 'state', 'updatedAt']);
     expect(created).toMatchObject({ connection: { profile: 'bearer', storedSecrets: ['apiToken'] }, credentials: { status: 'accepted', error: null } });
     companyId = created.id;
 
@@ -123,7 +123,7 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     // The token on stdin: the same one, so the simulator keeps accepting it.
     const updated = await skyhook(['companies', 'update', companyId, '--name', 'Acme Jets Ltd', '--api-token', '-', '--json'], `${TOKEN}\n`);
     expect(listed.code).toBe(0);
-    expect(listed.stdout).toMatch(/^ID\s+NAME\s+STATE\s+FETCHES\s+PARKED\s+API BASE URL\s+PROFILE\s+CREATED\n/);
+    expect(listed.stdout).toMatch(/^ID\s+NAME\s+STATE\s+FETCHES\s+PARKED\s+API BASE URL\s+PROFILE\s+CREATED\s+WARNINGS\n/);
     expect(listed.stdout).toMatch(/ ok \s+0\/256 \s+0 /);
     expect(listed.stdout).toContain(companyId);
     expect(shown.code).toBe(0);
@@ -172,7 +172,7 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     expect(listed.stdout).not.toContain(key);
     expect((await json(['keys', 'revoke', id!])).state).toBe('revoked');
     const bad = await skyhook(['keys', 'create', '--name', 'x', '--role', 'root']);
-    expect(bad).toMatchObject({ code: 1, stdout: '' }); // the service refuses it (400), naming the field
+    expect(bad).toMatchObject({ code: 2, stdout: '' });
     expect(bad.stderr).toMatch(/^skyhook: --role must be one of admin, operator, viewer, company \(got "root"\)$/m);
     const unbound = await skyhook(['keys', 'create', '--name', 'x', '--role', 'company']);
     expect(unbound.code).toBe(1);
