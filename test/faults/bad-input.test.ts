@@ -28,7 +28,7 @@ import {
   type OAuthHeaderCheck,
 } from '../../src/receiver/oauth1.js';
 import { MAX_NOTIFICATION_BYTES } from '../../src/receiver/routes.js';
-import { checkHrefScope, parseNotification } from '../../src/receiver/ingest.js';
+import { checkHrefScope, hrefDisposition, parseNotification } from '../../src/receiver/ingest.js';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
 import {
   basicAuthorization,
@@ -995,6 +995,45 @@ describe(`fuzz (seed ${SEED}, ${ITERATIONS} iterations each)`, () => {
       expect(new Request(href).url.startsWith(`${base.origin}/`), href).toBe(true);
     }
     expect(acceptedCount).toBeGreaterThan(0);
+  });
+
+  it("hrefDisposition: only a 422 Problem; what it would fetch is under one of the company's base URLs, without credentials", () => {
+    const g = new Gen(prng(SEED + 5));
+    const basesOf = [['http://127.0.0.1:4010/api'], ['https://sandbox.example.com/api', 'https://sched.example.com/scheduling'], ['https://api.example.com', 'http://[::1]:8080/v1/api']];
+    const hosts = ['127.0.0.1:4010', 'sandbox.example.com', 'sched.example.com', 'api.example.com', '[::1]:8080', 'evil.example', 'sched.example.com.evil.example', '127.0.0.1:4010@evil.example', 'localhost:4010'];
+    const segments = ['api', 'scheduling', 'v1', 'apix', '..', '%2e%2e', '.', 'contacts', '', '%2F', '@', '\\'];
+    let fetched = 0;
+    for (let i = 0; i < ITERATIONS; i++) {
+      const bases = g.pick(basesOf).map((b) => new URL(b));
+      const requireHttps = g.chance(0.3);
+      const href = `${g.pick(['http', 'https', 'ftp', 'file'])}://${g.pick(['', 'user@', 'u:p@'])}${g.pick(hosts)}/${Array.from({ length: g.int(5) }, () => g.pick(segments)).join('/')}`;
+      if (!URL.canParse(href)) continue;
+      let disposition: string;
+      try {
+        disposition = hrefDisposition(new URL(href), bases, requireHttps);
+      } catch (err) {
+        if (!(err instanceof Problem) || err.status !== 422) throw new Error(`hrefDisposition(${href}) threw ${String(err)}`, { cause: err });
+        continue;
+      }
+      const url = new URL(href);
+      expect(url.username + url.password, href).toBe('');
+      expect(['http:', 'https:'], href).toContain(url.protocol);
+      if (disposition === 'not_fetched') continue;
+      fetched++;
+      // Fetched only under one of the bases: checkHrefScope, the one rule the RFQ answers use, agrees with one of them.
+      expect(
+        bases.some((b) => {
+          try {
+            checkHrefScope(url, b, requireHttps);
+            return true;
+          } catch {
+            return false;
+          }
+        }),
+        `${href} fetched, under none of ${bases.map((b) => b.href).join(', ')}`,
+      ).toBe(true);
+    }
+    expect(fetched).toBeGreaterThan(0);
   });
 });
 
