@@ -46,6 +46,8 @@ interface AppDeps {
    * its pending count and its oldest pending delivery's age: the skyhook_destination_state, skyhook_deliveries_pending
    * and skyhook_oldest_pending_delivery_age_seconds gauges (an ok destination with nothing pending has no series).
    */
+  /** Each company's connection warnings (companies/usage.ts), for `skyhook_connection_warning`. */
+  connectionWarnings: () => Promise<{ id: string; warnings: { kind: string }[] }[]>;
   destinationStates: () => Promise<{ id: string; companyId: string; state: { status: string }; pending: number; oldestPendingAgeS: number }[]>;
   authFailures: { limit: number; windowMs: number };
   /** Who may call what (SPEC §10.1): ADMIN_TOKEN, METRICS_TOKEN, and the keys. */
@@ -229,7 +231,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   return app;
 }
 
-type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues' | 'started' | 'reporter' | 'companyStates' | 'destinationStates' | 'access' | 'authFailures'>;
+type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues' | 'started' | 'reporter' | 'companyStates' | 'connectionWarnings' | 'destinationStates' | 'access' | 'authFailures'>;
 
 /** A worker's own ops server (OPS_PORT): the probes and metrics alone, as quiet as the main app's. */
 export async function buildOpsApp(logger: Logger, deps: OpsDeps): Promise<FastifyInstance> {
@@ -288,12 +290,15 @@ function cachedGauges(deps: OpsDeps): () => Promise<void> {
   let readAt = -Infinity;
   let reading: Promise<void> | undefined;
   const read = async () => {
-    const [counts, backlog, states, destinations] = await Promise.all([
+    const [counts, backlog, states, destinations, warned] = await Promise.all([
       withTimeout(Promise.all(deps.queues.map((q) => q.getJobCounts('wait', 'prioritized', 'active', 'delayed', 'failed'))), 1000, 'queue depth'),
       withTimeout(deps.pool.query<{ company_id: string; pending: number; oldest_pending_age_s: number }>('SELECT company_id, pending, oldest_pending_age_s FROM backlog WHERE pending > 0'), 1000, 'backlog'),
       withTimeout(deps.companyStates(), 1000, 'company states'),
       withTimeout(deps.destinationStates(), 1000, 'destination states'),
+      withTimeout(deps.connectionWarnings(), 1000, 'connection warnings'),
     ]);
+    deps.metrics.connectionWarning.reset();
+    for (const c of warned) for (const w of c.warnings) deps.metrics.connectionWarning.set({ company: c.id, kind: w.kind }, 1);
     deps.metrics.queueDepth.reset();
     // Fetch jobs carry their company's priority, so BullMQ keeps the waiting ones in its `prioritized` set: they are `wait` all the same.
     for (const c of counts) for (const [state, n] of Object.entries(c)) deps.metrics.queueDepth.inc({ state: state === 'prioritized' ? 'wait' : state }, n);

@@ -8,6 +8,7 @@
  * PostgreSQL and migrates it, then starts the parts that use it. Redis is never waited for: its
  * connections reconnect by themselves, and the relay queues what was stored meanwhile.
  */
+import { allConnectionWarnings, ConnectionUsage } from './companies/usage.js';
 import type { Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -108,13 +109,16 @@ async function createCore(config: Config, log: Logger) {
   const enqueuer = new FetchEnqueuer(queue, producer, notifications, gate, { attempts: config.fetch.attempts, timeoutMs: ENQUEUE_TIMEOUT_MS }, log, tracing);
   // One OAuth token cache per process, shared by the admin calls and the fetches (marketplace/oauth2.ts).
   const tokens = new AccessTokens();
+  // The companies' last successful calls, written at most once a minute each (SPEC §14; companies/usage.ts).
+  const usage = new ConnectionUsage(api.db, report('connection_usage', "a company's last use of its connection could not be written; a later call writes it", 'postgres'));
+  const onUsed = (companyId: string | undefined) => usage.used(companyId);
   const companies = createCompanyStates({
     db: api.db,
     gate,
     redis: producer,
     prefix: config.queuePrefix,
     secretKey: config.secretKey,
-    settings: webhookSettingsApi(new MarketplaceClient({ timeoutMs: config.marketplaceTimeoutMs, tokens, onCall: (operation, outcome) => metrics.marketplaceCalls.inc({ operation, outcome }) })),
+    settings: webhookSettingsApi(new MarketplaceClient({ timeoutMs: config.marketplaceTimeoutMs, tokens, onUsed, onCall: (operation, outcome) => metrics.marketplaceCalls.inc({ operation, outcome }) })),
     queueWaiting: (companyId) => enqueuer.queueWaiting(companyId),
     fetchKey,
     defaultMaxFetches: config.fetch.companyConcurrency,
@@ -145,6 +149,7 @@ async function createCore(config: Config, log: Logger) {
     report,
     tracing,
     tokens,
+    onUsed,
     deliveryQueue,
     destinationGate,
     destinations,
@@ -162,6 +167,7 @@ async function createCore(config: Config, log: Logger) {
     companies,
     relay: new Relay(notifications, enqueuer, { intervalMs: config.relayIntervalMs, graceMs: config.relayGraceMs }, log, () => redisRunId(producer), report('relay', 'the relay could not queue committed notifications; it tries again shortly')),
     companyStates: () => companies.troubled(),
+    connectionWarnings: () => allConnectionWarnings(api.db),
     /** The destinations with deliveries pending, failing or disabled, each in its one state (SPEC §5.2), for the gauges. */
     destinationStates: async () => {
       const watched = await destinations.watched();
@@ -194,7 +200,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
   if (config.role !== 'worker') parts.push(await apiRole(core));
   if (config.role !== 'api') parts.push(workerRole(core, opts.handlers ?? builtInHandlers()));
   if (config.role === 'worker' && config.opsPort !== undefined) {
-    const app = await buildOpsApp(log, { pool: api.pool, redis: producer, metrics: core.metrics, queues: [queue], started: () => core.started, reporter: core.reporter, companyStates: core.companyStates, destinationStates: core.destinationStates, access: core.access, authFailures: core.authFailures });
+    const app = await buildOpsApp(log, { pool: api.pool, redis: producer, metrics: core.metrics, queues: [queue], started: () => core.started, reporter: core.reporter, companyStates: core.companyStates, connectionWarnings: core.connectionWarnings, destinationStates: core.destinationStates, access: core.access, authFailures: core.authFailures });
     parts.unshift({ app, closers: [['ops http', () => app.close()]] });
   }
   const closers: RolePart['closers'] = [
@@ -249,6 +255,7 @@ async function apiRole(core: Core): Promise<RolePart> {
     config,
     metrics,
     tokens: core.tokens,
+    onUsed: core.onUsed,
     states: core.companies,
     destinations: { states: core.destinations, gate: core.destinationGate, enqueue: (keys) => core.deliveryEnqueuer.enqueue(keys) },
     onBackgroundError: report('admin_background', "a destination's gate or the events' listener met an error; the answer carries on without it"),
@@ -288,6 +295,7 @@ async function apiRole(core: Core): Promise<RolePart> {
     access: core.access,
     queues: [core.queue],
     companyStates: core.companyStates,
+    connectionWarnings: core.connectionWarnings,
     destinationStates: core.destinationStates,
     authFailures: core.authFailures,
     metrics,
@@ -415,6 +423,7 @@ function fetchJobDeps(core: Core, own: { db: DbHandle; notifications: Notificati
     timeoutMs: config.fetch.timeoutMs,
     connections: config.fetch.concurrency,
     tokens: core.tokens,
+    onUsed: core.onUsed,
     onCall: (operation, outcome) => {
       // The fetches themselves are counted as fetch outcomes; only their token requests here.
       if (operation === 'oauth.token') metrics.marketplaceCalls.inc({ operation, outcome });

@@ -277,6 +277,17 @@ export async function adminRoutes(parent: FastifyInstance, deps: AdminDeps): Pro
     async (req) => (await notificationInReach(req, req.params.id), deps.notifications.replay(req.params.id, auditOf(req))),
   );
   app.post(
+    '/companies/:companyId/resync',
+    documented(
+      'replay',
+      'notifications',
+      'Fetch again every resource of a company',
+      "For an outage longer than the marketplace's 48 hours of retries (docs/operations.md): one notification of Skyhook's own (`authenticatedBy: resync`) per resource Skyhook stored for the company, each fetched through the company's gate and limits like any other, so what changed meanwhile is stored and delivered. A resource whose href is now under none of the company's base URLs is left out (`outOfScope`). 409 when the company has no webhook.",
+      { params: s.companyIdParams, response: { 200: s.resyncViewSchema, ...errors, 409: s.problemSchema } },
+    ),
+    async (req) => deps.notifications.resync(req.params.companyId, auditOf(req)),
+  );
+  app.post(
     '/notifications/replay',
     documented(
       'replay',

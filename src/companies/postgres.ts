@@ -18,8 +18,9 @@ import type { RedisClient } from '../lib/redis/connection.js';
 import { withTimeout } from '../lib/timeout.js';
 import { MarketplaceError } from '../marketplace/client.js';
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
-import type { CheckVerdict, CompanyStates, CredentialColumns, Refusal } from './states.js';
+import type { CheckVerdict, CompanyStates, CredentialColumns, Refusal, StatedCompany } from './states.js';
 import { COMPANY_STATES, PAUSED_SQL, pauseGuard, stateOf, type CompanyStateName } from './transitions.js';
+import { CONNECTION_KEEP_ALIVE_DAYS } from './usage.js';
 
 /** What a check's error says of the credentials: refused (the marketplace said no), or no answer (try later). */
 export function verdictOf(err: MarketplaceError | null): CheckVerdict {
@@ -59,6 +60,9 @@ export interface CompanyStatesDeps {
   onGateError: (err: unknown) => void;
 }
 
+/** A keep-alive call that found no answer is tried again this much later. */
+const KEEP_ALIVE_RETRY_MS = 3_600_000;
+
 const STATE_COLUMNS = {
   id: companies.id,
   name: companies.name,
@@ -74,6 +78,7 @@ const STATE_COLUMNS = {
 export function createCompanyStates(deps: CompanyStatesDeps) {
   const { db, gate, log } = deps;
   const probeKey = (companyId: string) => `${deps.prefix}:probe:${companyId}`;
+  const keepAliveKey = (companyId: string) => `${deps.prefix}:keep-alive:${companyId}`;
   const bounded = <T>(work: Promise<T>, what: string) => withTimeout(work, deps.gateTimeoutMs, what);
   /** Tells the gate; if it cannot be told, the error is reported and repair() mends it from PostgreSQL. */
   const tell = (work: Promise<unknown>, what: string) => bounded(work, what).then(() => undefined, deps.onGateError);
@@ -112,6 +117,8 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
         credentialsStatus: verdict.status,
         credentialsCheckedAt: new Date(),
         credentialsError: verdict.error,
+        // An accepted check is a use of the connection (SPEC §14), recorded with its verdict, whatever the once-a-minute writes did.
+        ...(verdict.status === 'accepted' ? { connectionLastUsedAt: new Date() } : {}),
         connectionStatus: sql`CASE WHEN ${pausing} THEN 'unauthorized'::connection_status ELSE ${companies.connectionStatus} END`,
         connectionError: sql`CASE WHEN ${pausing} THEN ${`credentials check: ${verdict.error}`} ELSE ${companies.connectionError} END`,
         pausedAt: sql`CASE WHEN ${pausing} THEN now() ELSE ${companies.pausedAt} END`,
@@ -131,6 +138,23 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
       deps.onGateError(err);
       return [];
     });
+  }
+
+  /**
+   * SPEC §14: the marketplace deactivates a connection unused for 60 days, so a company otherwise quiet for
+   * CONNECTION_KEEP_ALIVE_DAYS gets one harmless call (the credentials check), made by one process, not while
+   * the marketplace holds the company's calls (F3), tried again an hour later if it found no answer. A success
+   * records the use (companies/usage.ts); a refusal pauses the company, as any check's does.
+   */
+  async function keepAlive(): Promise<void> {
+    const { rows } = await db.execute<{ id: string }>(sql`
+      SELECT id FROM companies WHERE NOT (${sql.raw(PAUSED_SQL)})
+        AND coalesce(connection_last_used_at, created_at) < now() - make_interval(days => ${CONNECTION_KEEP_ALIVE_DAYS})`);
+    for (const { id } of rows) {
+      if ((await states.heldUntil(id)) !== null) continue;
+      const due = await deps.redis.set(keepAliveKey(id), '1', 'PX', KEEP_ALIVE_RETRY_MS, 'NX');
+      if (due === 'OK') await states.check(id);
+    }
   }
 
   const states: CompanyStates = {
@@ -262,7 +286,7 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
         await tx.delete(fetchAttempts).where(eq(fetchAttempts.companyId, companyId));
         const existed = (await tx.delete(companies).where(eq(companies.id, companyId)).returning({ id: companies.id })).length > 0;
         // Nothing of it stays in Redis; a gate out of reach keeps a few keys that nothing reads (repair() skips unknown ids).
-        if (existed) afterCommit(() => tell(Promise.all([gate.forget(companyId), deps.redis.del(probeKey(companyId))]), 'forgetting the company gate'));
+        if (existed) afterCommit(() => tell(Promise.all([gate.forget(companyId), deps.redis.del(probeKey(companyId), keepAliveKey(companyId))]), 'forgetting the company gate'));
         return existed;
       };
       return within ? remove(within) : inChange(db, remove);
@@ -292,6 +316,7 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
         const due = await deps.redis.set(probeKey(id), '1', 'PX', deps.probeIntervalMs, 'NX');
         if (due === 'OK') await states.probe(id);
       }
+      await keepAlive();
     },
 
     /** Companies not paused with notifications waiting: their parked resources may have places that freed unseen. */

@@ -12,7 +12,19 @@ import type { CompanyState, CompanyStateName, StateColumns } from './transitions
 
 /** A company's credentials as stored (sealed by the caller: services/companies.service.ts); those given are replaced. */
 export type CredentialColumns = Partial<
-  Pick<CompanyRow, 'apiTokenEncrypted' | 'connectionProfile' | 'authTokenEncrypted' | 'oauthTokenUrl' | 'oauthClientId' | 'oauthClientSecretEncrypted' | 'product' | 'apiVersion'>
+  Pick<
+    CompanyRow,
+    | 'apiTokenEncrypted'
+    | 'connectionProfile'
+    | 'authTokenEncrypted'
+    | 'oauthTokenUrl'
+    | 'oauthClientId'
+    | 'oauthClientSecretEncrypted'
+    | 'oauthClientSecretExpiresAt'
+    | 'product'
+    | 'apiVersion'
+    | 'extraBaseUrls'
+  >
 >;
 
 /** What one harmless call with a company's credentials found (SPEC §14). */

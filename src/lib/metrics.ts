@@ -19,7 +19,7 @@ export function createMetrics() {
     registry,
     received: new Counter(registered({
       name: 'skyhook_notifications_received_total',
-      help: 'Notifications answered by the receiver, by outcome (stored, discarded, or the HTTP status of a refusal), across every company',
+      help: 'Notifications answered by the receiver, by outcome (stored, discarded, not_fetched: an href under none of the company base URLs, or the HTTP status of a refusal), across every company',
       labelNames: ['outcome'] as const,
     })),
     processingLatency: new Histogram(registered({
@@ -62,6 +62,11 @@ export function createMetrics() {
       name: 'skyhook_companies',
       help: 'Companies in each state (SPEC §5.1 F5): every company counted, ok ones included',
       labelNames: ['state'] as const,
+    })),
+    connectionWarning: new Gauge(registered({
+      name: 'skyhook_connection_warning',
+      help: "1 for each company whose marketplace connection needs an operator soon (SPEC §14), by kind: connection_unused (no successful call for 50 days: the marketplace deactivates it at 60) or client_secret_expiring (its OAuth client secret expires within 14 days, or did)",
+      labelNames: ['company', 'kind'] as const,
     })),
     companyState: new Gauge(registered({
       name: 'skyhook_company_state',

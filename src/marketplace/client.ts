@@ -86,6 +86,8 @@ export class MarketplaceClient {
       onCall?: (operation: string, outcome: string) => void;
       /** The process's OAuth token cache, shared by its clients (default: one of this client's own). */
       tokens?: AccessTokens;
+      /** A 2xx answer to a call with a company's credentials: the connection was used (companies/usage.ts). */
+      onUsed?: (companyId: string | undefined) => void;
     },
   ) {
     this.dispatcher = new Agent({ keepAliveTimeout: 10_000, connections: opts.connections ?? 16 });
@@ -99,10 +101,13 @@ export class MarketplaceClient {
    */
   async exchange(url: string, conn: ApiConnection, init: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal } = {}): Promise<Answer> {
     const bearer = await this.bearerToken(conn);
-    const answer = await this.send(url, conn, bearer, init);
-    if (answer.status !== 401 || !conn.oauth) return answer;
-    this.tokens.invalidate(conn as OAuthConnection, bearer);
-    return this.send(url, conn, await this.bearerToken(conn), init);
+    let answer = await this.send(url, conn, bearer, init);
+    if (answer.status === 401 && conn.oauth) {
+      this.tokens.invalidate(conn as OAuthConnection, bearer);
+      answer = await this.send(url, conn, await this.bearerToken(conn), init);
+    }
+    if (answer.status >= 200 && answer.status < 300) this.opts.onUsed?.(conn.companyId);
+    return answer;
   }
 
   /** The connection's bearer token: fixed, or its OAuth access token (cached, single-flight). */

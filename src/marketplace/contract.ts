@@ -14,6 +14,13 @@ import { MarketplaceError, type EnvelopeEntry } from './errors.js';
  */
 export const DEFAULT_ACCESS_TOKEN_LIFETIME_S = 300;
 
+/**
+ * The scheduling product's event types (SPEC §14, the real marketplace's names). Their notifications may
+ * carry `platformTripId` and name a host of the marketplace other than the API's (a company's
+ * `connection.baseUrls` allows it).
+ */
+export const SCHEDULING_EVENT_TYPES = ['SchedAeroContacts', 'SchedAeroPassengers', 'SchedAeroLogistics'] as const;
+
 /** (assumed, the real marketplace's names) Event types a webhook can subscribe to. */
 export const EVENT_TYPES = [
   'ClientLeads',
@@ -25,6 +32,7 @@ export const EVENT_TYPES = [
   'TripChatFromBuyer',
   'TripChatFromSeller',
   'TripChatMine',
+  ...SCHEDULING_EVENT_TYPES,
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -42,6 +50,10 @@ export const NOTIFICATION_TYPE_BY_EVENT: Record<EventType, string> = {
   TripChatFromBuyer: 'tripmsgs',
   TripChatFromSeller: 'tripmsgs',
   TripChatMine: 'tripmsgs',
+  // (assumed) The seed names no resource of the scheduling product: one type per event type.
+  SchedAeroContacts: 'contacts',
+  SchedAeroPassengers: 'passengers',
+  SchedAeroLogistics: 'logistics',
 };
 
 export const CLIENT_AUTHENTICATION_TYPES = ['BASIC', 'OAUTH'] as const;

@@ -17,20 +17,25 @@ export interface NewNotification {
   href: string;
   /** The body's text as received (already checked to be storable JSON). */
   bodyJson: string;
-  authenticatedBy: 'basic' | 'oauth';
-  /** `discarded`: its webhook is deactivated; it is kept, and nothing more happens to it (SPEC §4). */
-  disposition: 'accepted' | 'discarded';
+  /** `resync`: not from the marketplace, but a resync's row for a resource Skyhook knows (services/notifications.service.ts). */
+  authenticatedBy: 'basic' | 'oauth' | 'resync';
+  /**
+   * `discarded`: its webhook is deactivated; it is kept, and nothing more happens to it (SPEC §4).
+   * `not_fetched`: its href is under none of the company's base URLs: kept, `processed` with outcome
+   * `not_fetched` at once, never fetched (SPEC §14).
+   */
+  disposition: 'accepted' | 'discarded' | 'not_fetched';
 }
 
-export type InsertedStatus = 'received' | 'queued' | 'discarded';
+export type InsertedStatus = 'received' | 'queued' | 'discarded' | 'processed';
 
 /**
  * The status a notification is accepted in: `queued` when its fetch job is added right after the commit
  * (Redis up: one write instead of an INSERT and a later UPDATE), `received` for the relay otherwise, and
- * `discarded` for a deactivated webhook's.
+ * `discarded` for a deactivated webhook's, `processed` (outcome `not_fetched`) for an href outside the company's base URLs.
  */
 export const statusOnAccept = (row: Pick<NewNotification, 'disposition'>, queueing: boolean): InsertedStatus =>
-  row.disposition === 'discarded' ? 'discarded' : queueing ? 'queued' : 'received';
+  row.disposition === 'discarded' ? 'discarded' : row.disposition === 'not_fetched' ? 'processed' : queueing ? 'queued' : 'received';
 
 /** A pending notification and its resource: the relay's rows, a replay's (received again). */
 export interface PendingKey extends ResourceRef {
@@ -110,7 +115,7 @@ export interface ResourceRef {
 
 export interface NotificationLifecycle {
   /** accept: the receiver's commit of a batch, each in the status statusOnAccept gives it; answers ids and statuses in order. */
-  accept(rows: NewNotification[], opts: { queueing: boolean }): Promise<{ id: number; status: InsertedStatus }[]>;
+  accept(rows: NewNotification[], opts: { queueing: boolean }, within?: Change): Promise<{ id: number; status: InsertedStatus }[]>;
   /** queue: received -> queued, their jobs were added. */
   queue(ids: number[]): Promise<void>;
   /** unqueue: queued -> received, adding their jobs failed; the relay queues them later. */

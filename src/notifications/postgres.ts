@@ -20,7 +20,7 @@ import { inTransaction, type Change } from '../db/client.js';
 import { NOTIFICATION_TYPE_BY_EVENT } from '../marketplace/contract.js';
 import type { NotificationStatus } from '../db/schema/index.js';
 import { CLAIM_LIMIT, statusOnAccept, type Claimed, type FetchAttempt, type FetchedSnapshot, type InsertedStatus, type NewNotification, type NotificationLifecycle, type NotificationSummary, type PendingKey, type ResourceRef, type Stored, type Verdict } from './lifecycle.js';
-import { fromGuard, TRANSITIONS } from './transitions.js';
+import { fromGuard, NOT_REPLAYABLE_OUTCOME, TRANSITIONS } from './transitions.js';
 
 export const NOTIFICATIONS_CHANNEL = 'skyhook_notifications';
 export const EVENTS_CHANNEL = 'skyhook_events';
@@ -57,8 +57,9 @@ export interface StatusAnnouncement {
  */
 const INSERT_SQL = `
   WITH ins AS (
-    INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status, queued_at, finished_at)
-    SELECT c, w, r, t, h, b, a, s, CASE WHEN s = 'queued' THEN now() END, CASE WHEN s = 'discarded' THEN now() END
+    INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status, outcome, queued_at, processed_at, finished_at)
+    SELECT c, w, r, t, h, b, a, s, CASE WHEN s = 'processed' THEN 'not_fetched'::fetch_outcome END, CASE WHEN s = 'queued' THEN now() END,
+      CASE WHEN s = 'processed' THEN now() END, CASE WHEN s IN ('discarded', 'processed') THEN now() END
     FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::authenticated_by[], $8::notification_status[])
       AS u(c, w, r, t, h, b, a, s)
     RETURNING id, status
@@ -403,7 +404,7 @@ async function replay(sql: Sql, ids: number[]): Promise<PendingKey[]> {
   const { rows } = await sql.query<{ id: string; company_id: string; href: string }>(
     `WITH target AS (
        SELECT id, status, queued_at, finished_at, last_error FROM notifications
-       WHERE id = ANY($1::bigint[]) AND ${fromGuard('replay')} ORDER BY id FOR UPDATE
+       WHERE id = ANY($1::bigint[]) AND ${fromGuard('replay')} AND outcome IS DISTINCT FROM '${NOT_REPLAYABLE_OUTCOME}' ORDER BY id FOR UPDATE
      ),
      kept AS (
        INSERT INTO notification_replays (notification_id, previous_status, previous_queued_at, previous_finished_at, previous_error)
@@ -479,7 +480,7 @@ async function summaries(sql: Sql, ids: number[]): Promise<NotificationSummary[]
  */
 function bind(sql: Sql, plans?: CachedPlans) {
   return {
-    accept: (rows: NewNotification[], opts: { queueing: boolean }) => accept(sql, rows, opts.queueing),
+    accept: (rows: NewNotification[], opts: { queueing: boolean }, within?: Change) => accept(within?.client ?? sql, rows, opts.queueing),
     queue: (ids: number[]) => requeue(sql, ids, 'queue'),
     unqueue: (ids: number[]) => requeue(sql, ids, 'unqueue'),
     staleQueuedKeys: (olderThanMs: number, after: ResourceRef | undefined, limit: number) => staleQueuedKeys(sql, olderThanMs, after, limit),

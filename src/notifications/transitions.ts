@@ -3,6 +3,7 @@
  * PostgreSQL statements' guards are built from (notifications/postgres.ts) and that the tests read.
  *
  *            accept (webhook deactivated) ──────────────────────────────> discarded
+ *            accept (href outside the company's base URLs) ─────────────> processed (not_fetched)
  *   accept ─> received ──queue──> queued ──store, or gone──> processed
  *               ^  ^                │  │ ──fail: gave up, soft error, another 4xx──> failed
  *               │  └────unqueue─────┘  └──retry: attempts + 1, stays as it is
@@ -26,8 +27,11 @@ interface Transition {
 }
 
 export const TRANSITIONS = {
-  /** The receiver's commit: queued when its job is added right after, received for the relay, discarded for a deactivated webhook. */
-  accept: { from: [], to: ['received', 'queued', 'discarded'] },
+  /**
+   * The receiver's commit: queued when its job is added right after, received for the relay, discarded for a
+   * deactivated webhook, processed (outcome not_fetched) for an href under none of the company's base URLs.
+   */
+  accept: { from: [], to: ['received', 'queued', 'discarded', 'processed'] },
   /** Its fetch job was added (after the commit, or by the relay). */
   queue: { from: ['received'], to: ['queued'] },
   /** Adding the job failed: the relay queues it later. */
@@ -36,13 +40,19 @@ export const TRANSITIONS = {
   retry: { from: PENDING, to: PENDING },
   /** A fetch stored its snapshot, or found the resource gone: processed. Or it gave up: failed. */
   finish: { from: PENDING, to: ['processed', 'failed'] },
-  /** Processed again from the start (not a discarded one: its webhook was deactivated). */
+  /**
+   * Processed again from the start (not a discarded one: its webhook was deactivated; nor a processed one of
+   * outcome NOT_REPLAYABLE_OUTCOME, which was never to be fetched).
+   */
   replay: { from: ['received', 'queued', 'processed', 'failed'], to: ['received'] },
   /** Deleted past the retention period, with its history. */
   purge: { from: FINAL, to: [] },
 } as const satisfies Record<string, Transition>;
 
 export type TransitionName = keyof typeof TRANSITIONS;
+
+/** The outcome of a notification whose href is under none of its company's base URLs: a replay would send it the token, so it has none. */
+export const NOT_REPLAYABLE_OUTCOME = 'not_fetched';
 
 /** Whether `name` applies to a row in `status` and may leave it in `to`. */
 export function allowed(name: TransitionName, status: NotificationStatus | null, to: NotificationStatus | null): boolean {

@@ -32,6 +32,8 @@ export interface WebhookCredentials {
   authType: 'BASIC' | 'OAUTH';
   active: boolean;
   apiBaseUrl: URL;
+  /** Further base URLs the company's token may go to (SPEC §14 `connection.baseUrls`): an href under none of these nor the API's is stored, never fetched. */
+  extraBaseUrls: URL[];
   /** BASIC: SHA-256 of the current secret and of the previous one while its grace period lasts. */
   secretSha256: Buffer | null;
   previousSecretSha256: Buffer | null;
@@ -89,7 +91,7 @@ export function loadWebhookFrom(db: Database, secretKey: Buffer): LoadWebhook {
   return async (key) => {
     const where = 'endpointKey' in key ? eq(webhooks.endpointKey, key.endpointKey) : eq(webhooks.clientIdentifier, key.clientIdentifier);
     const [row] = await db
-      .select({ webhook: webhooks, apiBaseUrl: companies.apiBaseUrl })
+      .select({ webhook: webhooks, apiBaseUrl: companies.apiBaseUrl, extraBaseUrls: companies.extraBaseUrls })
       .from(webhooks)
       .innerJoin(companies, eq(companies.id, webhooks.companyId))
       .where(where)
@@ -105,6 +107,7 @@ export function loadWebhookFrom(db: Database, secretKey: Buffer): LoadWebhook {
       authType: w.authType,
       active: w.active,
       apiBaseUrl: new URL(row.apiBaseUrl),
+      extraBaseUrls: row.extraBaseUrls.map((u) => new URL(u)),
       secretSha256: w.secretSha256,
       previousSecretSha256: w.previousSecretSha256,
       secret: open(w.secretEncrypted),

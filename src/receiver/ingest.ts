@@ -31,7 +31,8 @@ export interface NewNotification extends NotificationRow {
 
 interface StoredNotification extends Omit<NotificationRow, 'disposition'> {
   id: number;
-  status: 'received' | 'queued' | 'discarded';
+  /** `processed`: its href is outside the company's base URLs (outcome not_fetched). */
+  status: 'received' | 'queued' | 'discarded' | 'processed';
   /** As given: the fetch job added for the row continues its trace (processing/enqueue.ts). */
   trace?: SpanRef;
 }
@@ -85,7 +86,7 @@ export class NotificationWriter {
       }),
     );
     try {
-      this.followUp.afterCommit(stored.filter((r): r is Accepted => r.status !== 'discarded'));
+      this.followUp.afterCommit(stored.filter((r): r is Accepted => r.status === 'received' || r.status === 'queued'));
     } catch (err) {
       // Committed is committed: a failure here must not make the batch be written again. The relay
       // queues rows that were never queued.
@@ -120,6 +121,29 @@ export function parseNotification(raw: Buffer): { body: NotificationBody; text: 
   const href = URL.parse(record.href as string);
   if (!href) throw badRequest('The notification is not valid.', [{ field: 'href', message: 'must be an absolute URL' }]);
   return { body: record as NotificationBody, text, href };
+}
+
+/** Whether `url` is under `base`: same scheme, host and port, and a path inside the base path. */
+function isUnder(url: URL, base: URL): boolean {
+  const path = base.pathname.replace(/\/+$/, '');
+  return url.protocol === base.protocol && url.host === base.host && (url.pathname === path || url.pathname.startsWith(`${path}/`));
+}
+
+/**
+ * A notification's href (SPEC §4 and §14, docs/decisions.md): one that could never be fetched (not http(s),
+ * credentials in it, or not https where https is required) is a 422; one under the company's API base URL or one of its
+ * further base URLs is `fetch`ed with the company's token; any other is `not_fetched`: stored and shown,
+ * processed at once, never sent the token.
+ */
+export function hrefDisposition(url: URL, bases: readonly URL[], requireHttps: boolean): 'fetch' | 'not_fetched' {
+  const reasons: string[] = [];
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') reasons.push('must be an http(s) URL');
+  else if (requireHttps && url.protocol !== 'https:') reasons.push('must use https');
+  if (url.username || url.password) reasons.push('must not carry credentials');
+  if (reasons.length > 0) {
+    throw new Problem(422, 'Unprocessable Content', `href ${reasons.join(', ')}.`, { code: 'href_out_of_scope', errors: [{ field: 'href', message: reasons.join(', ') }] });
+  }
+  return bases.some((base) => isUnder(url, base)) ? 'fetch' : 'not_fetched';
 }
 
 /**

@@ -11,7 +11,7 @@ import { Problem } from '../lib/problem.js';
 import { endsWith, type RequestSpan, type Tracing } from '../lib/tracing.js';
 import { fetchKey } from '../processing/fetch.queue.js';
 import { authenticateBasic, authenticateOAuth, BASIC_CHALLENGE, checkBodyHash, unauthorized, type AuthDeps, type Authenticated } from './authenticate.js';
-import { checkHrefScope, parseNotification, type NotificationWriter } from './ingest.js';
+import { hrefDisposition, parseNotification, type NotificationWriter } from './ingest.js';
 
 export const MAX_NOTIFICATION_BYTES = 256 * 1024;
 const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json$/i;
@@ -102,7 +102,7 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
     const { webhook } = auth;
     const span = req.notificationSpan;
     span?.attributed(webhook, auth.by);
-    checkHrefScope(href, webhook.apiBaseUrl, deps.requireHttpsHrefs);
+    const scope = hrefDisposition(href, [webhook.apiBaseUrl, ...webhook.extraBaseUrls], deps.requireHttpsHrefs);
 
     // Durability first: the answer waits for the commit; a database error becomes a 503 upstream.
     const commitWait = span?.commitWait();
@@ -114,18 +114,19 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
       href: body.href,
       bodyJson: text,
       authenticatedBy: auth.by,
-      // A webhook Skyhook deactivated is still acknowledged, so the marketplace stops retrying.
-      disposition: webhook.active ? 'accepted' : 'discarded',
+      // A webhook Skyhook deactivated is still acknowledged, so the marketplace stops retrying; an href under
+      // none of the company's base URLs is kept and shown, processed at once, never sent the token (SPEC §14).
+      disposition: !webhook.active ? 'discarded' : scope === 'not_fetched' ? 'not_fetched' : 'accepted',
       trace: commitWait,
     });
     const stored = await endsWith(commitWait, inserting);
     span?.stored({ id: stored.id, type: body.type, status: stored.status, fetchKey: fetchKey({ companyId: webhook.companyId, href: body.href }) });
     req.log.debug({ companyId: webhook.companyId, notificationId: stored.id, type: body.type, status: stored.status }, 'notification stored');
-    const discarded = stored.status === 'discarded';
-    deps.metrics.received.inc({ outcome: discarded ? 'discarded' : 'stored' });
-    deps.summary.add(webhook.companyId, discarded ? 'discarded' : 'stored');
-    // The answer says received (stored and committed) or discarded, whichever status the row was given.
-    return reply.code(200).send({ status: discarded ? 'discarded' : 'received', id: String(stored.id) });
+    const outcome = stored.status === 'discarded' ? 'discarded' : stored.status === 'processed' ? 'not_fetched' : 'stored';
+    deps.metrics.received.inc({ outcome });
+    deps.summary.add(webhook.companyId, outcome);
+    // The answer says received (stored and committed), discarded or not_fetched, whichever the row was given.
+    return reply.code(200).send({ status: outcome === 'stored' ? 'received' : outcome, id: String(stored.id) });
   };
 
   app.addHook('onResponse', (req, reply, done) => {
@@ -164,7 +165,7 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
   const routeOptions = { onRequest: tracing ? [startSpan, authenticate] : authenticate, preParsing: refuseUnreadBody, bodyLimit: MAX_NOTIFICATION_BYTES };
   // Documentation only: no response schema, whose serialisation would cost every notification.
   const answers =
-    'Answers 200 `{status, id}` once the notification is committed (`discarded` for a deactivated webhook), else a problem: 401 (credentials), 415 (not JSON), 413 (over 256 KiB), 400 (not `{id, type, href}`), 422 (href outside the company API), 503 with Retry-After (nothing could be stored).';
+    'Answers 200 `{status, id}` once the notification is committed (`discarded` for a deactivated webhook, `not_fetched` for an href under none of the company\'s base URLs: kept, never fetched), else a problem: 401 (credentials), 415 (not JSON), 413 (over 256 KiB), 400 (not `{id, type, href}`), 422 (an href with credentials in it, or not https in production), 503 with Retry-After (nothing could be stored).';
   for (const [url, summary, description] of [
     ['/hooks/:endpointKey', "Receive a notification on a webhook's own targetURI", 'The marketplace posts here for one webhook, named by its endpoint key; credentials as the webhook was registered (Basic, or OAuth 1.0a with oauth_body_hash).'],
     ['/hooks', 'Receive a notification on the shared targetURI', 'The marketplace posts here for any webhook registered with sharedTarget; the webhook is found by the clientIdentifier of the credentials (the Basic user name or oauth_consumer_key).'],

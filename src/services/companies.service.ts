@@ -9,6 +9,7 @@ import { asc, eq, gt, ilike, inArray, or, sql } from 'drizzle-orm';
 import type { z } from 'zod';
 import type { connectionBody } from './schemas.js';
 import type { CompanyStates, CredentialColumns } from '../companies/states.js';
+import { connectionWarnings } from '../companies/usage.js';
 import type { CompanyState } from '../companies/transitions.js';
 import type { Database } from '../db/client.js';
 import { connectionFromRow, findCompany } from '../db/company-connection.js';
@@ -20,6 +21,7 @@ import { decodeCursor, isUuid, pageOf } from '../db/pagination.js';
 import { badRequest, notFound, type FieldError } from '../lib/problem.js';
 import type { ApiConnection } from '../marketplace/client.js';
 import { changedFields, givenFields, type Audit } from '../access/audit.js';
+import { WEBHOOK_CHANGES_CHANNEL } from '../receiver/authenticate.js';
 import { companyThrottled, marketplaceCall } from './marketplace-call.js';
 import { companyViewSchema, viewOf, type CompanyView } from './views.js';
 
@@ -41,6 +43,8 @@ const companyView = (c: CompanyRow, { state, gate }: { state: CompanyState; gate
     apiVersion: c.apiVersion,
     tokenUrl: c.oauthTokenUrl,
     clientId: c.oauthClientId,
+    clientSecretExpiresAt: c.oauthClientSecretExpiresAt?.toISOString() ?? null,
+    baseUrls: c.extraBaseUrls,
     storedSecrets: [
       ...(c.apiTokenEncrypted !== null ? (['apiToken'] as const) : []),
       ...(c.authTokenEncrypted !== null ? (['authToken'] as const) : []),
@@ -48,6 +52,8 @@ const companyView = (c: CompanyRow, { state, gate }: { state: CompanyState; gate
     ],
   },
   credentials: { status: c.credentialsStatus, checkedAt: c.credentialsCheckedAt?.toISOString() ?? null, error: c.credentialsError },
+  connectionLastUsedAt: c.connectionLastUsedAt?.toISOString() ?? null,
+  connectionWarnings: connectionWarnings(c, Date.now()),
 });
 
 interface CompaniesDeps {
@@ -71,6 +77,8 @@ const COMPANY_FIELDS = {
   oauthTokenUrl: 'connection.tokenUrl',
   oauthClientId: 'connection.clientId',
   oauthClientSecretEncrypted: 'connection.clientSecret',
+  oauthClientSecretExpiresAt: 'connection.clientSecretExpiresAt',
+  extraBaseUrls: 'connection.baseUrls',
   product: 'connection.product',
   apiVersion: 'connection.apiVersion',
 } as const;
@@ -111,6 +119,11 @@ export function createCompaniesService(deps: CompaniesDeps) {
     if (connection.profile === 'bearer' && oauth && apiToken.given !== undefined) problems.push({ field: 'apiToken', message: 'is not sent by a bearer connection with OAuth client credentials: leave it out' });
     const tokenUrlProblem = connection.tokenUrl === undefined ? null : urlProblem(connection.tokenUrl, { query: true });
     if (tokenUrlProblem) problems.push({ field: 'connection.tokenUrl', message: tokenUrlProblem });
+    const baseUrls = connection.baseUrls ?? [];
+    baseUrls.forEach((raw, i) => {
+      const problem = urlProblem(raw, { query: false });
+      if (problem) problems.push({ field: `connection.baseUrls.${i}`, message: problem });
+    });
     if (problems.length > 0) throw refuse(problems);
     return {
       // A bearer connection with OAuth sends no API token: one kept from before is dropped, not left unused.
@@ -120,6 +133,8 @@ export function createCompaniesService(deps: CompaniesDeps) {
       oauthTokenUrl: connection.tokenUrl === undefined ? null : new URL(connection.tokenUrl).toString(),
       oauthClientId: connection.clientId ?? null,
       oauthClientSecretEncrypted: seal(connection.clientSecret),
+      oauthClientSecretExpiresAt: connection.clientSecretExpiresAt === undefined ? null : new Date(connection.clientSecretExpiresAt),
+      extraBaseUrls: [...new Set(baseUrls.map((raw) => new URL(raw).toString().replace(/\/+$/, '')))],
       product: connection.product ?? null,
       apiVersion: connection.apiVersion ?? null,
     };
@@ -230,6 +245,8 @@ export function createCompaniesService(deps: CompaniesDeps) {
       const row = credentials
         ? await audit.call({ fields }, async () => found(await deps.states.change(companyId, change)), (r) => ({ details: { credentials: r.credentialsStatus } }))
         : await audit.change(async (within) => ({ value: await found(await deps.states.change(companyId, change, within)), fields }));
+      // The receivers' cached webhooks carry the company's base URLs: a new connection reaches them at once.
+      if (patch.connection !== undefined) await db.execute(sql`SELECT pg_notify(${WEBHOOK_CHANGES_CHANNEL}, '')`);
       return view(row);
     },
 

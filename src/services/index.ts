@@ -29,7 +29,7 @@ import { createWebhooksService } from './webhooks.service.js';
 
 export function createServices(deps: {
   db: Database;
-  notifications: Pick<NotificationLifecycle, 'replay' | 'queue' | 'deleteWebhook'>;
+  notifications: Pick<NotificationLifecycle, 'replay' | 'queue' | 'deleteWebhook' | 'accept'>;
   enqueuer: Pick<FetchEnqueuer, 'enqueue'>;
   config: Pick<Config, 'secretKey' | 'env' | 'publicBaseUrl' | 'rotationGraceMs' | 'marketplaceTimeoutMs' | 'requireHttpsHrefs' | 'fetch' | 'delivery' | 'databaseUrl'>;
   /** Called after a webhook changes (the receiver drops cached credentials). */
@@ -37,6 +37,8 @@ export function createServices(deps: {
   metrics?: Pick<Metrics, 'marketplaceCalls'>;
   /** The process's OAuth token cache, shared with its fetches (default: the services' own). */
   tokens?: AccessTokens;
+  /** A successful marketplace call with a company's credentials (companies/usage.ts); the CLI's reads pass none. */
+  onUsed?: (companyId: string | undefined) => void;
   /** The companies' states and their gates (SPEC §5.1). */
   states: CompanyStates;
   /** Destinations' states and deliveries (SPEC §5.2), their gate's views, and how replayed deliveries are queued. */
@@ -56,6 +58,7 @@ export function createServices(deps: {
   const marketplace = new MarketplaceClient({
     timeoutMs: config.marketplaceTimeoutMs,
     tokens: deps.tokens,
+    onUsed: deps.onUsed,
     onCall: (operation, outcome) => deps.metrics?.marketplaceCalls.inc({ operation, outcome }),
   });
   const settings = webhookSettingsApi(marketplace);
@@ -105,7 +108,7 @@ export function createServices(deps: {
     destinations,
     events: createEventsService({ db, companies, listen: (channels, listener) => listen(config.databaseUrl, channels, listener), onError: deps.onBackgroundError }),
     deletions: createDeletionsService({ db, webhooks, notifications: deps.notifications, states: deps.states, destinations: deps.destinations.states }),
-    notifications: createNotificationsService({ db, notifications: deps.notifications, enqueuer: deps.enqueuer }),
+    notifications: createNotificationsService({ db, notifications: deps.notifications, enqueuer: deps.enqueuer, requireHttpsHrefs: deps.config.requireHttpsHrefs }),
     leads: createLeadsService(outbound),
     quotes: createQuotesService(outbound),
     declines: createDeclinesService(outbound),

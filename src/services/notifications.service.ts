@@ -8,8 +8,9 @@ import type { z } from 'zod';
 import type { notificationsQuery } from './schemas.js';
 import type { Audit } from '../access/audit.js';
 import type { Change, Database } from '../db/client.js';
-import type { NotificationLifecycle } from '../notifications/lifecycle.js';
-import { allowed, TRANSITIONS } from '../notifications/transitions.js';
+import type { NotificationLifecycle, PendingKey } from '../notifications/lifecycle.js';
+import { hrefDisposition } from '../receiver/ingest.js';
+import { allowed, NOT_REPLAYABLE_OUTCOME, TRANSITIONS } from '../notifications/transitions.js';
 import {
   companies,
   events,
@@ -17,6 +18,7 @@ import {
   notificationReplays,
   notifications,
   resources,
+  webhooks,
   type FetchAttemptRow,
   type NotificationReplayRow,
   type NotificationRow,
@@ -26,13 +28,16 @@ import {
 import { decodeCursor, isMicrosecondTime, isUuid, microsecondText, pageOf } from '../db/pagination.js';
 import { Problem, notFound } from '../lib/problem.js';
 import type { FetchEnqueuer } from '../processing/enqueue.js';
-import { notificationViewSchema, resourceViewSchema, viewOf, type NotificationView, type ReplayedView, type ResourceVersionView, type ResourceView, type TimelineEntry } from './views.js';
+import { notificationViewSchema, resourceViewSchema, viewOf, type NotificationView, type ReplayedView, type ResourceVersionView, type ResourceView, type ResyncView, type TimelineEntry } from './views.js';
 
 /** A notification as lists show it: without its body and timeline, which only `get` reads. */
 const listedSchema = notificationViewSchema.omit({ body: true, timeline: true });
 const notificationView = (n: NotificationRow): NotificationView => viewOf(listedSchema, n, { id: String(n.id) });
 
 /** Same-instant entries in the order they happen (a row inserted `queued`, or discarded, at its receipt). */
+/** Resync rows per INSERT: one statement shape (unnest), bounded arrays. */
+const RESYNC_CHUNK = 1000;
+
 const KIND_ORDER: Record<TimelineEntry['kind'], number> = { received: 0, queued: 1, fetch: 2, processed: 3, failed: 3, discarded: 3, replayed: 4 };
 
 const finalEntry = (status: NotificationStatus, at: Date | null, error: string | null): TimelineEntry | undefined => {
@@ -89,8 +94,10 @@ const EQUAL_FILTERS = ['companyId', 'webhookId', 'status', 'type', 'resourceId',
 // Over 80 lines on purpose: its body is the service's methods, each short, over the dependencies they share.
 export function createNotificationsService(deps: {
   db: Database;
-  notifications: Pick<NotificationLifecycle, 'replay' | 'queue'>;
+  notifications: Pick<NotificationLifecycle, 'replay' | 'queue' | 'accept'>;
   enqueuer: Pick<FetchEnqueuer, 'enqueue'>;
+  /** Outside development an href must be https (SPEC §4): a resync never fetches one the receiver would refuse. */
+  requireHttpsHrefs: boolean;
 }) {
   const { db } = deps;
 
@@ -106,18 +113,24 @@ export function createNotificationsService(deps: {
    */
   async function replayRows(change: Change, ids: number[]): Promise<number> {
     const rows = await deps.notifications.replay(ids, change);
-    if (rows.length === 0) return 0;
+    if (rows.length > 0) queueAfterCommit(change, rows);
+    return rows.length;
+  }
+
+  /** After the change commits: the pending rows' jobs added, through the company's gate (SPEC §5.1), then marked queued. */
+  function queueAfterCommit(change: Change, rows: PendingKey[]): void {
     change.afterCommit(async () => {
       const queued = await deps.enqueuer.enqueue(rows).then(
         () => true,
         () => false,
       );
+      // Left `received` when Redis could not take them: the relay queues them (processing/relay.ts).
       if (queued) await deps.notifications.queue(rows.map((r) => r.id));
     });
-    return rows.length;
   }
 
-  const replayable = (filter: NotificationFilter) => and(...filterSql(filter), inArray(notifications.status, [...TRANSITIONS.replay.from]));
+  const replayable = (filter: NotificationFilter) =>
+    and(...filterSql(filter), inArray(notifications.status, [...TRANSITIONS.replay.from]), sql`${notifications.outcome} IS DISTINCT FROM ${NOT_REPLAYABLE_OUTCOME}`);
 
   async function getRow(id: number): Promise<NotificationRow> {
     const [row] = await db.select().from(notifications).where(eq(notifications.id, id)).limit(1);
@@ -173,6 +186,9 @@ export function createNotificationsService(deps: {
     async replay(id: number, audit: Pick<Audit, 'change'>): Promise<ReplayedView> {
       const row = await getRow(id);
       if (!allowed('replay', row.status, 'received')) throw new Problem(409, 'Conflict', `A ${row.status} notification (its webhook was deactivated) cannot be replayed.`, { code: 'not_replayable' });
+      if (row.outcome === NOT_REPLAYABLE_OUTCOME) {
+        throw new Problem(409, 'Conflict', "This notification's href is under none of its company's base URLs: it was never fetched, and a replay would send the company's token there.", { code: 'not_replayable' });
+      }
       await audit.change(async (change) => ({ value: await replayRows(change, [id]), companyId: row.companyId }));
       const [company] = await db.select({ name: companies.name, status: companies.connectionStatus, error: companies.connectionError }).from(companies).where(eq(companies.id, row.companyId));
       const note =
@@ -197,6 +213,50 @@ export function createNotificationsService(deps: {
         }
         const counts = { matched, replayed };
         return { value: counts, companyId: filter.companyId, details: { filter, ...counts } };
+      });
+    },
+
+    /**
+     * Fetches again every resource Skyhook stored for the company (SPEC §14: what changed while the
+     * marketplace's notifications were lost after its 48 hours): one notification of Skyhook's own per
+     * resource (`authenticatedBy: resync`, on the company's oldest webhook, body `{id, type, href, resync:
+     * true}`), committed in one change with its audit entry, then queued like the receiver's rows, so each
+     * fetch goes through the company's gate and limits, coalesced with any notification of the same resource.
+     * A resource whose href is now under none of the company's base URLs is left out (counted), never fetched.
+     */
+    async resync(companyId: string, audit: Pick<Audit, 'change'>): Promise<ResyncView> {
+      const [company] = await db.select({ apiBaseUrl: companies.apiBaseUrl, extraBaseUrls: companies.extraBaseUrls }).from(companies).where(eq(companies.id, companyId));
+      if (!company) throw notFound(`Company ${companyId}`);
+      const [webhook] = await db.select({ id: webhooks.id }).from(webhooks).where(eq(webhooks.companyId, companyId)).orderBy(asc(webhooks.createdAt)).limit(1);
+      if (!webhook) throw new Problem(409, 'Conflict', 'The company has no webhook, so nothing of it is notified or fetched: register one first.', { code: 'no_webhook' });
+      const bases = [company.apiBaseUrl, ...company.extraBaseUrls].map((u) => new URL(u));
+      const known = await db.select({ href: resources.href, type: resources.type, resourceId: resources.resourceId }).from(resources).where(eq(resources.companyId, companyId)).orderBy(asc(resources.href));
+      const inScope = known.filter((r) => {
+        const url = URL.parse(r.href);
+        try {
+          return url !== null && hrefDisposition(url, bases, deps.requireHttpsHrefs) === 'fetch';
+        } catch {
+          return false; // an href the receiver would refuse now (422): left out like one off the base URLs
+        }
+      });
+      const counts = { resources: known.length, queued: inScope.length, outOfScope: known.length - inScope.length };
+      return audit.change(async (change) => {
+        for (let i = 0; i < inScope.length; i += RESYNC_CHUNK) {
+          const chunk = inScope.slice(i, i + RESYNC_CHUNK);
+          const rows = chunk.map((r) => ({
+            companyId,
+            webhookId: webhook.id,
+            resourceId: r.resourceId,
+            type: r.type,
+            href: r.href,
+            bodyJson: JSON.stringify({ id: r.resourceId, type: r.type, href: r.href, resync: true }),
+            authenticatedBy: 'resync' as const,
+            disposition: 'accepted' as const,
+          }));
+          const inserted = await deps.notifications.accept(rows, { queueing: false }, change);
+          queueAfterCommit(change, inserted.map((n, k) => ({ id: n.id, companyId, href: chunk[k]!.href })));
+        }
+        return { value: { companyId, ...counts }, companyId, details: counts };
       });
     },
 

@@ -4,7 +4,7 @@
  * each goes to the action href of the RFQ snapshot Skyhook stored when it has one (seed §6.5: use the href
  * the marketplace gives), else to the assumed path under the company's API base URL (contract.ts).
  */
-import { and, desc, eq, or, sql } from 'drizzle-orm';
+import { and, desc, eq, or, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { resources, type declines, type quotes } from '../db/schema/index.js';
 import { Problem, notFound } from '../lib/problem.js';
@@ -59,6 +59,13 @@ export function actionHrefIn(rfq: { resourceId: string; body: unknown }, request
   return href === undefined ? null : { href, field: `rfq.sellerLift${Array.isArray(lifts) ? `.${at}` : ''}.actions.${action}.href` };
 }
 
+/** An RFQ whose sellerLift (a list, or one object) has a lift of this id: the form resources_lifts_idx answers. */
+export const liftMatch = (liftId: string): SQL | undefined =>
+  or(
+    sql`${resources.body} -> 'sellerLift' @> ${JSON.stringify([{ id: liftId }])}::jsonb`,
+    sql`${resources.body} -> 'sellerLift' @> ${JSON.stringify({ id: liftId })}::jsonb`,
+  );
+
 /**
  * The URL an answer to `requestId` goes to. An href from the stored RFQ must be on the company's API base
  * URL, as a notification's href must, since the company's credentials go with the call: otherwise a 422
@@ -71,17 +78,17 @@ async function resolveActionTarget(
   requireHttps: boolean,
 ): Promise<ActionTarget> {
   const { companyId, requestId, action } = key;
-  // The RFQ itself, or the RFQ one of whose requested lifts it is (sellerLift as a list, or as one object).
-  const liftOf = or(
-    sql`${resources.body} -> 'sellerLift' @> ${JSON.stringify([{ id: requestId }])}::jsonb`,
-    sql`${resources.body} -> 'sellerLift' @> ${JSON.stringify({ id: requestId })}::jsonb`,
-  );
-  const [rfq] = await db
-    .select({ resourceId: resources.resourceId, body: resources.body })
-    .from(resources)
-    .where(and(eq(resources.companyId, companyId), eq(resources.type, RFQ_TYPE), eq(resources.gone, false), or(eq(resources.resourceId, requestId), liftOf)))
-    .orderBy(desc(resources.fetchedAt))
-    .limit(1);
+  // The RFQ itself (resources_company_type_id_idx), else the RFQ one of whose requested lifts it is, sellerLift
+  // as a list or as one object (resources_lifts_idx, a GIN index of sellerLift: no scan of the company's RFQs).
+  const rfqOf = (match: SQL | undefined) =>
+    db
+      .select({ resourceId: resources.resourceId, body: resources.body })
+      .from(resources)
+      .where(and(eq(resources.companyId, companyId), eq(resources.type, RFQ_TYPE), eq(resources.gone, false), match))
+      .orderBy(desc(resources.fetchedAt))
+      .limit(1);
+  const [byId] = await rfqOf(eq(resources.resourceId, requestId));
+  const rfq = byId ?? (await rfqOf(liftMatch(requestId)))[0];
   const found = rfq ? actionHrefIn(rfq, requestId, action) : null;
   if (!found) return { target: 'assumed_path', targetUrl: `${conn.baseUrl.replace(/\/+$/, '')}${rfqActionPath(action, requestId)}` };
   const url = typeof found.href === 'string' ? URL.parse(found.href) : null;

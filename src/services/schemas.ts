@@ -50,9 +50,21 @@ export const connectionBody = z
     tokenUrl: text(2048).min(1).optional().describe('OAuth 2.0: the token endpoint of the client-credentials grant, e.g. https://sandbox.avinode.com/api/oauth/token'),
     clientId: headerText(500).optional().describe('OAuth 2.0: the client id'),
     clientSecret: headerText(4096).optional().describe('OAuth 2.0: the client secret. Stored encrypted, never returned'),
+    clientSecretExpiresAt: z.iso
+      .datetime({ offset: true })
+      .optional()
+      .describe('OAuth 2.0: when the client secret expires, as the marketplace said when it issued it (ISO 8601); Skyhook warns two weeks before'),
+    baseUrls: z
+      .array(text(2048).min(1))
+      .max(10)
+      .optional()
+      .describe("further base URLs the company's token may be sent to besides apiBaseUrl (the scheduling product's host, say); an href under none of them is stored, never fetched"),
   })
   .superRefine((c, ctx) => {
     const oauth = (['tokenUrl', 'clientId', 'clientSecret'] as const).filter((k) => c[k] !== undefined);
+    if (c.clientSecretExpiresAt !== undefined && c.clientSecret === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['clientSecretExpiresAt'], message: 'is the expiry of clientSecret: give it with the client secret' });
+    }
     if (oauth.length > 0 && oauth.length < 3) {
       for (const k of (['tokenUrl', 'clientId', 'clientSecret'] as const).filter((k) => c[k] === undefined)) {
         ctx.addIssue({ code: 'custom', path: [k], message: 'is required with the other OAuth client credentials (tokenUrl, clientId, clientSecret)' });

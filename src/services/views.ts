@@ -47,6 +47,8 @@ const connectionViewSchema = z.object({
   apiVersion: z.string().nullable().describe('avinode: X-Avinode-ApiVersion (null: not sent)'),
   tokenUrl: z.string().nullable().describe('OAuth 2.0 client credentials: the token endpoint (null: a fixed token)'),
   clientId: z.string().nullable(),
+  clientSecretExpiresAt: z.string().nullable().describe('OAuth 2.0: when the client secret expires, when recorded'),
+  baseUrls: z.array(z.string()).describe("further base URLs the token may be sent to besides apiBaseUrl (an href under none is stored, never fetched)"),
   storedSecrets: z.array(z.enum(['apiToken', 'authToken', 'clientSecret'])).describe('which secrets are stored (encrypted); their values are never returned'),
 });
 
@@ -92,6 +94,19 @@ export const companyViewSchema = z.object({
   connectionError: z.string().nullable().describe('Deprecated: read `state.reason`.'),
   connection: connectionViewSchema,
   credentials: credentialsViewSchema,
+  connectionLastUsedAt: z
+    .string()
+    .nullable()
+    .describe('the last successful marketplace call with its credentials (written at most once a minute); the marketplace deactivates a connection unused for 60 days'),
+  connectionWarnings: z
+    .array(
+      z.object({
+        kind: z.enum(['connection_unused', 'client_secret_expiring']).describe('connection_unused: unused for 50 days or more; client_secret_expiring: the OAuth client secret expires within 14 days (or did)'),
+        at: z.string().describe('when the marketplace deactivates the connection, or the secret expires'),
+        message: z.string(),
+      }),
+    )
+    .describe('what needs an operator soon (SPEC §14); empty when nothing does'),
   createdAt: z.string(),
   updatedAt: z.string(),
 });
@@ -265,6 +280,8 @@ export const declineViewSchema = z.object({
   tripMessageId: z.string().nullable().describe("the trip message the marketplace answered, when it named one"),
   target: rfqActionTargetSchema,
   targetUrl: z.string().describe('the URL the decline was sent to'),
+  resourceHref: z.string().nullable().describe('the trip message as Skyhook stored it (its href), once fetched'),
+  snapshotVersion: z.number().nullable().describe("the trip message's stored version it is linked to"),
   createdAt: z.string(),
 });
 export type DeclineView = z.infer<typeof declineViewSchema>;
@@ -361,3 +378,12 @@ export const eventViewSchema = z.object({
 });
 export type EventView = z.infer<typeof eventViewSchema>;
 export const eventsPageSchema = z.object({ items: z.array(eventViewSchema), nextCursor: z.string().nullable().describe('null: none yet; ask again with the last cursor') });
+
+/** What a resync queued (SPEC §14; services/notifications.service.ts). */
+export const resyncViewSchema = z.object({
+  companyId: z.string(),
+  resources: z.number().int().describe('resources Skyhook stored for the company'),
+  queued: z.number().int().describe("fetched again: one notification of Skyhook's own each (authenticatedBy resync), through the company's gate and limits"),
+  outOfScope: z.number().int().describe("left out: their href is under none of the company's base URLs now, so the token never goes there"),
+});
+export type ResyncView = z.infer<typeof resyncViewSchema>;

@@ -16,7 +16,8 @@ import type { Simulation } from './simulation.js';
 import { headerOf } from './state.js';
 import { webhookSettingsRoutes } from './webhook-routes.js';
 
-export const apiRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (api, { simulation }) => {
+/** The envelope for every answer of a base URL of the marketplace: its 404 and Fastify's own refusals. */
+async function inEnvelopes(api: Parameters<FastifyPluginAsync>[0], simulation: Simulation): Promise<void> {
   // First, so the routes below and the 401, 404 and error answers pass through it; only when asked, as it costs every answer a hook.
   const { errorShape } = simulation.settings;
   if (errorShape !== 'seed') api.addHook('preSerialization', async (_request, _reply, payload) => inErrorShape(errorShape, payload));
@@ -27,11 +28,14 @@ export const apiRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (
     const message = status < 500 ? error.message : 'internal error';
     return reply.code(status).send(envelope(null, [{ code: error.code ?? 'internal', message }]));
   });
-  await api.register(oauthRoutes, { simulation });
-  await api.register(async (authenticated) => {
-    authenticated.addHook('onRequest', authenticate(simulation.state));
+}
+
+/** The routes that need a company's credentials, checked and logged as every call of the API is. */
+function authenticated(simulation: Simulation, plugins: FastifyPluginAsync<{ simulation: Simulation }>[]): FastifyPluginAsync {
+  return async (scope) => {
+    scope.addHook('onRequest', authenticate(simulation.state));
     // After the answer, so refused calls are recorded with the status really sent, and the profile headers they carried.
-    authenticated.addHook('onResponse', async (request, reply) => {
+    scope.addHook('onResponse', async (request, reply) => {
       const company = simulation.state.companyByAuthorization(request.headers.authorization);
       const header = (name: string) => headerOf(request.headers, name) ?? null;
       simulation.ledger.logs.apiCalls.push({
@@ -45,10 +49,21 @@ export const apiRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (
         at: new Date().toISOString(),
       });
     });
-    await authenticated.register(webhookSettingsRoutes, { simulation });
-    await authenticated.register(leadRoutes, { simulation });
-    await authenticated.register(quoteRoutes, { simulation });
-    await authenticated.register(declineRoutes, { simulation });
-    await authenticated.register(resourceRoutes, { simulation });
-  });
+    for (const plugin of plugins) await scope.register(plugin, { simulation });
+  };
+}
+
+export const apiRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (api, { simulation }) => {
+  await inEnvelopes(api, simulation);
+  await api.register(oauthRoutes, { simulation });
+  await api.register(authenticated(simulation, [webhookSettingsRoutes, leadRoutes, quoteRoutes, declineRoutes, resourceRoutes]));
+};
+
+/**
+ * The scheduling product's host (SPEC §14), as a second base URL of the simulator: its resources only, for the
+ * same credentials. A company's Skyhook connection must list it (`connection.baseUrls`) for them to be fetched.
+ */
+export const schedulingRoutes: FastifyPluginAsync<{ simulation: Simulation }> = async (api, { simulation }) => {
+  await inEnvelopes(api, simulation);
+  await api.register(authenticated(simulation, [resourceRoutes]));
 };

@@ -101,6 +101,15 @@ export function registerSimulatorCommands(program: Command): void {
     .requiredOption('--company <id>', 'the company whose settings are forgotten')
     .action(resetCompany);
 
+  remote('age-connection', "move a company's last use of its API connection back: past 60 days the simulator refuses its calls (401 connection_deactivated), as the marketplace deactivates an unused connection")
+    .requiredOption('--company <id>', 'the company whose connection ages')
+    .requiredOption('--days <n>', 'how many days back', parsePositiveInteger)
+    .action(ageConnection);
+
+  remote('expire-client-secret', "make a company's OAuth client secret expire now: the token endpoint refuses it")
+    .requiredOption('--company <id>', 'the company whose client secret expires')
+    .action(expireClientSecret);
+
   remote('fire', 'fire events at a running simulator: each changes a resource and notifies the company webhooks')
     .requiredOption('--company <id>', 'the company the events belong to')
     .addOption(new Option('--event <type>', 'the event type').choices(EVENT_TYPES).makeOptionMandatory())
@@ -175,6 +184,7 @@ async function runSimulator(flags: StartFlags): Promise<void> {
   }
   console.log(`marketplace simulator listening at ${simulator.url}`);
   console.log(`API base URL: ${simulator.apiBaseUrl}`);
+  console.log(`Scheduling base URL: ${simulator.schedulingBaseUrl}  (allow it for a company with companies update <id> --profile <profile> --base-url <it>)`);
   console.log(
     companies.length > 0
       ? `companies: ${companies.map((company) => `${company.id} (${company.profile ?? 'bearer'}${company.clientId !== undefined ? ', OAuth' : ''})`).join(', ')}`
@@ -258,6 +268,18 @@ async function resetCompany(flags: { url: string; company: string }): Promise<vo
   const path = `/_sim/companies/${encodeURIComponent(flags.company)}/reset`;
   const answer = await callSimulator<{ forgotten: number }>('reset', flags.url, path, 'POST', undefined, (a) => a.forgotten !== undefined);
   if (answer) console.log(`forgot ${answer.forgotten} webhook setting(s) of company ${flags.company}`);
+}
+
+async function ageConnection(flags: { url: string; company: string; days: number }): Promise<void> {
+  const path = `/_sim/companies/${encodeURIComponent(flags.company)}/age-connection`;
+  const answer = await callSimulator<{ lastUsedAt: string }>('age-connection', flags.url, path, 'POST', { days: flags.days }, (a) => a.lastUsedAt !== undefined);
+  if (answer) console.log(`company ${flags.company}'s connection was last used ${answer.lastUsedAt}`);
+}
+
+async function expireClientSecret(flags: { url: string; company: string }): Promise<void> {
+  const path = `/_sim/companies/${encodeURIComponent(flags.company)}/expire-client-secret`;
+  const answer = await callSimulator<{ expiresAt: string }>('expire-client-secret', flags.url, path, 'POST', undefined, (a) => a.expiresAt !== undefined);
+  if (answer) console.log(`company ${flags.company}'s client secret expired ${answer.expiresAt}`);
 }
 
 async function fireEvents(flags: FireFlags): Promise<void> {

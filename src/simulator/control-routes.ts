@@ -29,6 +29,14 @@ export const controlRoutes: FastifyPluginAsync<{ simulation: Simulation }> = asy
 
   control.post<{ Params: { id: string } }>('/companies/:id/revoke-tokens', async (request) => simulation.revokeTokens(request.params.id));
 
+  control.post<{ Params: { id: string }; Body: { days?: unknown } }>('/companies/:id/age-connection', async (request, reply) => {
+    const days = request.body?.days;
+    if (typeof days !== 'number' || !Number.isFinite(days) || days < 0) return reply.code(400).send({ error: 'days: must be a number of days, 0 or more' });
+    return simulation.ageConnection(request.params.id, days);
+  });
+
+  control.post<{ Params: { id: string } }>('/companies/:id/expire-client-secret', async (request) => simulation.expireClientSecret(request.params.id));
+
   control.put<{ Body: Partial<Faults> }>('/faults', async (request) => simulation.setFaults(request.body));
 
   control.put<{ Params: { id: string }; Body: CompanyFaultsPatch }>('/companies/:id/faults', async (request) =>

@@ -2,12 +2,12 @@
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import { MAX_QUOTE_BODY_BYTES } from '../marketplace/quotes.js';
-import { apiRoutes } from './api-routes.js';
+import { apiRoutes, schedulingRoutes } from './api-routes.js';
 import { CONTROL_PREFIX, controlRoutes } from './control-routes.js';
 import { parseInput } from './errors.js';
 import { simulationSettings } from './schemas.js';
 import { Simulation } from './simulation.js';
-import { API_PREFIX } from './state.js';
+import { API_PREFIX, SCHEDULING_PREFIX } from './state.js';
 import type { SimulatorOptions } from './types.js';
 
 export const DEFAULT_HOST = '127.0.0.1';
@@ -19,6 +19,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const simulation = new Simulation(settings, app);
   for (const company of options.companies ?? []) simulation.addCompany(company);
   await app.register(apiRoutes, { prefix: API_PREFIX, simulation });
+  await app.register(schedulingRoutes, { prefix: SCHEDULING_PREFIX, simulation });
   await app.register(controlRoutes, { prefix: CONTROL_PREFIX, simulation });
   try {
     await app.listen({ port: options.port ?? 0, host: options.host ?? DEFAULT_HOST });

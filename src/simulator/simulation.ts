@@ -6,14 +6,14 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { z } from 'zod';
-import { NOTIFICATION_TYPE_BY_EVENT, type EventType, type NotificationBody } from '../marketplace/contract.js';
+import { NOTIFICATION_TYPE_BY_EVENT, SCHEDULING_EVENT_TYPES, type EventType, type NotificationBody } from '../marketplace/contract.js';
 import { DeliveryQueue } from './delivery.js';
 import { parseInput, SimulatorInputError } from './errors.js';
 import { applyCompanyFaults, applyFaults, companyFaultsPatch, faultsPatch } from './faults.js';
 import { Ledger, type SimulatorReport } from './ledger.js';
 import { newRfqFields } from './rfq-resources.js';
 import { companyAccount, fireRequest, resourceProgram, type simulationSettings } from './schemas.js';
-import { API_PREFIX, MarketplaceState, resourcePath, type Company } from './state.js';
+import { API_PREFIX, MarketplaceState, resourcePath, SCHEDULING_PREFIX, type Company } from './state.js';
 import type { CompanyAccount, CompanyFaults, CompanyFaultsPatch, Faults, FireRequest, ResourceProgram } from './types.js';
 
 export class Simulation {
@@ -37,6 +37,11 @@ export class Simulation {
     return `${this.url}${API_PREFIX}`;
   }
 
+  /** `${url}/scheduling`: the scheduling product's base URL (SPEC §14), which a company's connection lists in `baseUrls`. */
+  get schedulingBaseUrl(): string {
+    return `${this.url}${SCHEDULING_PREFIX}`;
+  }
+
   hrefOf(path: string): string {
     return `${this.url}${path}`;
   }
@@ -54,6 +59,18 @@ export class Simulation {
   }
 
   /** The company's access tokens stop working before they expire (a 401 makes Skyhook fetch a new one). */
+  /** Moves the company's last use of its connection `days` back: past 60 days, the marketplace refuses it (401 connection_deactivated). */
+  ageConnection(companyId: string, days: number): { lastUsedAt: string } {
+    this.requireCompany(companyId);
+    return this.state.ageConnection(companyId, days);
+  }
+
+  /** The company's OAuth client secret expires now: the token endpoint refuses it. */
+  expireClientSecret(companyId: string): { expiresAt: string } {
+    this.requireCompany(companyId);
+    return this.state.expireClientSecret(companyId);
+  }
+
   revokeTokens(companyId: string): { revoked: number } {
     this.requireCompany(companyId);
     return { revoked: this.state.revokeAccessTokens(companyId) };
@@ -80,8 +97,10 @@ export class Simulation {
     // A new RFQ gets its actions and requested lifts, whose hrefs Skyhook answers it at.
     const isNewRfq = type === NOTIFICATION_TYPE_BY_EVENT.TripRequest && !this.state.resourceAt(resourcePath(type, resourceId));
     const shape = isNewRfq ? newRfqFields((path) => this.hrefOf(path), resourceId) : {};
-    const resource = this.state.changeResource(companyId, type, resourceId, { ...shape, ...fields, lastEventType: eventType });
-    const notification: NotificationBody = { id: resource.id, href: this.hrefOf(resource.path), type, ...extra };
+    // (assumed) A scheduling notification names the marketplace trip it belongs to, as the real one may.
+    const trip = (SCHEDULING_EVENT_TYPES as readonly string[]).includes(eventType) ? { platformTripId: `trip_${resourceId}` } : {};
+    const resource = this.state.changeResource(companyId, type, resourceId, { ...shape, ...trip, ...fields, lastEventType: eventType });
+    const notification: NotificationBody = { id: resource.id, href: this.hrefOf(resource.path), type, ...trip, ...extra };
     this.ledger.eventFired(companyId);
     const webhookIds = this.state.subscribers(companyId, eventType).map((setting) => setting.id);
     for (const webhookId of webhookIds) this.deliveries.enqueue(webhookId, companyId, notification);

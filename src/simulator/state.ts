@@ -2,7 +2,7 @@
 import type { z } from 'zod';
 import { randomToken } from '../lib/crypto.js';
 import { HEADERS, SENT_TIMESTAMP_SKEW_MS } from '../marketplace/connection.js';
-import type { EventType, SeedEnvelopeMessage, WebhookSetting } from '../marketplace/contract.js';
+import { NOTIFICATION_TYPE_BY_EVENT, SCHEDULING_EVENT_TYPES, type EventType, type SeedEnvelopeMessage, type WebhookSetting } from '../marketplace/contract.js';
 import type { LeadCreated } from '../marketplace/leads.js';
 import type { DeclineAnswered } from '../marketplace/declines.js';
 import type { QuoteSubmitted } from '../marketplace/quotes.js';
@@ -77,8 +77,16 @@ function avinodeHeaderProblem(company: Company, header: (name: string) => string
 /** A new marketplace id such as `lead_…`: a kind prefix and 96 random bits. */
 export const newId = (prefix: string): string => `${prefix}_${randomToken(12)}`;
 
+/** The marketplace deactivates an API connection it has not seen used this long (its documentation). */
+export const CONNECTION_DEACTIVATED_AFTER_MS = 60 * 86_400_000;
+
+/** (assumed) The scheduling product's host, served by the simulator as a second base URL of its own server. */
+export const SCHEDULING_PREFIX = '/scheduling';
+const SCHEDULING_TYPES: ReadonlySet<string> = new Set(SCHEDULING_EVENT_TYPES.map((e) => NOTIFICATION_TYPE_BY_EVENT[e]));
+
+/** Where a resource lives: the scheduling product's resources under its own base URL, the rest under the API's. */
 export const resourcePath = (type: string, id: string): string =>
-  `${API_PREFIX}/${encodeURIComponent(type)}/${encodeURIComponent(id)}`;
+  `${SCHEDULING_TYPES.has(type) ? SCHEDULING_PREFIX : API_PREFIX}/${encodeURIComponent(type)}/${encodeURIComponent(id)}`;
 
 export class MarketplaceState {
   /** Companies are few, so finding one by its token or client id walks them (companyWhere): no second index to keep in step. */
@@ -86,6 +94,10 @@ export class MarketplaceState {
   /** Access tokens the token endpoint issued, with their company and expiry (ms). */
   private readonly accessTokens = new Map<string, { companyId: string; expiresAt: number }>();
   private readonly webhooks = new Map<string, StoredWebhookSetting>();
+  /** When each company's connection was last used (ms); a connection unused for 60 days is refused. */
+  private readonly lastUsed = new Map<string, number>();
+  /** When a company's OAuth client secret expires (ms), when a test made it. */
+  private readonly secretExpiry = new Map<string, number>();
   /** The same settings by owner, so finding a company's subscribers does not walk every company's. */
   private readonly webhooksByCompany = new Map<string, Map<string, StoredWebhookSetting>>();
   /**
@@ -155,7 +167,27 @@ export class MarketplaceState {
     const company = fixed ?? (issued && this.companies.get(issued.companyId));
     if (!company) return refused(401, 'unauthorized', 'missing or unknown API token');
     if (issued && issued.expiresAt <= now) return refused(401, 'token_expired', 'the access token has expired');
-    return this.profileHeadersProblem(company, headers, now) ?? { company };
+    const problem = this.profileHeadersProblem(company, headers, now);
+    if (problem) return problem;
+    // (the real marketplace's documentation) A connection not seen used for 60 days is deactivated.
+    if (now - (this.lastUsed.get(company.id) ?? now) > CONNECTION_DEACTIVATED_AFTER_MS) {
+      return refused(401, 'connection_deactivated', 'the API connection was deactivated: it was not used for 60 days');
+    }
+    this.lastUsed.set(company.id, now);
+    return { company };
+  }
+
+  /** The company's connection last used `days` earlier than it was (a test's 60 days pass at once); answers when that now is. */
+  ageConnection(companyId: string, days: number, now = Date.now()): { lastUsedAt: string } {
+    const at = (this.lastUsed.get(companyId) ?? now) - days * 86_400_000;
+    this.lastUsed.set(companyId, at);
+    return { lastUsedAt: new Date(at).toISOString() };
+  }
+
+  /** The company's OAuth client secret expires at `at`: the token endpoint refuses it from then on. */
+  expireClientSecret(companyId: string, at = Date.now()): { expiresAt: string } {
+    this.secretExpiry.set(companyId, at);
+    return { expiresAt: new Date(at).toISOString() };
   }
 
   /** What the company's profile requires of a request's headers besides Authorization (the avinode ones), or undefined. */
@@ -164,8 +196,9 @@ export class MarketplaceState {
   }
 
   /** Client credentials as the token endpoint receives them: the company they belong to, if the secret matches. */
-  companyByClientCredentials(clientId: string, clientSecret: string): Company | undefined {
+  companyByClientCredentials(clientId: string, clientSecret: string, now = Date.now()): Company | undefined {
     const company = this.companyWhere((known) => known.clientId === clientId);
+    if (company && (this.secretExpiry.get(company.id) ?? Infinity) <= now) return undefined; // an expired secret is a wrong one
     return company?.clientSecret === clientSecret ? company : undefined;
   }
 

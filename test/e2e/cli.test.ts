@@ -115,7 +115,7 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
   it('creates, lists, shows and updates a company, never printing its token', async () => {
     const created = await json(['companies', 'create', '--name', 'Acme Jets', '--api-base-url', sim.apiBaseUrl, '--api-token', TOKEN]);
     expect(created).toMatchObject({ name: 'Acme Jets', apiBaseUrl: sim.apiBaseUrl, connectionStatus: 'ok' });
-    expect(Object.keys(created).sort()).toEqual(['apiBaseUrl', 'connection', 'connectionError', 'connectionStatus', 'createdAt', 'credentials', 'fetches', 'id', 'name', 'state', 'updatedAt']);
+    expect(Object.keys(created).sort()).toEqual(['apiBaseUrl', 'connection', 'connectionError', 'connectionLastUsedAt', 'connectionStatus', 'connectionWarnings', 'createdAt', 'credentials', 'fetches', 'id', 'name', 'state', 'updatedAt']);
     expect(created).toMatchObject({ connection: { profile: 'bearer', storedSecrets: ['apiToken'] }, credentials: { status: 'accepted', error: null } });
     companyId = created.id;
 
@@ -123,7 +123,7 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     // The token on stdin: the same one, so the simulator keeps accepting it.
     const updated = await skyhook(['companies', 'update', companyId, '--name', 'Acme Jets Ltd', '--api-token', '-', '--json'], `${TOKEN}\n`);
     expect(listed.code).toBe(0);
-    expect(listed.stdout).toMatch(/^ID\s+NAME\s+STATE\s+FETCHES\s+PARKED\s+API BASE URL\s+PROFILE\s+CREATED\n/);
+    expect(listed.stdout).toMatch(/^ID\s+NAME\s+STATE\s+FETCHES\s+PARKED\s+API BASE URL\s+PROFILE\s+CREATED\s+WARNINGS\n/);
     expect(listed.stdout).toMatch(/ ok \s+0\/256 \s+0 /);
     expect(listed.stdout).toContain(companyId);
     expect(shown.code).toBe(0);
@@ -468,6 +468,27 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     expect(report.stdout).toMatch(/^missing_remotely\s/m);
     const applied = await json(['webhooks', 'reconcile', created.id, '--apply']);
     expect(applied.drift).toEqual([expect.objectContaining({ kind: 'missing_remotely', action: 'recreated', newRemoteId: expect.stringMatching(/^wh_/) })]);
+
+    // The scheduling host allowed (the connection replaced whole: its auth token again), then a resync of what it stored.
+    const allowed = await json(['companies', 'update', created.id, '--profile', 'avinode', '--auth-token', '-', '--base-url', sim.schedulingBaseUrl], `${ZETA.auth}\n`);
+    expect(allowed.connection).toMatchObject({ profile: 'avinode', baseUrls: [sim.schedulingBaseUrl] });
+    const bad = await skyhook(['companies', 'update', created.id, '--profile', 'avinode', '--auth-token', 'x', '--base-url', 'not a url']);
+    expect(bad).toMatchObject({ code: 1, stdout: '' }); // the service refuses it (400), naming the field
+    expect(bad.stderr).toMatch(/baseUrls\.0 must be an absolute http\(s\) URL/);
+    const pool = new pg.Pool({ connectionString: db.url });
+    try {
+      await pool.query(`INSERT INTO resources (company_id, href, type, resource_id, fetched_at, body) VALUES ($1, $2, 'contacts', 'c1', now(), '{}'), ($1, 'https://elsewhere.example/x/1', 'rfqs', 'x1', now(), '{}')`, [
+        created.id,
+        `${sim.schedulingBaseUrl}/contacts/c1`,
+      ]);
+      const resync = await skyhook(['resync', created.id]);
+      expect(resync).toMatchObject({ code: 0, stderr: '' });
+      expect(resync.stdout).toMatch(/^queued 1 of 2 resource\(s\) to be fetched again through the company's gate; 1 left out: their href is under none of the company's base URLs$/m);
+      const { rows } = await pool.query("SELECT href FROM notifications WHERE company_id = $1 AND authenticated_by = 'resync'", [created.id]);
+      expect(rows).toEqual([{ href: `${sim.schedulingBaseUrl}/contacts/c1` }]);
+    } finally {
+      await pool.end();
+    }
 
     const [noAuth, twoFromStdin] = await Promise.all([skyhook(args), skyhook([...args.slice(0, 7), '-', ...args.slice(8), '--auth-token', '-'], 'x\n')]);
     expect(noAuth).toMatchObject({ code: 2, stdout: '' });

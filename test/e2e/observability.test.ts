@@ -134,6 +134,7 @@ describe('the metrics deploy/ uses', () => {
       'skyhook_company_state',
       'skyhook_companies',
       'skyhook_notifications_pending',
+      'skyhook_connection_warning',
       'skyhook_ready',
       'skyhook_dependency_up',
       'skyhook_deliveries_total',

@@ -43,6 +43,22 @@ describe('simulator CLI', () => {
     expect(result.stderr.trim().split('\n')).toEqual([expect.stringContaining(flag)]);
   });
 
+  it("age-connection deactivates a company's unused connection past 60 days; expire-client-secret makes the token endpoint refuse it", async () => {
+    sim.addCompany({ id: 'aged', token: 'aged-token' });
+    const aged = await cli('simulator', 'age-connection', '--url', sim.url, '--company', 'aged', '--days', '61');
+    expect(aged).toMatchObject({ code: 0, stderr: '' });
+    expect(aged.stdout).toMatch(/^company aged's connection was last used \d{4}-/);
+    const refused = await fetch(`${sim.apiBaseUrl}/webhooks/settings`, { headers: { authorization: 'Bearer aged-token' } });
+    expect(refused.status).toBe(401);
+    expect(JSON.stringify(await refused.json())).toContain('connection_deactivated');
+
+    const expired = await cli('simulator', 'expire-client-secret', '--url', sim.url, '--company', 'aged');
+    expect(expired).toMatchObject({ code: 0, stderr: '' });
+    expect(expired.stdout).toMatch(/^company aged's client secret expired \d{4}-/);
+    const unknown = await cli('simulator', 'age-connection', '--url', sim.url, '--company', 'initech', '--days', '1');
+    expect(unknown).toMatchObject({ code: 2, stdout: '' });
+  });
+
   it('an unknown company is refused with exit code 2', async () => {
     const result = await cli('simulator', 'fire', '--url', sim.url, '--company', 'initech', '--event', 'TripRequest');
     expect(result).toMatchObject({ code: 2, stdout: '' });

@@ -28,7 +28,7 @@ import {
   type OAuthHeaderCheck,
 } from '../../src/receiver/oauth1.js';
 import { MAX_NOTIFICATION_BYTES } from '../../src/receiver/routes.js';
-import { checkHrefScope, parseNotification } from '../../src/receiver/ingest.js';
+import { checkHrefScope, hrefDisposition, parseNotification } from '../../src/receiver/ingest.js';
 import { createTestDatabase, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
 import {
   basicAuthorization,
@@ -206,6 +206,27 @@ const nested = (depth: number, leaf: unknown = 1): unknown => {
 const now = () => Math.floor(Date.now() / 1000);
 const hrefCase = (name: string, href: string): BadRequest => ({ name: `href ${name}: ${href.slice(0, 60)}`, send: () => sendBasic(json({ ...valid(), href })), status: 422 });
 
+/**
+ * Hrefs under none of the company's base URLs: not bad requests since SPEC §14 (docs/decisions.md), but kept,
+ * answered `not_fetched` and never fetched, so the company's token goes nowhere near them.
+ */
+const OFF_SCOPE_HREFS: [string, string][] = [
+  ['on another host', 'http://evil.example/api/rfqs/1'],
+  ['on a private address', 'http://10.0.0.1/api/rfqs/1'],
+  ['on the cloud metadata address', 'http://169.254.169.254/latest/meta-data/iam/security-credentials/'],
+  ['on localhost by name', 'http://localhost:4010/api/rfqs/1'],
+  ['on IPv6 loopback', 'http://[::1]:4010/api/rfqs/1'],
+  ['on the API host, another port', 'http://127.0.0.1:4011/api/rfqs/1'],
+  ['on the API host, default port', 'http://127.0.0.1/api/rfqs/1'],
+  ['https where the API is http', 'https://127.0.0.1:4010/api/rfqs/1'],
+  ['on a host that starts like the API host', 'http://127.0.0.1.evil.example:4010/api/rfqs/1'],
+  ['outside the base path', 'http://127.0.0.1:4010/admin/rfqs/1'],
+  ['on a path that only starts like the base path', 'http://127.0.0.1:4010/apix/rfqs/1'],
+  ['escaping the base path with ..', 'http://127.0.0.1:4010/api/../admin'],
+  ['escaping the base path with %2e%2e', 'http://127.0.0.1:4010/api/%2e%2e/admin'],
+  ['escaping with backslashes', 'http://127.0.0.1:4010/api\\..\\admin'],
+];
+
 function receiverCorpus(): BadRequest[] {
   const base = company.apiBaseUrl; // http://127.0.0.1:4010/api
   const v = valid();
@@ -324,22 +345,8 @@ function receiverCorpus(): BadRequest[] {
     { name: 'another company’s OAuth credentials on this key', send: () => sendOAuth(whole, { hook: otherOAuth, path: oauth.path }), status: 401, challenge: OAUTH },
     { name: 'another company’s OAuth credentials, signed for that company’s key, sent to this one', send: () => sendOAuth(whole, { hook: otherOAuth, path: oauth.path, signedUrl: `${skyhook.url}${otherOAuth.path}` }), status: 401, challenge: OAUTH },
     // The href rule: the token must never leave for anything but the company's API.
-    hrefCase('on another host', 'http://evil.example/api/rfqs/1'),
-    hrefCase('on a private address', 'http://10.0.0.1/api/rfqs/1'),
-    hrefCase('on the cloud metadata address', 'http://169.254.169.254/latest/meta-data/iam/security-credentials/'),
-    hrefCase('on localhost by name', 'http://localhost:4010/api/rfqs/1'),
-    hrefCase('on IPv6 loopback', 'http://[::1]:4010/api/rfqs/1'),
-    hrefCase('on the API host, another port', 'http://127.0.0.1:4011/api/rfqs/1'),
-    hrefCase('on the API host, default port', 'http://127.0.0.1/api/rfqs/1'),
-    hrefCase('https where the API is http', 'https://127.0.0.1:4010/api/rfqs/1'),
     hrefCase('with credentials', 'http://user:pass@127.0.0.1:4010/api/rfqs/1'),
     hrefCase('with the API host as user name', 'http://127.0.0.1:4010@evil.example/api/rfqs/1'),
-    hrefCase('on a host that starts like the API host', 'http://127.0.0.1.evil.example:4010/api/rfqs/1'),
-    hrefCase('outside the base path', 'http://127.0.0.1:4010/admin/rfqs/1'),
-    hrefCase('on a path that only starts like the base path', 'http://127.0.0.1:4010/apix/rfqs/1'),
-    hrefCase('escaping the base path with ..', 'http://127.0.0.1:4010/api/../admin'),
-    hrefCase('escaping the base path with %2e%2e', 'http://127.0.0.1:4010/api/%2e%2e/admin'),
-    hrefCase('escaping with backslashes', 'http://127.0.0.1:4010/api\\..\\admin'),
     hrefCase('file:', 'file:///etc/passwd'),
     hrefCase('gopher:', 'gopher://127.0.0.1:6379/_FLUSHALL'),
     hrefCase('javascript:', 'javascript:alert(document.cookie)'),
@@ -597,6 +604,16 @@ describe('a corpus of bad requests', () => {
   it('the admin API answers each with its 4xx problem and stores nothing', async () => {
     expect(await corpusFailures(adminCorpus()), 'bad admin requests not answered as expected').toEqual([]);
   }, 60_000);
+
+  it("an href under none of the company's base URLs is answered 200 not_fetched, stored processed and never queued", async () => {
+    for (const [name, href] of OFF_SCOPE_HREFS) {
+      const answer = await sendBasic(json({ ...valid(), href }));
+      expect(answer.status, name).toBe(200);
+      expect(answer.json, name).toMatchObject({ status: 'not_fetched' });
+      const { rows } = await fx.pool.query('SELECT status, outcome, queued_at FROM notifications WHERE id = $1', [Number(answer.json?.id)]);
+      expect(rows, name).toEqual([{ status: 'processed', outcome: 'not_fetched', queued_at: null }]);
+    }
+  });
 
   it('a replayed OAuth nonce is refused (the first request is stored, the replay is not)', async () => {
     const raw = json(valid());
@@ -978,6 +995,45 @@ describe(`fuzz (seed ${SEED}, ${ITERATIONS} iterations each)`, () => {
       expect(new Request(href).url.startsWith(`${base.origin}/`), href).toBe(true);
     }
     expect(acceptedCount).toBeGreaterThan(0);
+  });
+
+  it("hrefDisposition: only a 422 Problem; what it would fetch is under one of the company's base URLs, without credentials", () => {
+    const g = new Gen(prng(SEED + 5));
+    const basesOf = [['http://127.0.0.1:4010/api'], ['https://sandbox.example.com/api', 'https://sched.example.com/scheduling'], ['https://api.example.com', 'http://[::1]:8080/v1/api']];
+    const hosts = ['127.0.0.1:4010', 'sandbox.example.com', 'sched.example.com', 'api.example.com', '[::1]:8080', 'evil.example', 'sched.example.com.evil.example', '127.0.0.1:4010@evil.example', 'localhost:4010'];
+    const segments = ['api', 'scheduling', 'v1', 'apix', '..', '%2e%2e', '.', 'contacts', '', '%2F', '@', '\\'];
+    let fetched = 0;
+    for (let i = 0; i < ITERATIONS; i++) {
+      const bases = g.pick(basesOf).map((b) => new URL(b));
+      const requireHttps = g.chance(0.3);
+      const href = `${g.pick(['http', 'https', 'ftp', 'file'])}://${g.pick(['', 'user@', 'u:p@'])}${g.pick(hosts)}/${Array.from({ length: g.int(5) }, () => g.pick(segments)).join('/')}`;
+      if (!URL.canParse(href)) continue;
+      let disposition: string;
+      try {
+        disposition = hrefDisposition(new URL(href), bases, requireHttps);
+      } catch (err) {
+        if (!(err instanceof Problem) || err.status !== 422) throw new Error(`hrefDisposition(${href}) threw ${String(err)}`, { cause: err });
+        continue;
+      }
+      const url = new URL(href);
+      expect(url.username + url.password, href).toBe('');
+      expect(['http:', 'https:'], href).toContain(url.protocol);
+      if (disposition === 'not_fetched') continue;
+      fetched++;
+      // Fetched only under one of the bases: checkHrefScope, the one rule the RFQ answers use, agrees with one of them.
+      expect(
+        bases.some((b) => {
+          try {
+            checkHrefScope(url, b, requireHttps);
+            return true;
+          } catch {
+            return false;
+          }
+        }),
+        `${href} fetched, under none of ${bases.map((b) => b.href).join(', ')}`,
+      ).toBe(true);
+    }
+    expect(fetched).toBeGreaterThan(0);
   });
 });
 

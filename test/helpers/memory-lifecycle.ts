@@ -18,14 +18,14 @@ import {
   type Verdict,
   statusOnAccept,
 } from '../../src/notifications/lifecycle.js';
-import { allowed, PENDING, TRANSITIONS } from '../../src/notifications/transitions.js';
+import { allowed, NOT_REPLAYABLE_OUTCOME, PENDING, TRANSITIONS } from '../../src/notifications/transitions.js';
 
 interface Row extends NewNotification {
   id: number;
   status: NotificationStatus;
   attempts: number;
   lastError: string | null;
-  outcome: 'stored' | 'gone' | null;
+  outcome: 'stored' | 'gone' | 'not_fetched' | null;
   snapshotVersion: number | null;
   receivedAt: Date;
 }
@@ -83,7 +83,7 @@ export function createMemoryLifecycle(opts: { /** Whether a company is paused (i
           status,
           attempts: 0,
           lastError: null,
-          outcome: null,
+          outcome: status === 'processed' ? NOT_REPLAYABLE_OUTCOME : null,
           snapshotVersion: null,
           receivedAt: at,
         });
@@ -178,7 +178,7 @@ export function createMemoryLifecycle(opts: { /** Whether a company is paused (i
       const replayed: PendingKey[] = [];
       for (const id of [...ids].sort((a, b) => a - b)) {
         const row = rows.get(id);
-        if (!row || !allowed('replay', row.status, 'received')) continue;
+        if (!row || !allowed('replay', row.status, 'received') || row.outcome === NOT_REPLAYABLE_OUTCOME) continue;
         Object.assign(row, { status: 'received', lastError: null, outcome: null, snapshotVersion: null });
         replayed.push({ id, companyId: row.companyId, href: row.href });
       }

@@ -178,6 +178,8 @@ describe('each change through the admin API leaves one entry, written by the cha
     expect(value.replayed).toBeGreaterThan(1);
     expect(value.replayed).toBe(value.matched);
     expect(listed).toMatchObject({ companyId: company.companyId, details: { matched: value.matched, replayed: value.replayed } });
+    const resynced = await changed('POST /admin/companies/:companyId/resync', async () => (await status(await api('POST', `/companies/${company.companyId}/resync`), 200)).body);
+    expect(resynced.entry).toMatchObject({ companyId: company.companyId, details: { resources: resynced.value.resources, queued: resynced.value.queued } });
   });
 
   it('destinations and deliveries: made, changed (the fields changed), replayed and deleted (the database alone); a test (a call)', async () => {

@@ -198,6 +198,43 @@ describe("where an RFQ is stored, quotes and declines go to the hrefs it gives",
     expect(s.sim.report().calls.declines).toBe(calls);
   });
 
+  it("links a decline to its trip message once Skyhook stored it, whichever of the two comes first", async () => {
+    const { companyId } = await s.company('responder', { eventTypes: ['TripRequestSellerResponse'] });
+    const res = await postDecline({ requestId: uid('lift'), decline }, companyId);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const linked = await eventually(async () => {
+      const got = await s.skyhook.admin('GET', `/companies/${companyId}/declines/${res.body.id}`);
+      return got.body.resourceHref ? got.body : undefined;
+    }, 'the decline linked to its trip message');
+    expect(linked).toMatchObject({ resourceHref: `${s.sim.apiBaseUrl}/tripmsgs/${res.body.tripMessageId}`, snapshotVersion: 1 });
+
+    // Stored before the decline's answer named it (its notification came first): linked from the stored message.
+    await s.sql.query('UPDATE declines SET resource_href = NULL, snapshot_version = NULL WHERE id = $1', [res.body.id]);
+    const repeat = await postDecline({ requestId: res.body.requestId, decline }, companyId);
+    expect(repeat.status).toBe(200);
+    expect(repeat.body).toMatchObject({ id: res.body.id, resourceHref: linked.resourceHref, snapshotVersion: 1 });
+  });
+
+  it("finds the RFQ of a requested lift through an index, not by reading the company's RFQs", async () => {
+    // A company with many RFQs, as after months of traffic, each with its requested lifts.
+    const { companyId } = await s.company('many-rfqs', { eventTypes: ['TripRequest'] });
+    await s.sql.query(
+      `INSERT INTO resources (company_id, href, type, resource_id, fetched_at, body)
+       SELECT $1, 'https://x.test/api/rfqs/r' || g, 'rfqs', 'r' || g, now(), jsonb_build_object('id', 'r' || g, 'sellerLift', jsonb_build_array(jsonb_build_object('id', 'l' || g)))
+       FROM generate_series(1, 20000) g`,
+      [companyId],
+    );
+    await s.sql.query('ANALYZE resources');
+    const { rows } = await s.sql.query(
+      `EXPLAIN (ANALYZE, FORMAT JSON) SELECT resource_id FROM resources WHERE company_id = $1 AND type = 'rfqs' AND gone = false
+         AND (body -> 'sellerLift' @> $2::jsonb OR body -> 'sellerLift' @> $3::jsonb) ORDER BY fetched_at DESC LIMIT 1`,
+      [companyId, JSON.stringify([{ id: 'l777' }]), JSON.stringify({ id: 'l777' })],
+    );
+    const plan = JSON.stringify(rows[0]['QUERY PLAN']);
+    expect(plan).toContain('"Index Name":"resources_lifts_idx"');
+    expect(plan).not.toContain('resources_company_type_id_idx');
+  });
+
   it('the OpenAPI document describes the decline routes', async () => {
     const res = await fetch(`${s.skyhook.url}/openapi.json`);
     const doc = (await res.json()) as Json;

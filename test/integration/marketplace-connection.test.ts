@@ -136,7 +136,7 @@ describe('checked credentials', () => {
 describe('the avinode profile', () => {
   it('every call carries its headers (settings, fetches, leads, a quote acting as a user); secrets are never returned or stored in clear', async () => {
     const acme = await connected({ profile: 'avinode', apiVersion: 'v1.0' });
-    expect(acme.created.connection).toEqual({ profile: 'avinode', product: 'Acme Ops 2.1', apiVersion: 'v1.0', tokenUrl: null, clientId: null, storedSecrets: ['apiToken', 'authToken'] });
+    expect(acme.created.connection).toEqual({ profile: 'avinode', product: 'Acme Ops 2.1', apiVersion: 'v1.0', tokenUrl: null, clientId: null, clientSecretExpiresAt: null, baseUrls: [], storedSecrets: ['apiToken', 'authToken'] });
     expect(acme.created.credentials.status).toBe('accepted');
     const shown = JSON.stringify([acme.created, await company(acme.companyId), (await s.skyhook.admin('GET', '/companies?limit=500')).body]);
     expect(shown).not.toContain(acme.account.token);

@@ -540,12 +540,22 @@ describe('check 7: the body is a notification (400)', () => {
 
 // ---- row 8: href scope -----------------------------------------------------------------------
 
-describe('check 8: href is under the company’s API base URL (422)', () => {
+describe('check 8: href is under the company’s API base URL (422 when it could never be fetched, else kept and not fetched)', () => {
   let c: SeededCompany;
   let w: SeededWebhook;
   beforeAll(async () => {
     c = await company('http://127.0.0.1:9/api');
     w = await webhook(c, 'BASIC');
+  });
+
+  it.each([
+    ['user:pass@', 'http://user:pass@127.0.0.1:9/api/rfqs/1'],
+    ['a user name only', 'http://user@127.0.0.1:9/api/rfqs/1'],
+    ['a scheme that is not http(s)', 'ftp://127.0.0.1:9/api/rfqs/1'],
+  ])('an href with %s is a 422', async (_what, href) => {
+    const answer = await nothingStored(() => sendBasic(w, notificationBody(c.apiBaseUrl, { href })));
+    expectProblem(answer, 422);
+    expect(answer.json?.errors?.map((e) => e.field)).toEqual(['href']);
   });
 
   it.each([
@@ -557,12 +567,12 @@ describe('check 8: href is under the company’s API base URL (422)', () => {
     ['a sibling of the base path', 'http://127.0.0.1:9/apix/rfqs/1'],
     ['a dot-segment escape', 'http://127.0.0.1:9/api/../admin/rfqs/1'],
     ['an encoded dot-segment escape', 'http://127.0.0.1:9/api/%2e%2e/admin'],
-    ['user:pass@', 'http://user:pass@127.0.0.1:9/api/rfqs/1'],
-    ['a user name only', 'http://user@127.0.0.1:9/api/rfqs/1'],
-  ])('an href on %s is a 422', async (_what, href) => {
-    const answer = await nothingStored(() => sendBasic(w, notificationBody(c.apiBaseUrl, { href })));
-    expectProblem(answer, 422);
-    expect(answer.json?.errors?.map((e) => e.field)).toEqual(['href']);
+  ])('an href on %s is kept and answered not_fetched: processed at once, never queued', async (_what, href) => {
+    const answer = await sendBasic(w, notificationBody(c.apiBaseUrl, { href }));
+    expect(answer.status).toBe(200);
+    expect(answer.json).toMatchObject({ status: 'not_fetched' });
+    const { rows } = await fx.pool.query('SELECT status, outcome, queued_at FROM notifications WHERE id = $1', [Number(answer.json?.id)]);
+    expect(rows).toEqual([{ status: 'processed', outcome: 'not_fetched', queued_at: null }]);
   });
 
   it('an href at the base path itself or below it, with a query, is accepted', async () => {

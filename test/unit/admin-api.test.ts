@@ -18,8 +18,10 @@ const company: CompanyView = {
   fetches: { limit: 64, ownLimit: null, limitNow: 64, running: 0, parked: 0 },
   connectionStatus: 'ok',
   connectionError: null,
-  connection: { profile: 'bearer', product: null, apiVersion: null, tokenUrl: null, clientId: null, storedSecrets: ['apiToken'] },
+  connection: { profile: 'bearer', product: null, apiVersion: null, tokenUrl: null, clientId: null, clientSecretExpiresAt: null, baseUrls: [], storedSecrets: ['apiToken'] },
   credentials: { status: 'accepted', checkedAt: '2026-11-24T10:00:00.000Z', error: null },
+  connectionLastUsedAt: null,
+  connectionWarnings: [],
   createdAt: '2026-11-24T10:00:00.000Z',
   updatedAt: '2026-11-24T10:00:00.000Z',
 };

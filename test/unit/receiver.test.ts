@@ -41,11 +41,14 @@ const expired: FakeWebhook = { ...rotated, webhookId: '55555555-5555-4555-8555-5
 
 const notification = (extra: Record<string, unknown> = {}) => ({ id: 'rfq-1', type: 'rfqs', href: `${API_BASE_URL}/rfqs/rfq-1`, ...extra });
 
+/** A company whose connection also allows the scheduling product's host. */
+const scheduling: FakeWebhook = { ...basic, webhookId: '66666666-6666-4666-8666-666666666666', clientIdentifier: 'sched-client', endpointKey: 'sched-key', extraBaseUrls: ['https://sched.marketplace.example/api'] };
+
 let app: FastifyInstance;
 let backstage: Backstage;
 
 beforeEach(async () => {
-  ({ app, backstage } = await unitApp({ webhooks: [basic, oauth, inactive, rotated, expired] }));
+  ({ app, backstage } = await unitApp({ webhooks: [basic, oauth, inactive, rotated, expired, scheduling] }));
 });
 afterEach(async () => app.close());
 
@@ -211,12 +214,13 @@ describe('the body', () => {
     ]);
   });
 
-  it("an href off the company's API (host, path, scheme, credentials) is a 422, after the body is found valid", async () => {
-    for (const href of ['https://evil.example/v1/rfqs/1', 'https://api.marketplace.example/v2/rfqs/1', 'http://api.marketplace.example/v1/rfqs/1', 'https://u:p@api.marketplace.example/v1/rfqs/1']) {
+  it('an href that could never be fetched (credentials in it, not https where https is required) is a 422, after the body is found valid', async () => {
+    for (const href of ['https://u:p@api.marketplace.example/v1/rfqs/1', 'http://api.marketplace.example/v1/rfqs/1']) {
       expect(expectProblem(await sendBasic(basic, notification({ href })), 422)).toMatchObject({ code: 'href_out_of_scope', errors: [{ field: 'href' }] });
     }
-    expectProblem(await sendBasic(basic, { id: '', type: 'rfqs', href: 'https://evil.example/' }), 400);
+    expectProblem(await sendBasic(basic, { id: '', type: 'rfqs', href: 'https://u:p@api.marketplace.example/' }), 400);
   });
+
 });
 
 describe('storing', () => {
@@ -228,6 +232,19 @@ describe('storing', () => {
     expect(backstage.rows).toEqual([
       expect.objectContaining({ id: 1, status: 'queued', companyId: basic.companyId, webhookId: basic.webhookId, resourceId: 'rfq-1', type: 'rfqs', authenticatedBy: 'basic', bodyJson: JSON.stringify(sent) }),
     ]);
+    expect(backstage.queued).toEqual([1]);
+  });
+
+  it("an href off the company's base URLs (host, path) is kept, answered not_fetched, processed at once, and never queued", async () => {
+    const hrefs = ['https://evil.example/v1/rfqs/1', 'https://api.marketplace.example/v2/rfqs/1', 'https://api.marketplace.example:8443/v1/rfqs/1'];
+    for (const href of hrefs) expect((await sendBasic(basic, notification({ href }))).json()).toMatchObject({ status: 'not_fetched' });
+    expect(backstage.rows.map((r) => [r.href, r.status])).toEqual(hrefs.map((h) => [h, 'processed']));
+    expect(backstage.queued).toEqual([]);
+  });
+
+  it("an href under one of the company's further base URLs is fetched like one under its API", async () => {
+    const res = await sendBasic(scheduling, notification({ href: 'https://sched.marketplace.example/api/contacts/1' }));
+    expect(res.json()).toMatchObject({ status: 'received' });
     expect(backstage.queued).toEqual([1]);
   });
 

@@ -13,9 +13,9 @@ const names = Object.keys(TRANSITIONS) as TransitionName[];
 const next = (status: NotificationStatus) => new Set(names.flatMap((n) => (TRANSITIONS[n].from as readonly string[]).includes(status) ? [...TRANSITIONS[n].to] : []));
 
 describe('the transition table', () => {
-  it('names every status, and a new notification starts pending or discarded', () => {
+  it('names every status, and a new notification starts pending, discarded or processed (not fetched)', () => {
     expect(new Set(STATUSES)).toEqual(new Set<NotificationStatus>(['received', 'queued', 'processed', 'failed', 'discarded']));
-    expect(STATUSES.filter((s) => allowed('accept', null, s))).toEqual(['received', 'queued', 'discarded']);
+    expect(STATUSES.filter((s) => allowed('accept', null, s))).toEqual(['received', 'queued', 'processed', 'discarded']);
   });
 
   it('lets every pending notification reach processed and failed', () => {

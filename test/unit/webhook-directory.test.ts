@@ -13,6 +13,7 @@ const known: WebhookCredentials = {
   authType: 'BASIC',
   active: true,
   apiBaseUrl: new URL('https://api.example.com/api'),
+  extraBaseUrls: [],
   secretSha256: Buffer.alloc(32),
   previousSecretSha256: null,
   secret: null,

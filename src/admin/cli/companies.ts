@@ -25,7 +25,12 @@ interface ConnectionFlags extends SecretFlags {
   apiVersion?: string;
   tokenUrl?: string;
   clientId?: string;
+  clientSecretExpiresAt?: string;
+  baseUrl?: string[];
 }
+
+/** A repeatable flag's values, in order. */
+const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
 
 /** The secret flags' values, the one given as `-` read from stdin (only one can be). */
 async function secrets(flags: SecretFlags): Promise<SecretFlags> {
@@ -37,7 +42,17 @@ async function secrets(flags: SecretFlags): Promise<SecretFlags> {
 
 /** The `connection` object when any connection flag is given (the schema then names what is missing). */
 function connectionOf(flags: ConnectionFlags, secret: SecretFlags): Record<string, unknown> | undefined {
-  const connection = { profile: flags.profile, authToken: secret.authToken, product: flags.product, apiVersion: flags.apiVersion, tokenUrl: flags.tokenUrl, clientId: flags.clientId, clientSecret: secret.clientSecret };
+  const connection = {
+    profile: flags.profile,
+    authToken: secret.authToken,
+    product: flags.product,
+    apiVersion: flags.apiVersion,
+    tokenUrl: flags.tokenUrl,
+    clientId: flags.clientId,
+    clientSecret: secret.clientSecret,
+    clientSecretExpiresAt: flags.clientSecretExpiresAt,
+    baseUrls: flags.baseUrl,
+  };
   return Object.values(connection).some((v) => v !== undefined) ? connection : undefined;
 }
 
@@ -49,7 +64,9 @@ function withConnectionOptions(cmd: Command): Command {
     .option('--api-version <version>', 'avinode: X-Avinode-ApiVersion, sent when set')
     .option('--token-url <url>', 'OAuth 2.0 client credentials: the token endpoint')
     .option('--client-id <id>', 'OAuth 2.0 client credentials: the client id')
-    .option('--client-secret <secret>', 'OAuth 2.0 client credentials: the client secret; "-" reads it from stdin');
+    .option('--client-secret <secret>', 'OAuth 2.0 client credentials: the client secret; "-" reads it from stdin')
+    .option('--client-secret-expires-at <time>', 'OAuth 2.0: when the client secret expires (ISO 8601, as the marketplace said); Skyhook warns two weeks before')
+    .option('--base-url <url>', "a further base URL the token may be sent to besides the API's (the scheduling product's host, say); repeat for more", collect);
 }
 
 /** What the credentials check said, for a person. */
@@ -85,7 +102,7 @@ export function registerCompanies(program: Command): void {
     run: (svc, query) => svc.companies.list(query),
     output: s.page(s.companyViewSchema),
     human: (page) =>
-      listing(page, 'companies', ['ID', 'NAME', 'STATE', 'FETCHES', 'PARKED', 'API BASE URL', 'PROFILE', 'CREATED'], (c) => [
+      listing(page, 'companies', ['ID', 'NAME', 'STATE', 'FETCHES', 'PARKED', 'API BASE URL', 'PROFILE', 'CREATED', 'WARNINGS'], (c) => [
         c.id,
         c.name,
         stateText(c.state),
@@ -94,6 +111,7 @@ export function registerCompanies(program: Command): void {
         c.apiBaseUrl,
         c.connection.profile,
         shortTime(c.createdAt),
+        c.connectionWarnings.map((w) => w.kind).join(',') || '-',
       ]),
   });
 
@@ -102,7 +120,7 @@ export function registerCompanies(program: Command): void {
     input: (cmd, _flags, [companyId]) => validate(cmd, s.companyIdParams, { companyId }),
     run: (svc, params) => svc.companies.get(params.companyId),
     output: s.companyViewSchema,
-    human: (company) => keyValues(company),
+    human: (company) => [...company.connectionWarnings.map((w) => `warning: ${w.message}`), keyValues(company)].join('\n'),
   });
 
   dataCommand(

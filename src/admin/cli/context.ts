@@ -21,6 +21,7 @@ import { companyGateOptions, createFetchQueue, fetchKey } from '../../processing
 import { createDestinationStates } from '../../destinations/postgres.js';
 import { createDeliveryQueue, destinationGateOptions } from '../../delivery/delivery.queue.js';
 import { DeliveryEnqueuer } from '../../delivery/enqueue.js';
+import { ConnectionUsage } from '../../companies/usage.js';
 import { createServices, type Services } from '../../services/index.js';
 
 export interface AdminContext {
@@ -46,6 +47,12 @@ function redisNote(consequence: string): (err: unknown) => void {
   };
 }
 
+/** A successful call's use of the company's connection, written as `skyhook start` writes it (companies/usage.ts). */
+function usageOf(handle: DbHandle, log: ReturnType<typeof createLogger>): (companyId: string | undefined) => void {
+  const usage = new ConnectionUsage(handle.db, (err) => log.warn({ err: describeError(err) }, "a company's last use of its connection could not be written"));
+  return (companyId) => usage.used(companyId);
+}
+
 /** The companies' states over the CLI's pool and Redis connection, as `skyhook start` has them (runtime.ts). */
 function companyStates(config: Config, handle: DbHandle, redis: RedisClient, queueWaiting: (companyId: string) => Promise<number>, onGateError: (err: unknown) => void, log: ReturnType<typeof createLogger>) {
   return createCompanyStates({
@@ -54,7 +61,7 @@ function companyStates(config: Config, handle: DbHandle, redis: RedisClient, que
     redis,
     prefix: config.queuePrefix,
     secretKey: config.secretKey,
-    settings: webhookSettingsApi(new MarketplaceClient({ timeoutMs: config.marketplaceTimeoutMs })),
+    settings: webhookSettingsApi(new MarketplaceClient({ timeoutMs: config.marketplaceTimeoutMs, onUsed: usageOf(handle, log) })),
     queueWaiting,
     fetchKey,
     defaultMaxFetches: config.fetch.companyConcurrency,
@@ -109,7 +116,7 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
     return {
       config,
       notifications,
-      services: createServices({ db: handle.db, notifications, enqueuer: readOnly, config, states, destinations: destinationParts(config, handle, redis, gateNote, log, { queue: false, ready: waitForRedis }).parts, onOutboundCleanupError: cleanupNote, onBackgroundError: gateNote }),
+      services: createServices({ db: handle.db, notifications, enqueuer: readOnly, config, states, onUsed: usageOf(handle, log), destinations: destinationParts(config, handle, redis, gateNote, log, { queue: false, ready: waitForRedis }).parts, onOutboundCleanupError: cleanupNote, onBackgroundError: gateNote }),
       close: async () => {
         redis.disconnect();
         await handle.pool.end();
@@ -128,7 +135,7 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
   return {
     config,
     notifications,
-    services: createServices({ db: handle.db, notifications, enqueuer, config, states, destinations: destinations.parts, onOutboundCleanupError: cleanupNote, onBackgroundError: replayNote }),
+    services: createServices({ db: handle.db, notifications, enqueuer, config, states, onUsed: usageOf(handle, log), destinations: destinations.parts, onOutboundCleanupError: cleanupNote, onBackgroundError: replayNote }),
     async close() {
       await queue.close().catch(replayNote);
       await destinations.close().catch(replayNote);

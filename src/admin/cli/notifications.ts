@@ -36,6 +36,25 @@ const errorReason = (error: string | null): string => (error ? error.replace(/^g
 export function registerNotifications(program: Command): void {
   const notifications = group(program, 'notifications', 'received notifications: list, inspect, replay, follow live');
 
+  dataCommand(
+    subcommand(
+      program,
+      'resync',
+      "fetch again every resource Skyhook stored for a company, within its limits (after an outage longer than the marketplace's 48 hours of retries)",
+      'companyId',
+    ),
+    {
+      access: 'write',
+      input: (cmd, _flags, [companyId]) => validate(cmd, s.companyIdParams, { companyId }),
+      run: (svc, params, _context, audit) => svc.notifications.resync(params.companyId, audit),
+      output: s.resyncViewSchema,
+      human: (r) =>
+        `queued ${r.queued} of ${r.resources} resource(s) to be fetched again through the company's gate` +
+        (r.outOfScope > 0 ? `; ${r.outOfScope} left out: their href is under none of the company's base URLs` : '') +
+        `\nfollow them: skyhook notifications list --company-id ${r.companyId}`,
+    },
+  );
+
   dataCommand(addPageOptions(addFilterOptions(subcommand(notifications, 'list', 'list notifications (newest first)'), `only this status: ${STATUSES}`)), {
     access: 'read',
     input: (cmd, flags: PageFlags & FilterFlags) => validate(cmd, s.notificationsQuery, { ...filterOf(flags), limit: flags.limit, cursor: flags.cursor }),

@@ -105,6 +105,7 @@ export function remoteServices(target: { url: string; key: string }): Services {
       get: (id: number) => get(`/notifications/${id}`),
       replay: (id: number) => send('POST', `/notifications/${id}/replay`),
       replayMatching: (filter: unknown) => send('POST', '/notifications/replay', filter),
+      resync: (companyId: string) => send('POST', `/companies/${enc(companyId)}/resync`),
       listResources: (q: Query) => get('/resources', q),
       resourceHistory: (q: Query) => get('/resources/history', q),
     },

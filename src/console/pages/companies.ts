@@ -153,12 +153,16 @@ ${
 <h1>${company.name}</h1>
 ${problem && !limitProblem && !destinationProblem ? problemBox(problem) : ''}${extra ?? ''}
 ${stateNotice(company.state)}
+${company.connectionWarnings.map((w) => html`<p class="notice warn" role="status">${w.message}</p>`)}
 <dl class="facts">
   <div><dt>State</dt><dd>${stateBadge(company.state)} ${stateNotice(company.state) ? stateWhen(company.state) : stateDetail(company.state)}</dd></div>
   <div><dt>Backlog</dt><dd><a href="${notifications({ status: 'queued' })}">${count(a.backlog.pending)} pending</a></dd></div>
   <div><dt>Oldest pending</dt><dd>${a.backlog.pending ? ago(a.backlog.oldestPendingAgeS) : '–'}</dd></div>
   <div><dt>Last hour</dt><dd>${count(a.lastHour.received)} received, ${count(a.lastHour.processed)} processed, <a href="${notifications({ status: 'failed' })}">${count(a.lastHour.failed)} failed</a></dd></div>
-  <div><dt>API base URL</dt><dd class="wrap"><code>${company.apiBaseUrl}</code></dd></div>
+  <div><dt>API base URL</dt><dd class="wrap"><code>${company.apiBaseUrl}</code>${company.connection.baseUrls.map((u) => html`<br><code>${u}</code> <span class="muted small">(also allowed)</span>`)}</dd></div>
+  <div><dt>Connection last used</dt><dd>${company.connectionLastUsedAt ? time(company.connectionLastUsedAt) : html`<span class="muted">never</span>`}${
+    company.connection.clientSecretExpiresAt ? html`<br><span class="muted small">client secret expires ${time(company.connection.clientSecretExpiresAt)}</span>` : ''
+  }</dd></div>
   <div><dt>Credentials</dt><dd>${credentialsBadge(company.credentials.status)} ${company.connection.profile} profile${company.connection.tokenUrl ? ', OAuth client credentials' : ''}${
     company.credentials.error ? html`<br>${company.credentials.error}` : ''
   }</dd></div>

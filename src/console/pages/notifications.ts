@@ -178,6 +178,11 @@ ${filterForm(ctx, q, pick.picked)}
     pending ? html` <span class="muted">(updates live)</span>` : ''
   }</p>
   ${n.lastError ? html`<p class="notice error">Last error: ${n.lastError}</p>` : ''}
+  ${
+    n.outcome === 'not_fetched'
+      ? html`<p class="notice warn">Its href is under none of the company's base URLs: it was kept, never fetched, and the company's token was not sent there. To fetch this host's notifications from now on, list it in the company's connection (<code>connection.baseUrls</code>).</p>`
+      : ''
+  }
   <h2>Timeline</h2>
   ${timelineRows(n.timeline ?? [])}
   <h2>The snapshot it led to</h2>
@@ -204,9 +209,11 @@ ${filterForm(ctx, q, pick.picked)}
     const flags = req.query as { replayed?: string };
     const paused = company.connectionStatus === 'unauthorized';
     const auth =
-      n.authenticatedBy === 'oauth'
-        ? 'OAuth 1.0a signature (HMAC, timestamp and nonce checked)'
-        : 'HTTP Basic (the webhook’s client identifier and secret)';
+      n.authenticatedBy === 'resync'
+        ? 'none: made by Skyhook itself, a resync of a resource it knows (skyhook resync)'
+        : n.authenticatedBy === 'oauth'
+          ? 'OAuth 1.0a signature (HMAC, timestamp and nonce checked)'
+          : 'HTTP Basic (the webhook’s client identifier and secret)';
     const body = html`<p class="crumbs"><a href="${ctx.base}/notifications">Notifications</a> › ${n.id}</p>
 <h1>Notification ${n.id}</h1>
 <dl class="facts">
@@ -226,7 +233,9 @@ ${filterForm(ctx, q, pick.picked)}
 ${
   n.status === 'discarded'
     ? html`<p class="muted">Discarded (its webhook was deactivated): it cannot be replayed.</p>`
-    : !can(ctx, 'replay')
+    : n.outcome === 'not_fetched'
+      ? html`<p class="muted">Not fetched (its href is outside the company's base URLs): it cannot be replayed.</p>`
+      : !can(ctx, 'replay')
       ? ''
       : html`<form method="post" action="${ctx.base}/notifications/${n.id}/replay" class="inline">${csrfField(ctx)}<button type="submit">Replay</button> <span class="hint">Fetches its resource again; the earlier attempts stay in the timeline.</span></form>`
 }

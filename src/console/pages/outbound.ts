@@ -66,7 +66,7 @@ function declinesTable(ctx: PageContext, declines: DeclineView[], withResend: bo
     <td data-label="Request" class="wrap">${d.requestId}${d.actAsAccount ? html`<br><span class="muted small">as ${d.actAsAccount}</span>` : ''}</td>
     <td data-label="Reason">${d.decline.declineReason}${d.decline.message ? html`<br><span class="muted small wrap">${d.decline.message}</span>` : ''}</td>
     <td data-label="Status">${outcome(d)}</td>
-    <td data-label="Trip message" class="wrap small">${d.tripMessageId ?? html`<span class="muted">–</span>`}</td>
+    <td data-label="Trip message" class="wrap small">${d.tripMessageId ?? html`<span class="muted">–</span>`}${d.resourceHref ? html`<br><span class="muted">stored, version ${d.snapshotVersion}</span>` : ''}</td>
     <td data-label="Sent to">${sentTo(d)}</td>
     <td data-label="Declined">${time(d.createdAt)}</td>
     ${withResend ? resendForm(ctx, `/companies/${d.companyId}/declines/${d.id}/resend`, `the decline of ${d.requestId}`) : ''}

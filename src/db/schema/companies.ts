@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { integer, pgEnum, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 
 /**
@@ -29,6 +30,18 @@ export const companies = pgTable('companies', {
   oauthTokenUrl: text('oauth_token_url'),
   oauthClientId: text('oauth_client_id'),
   oauthClientSecretEncrypted: text('oauth_client_secret_encrypted'),
+  /** When the OAuth client secret expires, as the marketplace said when it was issued (SPEC §14); null: not recorded. */
+  oauthClientSecretExpiresAt: timestamp('oauth_client_secret_expires_at', { withTimezone: true }),
+  /**
+   * Further base URLs the company's token may be sent to besides `api_base_url` (SPEC §14: the scheduling
+   * product's host, say), normalised like it; an href under none of them is stored and never fetched.
+   */
+  extraBaseUrls: text('extra_base_urls').array().notNull().default(sql`'{}'`),
+  /**
+   * The last successful marketplace call with the company's credentials (SPEC §14: the marketplace deactivates
+   * a connection unused for 60 days), written at most once a minute per company (companies/usage.ts).
+   */
+  connectionLastUsedAt: timestamp('connection_last_used_at', { withTimezone: true }),
   /** avinode: `X-Avinode-Product` and `X-Avinode-ApiVersion`. */
   product: text('product'),
   apiVersion: text('api_version'),

@@ -1,4 +1,4 @@
-import { index, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { index, integer, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { ownedByCompany } from './companies.js';
 import { outboundStatus } from './leads.js';
 import { rfqActionTarget } from './quotes.js';
@@ -23,13 +23,20 @@ export const declines = pgTable(
     targetUrl: text('target_url').notNull(),
     /** The trip message the decline was sent as, when the marketplace's answer names it. */
     tripMessageId: text('trip_message_id'),
+    /** The trip message's stored resource, once Skyhook fetched it (the tripmsgs handler links it, as a quote's). */
+    resourceHref: text('resource_href'),
+    snapshotVersion: integer('snapshot_version'),
     response: jsonb('response'),
     /** Why the outcome is `unknown`: what happened to the call that may have sent it. */
     error: text('error'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [uniqueIndex('declines_company_request_key').on(t.companyId, t.requestId), index('declines_company_created_idx').on(t.companyId, t.createdAt)],
+  (t) => [
+    uniqueIndex('declines_company_request_key').on(t.companyId, t.requestId),
+    index('declines_company_created_idx').on(t.companyId, t.createdAt),
+    index('declines_trip_message_idx').on(t.companyId, t.tripMessageId),
+  ],
 );
 
 export type DeclineRow = typeof declines.$inferSelect;

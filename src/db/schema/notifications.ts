@@ -4,9 +4,13 @@ import { webhooks } from './webhooks.js';
 
 /** received -> queued -> processed | failed | discarded (SPEC §4). */
 export const notificationStatus = pgEnum('notification_status', ['received', 'queued', 'processed', 'failed', 'discarded']);
-export const authenticatedBy = pgEnum('authenticated_by', ['basic', 'oauth']);
-/** What the covering fetch found: a stored snapshot, or a resource that is gone (404/410). */
-export const fetchOutcome = pgEnum('fetch_outcome', ['stored', 'gone']);
+/** How the marketplace's request was authenticated; `resync`: Skyhook made the row itself, to fetch a known resource again (SPEC §14). */
+export const authenticatedBy = pgEnum('authenticated_by', ['basic', 'oauth', 'resync']);
+/**
+ * What the covering fetch found: a stored snapshot, or a resource that is gone (404/410); `not_fetched`: its
+ * href is under none of the company's base URLs, so it was stored and never fetched (SPEC §14).
+ */
+export const fetchOutcome = pgEnum('fetch_outcome', ['stored', 'gone', 'not_fetched']);
 
 export const notifications = pgTable(
   'notifications',

@@ -17,7 +17,13 @@ export const resources = pgTable(
     gone: boolean('gone').notNull().default(false),
     body: jsonb('body'),
   },
-  (t) => [primaryKey({ columns: [t.companyId, t.href] }), index('resources_company_type_idx').on(t.companyId, t.type)],
+  (t) => [
+    primaryKey({ columns: [t.companyId, t.href] }),
+    // A company's resources of a type, and one of them by its id (the RFQ a quote or a decline answers).
+    index('resources_company_type_id_idx').on(t.companyId, t.type, t.resourceId),
+    // An RFQ found by one of its requested lifts' ids (a quote or a decline of a lift: services/rfq-answers.ts).
+    index('resources_lifts_idx').using('gin', sql`(${t.body} -> 'sellerLift') jsonb_path_ops`),
+  ],
 );
 
 /**

@@ -33,6 +33,8 @@ export interface FakeWebhook {
   secret: string;
   active?: boolean;
   apiBaseUrl?: string;
+  /** The company's further base URLs (connection.baseUrls). */
+  extraBaseUrls?: string[];
   previousSecret?: string;
   previousSecretExpiresAt?: number;
 }
@@ -71,6 +73,7 @@ function credentials(w: FakeWebhook): WebhookCredentials {
     authType: w.authType,
     active: w.active ?? true,
     apiBaseUrl: new URL(w.apiBaseUrl ?? API_BASE_URL),
+    extraBaseUrls: (w.extraBaseUrls ?? []).map((u) => new URL(u)),
     secretSha256: w.authType === 'BASIC' ? sha256(w.secret) : null,
     previousSecretSha256: w.authType === 'BASIC' && w.previousSecret ? sha256(w.previousSecret) : null,
     secret: w.authType === 'OAUTH' ? w.secret : null,
@@ -164,6 +167,7 @@ export async function unitApp(
     pool: { query: () => Promise.reject(unreachable('PostgreSQL')) } as unknown as pg.Pool,
     redis: { ping: () => Promise.reject(unreachable('Redis')) } as unknown as RedisClient,
     companyStates: () => Promise.reject(unreachable('PostgreSQL')),
+    connectionWarnings: async () => [],
     destinationStates: () => Promise.reject(unreachable('PostgreSQL')),
     receiver: { directory, writer, nonces, publicBaseUrl: PUBLIC_BASE_URL, requireHttpsHrefs: opts.requireHttpsHrefs ?? true, oauthTimestampSkewS: 300, metrics, summary: new BatchSummary(logger, (n) => `received ${n} notifications`), reporter },
     admin,
