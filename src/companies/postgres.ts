@@ -18,7 +18,7 @@ import type { RedisClient } from '../lib/redis/connection.js';
 import { withTimeout } from '../lib/timeout.js';
 import { MarketplaceError } from '../marketplace/client.js';
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
-import type { CheckVerdict, CompanyStates, CredentialColumns, Refusal, StatedCompany } from './states.js';
+import type { CheckVerdict, CompanyStates, CredentialColumns, Refusal } from './states.js';
 import { COMPANY_STATES, PAUSED_SQL, pauseGuard, stateOf, type CompanyStateName } from './transitions.js';
 import { CONNECTION_KEEP_ALIVE_DAYS } from './usage.js';
 
