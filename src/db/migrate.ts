@@ -6,6 +6,7 @@
  * at most LOCK_TIMEOUT before it rolls back and tries again: a migration never queues the service's
  * queries behind a long read (docs/decisions.md, "Partitions").
  */
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { readMigrationFiles, type MigrationMeta } from 'drizzle-orm/migrator';
@@ -50,6 +51,12 @@ async function upToDate(client: pg.Client): Promise<boolean> {
   return rows[0]?.applied != null && Number(rows[0].applied) >= newest;
 }
 
+/** The migrations' tags in order (readMigrationFiles answers them in this order, without their names). */
+function journalTags(): string[] {
+  const journal = JSON.parse(readFileSync(`${MIGRATIONS_FOLDER}/meta/_journal.json`, 'utf8')) as { entries: { tag: string }[] };
+  return journal.entries.map((e) => e.tag);
+}
+
 /** One migration in its own transaction, its journal row with it; a lock not granted in time retries it whole. */
 async function applyMigration(client: pg.Client, migration: MigrationMeta): Promise<void> {
   for (let attempt = 1; ; attempt++) {
@@ -69,18 +76,22 @@ async function applyMigration(client: pg.Client, migration: MigrationMeta): Prom
   }
 }
 
-export async function migrateDatabase(url: string): Promise<void> {
+/** `upTo`: the tag of the last migration to apply (the conversion test makes the previous version's database). */
+export async function migrateDatabase(url: string, opts: { upTo?: string } = {}): Promise<void> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
-    if (await upToDate(client)) return;
+    if (!opts.upTo && (await upToDate(client))) return;
     await client.query('CREATE SCHEMA IF NOT EXISTS drizzle');
     await client.query('CREATE TABLE IF NOT EXISTS drizzle.__drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)');
     const { rows } = await client.query<{ applied: string | null }>('SELECT max(created_at)::text AS applied FROM drizzle.__drizzle_migrations');
     const applied = Number(rows[0]?.applied ?? 0);
     // As drizzle's migrator decides: every migration younger than the newest applied one, in order.
-    for (const migration of readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER })) {
+    const migrations = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER });
+    const last = opts.upTo ? journalTags().indexOf(opts.upTo) : migrations.length - 1;
+    if (last < 0) throw new Error(`no migration ${opts.upTo}`);
+    for (const migration of migrations.slice(0, last + 1)) {
       if (migration.folderMillis > applied) await applyMigration(client, migration);
     }
   } finally {
