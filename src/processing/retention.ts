@@ -20,7 +20,7 @@ const MAINTENANCE_QUEUE = 'maintenance';
 const MAINTAIN_EVERY_MS = 3_600_000;
 
 /** The rows a day's partition may not be dropped with: notifications retention may not purge, deliveries still to expire. */
-const UNFINISHED = { notifications: `NOT (${fromGuard('purge')})`, deliveries: deliveryGuard('expire') };
+export const UNFINISHED = { notifications: `NOT (${fromGuard('purge')})`, deliveries: deliveryGuard('expire') };
 
 /** One pass: pending deliveries past retention end expired, then the partitions are made ahead and the old ones dropped. */
 export async function retentionPass(deps: {
