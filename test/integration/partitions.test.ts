@@ -16,6 +16,7 @@ import { createDestinationStates } from '../../src/destinations/postgres.js';
 import { Gate } from '../../src/gate/gate.js';
 import { retentionPass } from '../../src/processing/retention.js';
 import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
+import { runSkyhook } from '../helpers/cli.js';
 import { connectFixtures, seedCompany, seedWebhook } from '../helpers/fixtures.js';
 
 const SECRET_KEY = randomBytes(32);
@@ -108,6 +109,22 @@ describe('partitions', () => {
     // Each is a partition of its table, bounded by the ids of its day.
     const { rows } = await fx.pool.query<{ bound: string }>(`SELECT pg_get_expr(relpartbound, oid) AS bound FROM pg_class WHERE relname = $1`, [`notifications_p${suffix(today)}`]);
     expect(rows[0]!.bound).toBe(`FOR VALUES FROM ('${idAt(today)}') TO ('${idAt(dayOf(1))}')`);
+  });
+
+  it('skyhook partitions list and maintain: what exists, and a maintenance that finds nothing to do on a database made ahead', async () => {
+    const env = { ...process.env, DATABASE_URL: db.url, LOG_LEVEL: 'silent' };
+    const list = await runSkyhook(env, ['partitions', 'list', '--json']);
+    expect(list, list.stderr).toMatchObject({ code: 0 });
+    const listed = JSON.parse(list.stdout) as { table: string; name: string; kind: string; rows: number }[];
+    expect(listed).toContainEqual(expect.objectContaining({ table: 'notifications', name: `notifications_p${suffix(today)}`, kind: 'day' }));
+    expect(listed.filter((p) => p.kind === 'default').map((p) => p.rows)).toEqual(PARTITIONED_TABLES.map(() => 0));
+    const human = await runSkyhook(env, ['partitions', 'list']);
+    expect(human.stdout).toMatch(new RegExp(`^notifications +notifications_p${suffix(today)} +${today.toISOString().slice(0, 10)} `, 'm'));
+    const maintain = await runSkyhook(env, ['partitions', 'maintain']);
+    expect(maintain, maintain.stderr).toMatchObject({ code: 0, stdout: 'made 0 partitions\ndropped 0\n' });
+    const refused = await runSkyhook({ ...env, DATABASE_URL: 'postgres://postgres@127.0.0.1:9/none' }, ['partitions', 'list']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('DATABASE_URL');
   });
 
   it('a row stored the usual way lands in its day’s partition, found there by its id alone', async () => {
