@@ -137,8 +137,12 @@ function makeStatements(table: PartitionedTable, day: Date): string[] {
 }
 
 export interface MaintainResult {
-  /** False when another process held the lock: it is maintaining them. */
+  /** False when another process held the lock (it is maintaining them), or this role may not (`owner`). */
   ran: boolean;
+  /** Whether this role owns the partitioned tables (only an owner may make and drop partitions). */
+  owner: boolean;
+  /** Days ahead of today whose partitions all exist, after this run. */
+  daysAhead: number;
   made: string[];
   dropped: string[];
   /** Days past retention kept because they still hold unfinished work, with why. */
@@ -162,20 +166,29 @@ export async function maintainPartitions(sql: Sql, opts: { now?: Date; retention
   const now = opts.now ?? new Date();
   const client = await sql.connect();
   try {
+    const existing = new Set((await listPartitions(client)).map((p) => p.name));
+    const today = startOfDay(now);
+    const ahead = () => {
+      let d = 0;
+      while (d <= DAYS_AHEAD && PARTITIONED_TABLES.every(({ table }) => existing.has(partitionName(table, new Date(today.getTime() + d * DAY_MS))))) d++;
+      return d - 1;
+    };
+    const { rows: owns } = await client.query<{ owner: boolean }>(`SELECT pg_has_role(current_user, relowner, 'USAGE') AS owner FROM pg_class WHERE oid = 'notifications'::regclass`);
+    if (!owns[0]?.owner) return { ran: false, owner: false, daysAhead: ahead(), made: [], dropped: [], kept: [] };
     const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [PARTITIONS_LOCK]);
-    if (!rows[0]?.locked) return { ran: false, made: [], dropped: [], kept: [] };
+    if (!rows[0]?.locked) return { ran: false, owner: true, daysAhead: ahead(), made: [], dropped: [], kept: [] };
     try {
-      const result: MaintainResult = { ran: true, made: [], dropped: [], kept: [] };
-      const existing = new Set((await listPartitions(client)).map((p) => p.name));
-      const today = startOfDay(now);
+      const result: MaintainResult = { ran: true, owner: true, daysAhead: 0, made: [], dropped: [], kept: [] };
       for (let d = 0; d <= DAYS_AHEAD; d++) {
         const day = new Date(today.getTime() + d * DAY_MS);
         for (const { table } of PARTITIONED_TABLES) {
           if (existing.has(partitionName(table, day))) continue;
           await briefly(client, makeStatements(table, day));
+          existing.add(partitionName(table, day));
           result.made.push(partitionName(table, day));
         }
       }
+      result.daysAhead = ahead();
       if (opts.retentions && opts.unfinished) await dropExpired(client, now, opts.retentions, opts.unfinished, result);
       return result;
     } finally {

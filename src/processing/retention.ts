@@ -36,6 +36,8 @@ export async function retentionPass(deps: {
     deps.log.warn({ destinationId, expired, retentionDays: deps.retentions.notifications }, 'deliveries still pending past retention ended expired');
   }
   const result = await maintainPartitions(deps.pool, { now: deps.now, retentions: deps.retentions, unfinished: UNFINISHED });
+  // A role that may not change the schema leaves them to the owner's `skyhook partitions maintain`: said only when that falls behind.
+  if (!result.owner && result.daysAhead < 2) deps.log.warn({ daysAhead: result.daysAhead }, 'partitions run out soon, and this role may not make them: run `skyhook partitions maintain` as the database owner');
   if (result.made.length > 0) deps.log.info({ made: result.made.length }, 'partitions made ahead');
   if (result.dropped.length > 0) deps.log.info({ dropped: result.dropped, retentions: deps.retentions }, 'partitions past retention dropped');
   for (const { day, reason } of result.kept) deps.log.warn({ day, reason }, 'a day past retention is kept: it holds unfinished work');

@@ -55,6 +55,7 @@ export function registerPartitions(program: Command): void {
       execute(cmd, async () => {
         const result = await onDatabase((pool, retentions) => maintainPartitions(pool, { retentions, unfinished: UNFINISHED }));
         if (flags.json) return void process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+        if (!result.owner) throw new Error("this role does not own the partitioned tables: run it as the database's owner (DATABASE_URL)");
         if (!result.ran) return void process.stdout.write('another process is maintaining the partitions right now: nothing done\n');
         const lines = [
           `made ${result.made.length} partitions${result.made.length > 0 ? `: ${result.made.join(', ')}` : ''}`,
