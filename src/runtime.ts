@@ -360,7 +360,7 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
   // Listened to from the start: BullMQ prints an unheard 'error' to stderr, a stack trace per retry.
   fetchWorker.on('error', workerError);
   fetchWorker.on('failed', (job, err) => log.debug({ jobId: job?.id, companyId: job?.data.companyId, err: err.message }, 'fetch attempt failed'));
-  const { mirror, retention } = workerLoops(core, { connection, gate, pool: workerDb.pool });
+  const { mirror, retention } = workerLoops(core, { connection, gate, pool: workerDb.pool, notifications });
   const delivery = deliveryWorker(core, { db: workerDb, connection });
   // Running jobs finish (bounded); a job still running at the deadline is left to stalled-job recovery:
   // its lock lapses and another worker takes it (worker.close(true) would still wait for it). While Redis
@@ -395,9 +395,9 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
 }
 
 /** The worker's periodic parts: the companies' mirror (hand-outs, mending, probes) and retention. */
-function workerLoops(core: Core, own: { connection: RedisClient; gate: Gate; pool: pg.Pool }) {
+function workerLoops(core: Core, own: { connection: RedisClient; gate: Gate; pool: pg.Pool; notifications: NotificationsRepository }) {
   const { config, log, report, enqueuer } = core;
-  const { connection, gate, pool } = own;
+  const { connection, gate, pool, notifications } = own;
   const mirror = new CompanyMirror({
     states: core.companies,
     handOut: async (companyIds) => enqueuer.addHandedOut(await gate.handOut(companyIds)),
@@ -408,6 +408,7 @@ function workerLoops(core: Core, own: { connection: RedisClient; gate: Gate; poo
     connection,
     prefix: config.queuePrefix,
     pool,
+    resources: notifications,
     deliveries: core.destinations,
     countExpired: (n) => core.metrics.deliveries.inc({ outcome: 'expired' }, n),
     retentions: { notifications: config.retentionDays, events: config.eventsRetentionDays, audit: config.auditRetentionDays },

@@ -500,6 +500,20 @@ export function createNotificationsRepository(pool: pg.Pool, log: Logger = pino(
     /** Runs `fn` in one transaction; `client` is its connection, for what else must commit with it (the handlers). */
     transaction: <T>(fn: (tx: NotificationsTx, client: pg.PoolClient) => Promise<T>): Promise<T> => inTransaction(pool, (client) => fn(bind(client), client)),
     deleteWebhook: (webhookId: string, within: Change): Promise<void> => deleteWebhook(within.client, webhookId),
+    /**
+     * Retention (SPEC §5.3): a resource not fetched for `days` goes (its versions, events, went with their
+     * partitions), in batches of `limit`, unless a notification for it still waits. Answers how many went.
+     */
+    forgetQuietResources: async (days: number, limit: number): Promise<number> => {
+      const { rowCount } = await pool.query(
+        `DELETE FROM resources r WHERE (r.company_id, r.href) IN (
+           SELECT q.company_id, q.href FROM resources q WHERE q.fetched_at < now() - make_interval(days => $1)
+           AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.company_id = q.company_id AND n.href = q.href AND ${fromGuard('finish', 'n.status')})
+           LIMIT $2)`,
+        [days, limit],
+      );
+      return rowCount ?? 0;
+    },
   };
   return repository satisfies NotificationLifecycle;
 }

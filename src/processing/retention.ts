@@ -5,7 +5,8 @@
  * fetch attempts and replays, and deliveries with their attempts, after RETENTION_DAYS; events after
  * EVENTS_RETENTION_DAYS; the audit log after AUDIT_RETENTION_DAYS. A day that still holds a notification not
  * final (a paused company's, parked) or a pending delivery is kept, whole, until that work ends: retention
- * never removes unfinished work. Dropping a partition costs the same whatever it holds.
+ * never removes unfinished work. Dropping a partition costs the same whatever it holds. Last, a resource not
+ * fetched for EVENTS_RETENTION_DAYS (its latest snapshot, the one row left of its history) is forgotten.
  */
 import { Queue, Worker } from 'bullmq';
 import type pg from 'pg';
@@ -13,11 +14,14 @@ import type { Logger } from 'pino';
 import { maintainPartitions, type MaintainResult, type Retentions } from '../db/partitions.js';
 import type { DeliveryLifecycle } from '../destinations/lifecycle.js';
 import { deliveryGuard } from '../destinations/transitions.js';
+import type { NotificationsRepository } from '../notifications/postgres.js';
 import { fromGuard } from '../notifications/transitions.js';
 import type { RedisClient } from '../lib/redis/connection.js';
 
 const MAINTENANCE_QUEUE = 'maintenance';
 const MAINTAIN_EVERY_MS = 3_600_000;
+/** Resources forgotten per statement: one row each (the latest snapshot), in short transactions. */
+const RESOURCES_BATCH = 5000;
 
 /** The rows a day's partition may not be dropped with: notifications retention may not purge, deliveries still to expire. */
 export const UNFINISHED = { notifications: `NOT (${fromGuard('purge')})`, deliveries: deliveryGuard('expire') };
@@ -25,6 +29,7 @@ export const UNFINISHED = { notifications: `NOT (${fromGuard('purge')})`, delive
 /** One pass: pending deliveries past retention end expired, then the partitions are made ahead and the old ones dropped. */
 export async function retentionPass(deps: {
   pool: Pick<pg.Pool, 'query' | 'connect'>;
+  resources: Pick<NotificationsRepository, 'forgetQuietResources'>;
   deliveries: Pick<DeliveryLifecycle, 'expire'>;
   countExpired: (n: number) => void;
   retentions: Retentions;
@@ -40,7 +45,10 @@ export async function retentionPass(deps: {
   if (!result.owner && result.daysAhead < 2) deps.log.warn({ daysAhead: result.daysAhead }, 'partitions run out soon, and this role may not make them: run `skyhook partitions maintain` as the database owner');
   if (result.made.length > 0) deps.log.info({ made: result.made.length }, 'partitions made ahead');
   if (result.dropped.length > 0) deps.log.info({ dropped: result.dropped, retentions: deps.retentions }, 'partitions past retention dropped');
-  for (const { day, reason } of result.kept) deps.log.warn({ day, reason }, 'a day past retention is kept: it holds unfinished work');
+  for (const { day, reason } of result.kept) deps.log.warn({ day, reason }, 'a day past retention is kept');
+  let forgotten = 0;
+  for (let n = RESOURCES_BATCH; n === RESOURCES_BATCH; forgotten += n) n = await deps.resources.forgetQuietResources(deps.retentions.events, RESOURCES_BATCH);
+  if (forgotten > 0) deps.log.info({ resources: forgotten, retentionDays: deps.retentions.events }, 'resources not notified for EVENTS_RETENTION_DAYS forgotten');
   return result;
 }
 

@@ -12,6 +12,7 @@ import type { DbHandle } from '../../src/db/client.js';
 import { DAYS_AHEAD, defaultPartitionRows, listPartitions, maintainPartitions, PARTITIONED_TABLES } from '../../src/db/partitions.js';
 import { idAt } from '../../src/db/schema/partitioned.js';
 import { destinationGateOptions } from '../../src/delivery/delivery.queue.js';
+import { createNotificationsRepository } from '../../src/notifications/postgres.js';
 import { createDestinationStates } from '../../src/destinations/postgres.js';
 import { Gate } from '../../src/gate/gate.js';
 import { retentionPass } from '../../src/processing/retention.js';
@@ -95,7 +96,7 @@ const pass = (now: Date) => {
       throw err;
     },
   });
-  return retentionPass({ pool: fx.pool, deliveries, countExpired: () => undefined, retentions: RETENTIONS, log, now });
+  return retentionPass({ pool: fx.pool, resources: createNotificationsRepository(fx.pool), deliveries, countExpired: () => undefined, retentions: RETENTIONS, log, now });
 };
 
 describe('partitions', () => {
@@ -162,6 +163,31 @@ describe('partitions', () => {
     await fx.pool.query('DELETE FROM notifications; DELETE FROM fetch_attempts; DELETE FROM notification_replays');
   });
 
+  it('a resource not fetched for EVENTS_RETENTION_DAYS is forgotten, unless a notification for it waits', async () => {
+    const resource = (href: string, daysAgo: number) =>
+      fx.pool.query(`INSERT INTO resources (company_id, href, type, resource_id, fetched_at, body) VALUES ($1, $2, 'rfqs', 'x', now() - make_interval(days => $3), '{}')`, [companyId, href, daysAgo]);
+    await resource('http://x/rfqs/quiet', 91);
+    await resource('http://x/rfqs/recent', 89);
+    await resource('http://x/rfqs/waiting', 91);
+    await fx.pool.query(
+      `INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status) VALUES ($1, $2, 'x', 'rfqs', 'http://x/rfqs/waiting', '{}', 'basic', 'queued')`,
+      [companyId, webhookId],
+    );
+    await pass(new Date());
+    const { rows } = await fx.pool.query<{ href: string }>(`SELECT href FROM resources WHERE href LIKE 'http://x/rfqs/%' ORDER BY href`);
+    expect(rows.map((r) => r.href)).toEqual(['http://x/rfqs/recent', 'http://x/rfqs/waiting']);
+    await fx.pool.query(`DELETE FROM notifications WHERE href = 'http://x/rfqs/waiting'`);
+  });
+
+  it('nothing lands in a default partition in normal running; a row beyond every partition is caught there and counted', async () => {
+    expect([...(await defaultPartitionRows(fx.pool)).values()].every((n) => n === 0)).toBe(true);
+    const far = idAt(dayOf(4000));
+    await fx.pool.query(`INSERT INTO audit_log (id, actor_kind, actor_name, action, outcome) VALUES ($1, 'local', 'test', 'test.far', 'ok')`, [far]);
+    expect((await defaultPartitionRows(fx.pool)).get('audit_log')).toBe(1);
+    // A partition for a day whose rows sit in the default cannot be attached: the maintenance says so rather than hide them.
+    await expect(maintainPartitions(fx.pool, { now: dayOf(4000) })).rejects.toThrow(/default partition/);
+  });
+  // Last: it moves the clock a year on, past every partition made today.
   it('the pass makes partitions ahead as time moves, drops whole days past retention, and keeps a day with unfinished work until it ends', async () => {
     const parkedDay = dayOf(1);
     const doneDay = dayOf(2);
@@ -198,14 +224,5 @@ describe('partitions', () => {
     expect(after).toContain(`audit_log_p${suffix(doneDay)}`);
     await pass(dayOf(400));
     expect(await names()).not.toContain(`audit_log_p${suffix(doneDay)}`);
-  });
-
-  it('nothing lands in a default partition in normal running; a row beyond every partition is caught there and counted', async () => {
-    expect([...(await defaultPartitionRows(fx.pool)).values()].every((n) => n === 0)).toBe(true);
-    const far = idAt(dayOf(4000));
-    await fx.pool.query(`INSERT INTO audit_log (id, actor_kind, actor_name, action, outcome) VALUES ($1, 'local', 'test', 'test.far', 'ok')`, [far]);
-    expect((await defaultPartitionRows(fx.pool)).get('audit_log')).toBe(1);
-    // A partition for a day whose rows sit in the default cannot be attached: the maintenance says so rather than hide them.
-    await expect(maintainPartitions(fx.pool, { now: dayOf(4000) })).rejects.toThrow(/default partition/);
   });
 });
