@@ -40,8 +40,11 @@ export type PartitionedTable = (typeof PARTITIONED_TABLES)[number]['table'];
 /** Days of partitions made ahead of today: a process down for a week still finds today's at start-up. */
 export const DAYS_AHEAD = 7;
 const PARTITIONS_LOCK = 7_461_736_002; // arbitrary, fixed: "skyhook partitions"
-const LOCK_TIMEOUT_MS = 200;
+const LOCK_TIMEOUT_MS = 50;
 const LOCK_TRIES = 10;
+/** A transaction holding a table this long is a long read, which a drop waits out rather than queue behind; for at most PATIENCE_MS. */
+const LONG_READ_MS = 1000;
+const PATIENCE_MS = 120_000;
 
 export interface Partition {
   table: PartitionedTable;
@@ -103,9 +106,25 @@ export async function defaultPartitionRows(sql: Pick<pg.Pool, 'query'>): Promise
 
 const quote = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
-/** Runs `statements` in one transaction whose every lock is waited for at most LOCK_TIMEOUT_MS, retried a few times. */
-async function briefly(client: pg.PoolClient, statements: string[]): Promise<void> {
+/** Whether a transaction older than LONG_READ_MS holds a lock on `table` (a long read): a try now would only wait for it. */
+async function heldLong(client: pg.PoolClient, table: string): Promise<boolean> {
+  const { rows } = await client.query<{ held: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                    WHERE l.relation = $1::regclass AND l.pid <> pg_backend_pid() AND a.xact_start < now() - make_interval(secs => $2::double precision / 1000)) AS held`,
+    [table, LONG_READ_MS],
+  );
+  return rows[0]?.held ?? false;
+}
+
+/**
+ * Runs `statements` in one transaction whose every lock is waited for at most LOCK_TIMEOUT_MS, retried a few
+ * times. With `table` (a statement that needs its ACCESS EXCLUSIVE lock: a drop), no try is made while a long
+ * transaction holds the table, for up to PATIENCE_MS: each try would queue the service's queries behind it.
+ */
+async function briefly(client: pg.PoolClient, statements: string[], table?: string): Promise<void> {
+  const patience = performance.now() + PATIENCE_MS;
   for (let attempt = 1; ; attempt++) {
+    while (table && performance.now() < patience && (await heldLong(client, table))) await sleep(LONG_READ_MS / 4);
     await client.query('BEGIN');
     try {
       await client.query(`SET LOCAL lock_timeout = ${LOCK_TIMEOUT_MS}`);
@@ -235,7 +254,7 @@ async function dropExpired(client: pg.PoolClient, now: Date, retentions: Retenti
       }
       try {
         for (const p of group) {
-          await briefly(client, [`DROP TABLE ${quote(p.name)}`]);
+          await briefly(client, [`DROP TABLE ${quote(p.name)}`], p.table);
           result.dropped.push(p.name);
         }
       } catch (err) {
