@@ -23,7 +23,7 @@ describe('health and metrics', () => {
     expect(await ready.json()).toEqual({ status: 'ready', database: true, redis: true });
   });
 
-  it('exposes received-by-outcome, latency, fetch outcomes, marketplace calls, queue depth and oldest pending age', async () => {
+  it('exposes received-by-outcome, latency, fetch outcomes, marketplace calls, queue depth, oldest pending age and the default partitions’ rows', async () => {
     await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', count: 6, resources: 3 });
     await s.settled(6);
     await fetch(`${s.skyhook.url}/hooks/not-a-key`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
@@ -36,6 +36,8 @@ describe('health and metrics', () => {
     expect(text).toMatch(/skyhook_queue_depth\{state="wait"\} 0/);
     expect(text).toContain(`skyhook_oldest_pending_age_seconds{company="${companyId}"} 0`);
     expect(text).toContain('skyhook_process_resident_memory_bytes');
+    // Everything the run stored went to its day's partition: none to a default one.
+    for (const table of ['notifications', 'fetch_attempts', 'events', 'audit_log']) expect(text).toContain(`skyhook_partition_default_rows{table="${table}"} 0`);
   });
 });
 
