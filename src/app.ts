@@ -40,8 +40,8 @@ interface AppDeps {
   console: ConsoleDeps;
   /** Shown on the dashboard. */
   queues: Queue[];
-  /** Every company's one state (SPEC §5.1 F5), for the skyhook_company_state gauge. */
-  companyStates: () => Promise<{ id: string; state: { status: string } }[]>;
+  /** The companies not ok in their one state (SPEC §5.1 F5), and the count in each state: the skyhook_company_state and skyhook_companies gauges. */
+  companyStates: () => Promise<{ counts: Record<string, number>; companies: { id: string; state: { status: string } }[] }>;
   /**
    * The destinations with deliveries pending, failing or disabled, each in its one state (SPEC §5.2), with
    * its pending count and its oldest pending delivery's age: the skyhook_destination_state, skyhook_deliveries_pending
@@ -282,7 +282,7 @@ async function readiness(deps: OpsDeps): Promise<{ started: boolean; database: b
 }
 
 /** How long the gauges that need a query (queue depth, oldest pending ages, company and destination states) are reused: scrapes must not each cost a query. */
-const GAUGES_MAX_AGE_MS = 5000;
+export const GAUGES_MAX_AGE_MS = 5000;
 
 /** Gauges that need a look at Redis or PostgreSQL, read when scraped (bounded in time), at most every GAUGES_MAX_AGE_MS. */
 function cachedGauges(deps: OpsDeps): () => Promise<void> {
@@ -291,7 +291,7 @@ function cachedGauges(deps: OpsDeps): () => Promise<void> {
   const read = async () => {
     const [counts, backlog, states, destinations, defaults] = await Promise.all([
       withTimeout(Promise.all(deps.queues.map((q) => q.getJobCounts('wait', 'prioritized', 'active', 'delayed', 'failed'))), 1000, 'queue depth'),
-      withTimeout(deps.pool.query<{ company_id: string; oldest_pending_age_s: number }>('SELECT company_id, oldest_pending_age_s FROM backlog'), 1000, 'backlog'),
+      withTimeout(deps.pool.query<{ company_id: string; pending: number; oldest_pending_age_s: number }>('SELECT company_id, pending, oldest_pending_age_s FROM backlog WHERE pending > 0'), 1000, 'backlog'),
       withTimeout(deps.companyStates(), 1000, 'company states'),
       withTimeout(deps.destinationStates(), 1000, 'destination states'),
       withTimeout(defaultPartitionRows(deps.pool), 1000, 'default partitions'),
@@ -300,11 +300,17 @@ function cachedGauges(deps: OpsDeps): () => Promise<void> {
     deps.metrics.queueDepth.reset();
     // Fetch jobs carry their company's priority, so BullMQ keeps the waiting ones in its `prioritized` set: they are `wait` all the same.
     for (const c of counts) for (const [state, n] of Object.entries(c)) deps.metrics.queueDepth.inc({ state: state === 'prioritized' ? 'wait' : state }, n);
+    // Only the companies with a backlog, and the companies not ok: the series stay as few as the companies in trouble.
     deps.metrics.oldestPendingAge.reset();
-    for (const r of backlog.rows) deps.metrics.oldestPendingAge.set({ company: r.company_id }, r.oldest_pending_age_s);
-    // One series per company, its current state's (1): a company that changes state changes series at the next reading.
+    deps.metrics.notificationsPending.reset();
+    for (const r of backlog.rows) {
+      deps.metrics.oldestPendingAge.set({ company: r.company_id }, r.oldest_pending_age_s);
+      deps.metrics.notificationsPending.set({ company: r.company_id }, Number(r.pending));
+    }
+    // One series per company not ok, its current state's (1): a company that changes state changes series at the next reading.
     deps.metrics.companyState.reset();
-    for (const c of states) deps.metrics.companyState.set({ company: c.id, state: c.state.status }, 1);
+    for (const c of states.companies) deps.metrics.companyState.set({ company: c.id, state: c.state.status }, 1);
+    for (const [state, n] of Object.entries(states.counts)) deps.metrics.companies.set({ state }, n);
     // Only the destinations with deliveries pending, failing or disabled: the series stay as few as the destinations at work or in trouble.
     deps.metrics.destinationState.reset();
     deps.metrics.deliveriesPending.reset();

@@ -163,7 +163,7 @@ async function createCore(config: Config, log: Logger) {
     enqueuer,
     companies,
     relay: new Relay(notifications, enqueuer, { intervalMs: config.relayIntervalMs, graceMs: config.relayGraceMs }, log, () => redisRunId(producer), report('relay', 'the relay could not queue committed notifications; it tries again shortly')),
-    companyStates: () => companies.all(),
+    companyStates: () => companies.troubled(),
     /** The destinations with deliveries pending, failing or disabled, each in its one state (SPEC §5.2), for the gauges. */
     destinationStates: async () => {
       const watched = await destinations.watched();

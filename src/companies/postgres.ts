@@ -8,7 +8,7 @@
  * others resumed, their waiting notifications queued again from PostgreSQL. Each change is said once in
  * the log, naming the company and its state.
  */
-import { and, asc, eq, sql } from 'drizzle-orm';
+import { and, count, eq, inArray, or, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { inChange, type Change, type Database } from '../db/client.js';
 import { connectionFromRow, findCompany } from '../db/company-connection.js';
@@ -18,8 +18,8 @@ import type { RedisClient } from '../lib/redis/connection.js';
 import { withTimeout } from '../lib/timeout.js';
 import { MarketplaceError } from '../marketplace/client.js';
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
-import type { CheckVerdict, CompanyStates, CredentialColumns, Refusal, StatedCompany } from './states.js';
-import { PAUSED_SQL, pauseGuard, stateOf } from './transitions.js';
+import type { CheckVerdict, CompanyStates, CredentialColumns, Refusal } from './states.js';
+import { COMPANY_STATES, PAUSED_SQL, pauseGuard, stateOf, type CompanyStateName } from './transitions.js';
 
 /** What a check's error says of the credentials: refused (the marketplace said no), or no answer (try later). */
 export function verdictOf(err: MarketplaceError | null): CheckVerdict {
@@ -38,7 +38,7 @@ type FetchKeyOf = (ref: { companyId: string; href: string }) => string;
 
 export interface CompanyStatesDeps {
   db: Database;
-  gate: Pick<Gate, 'pause' | 'resume' | 'paused' | 'setMax' | 'hold' | 'heldUntil' | 'views' | 'forget'>;
+  gate: Pick<Gate, 'pause' | 'resume' | 'paused' | 'setMax' | 'hold' | 'heldUntil' | 'views' | 'troubled' | 'forget'>;
   /** The Redis of the gate, for the probe schedule: one probe per company per interval across every process. */
   redis: RedisClient;
   prefix: string;
@@ -230,10 +230,29 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
       return rows.map((r, i) => ({ state: stateOf(r, gates[i]), gate: gates[i] }));
     },
 
-    async all(): Promise<StatedCompany[]> {
-      const rows = await db.select(STATE_COLUMNS).from(companies).orderBy(asc(companies.id));
-      const gates = await views(rows.map((r) => r.id));
-      return rows.map((r, i) => ({ id: r.id, name: r.name, state: stateOf(r, gates[i]), gate: gates[i] }));
+    async troubled() {
+      // Paused, or a check's verdict that stands until a fetch is answered (stateOf): the rows PostgreSQL says may not be ok; beside them, the gate's trouble set.
+      const [trouble, rows, [total]] = await Promise.all([
+        bounded(gate.troubled(), 'reading the company gates').catch((err: unknown) => {
+          deps.onGateError(err);
+          return [];
+        }),
+        db.select(STATE_COLUMNS).from(companies).where(or(sql.raw(PAUSED_SQL), inArray(companies.credentialsStatus, ['unchecked', 'unreachable']))),
+        db.select({ n: count() }).from(companies),
+      ]);
+      const gates = new Map(trouble.map((t) => [t.id, t.view]));
+      const named = new Set(rows.map((r) => r.id));
+      // The held or unanswered ones PostgreSQL did not name, and the gate's view of those it named (an answer ends an unchecked verdict).
+      const others = [...gates.keys()].filter((id) => !named.has(id));
+      const unseen = rows.filter((r) => !gates.has(r.id) && r.connectionStatus !== 'unauthorized').map((r) => r.id);
+      const [more, seen] = await Promise.all([others.length > 0 ? db.select(STATE_COLUMNS).from(companies).where(inArray(companies.id, others)) : Promise.resolve([]), views(unseen)]);
+      seen.forEach((v, i) => v && gates.set(unseen[i]!, v));
+      const stated = [...rows, ...more].map((r) => ({ id: r.id, name: r.name, state: stateOf(r, gates.get(r.id)), gate: gates.get(r.id) }));
+      const notOk = stated.filter((c) => c.state.status !== 'ok').sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      const counts = Object.fromEntries(COMPANY_STATES.map((s) => [s, 0])) as Record<CompanyStateName, number>;
+      for (const c of notOk) counts[c.state.status] += 1;
+      counts.ok = (total?.n ?? 0) - notOk.length;
+      return { counts, companies: notOk };
     },
 
     delete: (companyId, within) => {

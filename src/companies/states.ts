@@ -8,7 +8,7 @@
 import type { Change } from '../db/client.js';
 import type { CompanyRow } from '../db/schema/index.js';
 import type { GateView } from '../gate/gate.js';
-import type { CompanyState, StateColumns } from './transitions.js';
+import type { CompanyState, CompanyStateName, StateColumns } from './transitions.js';
 
 /** A company's credentials as stored (sealed by the caller: services/companies.service.ts); those given are replaced. */
 export type CredentialColumns = Partial<
@@ -40,6 +40,14 @@ export interface StatedCompany {
   gate: GateView | undefined;
 }
 
+/** The companies not `ok`, and how many companies are in each state: what a deployment of any size needs to find who is in trouble. */
+export interface TroubledCompanies {
+  /** Every company, counted in its one state. */
+  counts: Record<CompanyStateName, number>;
+  /** Every company whose state is not `ok`, in id order. */
+  companies: StatedCompany[];
+}
+
 export interface CompanyStates {
   /**
    * Renames it, sets its own fetch limit (null: the default; applied at its gate at once), and
@@ -61,8 +69,12 @@ export interface CompanyStates {
   heldUntil(companyId: string): Promise<number | null>;
   /** The one state of each row, in order, with its gate's view (states from PostgreSQL alone when Redis cannot be read). */
   states(rows: (StateColumns & { id: string })[]): Promise<{ state: CompanyState; gate: GateView | undefined }[]>;
-  /** Every company's state, in id order (the metrics, the console's overview). */
-  all(): Promise<StatedCompany[]>;
+  /**
+   * Every company not `ok`, and the count in each state (the metrics, the console's overview): read from
+   * the few rows PostgreSQL says may not be ok (paused, credentials unchecked or unreachable) and the ids
+   * the gate notes as held or unanswered (its trouble set), never from every company's gate.
+   */
+  troubled(): Promise<TroubledCompanies>;
   /** delete: the company with everything it owns, in PostgreSQL and at its gate (once `within` committed, when given); answers whether it existed. */
   delete(companyId: string, within?: Change): Promise<boolean>;
 }

@@ -14,7 +14,11 @@
  *                    worker's places free themselves);
  *  - `<id>:booked`   items delayed to a start booked for them (after a hold, or paced);
  *  - `<id>:parked`   items waiting for a place or for the key to resume, as `<item> <payload>` by when parked;
- *  - `paused`        the set of paused ids: a mirror of what the owner keeps in PostgreSQL, mended from it.
+ *  - `paused`        the set of paused ids: a mirror of what the owner keeps in PostgreSQL, mended from it;
+ *  - `trouble`       the ids that were held or found no answer (a hold or a no-answer adds one), so that
+ *                    finding who is in trouble reads these few keys, never every key's hash; troubled()
+ *                    drops an id once it is neither held nor unanswered (the companies' owner reads it;
+ *                    a gate nobody asks keeps at most its own ids there, each gone with forget()).
  *
  * Each moment is one script (lua/, one file per intent, shared parts in lua/includes/), called with one
  * JSON argument: the gate's settings (fields() below) and the call's own named fields. admit (a place, or
@@ -128,6 +132,26 @@ const list = <T>(json: string): T[] => {
 
 const num = (v: string | number | undefined): number | null => (v === undefined ? null : Number(v));
 
+/** A key's view as the scripts answer it (lua/includes/view.lua): a field the key never had is absent. */
+type RawView = Partial<Record<'held' | 'why' | 'ur' | 'urwhy' | 'lim' | 'max' | 'ans', string>> & { running: number; parked: number };
+
+function viewOf(f: RawView, now: number): GateView {
+  const held = num(f.held);
+  const lim = num(f.lim);
+  const max = num(f.max);
+  const holding = held !== null && held > now;
+  return {
+    heldUntil: holding ? held : null,
+    heldWhy: holding ? (f.why ?? null) : null,
+    noAnswerSince: num(f.ur),
+    noAnswerWhy: f.urwhy ?? null,
+    limitNow: lim === null ? null : Math.max(1, Math.floor(max === null ? lim : Math.min(lim, max))),
+    answeredAt: num(f.ans),
+    running: f.running,
+    parked: f.parked,
+  };
+}
+
 /** Runs a MULTI; a command that failed inside it (ioredis answers it in the results) is thrown too. */
 async function execAll(multi: ChainableCommander): Promise<void> {
   const failed = (await multi.exec())?.find(([err]) => err);
@@ -138,7 +162,16 @@ export class Gate {
   /** The hashes' prefix, `<prefix>:<kind>:`: a key's hash is this and its id. */
   readonly keyPrefix: string;
   readonly pausedSet: string;
-  private readonly scripts: { admit: Script<number[]>; start: Script<number[]>; finish: Script<string>; hold: Script<number>; handOut: Script<string>; views: Script<string> };
+  readonly troubleSet: string;
+  private readonly scripts: {
+    admit: Script<number[]>;
+    start: Script<number[]>;
+    finish: Script<string>;
+    hold: Script<number>;
+    handOut: Script<string>;
+    views: Script<string>;
+    troubled: Script<string>;
+  };
 
   constructor(
     private readonly redis: RedisClient,
@@ -148,8 +181,9 @@ export class Gate {
   ) {
     this.keyPrefix = `${prefix}:${kind}:`;
     this.pausedSet = `${prefix}:${kind}:paused`;
+    this.troubleSet = `${prefix}:${kind}:trouble`;
     const define = <T>(name: string) => luaScript<T>(redis, `skyhookGate${name[0]!.toUpperCase()}${name.slice(1).replace(/-(.)/g, (_, c: string) => c.toUpperCase())}`, lua(name));
-    this.scripts = { admit: define('admit'), start: define('start'), finish: define('finish'), hold: define('hold'), handOut: define('hand-out'), views: define('views') };
+    this.scripts = { admit: define('admit'), start: define('start'), finish: define('finish'), hold: define('hold'), handOut: define('hand-out'), views: define('views'), troubled: define('troubled') };
   }
 
   /**
@@ -161,6 +195,7 @@ export class Gate {
     return {
       gp: this.keyPrefix,
       paused: this.pausedSet,
+      trouble: this.troubleSet,
       now: Date.now(),
       max: this.opts.defaultMax,
       slow: SLOW_START,
@@ -251,30 +286,19 @@ export class Gate {
   async views(ids: string[]): Promise<GateView[]> {
     if (ids.length === 0) return [];
     const now = Date.now();
-    type Raw = Partial<Record<'held' | 'why' | 'ur' | 'urwhy' | 'lim' | 'max' | 'ans', string>> & { running: number; parked: number };
-    const raw = list<Raw>(await this.call(this.scripts.views, { now, ids }));
-    return raw.map((f) => {
-      const held = num(f.held);
-      const lim = num(f.lim);
-      const max = num(f.max);
-      const holding = held !== null && held > now;
-      return {
-        heldUntil: holding ? held : null,
-        heldWhy: holding ? (f.why ?? null) : null,
-        noAnswerSince: num(f.ur),
-        noAnswerWhy: f.urwhy ?? null,
-        limitNow: lim === null ? null : Math.max(1, Math.floor(max === null ? lim : Math.min(lim, max))),
-        answeredAt: num(f.ans),
-        running: f.running,
-        parked: f.parked,
-      };
-    });
+    return list<RawView>(await this.call(this.scripts.views, { now, ids })).map((f) => viewOf(f, now));
+  }
+
+  /** The keys held or unanswered now, with their views: read from the trouble set, whatever the number of keys. */
+  async troubled(): Promise<{ id: string; view: GateView }[]> {
+    const now = Date.now();
+    return list<{ id: string; view: RawView }>(await this.call(this.scripts.troubled, { now })).map((t) => ({ id: t.id, view: viewOf(t.view, now) }));
   }
 
   /** Forgets a key: everything the gate keeps of it (its owner was deleted). */
   async forget(id: string): Promise<void> {
     const g = `${this.keyPrefix}${id}`;
-    await execAll(this.redis.multi().srem(this.pausedSet, id).del(g, `${g}:running`, `${g}:booked`, `${g}:parked`));
+    await execAll(this.redis.multi().srem(this.pausedSet, id).srem(this.troubleSet, id).del(g, `${g}:running`, `${g}:booked`, `${g}:parked`));
   }
 }
 

@@ -2,6 +2,9 @@
  * Prometheus metrics (SPEC §7): one registry per process (and per test runtime). Counters are updated
  * where things happen; gauges that need a query (queue depth, oldest pending age, company states,
  * readiness) are collected when /metrics is scraped, so an idle process does no work for them.
+ * Per-company series exist only for the companies that carry information (a state other than ok, a
+ * backlog); the rest are in totals, so a scrape's size does not grow with healthy companies
+ * (docs/decisions.md, "Metrics at ten thousand companies").
  * deploy/prometheus/alerts.yml and deploy/grafana/skyhook-dashboard.json use these names, and
  * test/e2e/observability.test.ts checks that every name they use is served here.
  */
@@ -16,8 +19,8 @@ export function createMetrics() {
     registry,
     received: new Counter(registered({
       name: 'skyhook_notifications_received_total',
-      help: 'Notifications answered by the receiver, by outcome (stored, discarded, or the HTTP status of a refusal) and company',
-      labelNames: ['outcome', 'company'] as const,
+      help: 'Notifications answered by the receiver, by outcome (stored, discarded, or the HTTP status of a refusal), across every company',
+      labelNames: ['outcome'] as const,
     })),
     processingLatency: new Histogram(registered({
       name: 'skyhook_processing_latency_seconds',
@@ -47,12 +50,22 @@ export function createMetrics() {
     queueDepth: new Gauge(registered({ name: 'skyhook_queue_depth', help: 'Jobs in the fetch queue by state', labelNames: ['state'] as const })),
     oldestPendingAge: new Gauge(registered({
       name: 'skyhook_oldest_pending_age_seconds',
-      help: 'Age of the oldest notification not yet processed, per company',
+      help: 'Age of the oldest notification not yet processed, per company with a backlog',
       labelNames: ['company'] as const,
+    })),
+    notificationsPending: new Gauge(registered({
+      name: 'skyhook_notifications_pending',
+      help: 'Notifications not yet processed (received or queued), per company with a backlog',
+      labelNames: ['company'] as const,
+    })),
+    companies: new Gauge(registered({
+      name: 'skyhook_companies',
+      help: 'Companies in each state (SPEC §5.1 F5): every company counted, ok ones included',
+      labelNames: ['state'] as const,
     })),
     companyState: new Gauge(registered({
       name: 'skyhook_company_state',
-      help: "1 for each company's one state (SPEC §5.1 F5): ok, paused (credentials refused: its notifications wait for new ones), throttled, unreachable or unchecked",
+      help: "1 for each company not ok, in its one state (SPEC §5.1 F5): paused (credentials refused: its notifications wait for new ones), throttled, unreachable or unchecked; skyhook_companies counts every state",
       labelNames: ['company', 'state'] as const,
     })),
     deliveries: new Counter(registered({

@@ -122,7 +122,7 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
     span?.stored({ id: stored.id, type: body.type, status: stored.status, fetchKey: fetchKey({ companyId: webhook.companyId, href: body.href }) });
     req.log.debug({ companyId: webhook.companyId, notificationId: stored.id, type: body.type, status: stored.status }, 'notification stored');
     const discarded = stored.status === 'discarded';
-    deps.metrics.received.inc({ outcome: discarded ? 'discarded' : 'stored', company: webhook.companyId });
+    deps.metrics.received.inc({ outcome: discarded ? 'discarded' : 'stored' });
     deps.summary.add(webhook.companyId, discarded ? 'discarded' : 'stored');
     // The answer says received (stored and committed) or discarded, whichever status the row was given.
     return reply.code(200).send({ status: discarded ? 'discarded' : 'received', id: String(stored.id) });
@@ -133,7 +133,7 @@ export async function receiverRoutes(app: FastifyInstance, deps: ReceiverDeps): 
     if (reply.statusCode < 300) deps.answered?.(reply.elapsedTime);
     const companyId = req.notificationAuth?.webhook.companyId ?? 'unknown';
     if (reply.statusCode >= 400) {
-      deps.metrics.received.inc({ outcome: String(reply.statusCode), company: companyId });
+      deps.metrics.received.inc({ outcome: String(reply.statusCode) });
       deps.summary.add(companyId, String(reply.statusCode));
     }
     req.notificationSpan?.answered(reply.statusCode);

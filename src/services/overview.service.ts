@@ -2,12 +2,15 @@
  * The console's overview (SPEC §13) for a deployment of any size: the deployment's totals, every company
  * that needs attention (paused, throttled, unreachable, failing in the last hour, or among the oldest
  * backlogs) with its last hour minute by minute and why it fails, then every other company as one compact
- * row. The same handful of grouped queries whatever the number of companies: one per kind, never one per company.
+ * row, a page at a time, searched and sorted by PostgreSQL. Only what is in trouble or shown is read: the
+ * states of the companies not ok (companies/states.ts troubled()), the companies with a backlog or a
+ * failure, the deployment's own series, then the activity of the companies on the page alone; never every
+ * company's activity or gate (docs/decisions.md, "The overview at any size").
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import { failureReason } from '../db/schema/index.js';
-import type { CompanyStates } from '../companies/states.js';
+import type { CompanyStates, TroubledCompanies } from '../companies/states.js';
 import type { CompanyState, CompanyStateName } from '../companies/transitions.js';
 
 /** The per-minute series cover this many minutes, the current one last. */
@@ -83,11 +86,27 @@ type SortDirection = 'asc' | 'desc';
 /** The direction each sort starts in: what needs the operator most comes first. */
 export const DEFAULT_DIRECTION: Record<TableSort, SortDirection> = { state: 'asc', backlog: 'desc', oldest: 'desc', name: 'asc' };
 
+/** Rows of the compact table on a page: the healthy majority is paged, whatever its size. */
+export const TABLE_PAGE_SIZE = 50;
+
 export interface TableQuery {
   /** Part of a name (any case), or the start of an id. */
   search?: string;
   sort?: TableSort;
   dir?: SortDirection;
+  /** The page of the table (1, the first, by default; past the last: the last). */
+  page?: number;
+}
+
+/** One page of the compact table. */
+export interface TablePage {
+  /** How many companies match (the table's, not the page's). */
+  total: number;
+  /** The page shown (1 the first) and how many there are (at least 1). */
+  page: number;
+  pages: number;
+  /** This page's rows, in the order asked. */
+  items: CompanySummary[];
 }
 
 export interface Overview {
@@ -97,13 +116,14 @@ export interface Overview {
   totals: DeploymentTotals;
   /** Every company that needs attention and matches the search, most urgent first. */
   attention: CompanyOverview[];
-  /** Every other company that matches the search, in the order asked. */
-  others: CompanySummary[];
+  /** Every other company that matches the search, a page of them in the order asked. */
+  others: TablePage;
 }
 
 /** The order states need the operator in (companyState's): paused first, ok last. */
 const STATE_RANK: Record<CompanyStateName, number> = { paused: 0, throttled: 1, unreachable: 2, unchecked: 3, ok: 4 };
 const URGENT_STATES = new Set<CompanyStateName>(['paused', 'throttled', 'unreachable']);
+const OK: CompanyState = { status: 'ok', since: null, until: null, reason: null };
 
 const num = (v: unknown): number => Number(v ?? 0);
 const optionalNum = (v: unknown): number | null => (v === null || v === undefined ? null : Math.round(Number(v) * 10) / 10);
@@ -124,28 +144,24 @@ const blankActivity = (): CompanyActivity => ({
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const lastHourOf = (s: MinuteSeries): LastHour => ({ received: sum(s.received), processed: sum(s.processed), failed: sum(s.failed) });
 
-/** Whether a company matches a search: part of its name in any case, or the start of its id. */
-function matchesSearch(c: { id: string; name: string }, search: string | undefined): boolean {
-  const q = search?.trim().toLowerCase();
-  return !q || c.name.toLowerCase().includes(q) || c.id.startsWith(q);
+/** The minutes of the series ending with `now`'s, and the first one's start. */
+function minutesUpTo(now: Date): { first: Date; minutes: string[] } {
+  const first = new Date(Math.floor(now.getTime() / 60_000) * 60_000 - (OVERVIEW_MINUTES - 1) * 60_000);
+  return { first, minutes: Array.from({ length: OVERVIEW_MINUTES }, (_, i) => new Date(first.getTime() + i * 60_000).toISOString()) };
 }
 
-/** Sorts rows for the compact table; ties by name, then id, so the order is stable. */
-function sortCompanies<T extends CompanySummary>(rows: T[], sort: TableSort = 'state', dir: SortDirection = DEFAULT_DIRECTION[sort]): T[] {
-  const key: Record<TableSort, (c: T) => number | string> = {
-    state: (c) => STATE_RANK[c.state.status],
-    backlog: (c) => c.backlog.pending,
-    oldest: (c) => c.backlog.oldestPendingAgeS,
-    name: (c) => c.name.toLowerCase(),
-  };
-  const sign = dir === 'asc' ? 1 : -1;
-  const by = key[sort];
-  return rows.sort((a, b) => {
-    const x = by(a);
-    const y = by(b);
-    if (x !== y) return (x < y ? -1 : 1) * sign;
-    return a.name.localeCompare(b.name) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-  });
+/**
+ * Only rows received in the two hours before the series starts are looked at for what finished in it
+ * (notifications_received_at_idx): the default retries give up within 77 minutes (docs/decisions.md).
+ */
+const finishedIn = (first: Date) => sql`received_at >= ${new Date(first.getTime() - 2 * 3600_000)} AND finished_at >= ${first} AND status IN ('processed', 'failed')`;
+
+/** A search as SQL over `companies c`: part of the name in any case (`%` and `_` as themselves), or the start of the id. */
+function searchSql(search: string | undefined): SQL {
+  const q = search?.trim().toLowerCase();
+  if (!q) return sql`true`;
+  const literal = q.replace(/[\\%_]/g, '\\$&');
+  return sql`(c.name ILIKE ${`%${literal}%`} OR c.id::text LIKE ${`${literal}%`})`;
 }
 
 /** Most urgent first: paused, throttled, unreachable; then the most failures; then the oldest backlog. */
@@ -154,79 +170,112 @@ function byUrgency(a: CompanyOverview, b: CompanyOverview): number {
   return rank(a) - rank(b) || b.lastHour.failed - a.lastHour.failed || b.backlog.oldestPendingAgeS - a.backlog.oldestPendingAgeS || a.name.localeCompare(b.name);
 }
 
+/** What is known of every company before any is shown: the states of those not ok and the backlogs of those with one. */
+interface Known {
+  troubled: TroubledCompanies;
+  states: Map<string, CompanyState>;
+  backlogs: Map<string, Backlog>;
+}
+
 // Over 80 lines on purpose: its body is the service's methods, each short, over the dependencies they share.
-export function createOverviewService(deps: { db: Database; states: Pick<CompanyStates, 'all'> }) {
+export function createOverviewService(deps: { db: Database; states: Pick<CompanyStates, 'troubled'> }) {
   const { db } = deps;
 
-  /**
-   * Every company's activity (or one company's): five grouped queries, each over every company at once,
-   * and the deployment's own series. A company without a row in a query has nothing there (zeros).
-   */
-  async function activity(now: Date, companyId?: string) {
-    const first = new Date(Math.floor(now.getTime() / 60_000) * 60_000 - (OVERVIEW_MINUTES - 1) * 60_000);
-    const minutes = Array.from({ length: OVERVIEW_MINUTES }, (_, i) => new Date(first.getTime() + i * 60_000).toISOString());
-    const only = (column: SQL) => (companyId === undefined ? sql`` : sql` AND ${column} = ${companyId}`);
-    const [webhooks, backlog, received, finished, failures] = await Promise.all([
-      db.execute<{ company_id: string; total: string; active: string }>(
-        sql`SELECT company_id, count(*) AS total, count(*) FILTER (WHERE active) AS active FROM webhooks WHERE true${only(sql`company_id`)} GROUP BY company_id`,
-      ),
-      // Only companies with something pending (notifications_pending_idx); as the `backlog` view counts it.
+  /** The companies not ok and the companies with a backlog (notifications_pending_idx): the few that carry information. */
+  async function known(): Promise<Known> {
+    const [troubled, backlog] = await Promise.all([
+      deps.states.troubled(),
       db.execute<{ company_id: string; pending: string; oldest_pending_age_s: number }>(sql`
         SELECT company_id, count(*) AS pending, extract(epoch FROM now() - min(received_at))::int AS oldest_pending_age_s
-        FROM notifications WHERE status IN ('received', 'queued')${only(sql`company_id`)}
-        GROUP BY company_id`),
+        FROM notifications WHERE status IN ('received', 'queued') GROUP BY company_id`),
+    ]);
+    return {
+      troubled,
+      states: new Map(troubled.companies.map((c) => [c.id, c.state])),
+      backlogs: new Map(backlog.rows.map((r) => [r.company_id, { pending: num(r.pending), oldestPendingAgeS: Math.max(0, num(r.oldest_pending_age_s)) }])),
+    };
+  }
+
+  /** The whole deployment minute by minute (two grouped queries, by minute alone), and the companies with a failure in it (as lastHour counts them). */
+  async function deploymentSeries(first: Date, minutes: string[]): Promise<{ series: MinuteSeries; failing: Set<string> }> {
+    const [received, finished] = await Promise.all([
+      db.execute<{ minute: Date; n: string }>(sql`SELECT date_trunc('minute', received_at) AS minute, count(*) AS n FROM notifications WHERE received_at >= ${first} GROUP BY 1`),
+      db.execute<{ minute: Date; processed: string; failed: string; failing: string[] | null; p50: number | null; p95: number | null }>(sql`
+        SELECT date_trunc('minute', finished_at) AS minute,
+               count(*) FILTER (WHERE status = 'processed') AS processed,
+               count(*) FILTER (WHERE status = 'failed') AS failed,
+               array_agg(DISTINCT company_id) FILTER (WHERE status = 'failed') AS failing,
+               percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at) * 1000) FILTER (WHERE status = 'processed') AS p50,
+               percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at) * 1000) FILTER (WHERE status = 'processed') AS p95
+        FROM notifications WHERE ${finishedIn(first)} GROUP BY 1`),
+    ]);
+    const index = new Map(minutes.map((m, i) => [m, i]));
+    const s = emptySeries();
+    const failing = new Set<string>();
+    for (const r of received.rows) {
+      const i = index.get(new Date(r.minute).toISOString());
+      if (i !== undefined) s.received[i] = num(r.n);
+    }
+    for (const r of finished.rows) {
+      const i = index.get(new Date(r.minute).toISOString());
+      if (i === undefined) continue;
+      s.processed[i] = num(r.processed);
+      s.failed[i] = num(r.failed);
+      s.p50Ms[i] = optionalNum(r.p50);
+      s.p95Ms[i] = optionalNum(r.p95);
+      for (const id of r.failing ?? []) failing.add(id);
+    }
+    return { series: s, failing };
+  }
+
+  /**
+   * These companies' activity: five grouped queries over them alone (four when their backlogs are known
+   * already). A company without a row in a query has nothing there (zeros).
+   */
+  async function activity(first: Date, minutes: string[], ids: string[], now: Date, backlogs?: Map<string, Backlog>): Promise<Map<string, CompanyActivity>> {
+    const byCompany = new Map<string, CompanyActivity>(ids.map((id) => [id, { ...blankActivity(), backlog: backlogs?.get(id) ?? { pending: 0, oldestPendingAgeS: 0 } }]));
+    if (ids.length === 0) return byCompany;
+    const these = sql`company_id = ANY(${sql.param(ids)}::uuid[])`;
+    const [webhooks, backlog, received, finished, failures] = await Promise.all([
+      db.execute<{ company_id: string; total: string; active: string }>(sql`SELECT company_id, count(*) AS total, count(*) FILTER (WHERE active) AS active FROM webhooks WHERE ${these} GROUP BY company_id`),
+      // As the `backlog` view counts it (notifications_pending_idx).
+      backlogs
+        ? { rows: [] }
+        : db.execute<{ company_id: string; pending: string; oldest_pending_age_s: number }>(sql`
+        SELECT company_id, count(*) AS pending, extract(epoch FROM now() - min(received_at))::int AS oldest_pending_age_s
+        FROM notifications WHERE status IN ('received', 'queued') AND ${these} GROUP BY company_id`),
       // By the minute each arrived (notifications_received_at_idx).
       db.execute<{ company_id: string; minute: Date; n: string }>(sql`
-        SELECT company_id, date_trunc('minute', received_at) AS minute, count(*) AS n
-        FROM notifications WHERE received_at >= ${first}${only(sql`company_id`)}
-        GROUP BY 1, 2`),
-      // By the minute each finished, per company and (whole = 1) for the deployment: one scan for both. Only
-      // rows received in the two hours before the series starts are looked at (the index again): the
-      // default retries give up within 77 minutes (docs/decisions.md).
-      db.execute<{ company_id: string | null; whole: number; minute: Date; processed: string; failed: string; p50: number | null; p95: number | null }>(sql`
-        SELECT company_id, GROUPING(company_id) AS whole, date_trunc('minute', finished_at) AS minute,
+        SELECT company_id, date_trunc('minute', received_at) AS minute, count(*) AS n FROM notifications WHERE received_at >= ${first} AND ${these} GROUP BY 1, 2`),
+      db.execute<{ company_id: string; minute: Date; processed: string; failed: string; p50: number | null; p95: number | null }>(sql`
+        SELECT company_id, date_trunc('minute', finished_at) AS minute,
                count(*) FILTER (WHERE status = 'processed') AS processed,
                count(*) FILTER (WHERE status = 'failed') AS failed,
                percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at) * 1000) FILTER (WHERE status = 'processed') AS p50,
                percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at) * 1000) FILTER (WHERE status = 'processed') AS p95
-        FROM notifications
-        WHERE received_at >= ${new Date(first.getTime() - 2 * 3600_000)} AND finished_at >= ${first} AND status IN ('processed', 'failed')${only(sql`company_id`)}
-        GROUP BY GROUPING SETS ((company_id, date_trunc('minute', finished_at)), (date_trunc('minute', finished_at)))`),
+        FROM notifications WHERE ${finishedIn(first)} AND ${these} GROUP BY 1, 2`),
       db.execute<{ company_id: string; reason: string; failures: string; last_failed_at: Date }>(sql`
         SELECT company_id, reason, failures, last_failed_at FROM (
           SELECT n.company_id, ${failureReason} AS reason, count(*) AS failures, max(n.finished_at) AS last_failed_at,
                  row_number() OVER (PARTITION BY n.company_id ORDER BY count(*) DESC, max(n.finished_at) DESC) AS rank
           FROM notifications n
-          WHERE n.received_at >= ${new Date(now.getTime() - FAILURE_WINDOW_HOURS * 3600_000)} AND n.status = 'failed'${only(sql`n.company_id`)}
+          WHERE n.received_at >= ${new Date(now.getTime() - FAILURE_WINDOW_HOURS * 3600_000)} AND n.status = 'failed' AND n.company_id = ANY(${sql.param(ids)}::uuid[])
           GROUP BY 1, 2) t
         WHERE rank <= ${TOP_FAILURES} ORDER BY company_id, rank`),
     ]);
-
     const index = new Map(minutes.map((m, i) => [m, i]));
     const at = (minute: Date | string) => index.get(new Date(minute).toISOString());
-    const byCompany = new Map<string, CompanyActivity>();
-    const of = (id: string): CompanyActivity => {
-      let a = byCompany.get(id);
-      if (!a) byCompany.set(id, (a = blankActivity()));
-      return a;
-    };
-    const deployment = emptySeries();
-
+    const of = (id: string) => byCompany.get(id) ?? blankActivity();
     for (const r of webhooks.rows) of(r.company_id).webhooks = { total: num(r.total), active: num(r.active) };
-    for (const r of backlog.rows) {
-      of(r.company_id).backlog = { pending: num(r.pending), oldestPendingAgeS: Math.max(0, num(r.oldest_pending_age_s)) };
-    }
+    for (const r of backlog.rows) of(r.company_id).backlog = { pending: num(r.pending), oldestPendingAgeS: Math.max(0, num(r.oldest_pending_age_s)) };
     for (const r of received.rows) {
       const i = at(r.minute);
-      if (i === undefined) continue;
-      of(r.company_id).series.received[i] = num(r.n);
-      deployment.received[i]! += num(r.n);
+      if (i !== undefined) of(r.company_id).series.received[i] = num(r.n);
     }
     for (const r of finished.rows) {
       const i = at(r.minute);
       if (i === undefined) continue;
-      const s = Number(r.whole) === 1 ? deployment : r.company_id === null ? undefined : of(r.company_id).series;
-      if (!s) continue;
+      const s = of(r.company_id).series;
       s.processed[i] = num(r.processed);
       s.failed[i] = num(r.failed);
       s.p50Ms[i] = optionalNum(r.p50);
@@ -234,73 +283,92 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
     }
     for (const r of failures.rows) of(r.company_id).topFailures.push({ reason: r.reason, failures: num(r.failures), lastFailedAt: new Date(r.last_failed_at).toISOString() });
     for (const a of byCompany.values()) a.lastHour = lastHourOf(a.series);
-    return { minutes, byCompany, deployment };
+    return byCompany;
   }
 
-  /** Every company with its state and its activity: one read of the states and gates, the grouped queries beside it. */
-  async function everyCompany(now: Date) {
-    const [states, act] = await Promise.all([deps.states.all(), activity(now)]);
-    const companies = states.map((s) => ({ id: s.id, name: s.name, state: s.state, ...(act.byCompany.get(s.id) ?? blankActivity()) }));
-    return { minutes: act.minutes, deployment: act.deployment, companies };
+  /**
+   * A page of the companies that match the search (but `exclude`), sorted by PostgreSQL: the states and
+   * backlogs known go in as arrays (every other company is ok, with nothing pending); ties by name, then id.
+   * Answers the page's ids and names; their activity is the caller's.
+   */
+  async function tablePage(query: TableQuery, k: Known, exclude: string[]): Promise<{ total: number; page: number; pages: number; rows: { id: string; name: string }[] }> {
+    const sort = query.sort ?? 'state';
+    const dir = sql.raw((query.dir ?? DEFAULT_DIRECTION[sort]) === 'asc' ? 'ASC' : 'DESC');
+    const ids = [...new Set([...k.states.keys(), ...k.backlogs.keys()])];
+    const facts = sql`unnest(${sql.param(ids)}::uuid[], ${sql.param(ids.map((id) => STATE_RANK[k.states.get(id)?.status ?? 'ok']))}::int[], ${sql.param(ids.map((id) => k.backlogs.get(id)?.pending ?? 0))}::int[], ${sql.param(ids.map((id) => k.backlogs.get(id)?.oldestPendingAgeS ?? 0))}::int[]) AS f(id, rank, pending, oldest)`;
+    const where = sql`${searchSql(query.search)} AND NOT (c.id = ANY(${sql.param(exclude)}::uuid[]))`;
+    const [counted] = (await db.execute<{ n: number }>(sql`SELECT count(*)::int AS n FROM companies c WHERE ${where}`)).rows;
+    const total = counted?.n ?? 0;
+    const pages = Math.max(1, Math.ceil(total / TABLE_PAGE_SIZE));
+    const page = Math.min(Math.max(1, query.page ?? 1), pages);
+    const key: Record<TableSort, SQL> = { state: sql`coalesce(f.rank, 4)`, backlog: sql`coalesce(f.pending, 0)`, oldest: sql`coalesce(f.oldest, 0)`, name: sql`lower(c.name)` };
+    const { rows } = await db.execute<{ id: string; name: string }>(sql`
+      SELECT c.id, c.name FROM companies c LEFT JOIN ${facts} ON f.id = c.id
+      WHERE ${where}
+      ORDER BY ${key[sort]} ${dir}, c.name, c.id
+      LIMIT ${TABLE_PAGE_SIZE} OFFSET ${(page - 1) * TABLE_PAGE_SIZE}`);
+    return { total, page, pages, rows };
   }
 
-  const summary = (c: CompanySummary): CompanySummary => ({ id: c.id, name: c.name, state: c.state, backlog: c.backlog, lastHour: c.lastHour });
+  /** The table's page as rows: each company's state, backlog and last hour. */
+  function summaries(rows: { id: string; name: string }[], k: Known, act: Map<string, CompanyActivity>): CompanySummary[] {
+    return rows.map((r) => ({ id: r.id, name: r.name, state: k.states.get(r.id) ?? OK, backlog: k.backlogs.get(r.id) ?? { pending: 0, oldestPendingAgeS: 0 }, lastHour: act.get(r.id)!.lastHour }));
+  }
 
   return {
     async overview(query: TableQuery = {}, now = new Date()): Promise<Overview> {
-      const { minutes, deployment, companies } = await everyCompany(now);
+      const { first, minutes } = minutesUpTo(now);
+      const [k, { series: deployment, failing }] = await Promise.all([known(), deploymentSeries(first, minutes)]);
 
       // A paused company's backlog waits for new credentials by design: the oldest among the others.
-      const oldest = new Set(
-        companies
-          .filter((c) => c.state.status !== 'paused' && c.backlog.pending > 0 && c.backlog.oldestPendingAgeS >= OLDEST_BACKLOG_MIN_AGE_S)
-          .sort((a, b) => b.backlog.oldestPendingAgeS - a.backlog.oldestPendingAgeS)
-          .slice(0, OLDEST_BACKLOGS)
-          .map((c) => c.id),
-      );
-      const attention: CompanyOverview[] = [];
-      const others: CompanySummary[] = [];
+      const oldest = [...k.backlogs]
+        .filter(([id, b]) => k.states.get(id)?.status !== 'paused' && b.pending > 0 && b.oldestPendingAgeS >= OLDEST_BACKLOG_MIN_AGE_S)
+        .sort((a, b) => b[1].oldestPendingAgeS - a[1].oldestPendingAgeS)
+        .slice(0, OLDEST_BACKLOGS)
+        .map(([id]) => id);
+      const reasons = new Map<string, AttentionReason[]>();
+      const tag = (id: string, why: AttentionReason) => reasons.set(id, [...(reasons.get(id) ?? []), why]);
+      for (const c of k.troubled.companies) if (URGENT_STATES.has(c.state.status)) tag(c.id, c.state.status as AttentionReason);
+      for (const id of failing) tag(id, 'failing');
+      for (const id of oldest) tag(id, 'oldest backlog');
+      const noticed = [...reasons.keys()];
+
+      // The attention's activity beside the table's page, then the page's own: three round trips in all, however many companies.
+      const [matching, noticedActivity, [table, pageActivity]] = await Promise.all([
+        db.execute<{ id: string; name: string }>(sql`SELECT c.id, c.name FROM companies c WHERE c.id = ANY(${sql.param(noticed)}::uuid[]) AND ${searchSql(query.search)}`),
+        activity(first, minutes, noticed, now, k.backlogs),
+        tablePage(query, k, noticed).then(async (t) => [t, await activity(first, minutes, t.rows.map((r) => r.id), now, k.backlogs)] as const),
+      ]);
+      const attention = matching.rows.map((r) => ({ id: r.id, name: r.name, state: k.states.get(r.id) ?? OK, ...noticedActivity.get(r.id)!, attention: reasons.get(r.id)! }));
+
+      const backlogs = [...k.backlogs.values()];
       const totals: DeploymentTotals = {
-        companies: companies.length,
+        companies: sum(Object.values(k.troubled.counts)),
         ...lastHourOf(deployment),
-        pending: 0,
-        oldestPendingAgeS: 0,
-        paused: 0,
-        throttled: 0,
-        unreachable: 0,
+        pending: sum(backlogs.map((b) => b.pending)),
+        oldestPendingAgeS: Math.max(0, ...backlogs.map((b) => b.oldestPendingAgeS)),
+        paused: k.troubled.counts.paused,
+        throttled: k.troubled.counts.throttled,
+        unreachable: k.troubled.counts.unreachable,
         series: deployment,
       };
-      for (const c of companies) {
-        totals.pending += c.backlog.pending;
-        totals.oldestPendingAgeS = Math.max(totals.oldestPendingAgeS, c.backlog.oldestPendingAgeS);
-        const status = c.state.status;
-        const urgent = status === 'paused' || status === 'throttled' || status === 'unreachable';
-        if (urgent) totals[status] += 1;
-
-        if (!matchesSearch(c, query.search)) continue;
-        const why: AttentionReason[] = [
-          ...(urgent ? [status] : []),
-          ...(c.lastHour.failed > 0 ? (['failing'] as const) : []),
-          ...(oldest.has(c.id) ? (['oldest backlog'] as const) : []),
-        ];
-        if (why.length > 0) attention.push({ ...c, attention: why });
-        else others.push(summary(c));
-      }
-      return { minutes, totals, attention: attention.sort(byUrgency), others: sortCompanies(others, query.sort, query.dir) };
+      return { minutes, totals, attention: attention.sort(byUrgency), others: { total: table.total, page: table.page, pages: table.pages, items: summaries(table.rows, k, pageActivity) } };
     },
 
-    /** Every company as a row of the compact table (the companies page), searched and sorted. */
-    async companies(query: TableQuery = {}, now = new Date()): Promise<{ total: number; items: CompanySummary[] }> {
-      const { companies } = await everyCompany(now);
-      const items = companies.filter((c) => matchesSearch(c, query.search)).map(summary);
-      return { total: companies.length, items: sortCompanies(items, query.sort, query.dir) };
+    /** Every company as a row of the compact table (the companies page), searched, sorted and paged; `companies` counts them all. */
+    async companies(query: TableQuery = {}, now = new Date()): Promise<TablePage & { companies: number }> {
+      const { first, minutes } = minutesUpTo(now);
+      const k = await known();
+      const table = await tablePage(query, k, []);
+      const act = await activity(first, minutes, table.rows.map((r) => r.id), now, k.backlogs);
+      return { companies: sum(Object.values(k.troubled.counts)), total: table.total, page: table.page, pages: table.pages, items: summaries(table.rows, k, act) };
     },
 
     /** One company's last hour, backlog and failures (its page; its state is the company view's). */
     async company(companyId: string, now = new Date()): Promise<{ minutes: string[]; activity: CompanyActivity }> {
-      const act = await activity(now, companyId);
-      return { minutes: act.minutes, activity: act.byCompany.get(companyId) ?? blankActivity() };
+      const { first, minutes } = minutesUpTo(now);
+      const act = await activity(first, minutes, [companyId], now);
+      return { minutes, activity: act.get(companyId)! };
     },
   };
 }
-

@@ -269,6 +269,36 @@ describe.skipIf(!available)('the operator console in Chromium', () => {
     expect((await scenario.skyhook.admin('GET', `/companies/${company.companyId}`)).body.fetches.ownLimit).toBeNull();
   });
 
+  it('finds a healthy company among more than a page of them, by keyboard: the server searches, and pages the rest', { timeout: 60_000 }, async () => {
+    await scenario.sql.query(
+      `INSERT INTO companies (name, api_base_url, credentials_status) SELECT 'Quiet Wings ' || lpad(g::text, 2, '0'), 'http://127.0.0.1:9/api', 'accepted' FROM generate_series(1, 60) g`,
+    );
+    await page.goto(`${origin}/console`);
+    const others = page.locator('section[aria-labelledby="others"]');
+    const rows = others.locator('table.companies tbody tr');
+    expect(await rows.count()).toBe(50);
+    // The search: typed in its field, Enter; the server answers the one company, wherever it sorts.
+    await page.getByLabel('Name or id').focus();
+    await page.keyboard.type('quiet wings 42');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/q=quiet\+wings\+42/);
+    expect(await rows.allTextContents()).toEqual([expect.stringContaining('Quiet Wings 42')]);
+    // The pager: a link reached by keyboard, Enter; the next fifty, and the way back.
+    await page.goto(`${origin}/console`);
+    const first = await rows.allTextContents();
+    await others.getByRole('link', { name: /^Next \d+ →$/ }).first().focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/tablePage=2#others$/);
+    expect(await others.locator('nav.pager span').first().textContent()).toMatch(/^Companies 51–\d+ of \d+ \(page 2 of 2\)$/);
+    const second = await rows.allTextContents();
+    expect(second.length).toBeGreaterThan(0);
+    expect(second.filter((r) => first.includes(r))).toEqual([]);
+    await others.getByRole('link', { name: 'First' }).first().focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/console#others$/);
+    expect(await rows.allTextContents()).toEqual(first);
+  });
+
   it('signs out: the session ends', async () => {
     await page.goto(`${origin}/console`);
     await page.getByRole('button', { name: 'Sign out' }).click();

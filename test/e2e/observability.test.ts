@@ -132,6 +132,8 @@ describe('the metrics deploy/ uses', () => {
       'skyhook_jobs_held',
       'skyhook_errors_total',
       'skyhook_company_state',
+      'skyhook_companies',
+      'skyhook_notifications_pending',
       'skyhook_ready',
       'skyhook_dependency_up',
       'skyhook_deliveries_total',
@@ -145,14 +147,17 @@ describe('the metrics deploy/ uses', () => {
     }
   });
 
-  it('have series after real traffic: received, latency, fetch outcomes, queue depth, oldest pending age', () => {
-    expect(scrape).toContain(`skyhook_notifications_received_total{outcome="stored",company="${acme.companyId}"} 4`);
-    expect(scrape).toMatch(/skyhook_notifications_received_total\{outcome="401",company="unknown"\} [1-9]/);
+  it('have series after real traffic: received, latency, fetch outcomes, queue depth; the backlog only of the company that has one', () => {
+    expect(scrape).toMatch(/^skyhook_notifications_received_total\{outcome="stored"\} ([4-9]|\d\d+)$/m);
+    expect(scrape).toMatch(/skyhook_notifications_received_total\{outcome="401"\} [1-9]/);
     expect(scrape).toContain('skyhook_processing_latency_seconds_count{status="processed"} 4');
     expect(scrape).toMatch(/skyhook_fetch_outcomes_total\{outcome="ok"\} [1-9]/);
     expect(scrape).toContain('skyhook_fetch_outcomes_total{outcome="unauthorized"} 1');
     expect(scrape).toMatch(/skyhook_queue_depth\{state="wait"\} \d/);
-    expect(scrape).toContain(`skyhook_oldest_pending_age_seconds{company="${acme.companyId}"} 0`);
+    // acme's all processed: no backlog series; the paused company's wait.
+    expect(scrape).not.toContain(`skyhook_oldest_pending_age_seconds{company="${acme.companyId}"}`);
+    expect(scrape).toMatch(new RegExp(`^skyhook_oldest_pending_age_seconds\\{company="${revoked.companyId}"\\} \\d+$`, 'm'));
+    expect(scrape).toMatch(new RegExp(`^skyhook_notifications_pending\\{company="${revoked.companyId}"\\} [1-9]\\d*$`, 'm'));
   });
 });
 
@@ -164,17 +169,22 @@ describe('the scrape-time gauges the alerts read', () => {
     expect(await (await fetch(`${s.skyhook.url}/readyz`)).json()).toEqual({ status: 'ready', database: true, redis: true });
   });
 
-  it('give each company its one state: the paused one paused, until its token is replaced', async () => {
+  it('give each company not ok its one state (the paused one paused, until its token is replaced), and count every company by state', async () => {
     const states = (text: string) => Object.fromEntries([...text.matchAll(/^skyhook_company_state\{company="([^"]+)",state="([^"]+)"\} 1$/gm)].map((m) => [m[1], m[2]]));
     const paused = (text: string) => Object.entries(states(text)).filter(([, state]) => state === 'paused');
-    expect(states(scrape)).toEqual({ [acme.companyId]: 'ok', [revoked.companyId]: 'paused' });
+    // An ok company has no series of its own: it is counted in skyhook_companies.
+    expect(states(scrape)).toEqual({ [revoked.companyId]: 'paused' });
+    expect(scrape).toContain('skyhook_companies{state="ok"} 1');
+    expect(scrape).toContain('skyhook_companies{state="paused"} 1');
     const { rows } = await s.sql.query("SELECT id FROM companies WHERE connection_status = 'unauthorized'");
     expect(rows).toEqual([{ id: revoked.companyId }]);
 
     expect((await s.skyhook.admin('PATCH', `/companies/${revoked.companyId}`, { apiToken: newToken })).status).toBe(200);
     // The gauges are read at most every 5 s: within a few seconds the series is gone.
     await eventually(async () => paused(await metricsOf(s.skyhook.url)).length === 0, 'the paused series gone', 10_000);
-    expect(states(await metricsOf(s.skyhook.url))[revoked.companyId]).toBe('ok');
+    const after = await metricsOf(s.skyhook.url);
+    expect(states(after)).toEqual({});
+    expect(after).toContain('skyhook_companies{state="ok"} 2');
   });
 
   it("give a failing destination its state, its pending deliveries and its lag; an answering one with nothing pending has no series", async () => {

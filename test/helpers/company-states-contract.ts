@@ -22,6 +22,8 @@ export interface CompanyStatesHarness {
   acceptRefused(companyId: string): Promise<void>;
   /** How many times resuming the company queued its waiting notifications again. */
   requeued(companyId: string): number;
+  /** Whether the company is stored. */
+  exists(companyId: string): Promise<boolean>;
 }
 
 export function companyStatesContract(implementation: string, setup: () => Promise<CompanyStatesHarness>): void {
@@ -30,7 +32,11 @@ export function companyStatesContract(implementation: string, setup: () => Promi
     h = await setup();
   });
 
-  const stateOf = async (companyId: string) => (await h.states.all()).find((c) => c.id === companyId)?.state;
+  /** Its state as troubled() tells it: named there when not ok, else ok if it exists. */
+  const stateOf = async (companyId: string) => {
+    const named = (await h.states.troubled()).companies.find((c) => c.id === companyId)?.state;
+    return named ?? ((await h.exists(companyId)) ? { status: 'ok' as const, since: null, until: null, reason: null } : undefined);
+  };
   const status = async (companyId: string): Promise<CompanyStateName> => (await stateOf(companyId))!.status;
   /** Runs `change` and holds what it did to the company's state to the table. */
   const through = async <T>(intent: CompanyIntent, companyId: string, change: () => Promise<T>): Promise<T> => {
@@ -119,6 +125,28 @@ export function companyStatesContract(implementation: string, setup: () => Promi
       const [only] = await h.states.states([changed!]);
       expect(only!.state.status).toBe('unchecked');
       expect(await h.states.change('00000000-0000-4000-8000-000000000000', { name: 'x' })).toBeUndefined();
+    });
+
+    it('troubled: names every company not ok, in id order, and counts every company in its state', async () => {
+      const ok = await h.newCompany('accepted');
+      const refused = await h.newCompany('refused');
+      const held = await h.newCompany('accepted');
+      const unchecked = await h.newCompany('accepted');
+      for (const c of [ok, refused, held]) await h.states.check(c.id);
+      await h.states.hold(held.id, 60_000, 'marketplace answered 429');
+      const before = await h.states.troubled();
+      const named = new Map(before.companies.map((c) => [c.id, c.state.status]));
+      expect(named.has(ok.id)).toBe(false);
+      expect([named.get(refused.id), named.get(held.id), named.get(unchecked.id)]).toEqual(['paused', 'throttled', 'unchecked']);
+      expect(before.companies.map((c) => c.id)).toEqual(before.companies.map((c) => c.id).sort());
+      expect(before.companies.every((c) => c.state.status !== 'ok')).toBe(true);
+      for (const s of ['paused', 'throttled', 'unchecked'] as const) expect(before.counts[s]).toBe(before.companies.filter((c) => c.state.status === s).length);
+      // A check's verdict: the unchecked one becomes ok, counted among the ok ones, no longer named.
+      await h.states.check(unchecked.id);
+      const after = await h.states.troubled();
+      expect(after.companies.some((c) => c.id === unchecked.id)).toBe(false);
+      expect(after.counts.ok).toBe(before.counts.ok + 1);
+      expect(after.counts.unchecked).toBe(before.counts.unchecked - 1);
     });
 
     it('delete: gone from every view, whatever its state; a second delete finds nothing', async () => {

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CompanyRow } from '../../src/db/schema/index.js';
 import type { CheckVerdict, CompanyStates, CredentialColumns } from '../../src/companies/states.js';
-import { allowed, stateOf, type CompanyStateName } from '../../src/companies/transitions.js';
+import { allowed, COMPANY_STATES, stateOf, type CompanyStateName } from '../../src/companies/transitions.js';
 import { HOLD_FLOOR_MS, type GateView } from '../../src/gate/gate.js';
 
 /** What new credentials start as: unchecked, a pause lifted. */
@@ -108,8 +108,11 @@ export function createMemoryCompanyStates(opts: {
     async states(list) {
       return list.map((r) => ({ state: stateOf(r, gateOf(r.id)), gate: gateOf(r.id) }));
     },
-    async all() {
-      return [...rows.values()].sort((a, b) => a.id.localeCompare(b.id)).map((r) => ({ id: r.id, name: r.name, state: stateOf(r, gateOf(r.id)), gate: gateOf(r.id) }));
+    async troubled() {
+      const stated = [...rows.values()].sort((a, b) => a.id.localeCompare(b.id)).map((r) => ({ id: r.id, name: r.name, state: stateOf(r, gateOf(r.id)), gate: gateOf(r.id) }));
+      const counts = Object.fromEntries(COMPANY_STATES.map((s) => [s, 0])) as Record<CompanyStateName, number>;
+      for (const c of stated) counts[c.state.status] += 1;
+      return { counts, companies: stated.filter((c) => c.state.status !== 'ok') };
     },
     async delete(companyId) {
       gates.delete(companyId);

@@ -10,6 +10,7 @@ import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createCompanyStates, type CompanyStatesRepository } from '../../src/companies/postgres.js';
 import type { DbHandle } from '../../src/db/client.js';
+import { findCompany } from '../../src/db/company-connection.js';
 import { Gate } from '../../src/gate/gate.js';
 import { encryptSecret } from '../../src/lib/crypto.js';
 import { deleteKeysWithPrefix } from '../../src/lib/redis/keys.js';
@@ -85,6 +86,7 @@ companyStatesContract('PostgreSQL, Redis and the simulator', async () => {
       for (const t of refusedTokens.get(companyId) ?? []) sim!.addCompany({ id: `sim-${t}`, token: t });
     },
     requeued: (companyId) => requeued.get(companyId) ?? 0,
+    exists: async (companyId) => (await findCompany(fx!.db, companyId)) !== undefined,
   };
 });
 

@@ -12,6 +12,7 @@ import { CONTENT_SECURITY_POLICY } from '../../src/console/plugin.js';
 import type { DbHandle } from '../../src/db/client.js';
 import { encryptSecret } from '../../src/lib/crypto.js';
 import { Gate } from '../../src/gate/gate.js';
+import { TABLE_PAGE_SIZE } from '../../src/services/overview.service.js';
 import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
 import { basicAuthorization, connectFixtures, postNotification, seedCompany, seedWebhook, type SeededWebhook } from '../helpers/fixtures.js';
 import { consoleClient } from '../helpers/console-client.js';
@@ -410,11 +411,21 @@ describe('the overview and the companies page with many companies', () => {
     expect(attention).toContain(`href="#c-${paused}"`);
     expect(attention).toContain(`href="/console?page=2#c-${second[0]}"`);
 
-    // Every other company, one row each; none of the 13.
-    const others = names(section(text, 'others'));
-    expect(others).toHaveLength(COMPANIES - 13);
+    // Every other company, one row each, fifty to a page (sorted and paged by the server); none of the 13.
+    const firstRows = names(section(text, 'others'));
+    expect(firstRows).toHaveLength(TABLE_PAGE_SIZE);
+    expect(section(text, 'others')).toContain(`Every other company <span class="muted">(${COMPANIES - 13})</span>`);
+    expect(section(text, 'others')).toContain('Companies 1–50 of 137 (page 1 of 3)');
+    expect(section(text, 'others')).toContain('href="/console?tablePage=2#others" rel="next"');
+    const third = section(await page('/?tablePage=3'), 'others');
+    expect(third).toContain('Companies 101–137 of 137 (page 3 of 3)');
+    const others = [...firstRows, ...names(section(await page('/?tablePage=2'), 'others')), ...names(third)];
+    expect(new Set(others).size).toBe(COMPANIES - 13);
     expect(others).not.toContain(nameOf(paused));
     expect(others).toContain(nameOf(byId[0]!));
+    // Past the last page: the last; not a page number: refused, naming the field.
+    expect(names(section(await page('/?tablePage=99'), 'others'))).toEqual(names(third));
+    expect(await page('/?tablePage=0', 400)).toContain('<code>tablePage</code>');
   });
 
   it('searches (name or id) and sorts (state, backlog, oldest pending, name) the table through the query string', async () => {
@@ -431,7 +442,10 @@ describe('the overview and the companies page with many companies', () => {
     expect(await table(`/?q=${quiet[42]!.slice(0, 8)}`)).toEqual([nameOf(quiet[42]!)]);
     expect((await table('/?sort=backlog')).slice(0, 3)).toEqual([big, older, small].map(nameOf));
     expect((await table('/?sort=oldest')).slice(0, 3)).toEqual([older, big, small].map(nameOf));
-    expect((await table('/?sort=backlog&dir=asc')).slice(-3)).toEqual([small, older, big].map(nameOf));
+    expect((await table('/?sort=backlog&dir=asc&tablePage=3')).slice(-3)).toEqual([small, older, big].map(nameOf));
+    // The search is the server's: a name on the third page by name is found from the first.
+    expect(await table(`/?q=${encodeURIComponent(nameOf(quiet.at(-1)!))}`)).toEqual([nameOf(quiet.at(-1)!)]);
+    expect(await page('/?q=%00', 400)).toContain('a value the database cannot store');
     const byName = await table('/?sort=name&dir=desc');
     expect(byName.slice(0, 2)).toEqual([...byName].sort().reverse().slice(0, 2));
     // The search applies to the companies needing attention too, and the totals stay the deployment's.
@@ -447,9 +461,10 @@ describe('the overview and the companies page with many companies', () => {
     expect(await list('/companies?q=MANY%2015')).toEqual(['Many 150']);
     expect((await list('/companies?sort=backlog')).slice(0, 2)).toEqual([nameOf(big), nameOf(oldBacklog)]);
     const byState = await list('/companies?sort=state');
-    expect(byState).toHaveLength(COMPANIES);
+    expect(byState).toHaveLength(TABLE_PAGE_SIZE);
     expect(byState.slice(0, 2)).toEqual([nameOf(paused), nameOf(throttled)]);
-    expect((await list('/companies?sort=state&dir=desc')).slice(-2)).toEqual([nameOf(throttled), nameOf(paused)]);
+    expect(await page('/companies')).toContain('Companies 1–50 of 150 (page 1 of 3)');
+    expect((await list('/companies?sort=state&dir=desc&tablePage=3')).slice(-2)).toEqual([nameOf(throttled), nameOf(paused)]);
   });
 
   it("shows a company's state, backlog and fetches, and sets its limit through a form as the admin API does, refusing 0 naming the field", async () => {

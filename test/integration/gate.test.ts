@@ -111,6 +111,24 @@ describe('the gate', () => {
     expect((await one.views([other]))[0]).toMatchObject({ noAnswerSince: null, answeredAt: expect.any(Number) });
   });
 
+  it('notes who is held or unanswered in its trouble set, and drops them once neither (a hold lapsed, an answer came)', async () => {
+    expect(await one.troubled()).toEqual([]);
+    await finish(one, 1, { kind: 'answered' });
+    expect(await one.troubled()).toEqual([]); // an answer alone is no trouble
+    await one.hold(company, 200, 'marketplace answered 429');
+    await finish(two, 4, { kind: 'no_answer', why: 'the GET timed out' }, other);
+    const both = await two.troubled();
+    expect(both.map((t) => t.id).sort()).toEqual([company, other].sort());
+    expect(both.find((t) => t.id === company)!.view).toMatchObject({ heldWhy: 'marketplace answered 429', heldUntil: expect.any(Number) });
+    expect(both.find((t) => t.id === other)!.view).toMatchObject({ noAnswerWhy: 'the GET timed out' });
+    await finish(one, 4, { kind: 'answered' }, other);
+    expect((await one.troubled()).map((t) => t.id)).toEqual([company]);
+    // The hold is the floor's (5 s): once lapsed, the company leaves the set at the next reading.
+    await redis.hset(`${one.keyPrefix}${company}`, 'held', Date.now() - 1);
+    expect(await one.troubled()).toEqual([]);
+    expect(await redis.scard(one.troubleSet)).toBe(0);
+  });
+
   it('F4: a paused company parks everything, gives nothing back, and resumes with an empty parked set', async () => {
     await one.admit([resource(1)]);
     await one.pause(company, [resource(1)]);
@@ -137,6 +155,7 @@ describe('the gate', () => {
     await one.pause(company, [resource(5)]);
     await one.admit([resource(9, other)]);
     await one.forget(company);
+    expect((await one.troubled()).map((t) => t.id)).toEqual([]);
     const keys = await redis.keys(`${prefix}:*`);
     expect(keys.filter((k) => k.includes(company))).toEqual([]);
     expect(await one.paused()).toEqual([]);

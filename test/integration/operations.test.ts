@@ -23,18 +23,21 @@ describe('health and metrics', () => {
     expect(await ready.json()).toEqual({ status: 'ready', database: true, redis: true });
   });
 
-  it('exposes received-by-outcome, latency, fetch outcomes, marketplace calls, queue depth, oldest pending age and the default partitions’ rows', async () => {
+  it('exposes received-by-outcome, latency, fetch outcomes, marketplace calls, queue depth, the companies by state (an idle ok company has no series of its own) and the default partitions’ rows', async () => {
     await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', count: 6, resources: 3 });
     await s.settled(6);
     await fetch(`${s.skyhook.url}/hooks/not-a-key`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     const text = await (await fetch(`${s.skyhook.url}/metrics`)).text();
-    expect(text).toContain(`skyhook_notifications_received_total{outcome="stored",company="${companyId}"} 6`);
-    expect(text).toMatch(/skyhook_notifications_received_total\{outcome="401",company="unknown"\} [1-9]/);
+    expect(text).toContain('skyhook_notifications_received_total{outcome="stored"} 6');
+    expect(text).toMatch(/skyhook_notifications_received_total\{outcome="401"\} [1-9]/);
     expect(text).toContain('skyhook_processing_latency_seconds_count{status="processed"} 6');
     expect(text).toMatch(/skyhook_fetch_outcomes_total\{outcome="ok"\} [1-6]/);
     expect(text).toContain('skyhook_marketplace_calls_total{operation="webhook_settings.create",outcome="ok"} 1');
     expect(text).toMatch(/skyhook_queue_depth\{state="wait"\} 0/);
-    expect(text).toContain(`skyhook_oldest_pending_age_seconds{company="${companyId}"} 0`);
+    // Everything processed, its state ok: the company is counted, and named nowhere.
+    expect(text).toContain('skyhook_companies{state="ok"} 1');
+    expect(text).toContain('skyhook_companies{state="paused"} 0');
+    expect(text).not.toContain(companyId);
     expect(text).toContain('skyhook_process_resident_memory_bytes');
     // Everything the run stored went to its day's partition: none to a default one.
     for (const table of ['notifications', 'fetch_attempts', 'events', 'audit_log']) expect(text).toContain(`skyhook_partition_default_rows{table="${table}"} 0`);

@@ -29,5 +29,6 @@ companyStatesContract('in memory', async () => {
     credentials: (_companyId, kind) => ({ apiTokenEncrypted: `${kind}-${++n}` }),
     acceptRefused: async (companyId) => void takenBack.add(states.row(companyId)!.apiTokenEncrypted!),
     requeued: (companyId) => requeued.get(companyId) ?? 0,
+    exists: async (companyId) => states.row(companyId) !== undefined,
   };
 });

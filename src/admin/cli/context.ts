@@ -105,7 +105,7 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
     // Only a command that shows companies or destinations waits for Redis, and only once.
     let ready: Promise<void> | undefined;
     const waitForRedis = () => (ready ??= redisReady(redis, 1000).catch(gateNote));
-    const states = { ...read, states: async (rows: Parameters<typeof read.states>[0]) => (await waitForRedis(), read.states(rows)), all: async () => (await waitForRedis(), read.all()) };
+    const states = { ...read, states: async (rows: Parameters<typeof read.states>[0]) => (await waitForRedis(), read.states(rows)), troubled: async () => (await waitForRedis(), read.troubled()) };
     return {
       config,
       notifications,

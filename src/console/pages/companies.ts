@@ -17,7 +17,7 @@ import { html, type Html } from '../html.js';
 import { ago, allowed, can, companyCrumbs, csrfField, doneNotice, page, problemBox, query, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
 import { createRequest, destinationsSection, DESTINATIONS_PER_PAGE, secretShown } from './destinations.js';
-import { activityCharts, companyTable, count, failuresTable, stateBadge, stateDetail, stateNotice, stateWhen, tableForm, tableParams, tableQuery } from './company-parts.js';
+import { activityCharts, companyTable, count, failuresTable, stateBadge, stateDetail, stateNotice, stateWhen, tableForm, tablePager, tableParams, tableQuery } from './company-parts.js';
 
 const form = (req: FastifyRequest) => (req.body ?? {}) as Record<string, string | string[] | undefined>;
 const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
@@ -54,14 +54,15 @@ export function companyPages(scope: FastifyInstance, kit: ConsoleKit): void {
     const p = tableParams(req);
     const all = await overview.companies(tableQuery(p));
     const action = `${ctx.base}/companies`;
+    const pager = tablePager(all, p, (q) => `${action}${query(q)}`, 'Pages of companies');
     const body = html`<h1>Companies</h1>
 ${problem ? problemBox(problem) : ''}
 ${
-  all.total === 0
+  all.companies === 0
     ? html`<p>No company yet.</p>`
     : html`${tableForm(action, p, { label: 'Find a company', id: 'find' })}
-<p class="list-state">${p.q ? html`${count(all.items.length)} of ${count(all.total)} companies match “${p.q}”.` : html`${count(all.total)} companies.`} Received, processed and failed count the last hour.</p>
-${all.items.length === 0 ? html`<p class="muted">No company matches.</p>` : companyTable(ctx.base, action, all.items, p, 'Companies: state, backlog, and the last hour')}`
+<p class="list-state">${p.q ? html`${count(all.total)} of ${count(all.companies)} companies match “${p.q}”.` : html`${count(all.companies)} companies.`} Received, processed and failed count the last hour.</p>
+${all.total === 0 ? html`<p class="muted">No company matches.</p>` : html`${pager}${companyTable(ctx.base, action, all.items, p, 'Companies: state, backlog, and the last hour')}${pager}`}`
 }
 ${allowed(ctx, 'companies', html`<section aria-labelledby="add-company">
 <h2 id="add-company">Add a company</h2>

@@ -1,31 +1,35 @@
 /**
  * What the overview and the companies pages both show of a company (SPEC §13): its one state (§5.1 F5),
- * its last hour as charts, its top failure reasons, and the compact table of many companies, searched and
- * sorted on the server through the query string (it works without script).
+ * its last hour as charts, its top failure reasons, and the compact table of many companies, searched,
+ * sorted and paged on the server through the query string (it works without script, by keyboard: links
+ * and a GET form).
  */
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { CompanyState } from '../../companies/transitions.js';
-import { DEFAULT_DIRECTION, TABLE_SORTS, type CompanyActivity, type CompanySummary, type MinuteSeries, type TableQuery, type TableSort } from '../../services/overview.service.js';
+import { DEFAULT_DIRECTION, TABLE_PAGE_SIZE, TABLE_SORTS, type CompanyActivity, type MinuteSeries, type TablePage, type TableQuery, type TableSort } from '../../services/overview.service.js';
 import { parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
 import { ago, numHeading, query, table, time } from '../layout.js';
 
-export const count = (n: number): string => n.toLocaleString('en');
+/** One formatter for every count (`toLocaleString` builds one a call: 50 ms for the 3,000 counts of 1,000 rows here). */
+const numbers = new Intl.NumberFormat('en');
+export const count = (n: number): string => numbers.format(n);
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 export const secondsSince = (iso: string): number => Math.max(0, Math.floor((Date.now() - Date.parse(iso)) / 1000));
 
-/** The table's query string: ?q=&sort=&dir= (anything else in it is the page's own). */
+/** The table's query string: ?q=&sort=&dir=&tablePage= (anything else in it is the page's own). */
 const tableQuerySchema = z.object({
   q: z.string().max(200).optional(),
   sort: z.enum(TABLE_SORTS).optional(),
   dir: z.enum(['asc', 'desc']).optional(),
+  tablePage: z.coerce.number().int().min(1).max(1_000_000).optional(),
 });
 type TableParams = z.infer<typeof tableQuerySchema>;
 
 export const tableParams = (req: FastifyRequest): TableParams => parseForm(tableQuerySchema, req.query);
 
-export const tableQuery = (p: TableParams): TableQuery => ({ search: p.q, sort: p.sort, dir: p.dir });
+export const tableQuery = (p: TableParams): TableQuery => ({ search: p.q, sort: p.sort, dir: p.dir, page: p.tablePage });
 
 const STATE_CLASS: Record<CompanyState['status'], string> = { ok: 's-processed', paused: 's-failed', throttled: 's-queued', unreachable: 's-failed', unchecked: 's-discarded' };
 
@@ -121,7 +125,7 @@ export function tableForm(action: string, p: TableParams, opts: { label: string;
  * Many companies, one short row each: name, state, backlog, oldest pending, and the last hour's counts.
  * The sortable columns' headings are links that sort by them (again: the other way).
  */
-export function companyTable(base: string, action: string, rows: CompanySummary[], p: TableParams, caption: string): Html {
+export function companyTable(base: string, action: string, rows: TablePage['items'], p: TableParams, caption: string): Html {
   const sort = p.sort ?? 'state';
   const dir = p.dir ?? DEFAULT_DIRECTION[sort];
   const heading = (key: TableSort, extra = '') => {
@@ -137,4 +141,19 @@ export function companyTable(base: string, action: string, rows: CompanySummary[
     }</td><td class="num">${count(c.lastHour.received)}</td><td class="num">${count(c.lastHour.processed)}</td><td class="num">${count(c.lastHour.failed)}</td></tr>`,
   );
   return table(headings, cells, { class: 'companies', caption });
+}
+
+/**
+ * The pages of the compact table (TABLE_PAGE_SIZE rows each): first, previous, next and last, as links that
+ * keep the search and the sort; `href` builds a page's URL from the table's query.
+ */
+export function tablePager(t: TablePage, p: TableParams, href: (q: Record<string, string | number | undefined>) => string, label: string): Html {
+  if (t.pages <= 1) return html``;
+  const to = (n: number) => href({ q: p.q, sort: p.sort, dir: p.dir, tablePage: n === 1 ? undefined : n });
+  const from = (t.page - 1) * TABLE_PAGE_SIZE + 1;
+  return html`<nav class="pager" aria-label="${label}">
+  ${t.page > 1 ? html`<a href="${to(1)}">First</a> <a href="${to(t.page - 1)}" rel="prev">← Previous ${TABLE_PAGE_SIZE}</a>` : ''}
+  <span>Companies ${count(from)}–${count(from + t.items.length - 1)} of ${count(t.total)} (page ${count(t.page)} of ${count(t.pages)})</span>
+  ${t.page < t.pages ? html`<a href="${to(t.page + 1)}" rel="next">Next ${Math.min(TABLE_PAGE_SIZE, t.total - t.page * TABLE_PAGE_SIZE)} →</a> <a href="${to(t.pages)}">Last</a>` : ''}
+</nav>`;
 }

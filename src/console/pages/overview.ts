@@ -1,7 +1,7 @@
 /**
  * The overview page (SPEC §13; what it shows: services/overview.service.ts): the companies that need attention
- * as cards, most urgent first and a page at a time, then the others as a compact table, searched and sorted
- * through the query string.
+ * as cards, most urgent first and a page at a time, then the others as a compact table, searched, sorted
+ * and paged on the server through the query string.
  */
 import { ownCompany } from '../../access/guard.js';
 import type { FastifyInstance } from 'fastify';
@@ -11,7 +11,7 @@ import { parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
 import { ago, numHeading, page, query, table, time } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
-import { activityCharts, companyTable, count, failuresTable, stateBadge, stateNotice, stateWhen, tableForm, tableParams, tableQuery, worst } from './company-parts.js';
+import { activityCharts, companyTable, count, failuresTable, stateBadge, stateNotice, stateWhen, tableForm, tablePager, tableParams, tableQuery, worst } from './company-parts.js';
 
 /**
  * Cards per page: each carries two charts, so a deployment where hundreds need attention pages through
@@ -60,7 +60,7 @@ export function overviewPage(scope: FastifyInstance, kit: ConsoleKit): void {
     const pages = Math.max(1, Math.ceil(overview.attention.length / ATTENTION_PER_PAGE));
     const shown = Math.min(pageNo, pages);
     const cards = overview.attention.slice((shown - 1) * ATTENTION_PER_PAGE, shown * ATTENTION_PER_PAGE);
-    const pageLink = (n: number) => `${kit.base}${query({ q: p.q, sort: p.sort, dir: p.dir, page: n === 1 ? undefined : n })}#attention`;
+    const pageLink = (n: number) => `${kit.base}${query({ q: p.q, sort: p.sort, dir: p.dir, tablePage: p.tablePage, page: n === 1 ? undefined : n })}#attention`;
     const pager =
       pages > 1
         ? html`<nav class="pager" aria-label="Pages of companies needing attention">
@@ -82,6 +82,7 @@ export function overviewPage(scope: FastifyInstance, kit: ConsoleKit): void {
       caption: 'Every company that needs attention, most urgent first; its card follows',
     });
     const searching = p.q ? html` matching “${p.q}”` : '';
+    const othersPager = tablePager(overview.others, p, (q) => `${kit.base}${query({ ...q, page: pageNo === 1 ? undefined : pageNo })}#others`, 'Pages of the other companies');
 
     const body = html`<h1>Overview</h1>
 <p class="muted">Times in UTC; the last hour is the ${overview.minutes.length} minutes up to ${time(new Date().toISOString())}.</p>
@@ -97,12 +98,14 @@ ${
 ${overview.attention.length === 0 ? html`<p class="notice ok">${p.q ? 'No company needing attention matches.' : 'Every company is fine.'}</p>` : html`${attentionList}${pager}${cards.map(card)}${pager}`}
 </section>
 <section aria-labelledby="others">
-<h2 id="others">Every other company <span class="muted">(${count(overview.others.length)}${searching})</span></h2>
+<h2 id="others">Every other company <span class="muted">(${count(overview.others.total)}${searching})</span></h2>
 ${
-  overview.others.length === 0
+  overview.others.total === 0
     ? html`<p class="muted">${p.q ? 'No other company matches.' : 'None: every company needs attention.'}</p>`
-    : html`<p class="hint">Received, processed and failed count the last hour. Sort by a column's heading, or with the form above.</p>
-${companyTable(kit.base, kit.base, overview.others, p, 'Companies that need no attention: state, backlog, and the last hour')}`
+    : html`<p class="hint">Received, processed and failed count the last hour. Sort by a column's heading, or with the form above; find one company by its name or id with the form.</p>
+${othersPager}
+${companyTable(kit.base, kit.base, overview.others.items, p, 'Companies that need no attention: state, backlog, and the last hour')}
+${othersPager}`
 }
 </section>`
 }`;

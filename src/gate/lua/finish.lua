@@ -9,6 +9,6 @@ local a = cjson.decode(ARGV[1])
 for _, it in ipairs(a.items) do
   local g = a.gp .. it.id
   redis.call('ZREM', g .. ':running', it.item)
-  answer(a, g, it.max, it.answer)
+  answer(a, it.id, it.max, it.answer)
 end
 return cjson.encode(handOut(a, a.items))

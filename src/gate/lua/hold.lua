@@ -3,6 +3,5 @@
 --- @include "includes/answer"
 
 local a = cjson.decode(ARGV[1])
-local g = a.gp .. a.id
-answer(a, g, maxOf(g, a.max), { kind = 'throttled', retryAfterMs = a.retryAfterMs, why = a.why })
+answer(a, a.id, maxOf(a.gp .. a.id, a.max), { kind = 'throttled', retryAfterMs = a.retryAfterMs, why = a.why })
 return 1

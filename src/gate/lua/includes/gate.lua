@@ -1,6 +1,6 @@
 -- The gate's shared parts (src/gate/gate.ts documents the keys). Every script is called with one JSON
 -- argument, ARGV[1], decoded into `a`: the gate's settings (gate.ts fields(): `gp` the prefix of the keys'
--- hashes, `paused` the set of paused ids, `now` the caller's clock in ms, `max` the default limit, `slow`,
+-- hashes, `paused` the set of paused ids, `trouble` the set of ids held or unanswered, `now` the caller's clock in ms, `max` the default limit, `slow`,
 -- `admitLease`, `lease`, `floor`, `early`, `overLimitMs`, `minRate`, `rateStep`, `unpacedRate`) and the
 -- call's own fields. KEYS[1] is the paused set.
 
