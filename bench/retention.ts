@@ -91,19 +91,22 @@ async function fillDay(sql: pg.Client, ids: { company: string; webhook: string; 
 }
 
 /** Bytes of `day`'s partitions of every table (tables, indexes, TOAST), and of the resources rows of `tag`. */
-async function diskOf(sql: pg.Client, day: Date, tag: string, rows: number): Promise<{ partitions: number; resources: number; perNotification: number }> {
+async function diskOf(sql: pg.Client, day: Date, tag: string, rows: number): Promise<{ partitions: number; resources: number; perNotification: number; events: number }> {
   const suffix = day.toISOString().slice(0, 10).replaceAll('-', '');
-  const { rows: sizes } = await sql.query<{ bytes: string }>(`SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) AS bytes FROM pg_class c WHERE c.relname = ANY($1::text[])`, [
-    TABLES.map((t) => `${t}_p${suffix}`),
-  ]);
-  // resources is one table for every day: its share is its size in proportion to this day's rows in it.
+  const { rows: sizes } = await sql.query<{ bytes: string; events: string }>(
+    `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) AS bytes, coalesce(sum(pg_total_relation_size(c.oid)) FILTER (WHERE c.relname = $2), 0) AS events
+     FROM pg_class c WHERE c.relname = ANY($1::text[])`,
+    [TABLES.map((t) => `${t}_p${suffix}`), `events_p${suffix}`],
+  );
+  // resources is one table for every day: this day's rows as stored (TOAST included), and their share of its indexes.
   const { rows: share } = await sql.query<{ bytes: string }>(
-    `SELECT (pg_total_relation_size('resources') * (SELECT count(*) FROM resources WHERE resource_id LIKE $1 || '%')::float8 / greatest((SELECT count(*) FROM resources), 1))::bigint AS bytes`,
+    `SELECT (sum(pg_column_size(r.*)) + pg_indexes_size('resources') * count(*)::float8 / greatest((SELECT count(*) FROM resources), 1))::bigint AS bytes
+     FROM resources r WHERE r.resource_id LIKE $1 || '%'`,
     [tag],
   );
   const partitions = Number(sizes[0]!.bytes);
   const resources = Number(share[0]!.bytes);
-  return { partitions, resources, perNotification: Math.round((partitions + resources) / rows) };
+  return { partitions, resources, perNotification: Math.round((partitions + resources) / rows), events: Math.round(Number(sizes[0]!.events) / rows) };
 }
 
 /** Single-row notification INSERTs at INGEST_RATE over INGEST_CONNECTIONS until stopped; each (end time, latency). */
@@ -238,12 +241,17 @@ export async function runRetentionBench(opts: RetentionBenchOptions): Promise<vo
       ingestP99AroundDropAloneMs: round(duringAlone),
       diskPerNotification2kBytes: disk2k.perNotification,
       diskPerNotification20kBytes: disk20k.perNotification,
+      /** Of which the event (its version's body, kept EVENTS_RETENTION_DAYS) and the resource (its latest snapshot, kept while notified). */
+      diskPerEvent2kBytes: disk2k.events,
+      diskPerEvent20kBytes: disk20k.events,
+      diskPerResource2kBytes: Math.round(disk2k.resources / rows),
+      diskPerResource20kBytes: Math.round(disk20k.resources / bigRows),
     };
     console.log(`\n§5.3 retention (${rows.toLocaleString('en')} notifications in the dropped day; load average ${(await import('node:os')).loadavg()[0]!.toFixed(1)} on ${(await import('node:os')).cpus().length} cores: indicative)`);
     console.log(`drop of the day while a 30 s read of notifications runs: ${figures.dropWithReadMs} ms from the start (${figures.droppedPartitions} partitions, in ${runs} runs: it waits the read out), ${figures.dropAfterReadEndedMs} ms after the read ended`);
     console.log(`drop of a day (${bigRows.toLocaleString('en')} notifications, 20 KB bodies) with no read: ${figures.dropAloneMs} ms`);
     console.log(`ingest p99 (single-row INSERTs at ${INGEST_RATE}/s): ${figures.ingestP99WithoutMs} ms without; ${figures.ingestP99AroundDropWithReadMs} ms around the drop with the read; ${figures.ingestP99AroundDropAloneMs} ms around the drop alone`);
-    console.log(`disk per notification end to end (its rows and indexes in every table, its resource, one delivery; after VACUUM): ${figures.diskPerNotification2kBytes} B with 2 KB bodies, ${figures.diskPerNotification20kBytes} B with 20 KB bodies`);
+    console.log(`disk per notification end to end (its rows and indexes in every table, its resource, one delivery; after VACUUM): ${figures.diskPerNotification2kBytes} B with 2 KB bodies, ${figures.diskPerNotification20kBytes} B with 20 KB bodies; of which the event ${figures.diskPerEvent2kBytes} / ${figures.diskPerEvent20kBytes} B and the resource ${figures.diskPerResource2kBytes} / ${figures.diskPerResource20kBytes} B`);
     if (opts.json) console.log(JSON.stringify({ retention: figures }));
   } finally {
     await sql.end();
