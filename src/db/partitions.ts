@@ -8,8 +8,8 @@
  *
  * Every change holds PostgreSQL's locks only for a moment: a new partition is made as a table of its own and
  * attached (SHARE UPDATE EXCLUSIVE on the parent: reads and writes go on), a dropped one is dropped alone
- * (ACCESS EXCLUSIVE on the parent); each waits at most LOCK_TIMEOUT_MS for its lock, so it never queues the
- * service's queries behind a long read, and tries again later. One process at a time maintains them, under
+ * (ACCESS EXCLUSIVE on the parent), not tried while a long read holds the table; each waits at most
+ * LOCK_TIMEOUT_MS for its lock, so the service's queries never queue behind it for longer, and tries again. One process at a time maintains them, under
  * an advisory lock; the others skip.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,8 +21,7 @@ export type RetentionClass = 'notifications' | 'events' | 'audit';
 export type Retentions = Record<RetentionClass, number>;
 
 /**
- * The partitioned tables, each with the column that says when a row was made (for the history partition's
- * rows, whose ids do not carry it) and its retention. A day of the `notifications` class goes as one: the
+ * The partitioned tables and their retentions. A day of the `notifications` class goes as one: the
  * notifications, their fetch attempts and replays, the deliveries and their attempts made that day.
  */
 export const PARTITIONED_TABLES = [
