@@ -9,6 +9,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { DAYS_AHEAD, maintainPartitions } from '../src/db/partitions.js';
 import { encryptSecret, randomToken } from '../src/lib/crypto.js';
 import { deleteKeysWithPrefix } from '../src/lib/redis/keys.js';
 
@@ -53,7 +54,7 @@ async function seed(log: (line: string) => void, rows: number, secretKey: Buffer
   const sql = new pg.Client({ connectionString: DATABASE_URL });
   await sql.connect();
   try {
-    const have = Number((await sql.query('SELECT coalesce(max(id), 0) AS n FROM notifications')).rows[0].n);
+    const have = Number((await sql.query('SELECT count(*) AS n FROM notifications')).rows[0].n);
     if (have >= rows) {
       log(`  ${have.toLocaleString('en')} notifications already seeded (--reseed starts over)`);
       return;
@@ -75,6 +76,14 @@ async function seed(log: (line: string) => void, rows: number, secretKey: Buffer
       [URL_BASE],
     );
     const started = Date.now();
+    // Row i is received at `start` + i/rows of 30 days, in its day's partition (made here, as a process
+    // running then would have made them ahead), with the id it would have had then (src/db/schema/partitioned.ts).
+    const start = new Date(Date.now() - 30 * 86_400_000);
+    const partitions = new pg.Pool({ connectionString: DATABASE_URL, max: 1 });
+    for (let back = 31; back >= 0; back -= DAYS_AHEAD) await maintainPartitions(partitions, { now: new Date(Date.now() - back * 86_400_000) });
+    await partitions.end();
+    const at = (i: string) => `($5::timestamptz + (${i}::double precision / $1) * interval '30 days')`;
+    const idOf = (i: string) => `(skyhook_id_at(${at(i)}) | (${i}::bigint & 4194303))`;
     for (let from = 1; from <= rows; from += CHUNK) {
       const to = Math.min(rows, from + CHUNK - 1);
       // Row i: received over the last 30 days in id order (as they arrive), webhook i % 40 (a rare one for
@@ -82,9 +91,9 @@ async function seed(log: (line: string) => void, rows: number, secretKey: Buffer
       // 10,000th, statuses 90 % processed, 7 % failed (three reasons), 2 % discarded, 1 % processed late,
       // the newest 500 still queued. Each fetch attempt covers ten notifications.
       await sql.query(
-        `INSERT INTO notifications (company_id, webhook_id, received_at, resource_id, type, href, body, authenticated_by, status, attempts, last_error, outcome,
+        `INSERT INTO notifications (id, company_id, webhook_id, received_at, resource_id, type, href, body, authenticated_by, status, attempts, last_error, outcome,
                                     snapshot_version, queued_at, processed_at, finished_at, fetch_attempt_ids)
-         SELECT ${companyUuid('((w - 1) % ' + COMPANIES + ') + 1')}, ${webhookUuid('w')}, t, rid, typ, $2 || '/' || typ || '/' || rid,
+         SELECT ${idOf('i')}, ${companyUuid('((w - 1) % ' + COMPANIES + ') + 1')}, ${webhookUuid('w')}, t, rid, typ, $2 || '/' || typ || '/' || rid,
                 jsonb_build_object('id', rid, 'type', typ, 'href', $2 || '/' || typ || '/' || rid, 'seq', i),
                 CASE WHEN w % 2 = 0 THEN 'oauth' ELSE 'basic' END::authenticated_by,
                 st, CASE WHEN st = 'queued' THEN 0 ELSE 1 END,
@@ -96,32 +105,30 @@ async function seed(log: (line: string) => void, rows: number, secretKey: Buffer
                 CASE WHEN st IN ('processed', 'failed', 'discarded') THEN t + interval '40 ms' END,
                 CASE WHEN st IN ('processed', 'failed') THEN ARRAY[(i + 9) / 10]::bigint[] END
          FROM (
-           SELECT i, now() - interval '30 days' + (i::double precision / $1) * interval '30 days' AS t,
+           SELECT i, ${at('i')} AS t,
                   CASE WHEN i % 500000 = 0 THEN ${BUSY_WEBHOOKS + 1} ELSE (i % ${BUSY_WEBHOOKS}) + 1 END AS w,
                   'r-' || ((i::bigint * 7919) % ${RESOURCES}) AS rid,
                   CASE WHEN i % 10000 = 0 THEN 'emptylegs' WHEN i % 100 < 40 THEN 'rfqs' WHEN i % 100 < 80 THEN 'tripmsgs' ELSE 'leads' END AS typ,
                   (CASE WHEN i > $1 - 500 THEN 'queued' WHEN (i * 31) % 1000 < 900 THEN 'processed' WHEN (i * 31) % 1000 < 970 THEN 'failed'
                         WHEN (i * 31) % 1000 < 990 THEN 'discarded' ELSE 'processed' END)::notification_status AS st
            FROM generate_series($3::int, $4::int) i) s`,
-        [rows, API_BASE, from, to],
+        [rows, API_BASE, from, to, start.toISOString()],
       );
       log(`  seeded ${to.toLocaleString('en')} of ${rows.toLocaleString('en')} notifications (${Math.round((Date.now() - started) / 1000)} s)`);
     }
     await sql.query(
       `INSERT INTO fetch_attempts (id, company_id, href, started_at, finished_at, http_status, outcome, snapshot_version, notification_ids)
-       OVERRIDING SYSTEM VALUE
-       SELECT a, n.company_id, n.href, n.received_at + interval '5 ms', n.received_at + interval '35 ms', 200, 'stored', 1, ARRAY(SELECT generate_series(a * 10 - 9, a * 10))::bigint[]
-       FROM generate_series(1, ($1 + 9) / 10) a JOIN notifications n ON n.id = a * 10 - 9`,
-      [rows],
+       SELECT a, n.company_id, n.href, n.received_at + interval '5 ms', n.received_at + interval '35 ms', 200, 'stored', 1, ARRAY(SELECT ${idOf('k').replaceAll('$5', '$2')} FROM generate_series(a * 10 - 9, a * 10) k)
+       FROM generate_series(1, ($1 + 9) / 10) a JOIN notifications n ON n.id = ${idOf('(a * 10 - 9)').replaceAll('$5', '$2')}`,
+      [rows, start.toISOString()],
     );
-    await sql.query(`SELECT setval(pg_get_serial_sequence('fetch_attempts', 'id'), (SELECT max(id) FROM fetch_attempts))`);
     await sql.query(
       `INSERT INTO resources (company_id, href, type, resource_id, version, fetched_at, body)
        SELECT DISTINCT ON (company_id, href) company_id, href, type, resource_id, 1, received_at, body FROM notifications ORDER BY company_id, href, id DESC`,
     );
     await sql.query(
-      `INSERT INTO events (company_id, type, resource_id, href, snapshot_version, changes, created_at)
-       SELECT company_id, type, resource_id, href, 1, NULL, fetched_at FROM resources`,
+      `INSERT INTO events (company_id, seq, type, resource_id, href, snapshot_version, changes, created_at)
+       SELECT company_id, row_number() OVER (PARTITION BY company_id ORDER BY href), type, resource_id, href, 1, NULL, fetched_at FROM resources`,
     );
     log(`  fetch attempts, resources and events seeded (${Math.round((Date.now() - started) / 1000)} s); VACUUM ANALYZE`);
     await sql.query('VACUUM ANALYZE');
@@ -201,8 +208,9 @@ export async function runConsoleBench(opts: ConsoleBenchOptions): Promise<void> 
     const cookie = (signedIn.headers.get('set-cookie') ?? '').split(';')[0]!;
     if (signedIn.status !== 303 || !cookie) throw new Error(`console sign-in failed: ${signedIn.status}`);
 
-    const maxId = Number((await sql.query('SELECT max(id) AS m FROM notifications')).rows[0].m);
-    const randomIds = (n: number) => Array.from({ length: n }, () => 1 + Math.floor(Math.random() * maxId));
+    // Ids carry their time (src/db/schema/partitioned.ts): a sample of the stored ones, not numbers up to the largest.
+    const stored = (await sql.query<{ id: string }>('SELECT id FROM notifications TABLESAMPLE SYSTEM (1) LIMIT 1000')).rows.map((r) => Number(r.id));
+    const randomIds = (n: number) => Array.from({ length: n }, () => stored[Math.floor(Math.random() * stored.length)]!);
     const company = `00000000-0000-4000-8000-${(7).toString(16).padStart(12, '0')}`;
     const busyWebhook = `00000000-0000-4000-9000-${(3).toString(16).padStart(12, '0')}`;
     const rareWebhook = `00000000-0000-4000-9000-${(BUSY_WEBHOOKS + 1).toString(16).padStart(12, '0')}`;
@@ -238,7 +246,7 @@ export async function runConsoleBench(opts: ConsoleBenchOptions): Promise<void> 
       const text = await res.text();
       const ms = performance.now() - t0;
       if (res.status !== 200) throw new Error(`${path}: ${res.status} ${text.slice(0, 300)}`);
-      return { ms, rows: (text.match(/<tr>\s*<td><a id="n-/g) ?? []).length };
+      return { ms, rows: (text.match(/<td data-label="Id"><a id="n-/g) ?? []).length };
     };
     const measure = async (name: string, path: (i: number) => string): Promise<Timing> => {
       for (let i = 0; i < 3; i++) await time(path(i)); // warm: the plan cached, the pages in memory

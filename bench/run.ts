@@ -14,7 +14,9 @@
  * 10,000 companies: bench/tenants.ts), about 8 minutes. `-- --deliveries` measures SPEC §5.2's delivery rows instead (end to end
  * with a destination per company, committed -> answered at 200/s, a hanging destination's neighbour, a failing
  * destination's CPU and its resumption: bench/deliveries.ts), about 3 minutes; not part of `--quick`, which
- * stays CI's short run (`--deliveries --quick` is a smaller smoke run of it). `-- --yardstick` runs only the second
+ * stays CI's short run (`--deliveries --quick` is a smaller smoke run of it). `-- --retention` measures SPEC §5.3's rows
+ * instead (a day of 1,000,000 notifications dropped while ingest and a 30 s read run, and the disk a notification
+ * costs: bench/retention.ts; `--retention --quick` fills 50,000). `-- --yardstick` runs only the second
  * yardstick's phases (the yardstick, Skyhook at 500/s and 200/s, idle and at 30/s, the yardstick again), about 3 minutes.
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -30,6 +32,7 @@ import { encryptSecret, randomToken, sha256 } from '../src/lib/crypto.js';
 import { runConsoleBench } from './console.js';
 import { runTenantsBench } from './tenants.js';
 import { runDeliveriesBench } from './deliveries.js';
+import { runRetentionBench } from './retention.js';
 import { callsBetween, formatCalls, openCallsReader, processWrites, type Calls, type CallsReader } from './calls.js';
 import { deleteKeysWithPrefix } from '../src/lib/redis/keys.js';
 
@@ -1071,6 +1074,7 @@ function printTable(
 
 try {
   if (args.has('--console')) await runConsoleBench({ build, log, json: JSON_OUT, quick: QUICK, args: process.argv.slice(2) });
+  else if (args.has('--retention')) await runRetentionBench({ log, json: JSON_OUT, quick: QUICK });
   else if (args.has('--tenants')) {
     await runTenantsBench({
       log,

@@ -15,6 +15,7 @@ import { queueDashboard } from './admin/dashboard.js';
 import { adminRoutes, type AdminDeps } from './admin/routes.js';
 import type { ConsoleDeps } from './console/kit.js';
 import { consoleRoutes } from './console/plugin.js';
+import { defaultPartitionRows } from './db/partitions.js';
 import { isDatabaseUnavailable } from './lib/database-unavailable.js';
 import { AuthFailureLimiter } from './lib/auth-failure-limiter.js';
 import type { Metrics } from './lib/metrics.js';
@@ -290,15 +291,17 @@ function cachedGauges(deps: OpsDeps): () => Promise<void> {
   let readAt = -Infinity;
   let reading: Promise<void> | undefined;
   const read = async () => {
-    const [counts, backlog, states, destinations, warned] = await Promise.all([
+    const [counts, backlog, states, destinations, warned, defaults] = await Promise.all([
       withTimeout(Promise.all(deps.queues.map((q) => q.getJobCounts('wait', 'prioritized', 'active', 'delayed', 'failed'))), 1000, 'queue depth'),
       withTimeout(deps.pool.query<{ company_id: string; pending: number; oldest_pending_age_s: number }>('SELECT company_id, pending, oldest_pending_age_s FROM backlog WHERE pending > 0'), 1000, 'backlog'),
       withTimeout(deps.companyStates(), 1000, 'company states'),
       withTimeout(deps.destinationStates(), 1000, 'destination states'),
       withTimeout(deps.connectionWarnings(), 1000, 'connection warnings'),
+      withTimeout(defaultPartitionRows(deps.pool), 1000, 'default partitions'),
     ]);
     deps.metrics.connectionWarning.reset();
     for (const c of warned) for (const w of c.warnings) deps.metrics.connectionWarning.set({ company: c.id, kind: w.kind }, 1);
+    for (const [table, rows] of defaults) deps.metrics.partitionDefaultRows.set({ table }, rows);
     deps.metrics.queueDepth.reset();
     // Fetch jobs carry their company's priority, so BullMQ keeps the waiting ones in its `prioritized` set: they are `wait` all the same.
     for (const c of counts) for (const [state, n] of Object.entries(c)) deps.metrics.queueDepth.inc({ state: state === 'prioritized' ? 'wait' : state }, n);
@@ -330,7 +333,7 @@ function cachedGauges(deps: OpsDeps): () => Promise<void> {
     reading ??= read()
       .then(
         () => void (readAt = performance.now()),
-        (err: unknown) => deps.reporter.report('metrics_gauges', err, 'the queue depth, backlog, company- and destination-state gauges could not be read; they keep their last values'),
+        (err: unknown) => deps.reporter.report('metrics_gauges', err, 'the queue depth, backlog, company-, destination-state and default-partition gauges could not be read; they keep their last values'),
       )
       .finally(() => (reading = undefined));
     return reading;

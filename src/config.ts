@@ -92,6 +92,9 @@ const envSchema = z
     /** A received row younger than this is left to the receiver's own enqueue before the relay takes it. */
     RELAY_GRACE_MS: int(0, 600_000).default(3000),
     RETENTION_DAYS: int(1, 3650).default(30),
+    /** Events with their bodies, and a resource's older versions (SPEC §5.3). */
+    EVENTS_RETENTION_DAYS: int(1, 3650).default(90),
+    AUDIT_RETENTION_DAYS: int(1, 3650).default(365),
     /** Destinations' delivery jobs one worker process runs at once (SPEC §5.2), each sending up to its destination's limit; a queue and workers apart from the fetches'. */
     DELIVERY_CONCURRENCY: int(1, 1000).default(64),
     /** A destination's requests at once across every worker, unless it sets its own. */
@@ -226,6 +229,8 @@ export function loadConfig(source: Record<string, string | undefined> = process.
     relayIntervalMs: env.RELAY_INTERVAL_MS,
     relayGraceMs: env.RELAY_GRACE_MS,
     retentionDays: env.RETENTION_DAYS,
+    eventsRetentionDays: env.EVENTS_RETENTION_DAYS,
+    auditRetentionDays: env.AUDIT_RETENTION_DAYS,
     delivery: {
       concurrency: env.DELIVERY_CONCURRENCY,
       destinationConcurrency: env.DESTINATION_CONCURRENCY,

@@ -11,11 +11,13 @@
 import { allConnectionWarnings, ConnectionUsage } from './companies/usage.js';
 import type { Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
+import type pg from 'pg';
 import type { Logger } from 'pino';
 import { buildApp, buildOpsApp } from './app.js';
 import type { Config } from './config.js';
 import { connectDatabase, type DbHandle } from './db/client.js';
 import { waitForDatabase } from './db/migrate.js';
+import { maintainPartitions } from './db/partitions.js';
 import { createNotificationsRepository, type NotificationsRepository } from './notifications/postgres.js';
 import { BatchSummary } from './lib/batch-summary.js';
 import { describeError, ErrorReporter } from './lib/error-reporter.js';
@@ -227,6 +229,7 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
     async start() {
       await waitForDatabase(config.databaseUrl, { onWait: outages.postgresDown, signal: stopping.signal });
       outages.postgresBack();
+      await partitionsAhead(api.pool, log);
       relay.start();
       for (const part of parts) part.start?.();
       core.started = true;
@@ -240,6 +243,23 @@ export async function createRuntime(config: Config, log: Logger, opts: { handler
       }
     },
   };
+}
+
+/**
+ * At start-up, every role makes the growing tables' partitions ahead (SPEC §5.3): a process that was down for
+ * days finds today's before it stores anything. A role that may not change the schema (docs/operations.md,
+ * "A database role for the service") starts all the same: the owner's `skyhook partitions maintain` makes
+ * them, and the log says when that falls behind.
+ */
+async function partitionsAhead(pool: pg.Pool, log: Logger): Promise<void> {
+  try {
+    const { made, owner, daysAhead } = await maintainPartitions(pool, {});
+    if (made.length > 0) log.info({ made: made.length }, 'partitions made ahead');
+    if (!owner && daysAhead < 2) log.warn({ daysAhead }, 'partitions run out soon, and this role may not make them: run `skyhook partitions maintain` as the database owner');
+  } catch (err) {
+    // A lock the service's own long reads held too long, say: the worker's hourly pass tries again, and rows meanwhile land in the default partition rather than nowhere.
+    log.warn({ err: describeError(err) }, 'partitions could not be made ahead at start-up; the retention job tries again within the hour');
+  }
 }
 
 /** Roles api and all: the receiver, the admin API, the console and the live stream, on one HTTP app. */
@@ -348,7 +368,7 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
   // Listened to from the start: BullMQ prints an unheard 'error' to stderr, a stack trace per retry.
   fetchWorker.on('error', workerError);
   fetchWorker.on('failed', (job, err) => log.debug({ jobId: job?.id, companyId: job?.data.companyId, err: err.message }, 'fetch attempt failed'));
-  const { mirror, retention } = workerLoops(core, { connection, gate, notifications });
+  const { mirror, retention } = workerLoops(core, { connection, gate, pool: workerDb.pool, notifications });
   const delivery = deliveryWorker(core, { db: workerDb, connection });
   // Running jobs finish (bounded); a job still running at the deadline is left to stalled-job recovery:
   // its lock lapses and another worker takes it (worker.close(true) would still wait for it). While Redis
@@ -383,9 +403,9 @@ function workerRole(core: Core, handlers: HandlerRegistry): RolePart {
 }
 
 /** The worker's periodic parts: the companies' mirror (hand-outs, mending, probes) and retention. */
-function workerLoops(core: Core, own: { connection: RedisClient; gate: Gate; notifications: NotificationsRepository }) {
+function workerLoops(core: Core, own: { connection: RedisClient; gate: Gate; pool: pg.Pool; notifications: NotificationsRepository }) {
   const { config, log, report, enqueuer } = core;
-  const { connection, gate, notifications } = own;
+  const { connection, gate, pool, notifications } = own;
   const mirror = new CompanyMirror({
     states: core.companies,
     handOut: async (companyIds) => enqueuer.addHandedOut(await gate.handOut(companyIds)),
@@ -395,10 +415,11 @@ function workerLoops(core: Core, own: { connection: RedisClient; gate: Gate; not
   const retention = createRetention({
     connection,
     prefix: config.queuePrefix,
-    notifications,
+    pool,
+    resources: notifications,
     deliveries: core.destinations,
     countExpired: (n) => core.metrics.deliveries.inc({ outcome: 'expired' }, n),
-    retentionDays: config.retentionDays,
+    retentions: { notifications: config.retentionDays, events: config.eventsRetentionDays, audit: config.auditRetentionDays },
     log,
     onError: report('retention', 'the retention job met an error; it runs again within the hour'),
   });

@@ -11,3 +11,14 @@ GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO skyhook_service;
 GRANT SELECT ON ALL TABLES IN SCHEMA drizzle TO skyhook_service;
 -- The audit log: appended and read, never changed.
 REVOKE UPDATE, DELETE, TRUNCATE ON audit_log FROM skyhook_service;
+-- Its partitions too (SPEC §5.3): the grant above reached the partitions that exist now, and a TRUNCATE of a
+-- partition would pass the table's own trigger. (Partitions made later are granted nothing: they are read
+-- and written through audit_log.)
+DO $$
+DECLARE p regclass;
+BEGIN
+  FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'audit_log'::regclass LOOP
+    EXECUTE format('REVOKE ALL ON %s FROM skyhook_service', p);
+  END LOOP;
+END
+$$;

@@ -282,8 +282,12 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
     delete: (companyId, within) => {
       const remove = async ({ tx, afterCommit }: Change) => {
         // Its key cascades to everything of it (webhooks and their notifications, resources, events, leads,
-        // quotes, declines) but its fetch attempts, which have no key to it (for the worker's sake).
+        // quotes, declines, destinations and their deliveries) but its fetch attempts, which have no key to it
+        // (for the worker's sake), and the replays and delivery attempts, whose keys partitioning took
+        // (docs/decisions.md, "Partitions").
         await tx.delete(fetchAttempts).where(eq(fetchAttempts.companyId, companyId));
+        await tx.execute(sql`DELETE FROM notification_replays r USING notifications n WHERE n.id = r.notification_id AND n.company_id = ${companyId}`);
+        await tx.execute(sql`DELETE FROM delivery_attempts a USING deliveries d WHERE d.id = a.delivery_id AND d.company_id = ${companyId}`);
         const existed = (await tx.delete(companies).where(eq(companies.id, companyId)).returning({ id: companies.id })).length > 0;
         // Nothing of it stays in Redis; a gate out of reach keeps a few keys that nothing reads (repair() skips unknown ids).
         if (existed) afterCommit(() => tell(Promise.all([gate.forget(companyId), deps.redis.del(probeKey(companyId), keepAliveKey(companyId))]), 'forgetting the company gate'));

@@ -1,13 +1,15 @@
 /**
  * Creates the database if missing and applies drizzle's generated migrations under a PostgreSQL
  * advisory lock, so any number of processes can start at once (drizzle-kit migrate can hang without
- * a TTY, so it is never used at run time).
+ * a TTY, so it is never used at run time). Each migration commits on its own, in drizzle's journal
+ * (drizzle.__drizzle_migrations, the same rows drizzle's migrator writes), and waits for a table's lock
+ * at most LOCK_TIMEOUT before it rolls back and tries again: a migration never queues the service's
+ * queries behind a long read (docs/decisions.md, "Partitions").
  */
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { drizzle } from 'drizzle-orm/node-postgres';
-import { readMigrationFiles } from 'drizzle-orm/migrator';
-import { migrate } from 'drizzle-orm/node-postgres/migrator';
+import { readMigrationFiles, type MigrationMeta } from 'drizzle-orm/migrator';
 import pg from 'pg';
 import { withoutPassword } from '../lib/redact.js';
 import { describeError } from '../lib/error-reporter.js';
@@ -15,6 +17,9 @@ import { isDatabaseUnavailable } from '../lib/database-unavailable.js';
 
 const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
 const MIGRATION_LOCK = 7_461_736_001; // arbitrary, fixed: "skyhook migrate"
+/** How long one statement of a migration may wait for a lock before its migration rolls back and retries. */
+const LOCK_TIMEOUT_MS = 500;
+const LOCK_RETRIES = 120;
 
 /** Creates the database `url` names, through the server's `postgres` database. */
 async function createDatabase(url: string): Promise<void> {
@@ -46,13 +51,49 @@ async function upToDate(client: pg.Client): Promise<boolean> {
   return rows[0]?.applied != null && Number(rows[0].applied) >= newest;
 }
 
-export async function migrateDatabase(url: string): Promise<void> {
+/** The migrations' tags in order (readMigrationFiles answers them in this order, without their names). */
+function journalTags(): string[] {
+  const journal = JSON.parse(readFileSync(`${MIGRATIONS_FOLDER}/meta/_journal.json`, 'utf8')) as { entries: { tag: string }[] };
+  return journal.entries.map((e) => e.tag);
+}
+
+/** One migration in its own transaction, its journal row with it; a lock not granted in time retries it whole. */
+async function applyMigration(client: pg.Client, migration: MigrationMeta): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    await client.query('BEGIN');
+    try {
+      await client.query(`SET LOCAL lock_timeout = ${LOCK_TIMEOUT_MS}`);
+      for (const statement of migration.sql) if (statement.trim()) await client.query(statement);
+      await client.query('INSERT INTO drizzle.__drizzle_migrations (hash, created_at) VALUES ($1, $2)', [migration.hash, migration.folderMillis]);
+      await client.query('COMMIT');
+      return;
+    } catch (err) {
+      await client.query('ROLLBACK');
+      // 55P03: lock_not_available, a long read or a busy table held it; anything else is the migration's fault.
+      if ((err as { code?: string }).code !== '55P03' || attempt >= LOCK_RETRIES) throw err;
+    }
+    await sleep(Math.min(100 * attempt, 2000));
+  }
+}
+
+/** `upTo`: the tag of the last migration to apply (the conversion test makes the previous version's database). */
+export async function migrateDatabase(url: string, opts: { upTo?: string } = {}): Promise<void> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
-    if (await upToDate(client)) return;
-    await migrate(drizzle({ client }), { migrationsFolder: MIGRATIONS_FOLDER });
+    if (!opts.upTo && (await upToDate(client))) return;
+    await client.query('CREATE SCHEMA IF NOT EXISTS drizzle');
+    await client.query('CREATE TABLE IF NOT EXISTS drizzle.__drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)');
+    const { rows } = await client.query<{ applied: string | null }>('SELECT max(created_at)::text AS applied FROM drizzle.__drizzle_migrations');
+    const applied = Number(rows[0]?.applied ?? 0);
+    // As drizzle's migrator decides: every migration younger than the newest applied one, in order.
+    const migrations = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER });
+    const last = opts.upTo ? journalTags().indexOf(opts.upTo) : migrations.length - 1;
+    if (last < 0) throw new Error(`no migration ${opts.upTo}`);
+    for (const migration of migrations.slice(0, last + 1)) {
+      if (migration.folderMillis > applied) await applyMigration(client, migration);
+    }
   } finally {
     // Ending the session releases its advisory lock: no unlock to send, nor to fail.
     await client.end();

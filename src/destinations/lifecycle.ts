@@ -131,6 +131,4 @@ export interface DeliveryLifecycle {
   overdueDestinations(graceMs: number, limit: number): Promise<DestinationKey[]>;
   /** expire: pending deliveries older than `retentionDays`; answers how many (by destination). */
   expire(retentionDays: number): Promise<{ destinationId: string; expired: number }[]>;
-  /** Final deliveries older than `retentionDays`, with their attempts; answers how many. */
-  purgeBatch(retentionDays: number, limit: number): Promise<number>;
 }

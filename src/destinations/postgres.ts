@@ -293,13 +293,6 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
         SELECT destination_id, count(*) AS expired FROM ex GROUP BY destination_id`);
       return rows.map((r) => ({ destinationId: r.destination_id, expired: Number(r.expired) }));
     },
-
-    async purgeBatch(retentionDays, limit) {
-      const { rowCount } = await db.execute(sql`
-        DELETE FROM deliveries WHERE id IN (
-          SELECT id FROM deliveries WHERE status <> 'pending' AND created_at < now() - make_interval(days => ${retentionDays}) ORDER BY id LIMIT ${limit})`);
-      return rowCount ?? 0;
-    },
   };
 
   return {

@@ -98,6 +98,11 @@ export function createMetrics() {
       help: "Age of a destination's oldest delivery not yet answered: the delivery lag",
       labelNames: ['destination', 'company'] as const,
     })),
+    partitionDefaultRows: new Gauge(registered({
+      name: 'skyhook_partition_default_rows',
+      help: "Rows in a growing table's default partition (SPEC §5.3): none while partitions are made ahead; any means `skyhook partitions maintain` has not run",
+      labelNames: ['table'] as const,
+    })),
     ready: new Gauge(registered({
       name: 'skyhook_ready',
       help: 'Whether /readyz would answer 200 (started, PostgreSQL and Redis answer): 1 or 0, as of the last /readyz or scrape',

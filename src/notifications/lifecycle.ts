@@ -143,8 +143,6 @@ export interface NotificationLifecycle {
   replay(ids: number[], within?: Change): Promise<PendingKey[]>;
   /** What the live stream says of each notification. */
   summaries(ids: number[]): Promise<NotificationSummary[]>;
-  /** purge: one batch of final notifications older than `retentionDays`, with their history; answers how many. */
-  purgeBatch(retentionDays: number, limit: number): Promise<number>;
   /** A webhook deleted with its notifications and their history, statements of the admin's change `within` (a company is deleted by src/companies/). */
   deleteWebhook(webhookId: string, within: Change): Promise<void>;
 }

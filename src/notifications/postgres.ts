@@ -364,7 +364,7 @@ const STORE_SQL = `
   FROM cur c LEFT JOIN ev e ON e.company_id = c.company_id AND e.href = c.href
   ORDER BY c.ord`;
 
-export const STORE_STATEMENT: Statement = { name: 'skyhook_store_snapshots', text: STORE_SQL };
+export const STORE_STATEMENT: Statement = { name: 'skyhook_store_snapshots', text: STORE_SQL, smallTables: ['webhooks'] };
 
 /** Stores a batch of fetched snapshots and processes the notifications they cover (see STORE_SQL). */
 async function storeFetched(sql: Sql, plans: CachedPlans | undefined, items: FetchedSnapshot[]): Promise<Stored[]> {
@@ -423,7 +423,7 @@ async function replay(sql: Sql, ids: number[]): Promise<PendingKey[]> {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Retention
+// Deleting a webhook (retention drops whole partitions: src/db/partitions.ts)
 
 /** Deletes those of `attemptIds` that no kept notification shares any more. */
 async function deleteOrphanAttempts(client: Sql, attemptIds: number[]): Promise<void> {
@@ -438,25 +438,12 @@ async function deleteOrphanAttempts(client: Sql, attemptIds: number[]): Promise<
 const attemptIdsOf = (rows: { fetch_attempt_ids: string[] | null }[]): number[] => [...new Set(rows.flatMap((r) => (r.fetch_attempt_ids ?? []).map(Number)))];
 
 /**
- * Deletes one batch of final notifications older than `retentionDays` with their history: their replays
- * (by their key) and the fetch attempts none of whose notifications is kept. Answers how many it deleted.
+ * A deleted webhook's notifications go with it (its key cascades to them), and so does their history: their
+ * replays (no key of their own: docs/decisions.md, "Partitions") and the fetch attempts no kept one shares.
  */
-async function purgeBatch(client: Sql, retentionDays: number, limit: number): Promise<number> {
-  const { rows } = await client.query<{ fetch_attempt_ids: string[] | null }>(
-    `DELETE FROM notifications WHERE id IN (
-       SELECT id FROM notifications
-       WHERE received_at < now() - make_interval(days => $1) AND ${fromGuard('purge')}
-       ORDER BY id LIMIT $2)
-     RETURNING fetch_attempt_ids`,
-    [retentionDays, limit],
-  );
-  await deleteOrphanAttempts(client, attemptIdsOf(rows));
-  return rows.length;
-}
-
-/** A deleted webhook's notifications go with it (its key cascades to them and their replays), and so does their history. */
 async function deleteWebhook(client: Sql, webhookId: string): Promise<void> {
   const { rows } = await client.query<{ fetch_attempt_ids: string[] | null }>('SELECT fetch_attempt_ids FROM notifications WHERE webhook_id = $1', [webhookId]);
+  await client.query('DELETE FROM notification_replays r USING notifications n WHERE n.id = r.notification_id AND n.webhook_id = $1', [webhookId]);
   await client.query('DELETE FROM webhooks WHERE id = $1', [webhookId]);
   await deleteOrphanAttempts(client, attemptIdsOf(rows));
 }
@@ -514,7 +501,20 @@ export function createNotificationsRepository(pool: pg.Pool, log: Logger = pino(
     /** Runs `fn` in one transaction; `client` is its connection, for what else must commit with it (the handlers). */
     transaction: <T>(fn: (tx: NotificationsTx, client: pg.PoolClient) => Promise<T>): Promise<T> => inTransaction(pool, (client) => fn(bind(client), client)),
     deleteWebhook: (webhookId: string, within: Change): Promise<void> => deleteWebhook(within.client, webhookId),
-    purgeBatch: (retentionDays: number, limit: number): Promise<number> => inTransaction(pool, (client) => purgeBatch(client, retentionDays, limit)),
+    /**
+     * Retention (SPEC §5.3): a resource not fetched for `days` goes (its versions, events, went with their
+     * partitions), in batches of `limit`, unless a notification for it still waits. Answers how many went.
+     */
+    forgetQuietResources: async (days: number, limit: number): Promise<number> => {
+      const { rowCount } = await pool.query(
+        `DELETE FROM resources r WHERE (r.company_id, r.href) IN (
+           SELECT q.company_id, q.href FROM resources q WHERE q.fetched_at < now() - make_interval(days => $1)
+           AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.company_id = q.company_id AND n.href = q.href AND ${fromGuard('finish', 'n.status')})
+           LIMIT $2)`,
+        [days, limit],
+      );
+      return rowCount ?? 0;
+    },
   };
   return repository satisfies NotificationLifecycle;
 }

@@ -1,71 +1,83 @@
 /**
- * Retention (SPEC §5, §5.2): a BullMQ job scheduler runs `purge` hourly; it deletes final notifications
- * (processed, failed, discarded) older than RETENTION_DAYS, with their history (fetch attempts no kept
- * notification shares, replays), and final deliveries with their attempts. Pending notifications are never
- * purged (that would lose work); a delivery still pending past RETENTION_DAYS ends `expired` first, said in
- * the log per destination. Snapshots and events stay.
+ * Retention (SPEC §5.3): a BullMQ job scheduler runs `maintain-partitions` hourly. It ends deliveries still
+ * pending past RETENTION_DAYS `expired` (said in the log per destination), then makes the growing tables'
+ * partitions ahead and drops the days past their retention (db/partitions.ts): notifications with their
+ * fetch attempts and replays, and deliveries with their attempts, after RETENTION_DAYS; events after
+ * EVENTS_RETENTION_DAYS; the audit log after AUDIT_RETENTION_DAYS. A day that still holds a notification not
+ * final (a paused company's, parked) or a pending delivery is kept, whole, until that work ends: retention
+ * never removes unfinished work. Dropping a partition costs the same whatever it holds. Last, a resource not
+ * fetched for EVENTS_RETENTION_DAYS (its latest snapshot, the one row left of its history) is forgotten.
  */
 import { Queue, Worker } from 'bullmq';
+import type pg from 'pg';
 import type { Logger } from 'pino';
+import { maintainPartitions, type MaintainResult, type Retentions } from '../db/partitions.js';
 import type { DeliveryLifecycle } from '../destinations/lifecycle.js';
-import type { NotificationLifecycle } from '../notifications/lifecycle.js';
+import { deliveryGuard } from '../destinations/transitions.js';
+import type { NotificationsRepository } from '../notifications/postgres.js';
+import { fromGuard } from '../notifications/transitions.js';
 import type { RedisClient } from '../lib/redis/connection.js';
 
 const MAINTENANCE_QUEUE = 'maintenance';
-const PURGE_EVERY_MS = 3_600_000;
-const BATCH = 5000;
+const MAINTAIN_EVERY_MS = 3_600_000;
+/** Resources forgotten per statement: one row each (the latest snapshot), in short transactions. */
+const RESOURCES_BATCH = 5000;
 
-/** Purges in batches of short transactions, so no long lock is held; answers how many rows went. */
-export async function purgeInBatches(purgeBatch: (retentionDays: number, limit: number) => Promise<number>, retentionDays: number): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const purged = await purgeBatch(retentionDays, BATCH);
-    total += purged;
-    if (purged < BATCH) return total;
+/** The rows a day's partition may not be dropped with: notifications retention may not purge, deliveries still to expire. */
+export const UNFINISHED = { notifications: `NOT (${fromGuard('purge')})`, deliveries: deliveryGuard('expire') };
+
+/** One pass: pending deliveries past retention end expired, then the partitions are made ahead and the old ones dropped. */
+export async function retentionPass(deps: {
+  pool: Pick<pg.Pool, 'query' | 'connect'>;
+  resources: Pick<NotificationsRepository, 'forgetQuietResources'>;
+  deliveries: Pick<DeliveryLifecycle, 'expire'>;
+  countExpired: (n: number) => void;
+  retentions: Retentions;
+  log: Logger;
+  now?: Date;
+}): Promise<MaintainResult> {
+  for (const { destinationId, expired } of await deps.deliveries.expire(deps.retentions.notifications)) {
+    deps.countExpired(expired);
+    deps.log.warn({ destinationId, expired, retentionDays: deps.retentions.notifications }, 'deliveries still pending past retention ended expired');
   }
+  const result = await maintainPartitions(deps.pool, { now: deps.now, retentions: deps.retentions, unfinished: UNFINISHED });
+  // A role that may not change the schema leaves them to the owner's `skyhook partitions maintain`: said only when that falls behind.
+  if (!result.owner && result.daysAhead < 2) deps.log.warn({ daysAhead: result.daysAhead }, 'partitions run out soon, and this role may not make them: run `skyhook partitions maintain` as the database owner');
+  if (result.made.length > 0) deps.log.info({ made: result.made.length }, 'partitions made ahead');
+  if (result.dropped.length > 0) deps.log.info({ dropped: result.dropped, retentions: deps.retentions }, 'partitions past retention dropped');
+  for (const { day, reason } of result.kept) deps.log.warn({ day, reason }, 'a day past retention is kept');
+  let forgotten = 0;
+  for (let n = RESOURCES_BATCH; n === RESOURCES_BATCH; forgotten += n) n = await deps.resources.forgetQuietResources(deps.retentions.events, RESOURCES_BATCH);
+  if (forgotten > 0) deps.log.info({ resources: forgotten, retentionDays: deps.retentions.events }, 'resources not notified for EVENTS_RETENTION_DAYS forgotten');
+  return result;
 }
 
 /**
- * The purge's scheduler (idempotent: every worker upserts the same one) and its consumer. Nothing waits for
+ * The pass's scheduler (idempotent: every worker upserts the same one) and its consumer. Nothing waits for
  * Redis: start() asks for the scheduler in the background (the worker connection holds the command until
  * Redis answers), so a process started while Redis is down starts all the same.
  */
-export function createRetention(deps: {
+export function createRetention(deps: Parameters<typeof retentionPass>[0] & {
   connection: RedisClient;
   prefix: string;
-  notifications: Pick<NotificationLifecycle, 'purgeBatch'>;
-  deliveries: Pick<DeliveryLifecycle, 'expire' | 'purgeBatch'>;
-  /** Counts the deliveries that ended expired (skyhook_deliveries_total{outcome="expired"}). */
-  countExpired: (n: number) => void;
-  retentionDays: number;
-  log: Logger;
   onError: (err: unknown) => void;
 }): { start: () => void; close: (force: boolean) => Promise<void> } {
   const queue = new Queue(MAINTENANCE_QUEUE, { connection: deps.connection, prefix: deps.prefix });
   queue.on('error', deps.onError);
-  const worker = new Worker(
-    MAINTENANCE_QUEUE,
-    async () => {
-      const purged = await purgeInBatches(deps.notifications.purgeBatch, deps.retentionDays);
-      if (purged > 0) deps.log.info({ purged, retentionDays: deps.retentionDays }, 'purged old notifications');
-      for (const { destinationId, expired } of await deps.deliveries.expire(deps.retentionDays)) {
-        deps.countExpired(expired);
-        deps.log.warn({ destinationId, expired, retentionDays: deps.retentionDays }, 'deliveries still pending past retention ended expired');
-      }
-      const deliveries = await purgeInBatches(deps.deliveries.purgeBatch, deps.retentionDays);
-      if (deliveries > 0) deps.log.info({ purged: deliveries, retentionDays: deps.retentionDays }, 'purged old deliveries');
-      return purged + deliveries;
-    },
-    { connection: deps.connection, prefix: deps.prefix, concurrency: 1, autorun: false },
-  );
+  const worker = new Worker(MAINTENANCE_QUEUE, async () => (await retentionPass(deps)).dropped.length, {
+    connection: deps.connection,
+    prefix: deps.prefix,
+    concurrency: 1,
+    autorun: false,
+  });
   worker.on('error', deps.onError);
   worker.on('failed', (_job, err) => deps.onError(err));
   return {
     start: () => {
-      queue.upsertJobScheduler('purge-notifications', { every: PURGE_EVERY_MS }, { name: 'purge', opts: { removeOnComplete: 10, removeOnFail: 10 } }).catch(deps.onError);
+      queue.upsertJobScheduler('maintain-partitions', { every: MAINTAIN_EVERY_MS }, { name: 'maintain', opts: { removeOnComplete: 10, removeOnFail: 10 } }).catch(deps.onError);
       worker.run().catch(deps.onError);
     },
-    /** `force`: do not wait for a running purge (nor for Redis, when it is down). */
+    /** `force`: do not wait for a running pass (nor for Redis, when it is down). */
     close: async (force) => {
       await worker.close(force);
       await queue.close();

@@ -190,12 +190,6 @@ export function createMemoryLifecycle(opts: { /** Whether a company is paused (i
         return r ? [{ id, companyId: r.companyId, webhookId: r.webhookId, type: r.type, resourceId: r.resourceId }] : [];
       });
     },
-    async purgeBatch(retentionDays, limit) {
-      const before = now().getTime() - retentionDays * 86_400_000;
-      const old = [...rows.values()].filter((r) => r.receivedAt.getTime() < before && allowed('purge', r.status, null)).sort((a, b) => a.id - b.id).slice(0, limit);
-      for (const r of old) rows.delete(r.id);
-      return old.length;
-    },
     async deleteWebhook(webhookId) {
       for (const [id, r] of rows) if (r.webhookId === webhookId) rows.delete(id);
     },

@@ -161,7 +161,7 @@ describe("a destination's pending deliveries (SPEC §5.2)", () => {
     expect(r.attempts.length, 'no attempt after the deletion').toBe(tried);
   });
 
-  it('a deleted company: its destinations go with it, and nothing of their gates stays in Redis', async () => {
+  it('a deleted company: its destinations go with it, their deliveries’ attempts and its replays too (no key cascades to them), and nothing of their gates stays in Redis', async () => {
     const company = await s.company('deleted-co');
     const r = await receiver(() => ({ status: 429, headers: { 'retry-after': '60' } }));
     const dest = await destinationFor(admin, company, r);
@@ -171,8 +171,23 @@ describe("a destination's pending deliveries (SPEC §5.2)", () => {
     try {
       const gateKeys = () => redis.keys(`${s.prefix}:destination:${dest.id}*`);
       await eventually(async () => (await gateKeys()).length > 0, "the destination's gate in Redis");
+      await s.sql.query(`INSERT INTO notification_replays (notification_id, previous_status) SELECT id, 'processed' FROM notifications WHERE company_id = $1`, [company.companyId]);
+      const deliveryIds = (await s.sql.query('SELECT id FROM deliveries WHERE company_id = $1', [company.companyId])).rows.map((row) => row.id);
+      const notificationIds = (await s.sql.query('SELECT id FROM notifications WHERE company_id = $1', [company.companyId])).rows.map((row) => row.id);
+      const left = async () =>
+        (
+          await s.sql.query(
+            `SELECT (SELECT count(*) FROM delivery_attempts WHERE delivery_id = ANY($1::bigint[]))::int AS attempts,
+                    (SELECT count(*) FROM notification_replays WHERE notification_id = ANY($2::bigint[]))::int AS replays`,
+            [deliveryIds, notificationIds],
+          )
+        ).rows[0];
+      expect(await left()).toEqual({ attempts: expect.any(Number), replays: notificationIds.length });
+      expect((await left()).attempts).toBeGreaterThan(0);
+      expect(notificationIds.length).toBeGreaterThan(0);
       expect((await admin('DELETE', `/companies/${company.companyId}?force=true`)).status).toBe(204);
       expect((await admin('GET', `/companies/${company.companyId}/destinations/${dest.id}`)).status).toBe(404);
+      expect(await left()).toEqual({ attempts: 0, replays: 0 });
       // (Its job, delayed by the hold, stays queued until then: it runs, finds nothing to send, and ends.)
       expect(await gateKeys()).toEqual([]);
     } finally {

@@ -7,7 +7,6 @@
 import jsonpatch from 'fast-json-patch';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNotificationsRepository } from '../../src/notifications/postgres.js';
 import type { StatusEvent } from '../../src/services/notification-stream.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { ADMIN_TOKEN, eventually } from '../helpers/skyhook.js';
@@ -333,43 +332,6 @@ describe('the live stream (GET /admin/stream)', () => {
       await res?.body?.cancel();
       return ok;
     }, 'room for a new subscriber');
-  });
-});
-
-describe('retention', () => {
-  it('purges a notification’s history with it, and keeps a fetch attempt another kept notification shares', async () => {
-    const href = `${s.sim.apiBaseUrl}/rfqs/rfq-old`;
-    const { rows } = await s.sql.query(
-      `INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status, received_at, finished_at)
-       VALUES ($1, $2, 'rfq-old', 'rfqs', $3, '{}', 'basic', 'failed', now() - interval '40 days', now() - interval '40 days'),
-              ($1, $2, 'rfq-old', 'rfqs', $3, '{}', 'basic', 'failed', now() - interval '40 days', now() - interval '40 days'),
-              ($1, $2, 'rfq-old', 'rfqs', $3, '{}', 'basic', 'failed', now() - interval '1 day', now() - interval '1 day')
-       RETURNING id`,
-      [companyId, webhookId, href],
-    );
-    const [oldA, oldB, recent] = rows.map((r) => Number(r.id));
-    const attempt = async (ids: number[]) =>
-      Number(
-        (
-          await s.sql.query(
-            `INSERT INTO fetch_attempts (company_id, href, started_at, finished_at, http_status, outcome, error, notification_ids)
-             VALUES ($1, $2, now() - interval '40 days', now() - interval '40 days', 500, 'failed', 'x', $3) RETURNING id`,
-            [companyId, href, ids],
-          )
-        ).rows[0].id,
-      );
-    const onlyOld = await attempt([oldA!, oldB!]);
-    const shared = await attempt([oldB!, recent!]);
-    await s.sql.query(`UPDATE notifications SET fetch_attempt_ids = $2 WHERE id = $1`, [oldA, [onlyOld]]);
-    await s.sql.query(`UPDATE notifications SET fetch_attempt_ids = $2 WHERE id = $1`, [oldB, [onlyOld, shared]]);
-    await s.sql.query(`UPDATE notifications SET fetch_attempt_ids = $2 WHERE id = $1`, [recent, [shared]]);
-    await s.sql.query(`INSERT INTO notification_replays (notification_id, previous_status) VALUES ($1, 'failed')`, [oldA]);
-
-    const repo = createNotificationsRepository(s.skyhook.runtime.api.pool);
-    expect(await repo.purgeBatch(30, 100)).toBe(2);
-    expect((await s.sql.query('SELECT id FROM notifications WHERE href = $1', [href])).rows.map((r) => Number(r.id))).toEqual([recent]);
-    expect((await s.sql.query('SELECT id FROM fetch_attempts WHERE id = ANY($1)', [[onlyOld, shared]])).rows.map((r) => Number(r.id))).toEqual([shared]);
-    expect((await s.sql.query('SELECT count(*)::int AS n FROM notification_replays WHERE notification_id = $1', [oldA])).rows[0].n).toBe(0);
   });
 });
 

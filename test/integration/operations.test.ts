@@ -1,7 +1,5 @@
 /** Health, readiness, Prometheus metrics and retention. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNotificationsRepository } from '../../src/notifications/postgres.js';
-import { purgeInBatches } from '../../src/processing/retention.js';
 import { killAllChildren, spawnSkyhook } from '../helpers/processes.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
 import { freePort } from '../helpers/skyhook.js';
@@ -25,7 +23,7 @@ describe('health and metrics', () => {
     expect(await ready.json()).toEqual({ status: 'ready', database: true, redis: true });
   });
 
-  it('exposes received-by-outcome, latency, fetch outcomes, marketplace calls, queue depth and the companies by state; an idle ok company has no series of its own', async () => {
+  it('exposes received-by-outcome, latency, fetch outcomes, marketplace calls, queue depth, the companies by state (an idle ok company has no series of its own) and the default partitions’ rows', async () => {
     await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', count: 6, resources: 3 });
     await s.settled(6);
     await fetch(`${s.skyhook.url}/hooks/not-a-key`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
@@ -41,6 +39,8 @@ describe('health and metrics', () => {
     expect(text).toContain('skyhook_companies{state="paused"} 0');
     expect(text).not.toContain(companyId);
     expect(text).toContain('skyhook_process_resident_memory_bytes');
+    // Everything the run stored went to its day's partition: none to a default one.
+    for (const table of ['notifications', 'fetch_attempts', 'events', 'audit_log']) expect(text).toContain(`skyhook_partition_default_rows{table="${table}"} 0`);
   });
 });
 
@@ -68,27 +68,6 @@ describe('a worker-only process', () => {
 });
 
 describe('retention', () => {
-  it('purges final notifications older than the retention period, in batches; keeps pending ones, snapshots and events', async () => {
-    await s.sim.fire({ companyId: 'acme', eventType: 'TripRequest', resourceId: 'rfq-old' });
-    await s.settled(7);
-    const webhook = (await s.sql.query('SELECT id FROM webhooks LIMIT 1')).rows[0].id;
-    await s.sql.query(
-      `INSERT INTO notifications (company_id, webhook_id, resource_id, type, href, body, authenticated_by, status, received_at)
-       SELECT $1, $2, 'old', 'rfqs', 'http://x/api/rfqs/old', '{}'::jsonb, 'basic', st::notification_status, now() - interval '40 days'
-       FROM unnest(ARRAY['processed', 'failed', 'discarded', 'queued']) AS st, generate_series(1, 3000)`,
-      [companyId, webhook],
-    );
-    const before = await s.sql.query(`SELECT (SELECT count(*) FROM resources)::int AS resources, (SELECT count(*) FROM events)::int AS events`);
-    const purged = await purgeInBatches(createNotificationsRepository(s.skyhook.runtime.api.pool).purgeBatch, 30);
-    expect(purged).toBe(9000);
-    const left = await s.sql.query(`SELECT status, count(*)::int AS n FROM notifications WHERE received_at < now() - interval '30 days' GROUP BY status`);
-    expect(left.rows).toEqual([{ status: 'queued', n: 3000 }]);
-    expect((await s.sql.query(`SELECT count(*)::int AS n FROM notifications WHERE received_at > now() - interval '1 day'`)).rows[0].n).toBe(7);
-    const after = await s.sql.query(`SELECT (SELECT count(*) FROM resources)::int AS resources, (SELECT count(*) FROM events)::int AS events`);
-    expect(after.rows[0]).toEqual(before.rows[0]);
-    await s.sql.query(`DELETE FROM notifications WHERE resource_id = 'old'`);
-  });
-
   it('is scheduled as a BullMQ job scheduler by the worker role', async () => {
     const { Queue } = await import('bullmq');
     const { Redis } = await import('ioredis');
@@ -96,7 +75,7 @@ describe('retention', () => {
     const queue = new Queue('maintenance', { connection, prefix: s.prefix });
     try {
       const schedulers = await queue.getJobSchedulers();
-      expect(schedulers.map((j) => j.key)).toContain('purge-notifications');
+      expect(schedulers.map((j) => j.key)).toContain('maintain-partitions');
       expect(schedulers[0]?.every).toBe(3_600_000);
     } finally {
       await queue.close();

@@ -52,6 +52,11 @@ it('starts without changing the schema, serves and records changes, and cannot c
     await expect(service.query("UPDATE audit_log SET outcome = 'ok'")).rejects.toThrow(/permission denied for table audit_log/);
     await expect(service.query('DELETE FROM audit_log')).rejects.toThrow(/permission denied for table audit_log/);
     await expect(service.query('CREATE TABLE mine (id int)')).rejects.toThrow(/permission denied for schema public/);
+    // Nor through one of its partitions (SPEC §5.3): refused by the grants, before the trigger would.
+    const { rows } = await service.query<{ name: string }>(`SELECT inhrelid::regclass::text AS name FROM pg_inherits WHERE inhparent = 'audit_log'::regclass LIMIT 1`);
+    await expect(service.query(`DELETE FROM ${rows[0]!.name}`)).rejects.toThrow(/permission denied for table/);
+    // And it may not make or drop partitions: the owner's `skyhook partitions maintain` does.
+    await expect(service.query(`DROP TABLE ${rows[0]!.name}`)).rejects.toThrow(/must be owner/);
   } finally {
     await service.end();
   }

@@ -12,6 +12,7 @@ import { registerAudit, registerKeys } from './access.js';
 import { registerDeclines, registerLeads, registerQuotes } from './leads-quotes.js';
 import { registerListen } from './listen.js';
 import { registerNotifications, registerResources } from './notifications.js';
+import { registerPartitions } from './partitions.js';
 import { registerWebhooks } from './webhooks.js';
 
 export function registerAdminCommands(program: Command): void {
@@ -28,4 +29,5 @@ export function registerAdminCommands(program: Command): void {
   registerKeys(program);
   registerAudit(program);
   registerListen(program);
+  registerPartitions(program);
 }

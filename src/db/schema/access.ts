@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, check, index, jsonb, pgEnum, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { bigint, check, index, jsonb, pgEnum, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { companies } from './companies.js';
+import { timeId } from './partitioned.js';
 import { bytea } from './webhooks.js';
 
 /** SPEC §10.1: what a key may do (access/roles.ts holds the table of permissions). */
@@ -42,7 +43,7 @@ export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export const auditLog = pgTable(
   'audit_log',
   {
-    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    id: bigint('id', { mode: 'number' }).primaryKey().default(timeId('audit_log')),
     at: timestamp('at', { withTimezone: true }).notNull().defaultNow(),
     /** `key`, `bootstrap` (ADMIN_TOKEN) or `local` (the CLI on the database's own environment). */
     actorKind: text('actor_kind').notNull(),

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, boolean, index, integer, pgEnum, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, integer, pgEnum, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { companies, ownedByCompany } from './companies.js';
+import { timeId } from './partitioned.js';
 
 /**
  * An endpoint of a company's own application that Skyhook delivers the company's events to (SPEC §5.2).
@@ -59,7 +60,7 @@ export const deliveryStatus = pgEnum('delivery_status', ['pending', 'delivered',
 export const deliveries = pgTable(
   'deliveries',
   {
-    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    id: bigint('id', { mode: 'number' }).primaryKey().default(timeId('deliveries')),
     companyId: ownedByCompany(),
     destinationId: uuid('destination_id')
       .notNull()
@@ -95,10 +96,10 @@ export const deliveries = pgTable(
 export const deliveryAttempts = pgTable(
   'delivery_attempts',
   {
-    id: bigserial('id', { mode: 'number' }).primaryKey(),
-    deliveryId: bigint('delivery_id', { mode: 'number' })
-      .notNull()
-      .references(() => deliveries.id, { onDelete: 'cascade' }),
+    id: bigint('id', { mode: 'number' }).primaryKey().default(timeId('delivery_attempts')),
+    // No foreign key: an attempt may sit in a later day's partition than its delivery, which retention drops
+    // first; deleting a destination deletes its attempts explicitly (docs/decisions.md, "Partitions").
+    deliveryId: bigint('delivery_id', { mode: 'number' }).notNull(),
     startedAt: timestamp('started_at', { withTimezone: true }).notNull(),
     durationMs: integer('duration_ms').notNull(),
     url: text('url').notNull(),

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { bigint, index, integer, jsonb, pgEnum, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { timeId } from './partitioned.js';
 import { webhooks } from './webhooks.js';
 
 /** received -> queued -> processed | failed | discarded (SPEC §4). */
@@ -15,7 +16,7 @@ export const fetchOutcome = pgEnum('fetch_outcome', ['stored', 'gone', 'not_fetc
 export const notifications = pgTable(
   'notifications',
   {
-    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    id: bigint('id', { mode: 'number' }).primaryKey().default(timeId('notifications')),
     // No foreign key of its own: the webhook's key covers it (a webhook belongs to one company, and deleting a
     // company deletes its webhooks, hence their notifications), and a second key check per inserted row
     // would slow the receiver's group commit.
@@ -84,7 +85,7 @@ export const fetchAttemptOutcome = pgEnum('fetch_attempt_outcome', ['stored', 'g
 export const fetchAttempts = pgTable(
   'fetch_attempts',
   {
-    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    id: bigint('id', { mode: 'number' }).primaryKey().default(timeId('fetch_attempts')),
     // No foreign key, as notifications have none of their own: its check cost every stored fetch, and
     // deleting a company deletes its attempts explicitly (services/deletions.service.ts).
     companyId: uuid('company_id').notNull(),
@@ -107,10 +108,10 @@ export const fetchAttempts = pgTable(
 export const notificationReplays = pgTable(
   'notification_replays',
   {
-    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-    notificationId: bigint('notification_id', { mode: 'number' })
-      .notNull()
-      .references(() => notifications.id, { onDelete: 'cascade' }),
+    id: bigint('id', { mode: 'number' }).primaryKey().default(timeId('notification_replays')),
+    // No foreign key: a replay may sit in a later day's partition than its notification, which retention
+    // drops first; deleting a webhook or a company deletes its replays explicitly (docs/decisions.md, "Partitions").
+    notificationId: bigint('notification_id', { mode: 'number' }).notNull(),
     replayedAt: timestamp('replayed_at', { withTimezone: true }).notNull().defaultNow(),
     previousStatus: notificationStatus('previous_status').notNull(),
     previousQueuedAt: timestamp('previous_queued_at', { withTimezone: true }),

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
-import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
 import { ownedByCompany } from './companies.js';
+import { timeId } from './partitioned.js';
 
 /** The latest fetched copy of what a notification's href points to, per company. */
 export const resources = pgTable(
@@ -33,7 +34,7 @@ export const resources = pgTable(
 export const events = pgTable(
   'events',
   {
-    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    id: bigint('id', { mode: 'number' }).primaryKey().default(timeId('events')),
     companyId: ownedByCompany(),
     /** Its place among the company's events, in commit order (event_sequences): the pull feed's cursor. */
     seq: bigint('seq', { mode: 'number' }).notNull(),
@@ -49,8 +50,11 @@ export const events = pgTable(
     snapshot: jsonb('snapshot'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  // A company's events in order (the pull feed, following along with SQL), and one resource's versions (its history).
-  (t) => [uniqueIndex('events_company_seq_idx').on(t.companyId, t.seq), index('events_resource_idx').on(t.companyId, t.href, t.id)],
+  // One resource's versions (its history). A company's events in order (the pull feed, following along with
+  // SQL) are found by a unique (company_id, seq) index in each partition (<partition>_company_seq_idx, made with
+  // it): a partitioned table's unique index must hold its partition key, so the rule event_sequences keeps
+  // makes seq unique across partitions (docs/decisions.md, "Partitions").
+  (t) => [index('events_resource_idx').on(t.companyId, t.href, t.id)],
 );
 
 export type ResourceRow = typeof resources.$inferSelect;
