@@ -156,6 +156,13 @@ function minutesUpTo(now: Date): { first: Date; minutes: string[] } {
  */
 const finishedIn = (first: Date) => sql`received_at >= ${new Date(first.getTime() - 2 * 3600_000)} AND finished_at >= ${first} AND status IN ('processed', 'failed')`;
 
+/**
+ * A timestamp's minute as its place in the series starting at `first` (0 its first minute; outside it below 0
+ * or from OVERVIEW_MINUTES), worked out by PostgreSQL: the rows' timestamps are never parsed here.
+ */
+const minuteIn = (column: SQL, first: Date) => sql`floor(extract(epoch FROM ${column} - ${first}::timestamptz) / 60)::int`;
+const inSeries = (i: number) => i >= 0 && i < OVERVIEW_MINUTES;
+
 /** A search as SQL over `companies c`: part of the name in any case (`%` and `_` as themselves), or the start of the id. */
 function searchSql(search: string | undefined): SQL {
   const q = search?.trim().toLowerCase();
@@ -197,11 +204,11 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
   }
 
   /** The whole deployment minute by minute (two grouped queries, by minute alone), and the companies with a failure in it (as lastHour counts them). */
-  async function deploymentSeries(first: Date, minutes: string[]): Promise<{ series: MinuteSeries; failing: Set<string> }> {
+  async function deploymentSeries(first: Date): Promise<{ series: MinuteSeries; failing: Set<string> }> {
     const [received, finished] = await Promise.all([
-      db.execute<{ minute: Date; n: string }>(sql`SELECT date_trunc('minute', received_at) AS minute, count(*) AS n FROM notifications WHERE received_at >= ${first} GROUP BY 1`),
-      db.execute<{ minute: Date; processed: string; failed: string; failing: string[] | null; p50: number | null; p95: number | null }>(sql`
-        SELECT date_trunc('minute', finished_at) AS minute,
+      db.execute<{ minute: number; n: string }>(sql`SELECT ${minuteIn(sql`received_at`, first)} AS minute, count(*) AS n FROM notifications WHERE received_at >= ${first} GROUP BY 1`),
+      db.execute<{ minute: number; processed: string; failed: string; failing: string[] | null; p50: number | null; p95: number | null }>(sql`
+        SELECT ${minuteIn(sql`finished_at`, first)} AS minute,
                count(*) FILTER (WHERE status = 'processed') AS processed,
                count(*) FILTER (WHERE status = 'failed') AS failed,
                array_agg(DISTINCT company_id) FILTER (WHERE status = 'failed') AS failing,
@@ -209,16 +216,12 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
                percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at) * 1000) FILTER (WHERE status = 'processed') AS p95
         FROM notifications WHERE ${finishedIn(first)} GROUP BY 1`),
     ]);
-    const index = new Map(minutes.map((m, i) => [m, i]));
     const s = emptySeries();
     const failing = new Set<string>();
-    for (const r of received.rows) {
-      const i = index.get(new Date(r.minute).toISOString());
-      if (i !== undefined) s.received[i] = num(r.n);
-    }
+    for (const r of received.rows) if (inSeries(r.minute)) s.received[r.minute] = num(r.n);
     for (const r of finished.rows) {
-      const i = index.get(new Date(r.minute).toISOString());
-      if (i === undefined) continue;
+      const i = r.minute;
+      if (!inSeries(i)) continue;
       s.processed[i] = num(r.processed);
       s.failed[i] = num(r.failed);
       s.p50Ms[i] = optionalNum(r.p50);
@@ -232,7 +235,7 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
    * These companies' activity: five grouped queries over them alone (four when their backlogs are known
    * already). A company without a row in a query has nothing there (zeros).
    */
-  async function activity(first: Date, minutes: string[], ids: string[], now: Date, backlogs?: Map<string, Backlog>): Promise<Map<string, CompanyActivity>> {
+  async function activity(first: Date, ids: string[], now: Date, backlogs?: Map<string, Backlog>): Promise<Map<string, CompanyActivity>> {
     const byCompany = new Map<string, CompanyActivity>(ids.map((id) => [id, { ...blankActivity(), backlog: backlogs?.get(id) ?? { pending: 0, oldestPendingAgeS: 0 } }]));
     if (ids.length === 0) return byCompany;
     const these = sql`company_id = ANY(${sql.param(ids)}::uuid[])`;
@@ -245,10 +248,10 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
         SELECT company_id, count(*) AS pending, extract(epoch FROM now() - min(received_at))::int AS oldest_pending_age_s
         FROM notifications WHERE status IN ('received', 'queued') AND ${these} GROUP BY company_id`),
       // By the minute each arrived (notifications_received_at_idx).
-      db.execute<{ company_id: string; minute: Date; n: string }>(sql`
-        SELECT company_id, date_trunc('minute', received_at) AS minute, count(*) AS n FROM notifications WHERE received_at >= ${first} AND ${these} GROUP BY 1, 2`),
-      db.execute<{ company_id: string; minute: Date; processed: string; failed: string; p50: number | null; p95: number | null }>(sql`
-        SELECT company_id, date_trunc('minute', finished_at) AS minute,
+      db.execute<{ company_id: string; minute: number; n: string }>(sql`
+        SELECT company_id, ${minuteIn(sql`received_at`, first)} AS minute, count(*) AS n FROM notifications WHERE received_at >= ${first} AND ${these} GROUP BY 1, 2`),
+      db.execute<{ company_id: string; minute: number; processed: string; failed: string; p50: number | null; p95: number | null }>(sql`
+        SELECT company_id, ${minuteIn(sql`finished_at`, first)} AS minute,
                count(*) FILTER (WHERE status = 'processed') AS processed,
                count(*) FILTER (WHERE status = 'failed') AS failed,
                percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at) * 1000) FILTER (WHERE status = 'processed') AS p50,
@@ -263,18 +266,13 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
           GROUP BY 1, 2) t
         WHERE rank <= ${TOP_FAILURES} ORDER BY company_id, rank`),
     ]);
-    const index = new Map(minutes.map((m, i) => [m, i]));
-    const at = (minute: Date | string) => index.get(new Date(minute).toISOString());
     const of = (id: string) => byCompany.get(id) ?? blankActivity();
     for (const r of webhooks.rows) of(r.company_id).webhooks = { total: num(r.total), active: num(r.active) };
     for (const r of backlog.rows) of(r.company_id).backlog = { pending: num(r.pending), oldestPendingAgeS: Math.max(0, num(r.oldest_pending_age_s)) };
-    for (const r of received.rows) {
-      const i = at(r.minute);
-      if (i !== undefined) of(r.company_id).series.received[i] = num(r.n);
-    }
+    for (const r of received.rows) if (inSeries(r.minute)) of(r.company_id).series.received[r.minute] = num(r.n);
     for (const r of finished.rows) {
-      const i = at(r.minute);
-      if (i === undefined) continue;
+      const i = r.minute;
+      if (!inSeries(i)) continue;
       const s = of(r.company_id).series;
       s.processed[i] = num(r.processed);
       s.failed[i] = num(r.failed);
@@ -318,7 +316,7 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
   return {
     async overview(query: TableQuery = {}, now = new Date()): Promise<Overview> {
       const { first, minutes } = minutesUpTo(now);
-      const [k, { series: deployment, failing }] = await Promise.all([known(), deploymentSeries(first, minutes)]);
+      const [k, { series: deployment, failing }] = await Promise.all([known(), deploymentSeries(first)]);
 
       // A paused company's backlog waits for new credentials by design: the oldest among the others.
       const oldest = [...k.backlogs]
@@ -336,8 +334,8 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
       // The attention's activity beside the table's page, then the page's own: three round trips in all, however many companies.
       const [matching, noticedActivity, [table, pageActivity]] = await Promise.all([
         db.execute<{ id: string; name: string }>(sql`SELECT c.id, c.name FROM companies c WHERE c.id = ANY(${sql.param(noticed)}::uuid[]) AND ${searchSql(query.search)}`),
-        activity(first, minutes, noticed, now, k.backlogs),
-        tablePage(query, k, noticed).then(async (t) => [t, await activity(first, minutes, t.rows.map((r) => r.id), now, k.backlogs)] as const),
+        activity(first, noticed, now, k.backlogs),
+        tablePage(query, k, noticed).then(async (t) => [t, await activity(first, t.rows.map((r) => r.id), now, k.backlogs)] as const),
       ]);
       const attention = matching.rows.map((r) => ({ id: r.id, name: r.name, state: k.states.get(r.id) ?? OK, ...noticedActivity.get(r.id)!, attention: reasons.get(r.id)! }));
 
@@ -357,17 +355,17 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
 
     /** Every company as a row of the compact table (the companies page), searched, sorted and paged; `companies` counts them all. */
     async companies(query: TableQuery = {}, now = new Date()): Promise<TablePage & { companies: number }> {
-      const { first, minutes } = minutesUpTo(now);
+      const { first } = minutesUpTo(now);
       const k = await known();
       const table = await tablePage(query, k, []);
-      const act = await activity(first, minutes, table.rows.map((r) => r.id), now, k.backlogs);
+      const act = await activity(first, table.rows.map((r) => r.id), now, k.backlogs);
       return { companies: sum(Object.values(k.troubled.counts)), total: table.total, page: table.page, pages: table.pages, items: summaries(table.rows, k, act) };
     },
 
     /** One company's last hour, backlog and failures (its page; its state is the company view's). */
     async company(companyId: string, now = new Date()): Promise<{ minutes: string[]; activity: CompanyActivity }> {
       const { first, minutes } = minutesUpTo(now);
-      const act = await activity(first, minutes, [companyId], now);
+      const act = await activity(first, [companyId], now);
       return { minutes, activity: act.get(companyId)! };
     },
   };

@@ -390,6 +390,16 @@ describe('the overview and the companies page with many companies', () => {
     expect(fact(text, 'Paused')).toBe('1');
     expect(fact(text, 'Throttled')).toBe('1');
     expect(fact(text, 'Unreachable')).toBe('0');
+    // The deployment's chart puts each notification in the minute it arrived, and each failure in the minute it finished.
+    const counts = /data-chart="([^"]+)"[^>]*aria-label="Every company: notifications received/.exec(text)?.[1];
+    expect(counts).toBeDefined();
+    const chart = JSON.parse(counts!.replaceAll('&quot;', '"')) as { x: number[]; series: [string, number[]][] };
+    const perMinute = (times: number[]) => chart.x.map((x) => times.filter((t) => t >= x && t < x + 60).length);
+    const { rows: stamps } = await sql.pool.query<{ received: number; failed: number | null }>(
+      `SELECT extract(epoch FROM received_at)::float8 AS received, CASE WHEN status = 'failed' THEN extract(epoch FROM finished_at)::float8 END AS failed FROM notifications`,
+    );
+    expect(chart.series.find(([n]) => n === 'received')![1]).toEqual(perMinute(stamps.map((r) => r.received)));
+    expect(chart.series.find(([n]) => n === 'failed')![1]).toEqual(perMinute(stamps.flatMap((r) => (r.failed === null ? [] : [r.failed]))));
 
     // Needs attention: all 13, most urgent first; their cards ten to a page.
     const attention = section(text, 'attention');
