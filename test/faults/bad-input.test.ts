@@ -169,11 +169,13 @@ function rawHttp(request: string | Buffer): Promise<ReceiverAnswer> {
 }
 
 // ---- what "nothing stored" means ----------------------------------------------------------------
-// Every table's rows stay as they were; the audit log alone may gain a refused change's entry.
+// Every table's rows stay as they were; the audit log alone may gain a refused change's entry. A partitioned
+// table counts its partitions' rows (they are not counted again on their own).
 
 async function rowCounts(): Promise<Record<string, number>> {
   const { rows: tables } = await fx.pool.query<{ table_name: string }>(
-    `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`,
+    `SELECT c.relname AS table_name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND NOT c.relispartition ORDER BY 1`,
   );
   const counts: Record<string, number> = {};
   for (const { table_name } of tables) {
