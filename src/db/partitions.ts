@@ -197,6 +197,7 @@ export async function maintainPartitions(sql: Sql, opts: { now?: Date; retention
     if (!rows[0]?.locked) return { ran: false, owner: true, daysAhead: ahead(), made: [], dropped: [], kept: [] };
     try {
       const result: MaintainResult = { ran: true, owner: true, daysAhead: 0, made: [], dropped: [], kept: [] };
+      await dropDetached(client, result); // before a day ahead is made again under its name
       for (let d = 0; d <= DAYS_AHEAD; d++) {
         const day = new Date(today.getTime() + d * DAY_MS);
         for (const { table } of PARTITIONED_TABLES) {
@@ -233,6 +234,23 @@ async function unfinishedIn(client: pg.PoolClient, group: Partition[], unfinishe
   return null;
 }
 
+/**
+ * Partitions detached by a drop that stopped before the table itself went (the process ended between the
+ * two): tables named as partitions that are no longer attached. A partition is made and attached in one
+ * transaction, so no other table has such a name.
+ */
+async function dropDetached(client: pg.PoolClient, result: MaintainResult): Promise<void> {
+  const { rows } = await client.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = current_schema() AND c.relkind = 'r' AND NOT c.relispartition AND c.relname ~ $1`,
+    [`^(${PARTITIONED_TABLES.map((t) => t.table).join('|')})_(p[0-9]{8}|history)$`],
+  );
+  for (const { name } of rows) {
+    await briefly(client, [`DROP TABLE ${quote(name)}`]);
+    result.dropped.push(name);
+  }
+}
+
 async function dropExpired(client: pg.PoolClient, now: Date, retentions: Retentions, unfinished: Unfinished, result: MaintainResult): Promise<void> {
   const partitions = (await listPartitions(client)).filter((p) => p.kind !== 'default');
   for (const retention of ['notifications', 'events', 'audit'] as const) {
@@ -253,7 +271,10 @@ async function dropExpired(client: pg.PoolClient, now: Date, retentions: Retenti
       }
       try {
         for (const p of group) {
-          await briefly(client, [`DROP TABLE ${quote(p.name)}`], p.table);
+          // Detached first: the parent's ACCESS EXCLUSIVE lock is then held for a change of the catalog
+          // only, and the files go with the drop of a table no query can reach any more.
+          await briefly(client, [`ALTER TABLE ${quote(p.table)} DETACH PARTITION ${quote(p.name)}`], p.table);
+          await briefly(client, [`DROP TABLE ${quote(p.name)}`]);
           result.dropped.push(p.name);
         }
       } catch (err) {

@@ -187,6 +187,17 @@ describe('partitions', () => {
     // A partition for a day whose rows sit in the default cannot be attached: the maintenance says so rather than hide them.
     await expect(maintainPartitions(fx.pool, { now: dayOf(4000) })).rejects.toThrow(/default partition/);
   });
+  it('a day a drop detached but did not drop (the process ended between the two) goes at the next pass, and is made again if ahead', async () => {
+    const name = `notification_replays_p${suffix(dayOf(DAYS_AHEAD))}`;
+    await fx.pool.query(`ALTER TABLE notification_replays DETACH PARTITION ${name}`);
+    await fx.pool.query(`INSERT INTO ${name} (id, notification_id, previous_status) VALUES ($1, 1, 'processed')`, [idAt(dayOf(DAYS_AHEAD)) + 1]);
+    const result = await pass(new Date());
+    expect(result.dropped).toContain(name);
+    expect(result.made).toContain(name);
+    const { rows } = await fx.pool.query<{ attached: boolean }>(`SELECT relispartition AS attached FROM pg_class WHERE relname = $1`, [name]);
+    expect(rows).toEqual([{ attached: true }]);
+    expect((await fx.pool.query(`SELECT count(*)::int AS n FROM ${name}`)).rows[0].n).toBe(0);
+  });
   // Last: it moves the clock a year on, past every partition made today.
   it('the pass makes partitions ahead as time moves, drops whole days past retention, and keeps a day with unfinished work until it ends', async () => {
     const parkedDay = dayOf(1);
