@@ -379,8 +379,15 @@ interface Probe {
   pending: string;
   doneSince: string;
 }
+/**
+ * Skyhook's probe reads its partial index of pending rows in order (`notifications_pending_idx`, one per
+ * partition since SPEC §5.3), so that PostgreSQL answers it by an index scan of each partition, which steps
+ * over (and marks) the entries of rows no longer pending. Written as `EXISTS (… WHERE status IN …)` it was
+ * planned, on a day's partition that was never analysed, as a bitmap scan that visits every dead entry
+ * again: 15 ms a probe by the end of the flood, 10 of the 28 s PostgreSQL spent in it (issue #49's note).
+ */
 const SKYHOOK_PROBE: Probe = {
-  pending: `SELECT EXISTS (SELECT 1 FROM notifications WHERE status IN ('received', 'queued')) AS pending`,
+  pending: `SELECT count(*) > 0 AS pending FROM (SELECT 1 FROM notifications WHERE status IN ('received', 'queued') ORDER BY company_id, href LIMIT 1) p`,
   doneSince: `SELECT count(*)::int AS n FROM notifications WHERE id > $1 AND status IN ('processed', 'failed')`,
 };
 /** The minimal pipeline's (bench/baseline.ts): the same probe on its own partial index of pending rows. */
