@@ -472,12 +472,9 @@ ${allowed(ctx, 'destinations', html`<form method="post" action="${action}/delete
 
   scope.post('/companies/:companyId/destinations/:destinationId/delete', { config: { access: 'destinations' } }, async (req, reply) => {
     const p = parseForm(destinationParams, req.params);
-    try {
-      await destinations.delete(p.companyId, p.destinationId, auditOf(req));
-      return kit.redirect(reply, `/companies/${p.companyId}?done=destinationDeleted#destinations`);
-    } catch (err) {
-      return destinationPage(req, reply, p, { failed: { form: 'delete', problem: kit.refusal(err) } });
-    }
+    return kit.act(reply, () => destinations.delete(p.companyId, p.destinationId, auditOf(req)), `/companies/${p.companyId}?done=destinationDeleted#destinations`, (problem) =>
+      destinationPage(req, reply, p, { failed: { form: 'delete', problem } }),
+    );
   });
 
   // Bulk replay: first the count (a dry run) and a confirmation, then the replay.
@@ -581,11 +578,6 @@ ${attemptsTable(attempts)}`;
 
   scope.post('/companies/:companyId/deliveries/:deliveryId/replay', { config: { access: 'replay' } }, async (req, reply) => {
     const p = parseForm(deliveryParams, req.params);
-    try {
-      await destinations.replayDelivery(p.companyId, p.deliveryId, auditOf(req));
-      return kit.redirect(reply, `/companies/${p.companyId}/deliveries/${p.deliveryId}?done=replayed`);
-    } catch (err) {
-      return deliveryPage(req, reply, p, kit.refusal(err));
-    }
+    return kit.act(reply, () => destinations.replayDelivery(p.companyId, p.deliveryId, auditOf(req)), `/companies/${p.companyId}/deliveries/${p.deliveryId}?done=replayed`, (problem) => deliveryPage(req, reply, p, problem));
   });
 }
