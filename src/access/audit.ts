@@ -18,7 +18,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { and, desc, eq, gte, isNull, lt, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
 import { inChange, type Change, type Database } from '../db/client.js';
-import { decodeCursor, pageOf, type Page } from '../db/pagination.js';
+import { decodeCursor, isId, isUuid, pageOf, type Page } from '../db/pagination.js';
 import { auditLog } from '../db/schema/index.js';
 import { Problem } from '../lib/problem.js';
 import type { Actor, Principal } from './roles.js';
@@ -101,8 +101,6 @@ export interface AuditFilter {
   cursor?: string;
 }
 
-const isId = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A request's status as an outcome: 2xx and 3xx `ok`, 4xx `refused` (the marketplace's 502 too: it said no), other 5xx `failed`. */
 export const outcomeOf = (status: number): AuditOutcome => (status < 400 ? 'ok' : status < 500 || status === 502 ? 'refused' : 'failed');
@@ -234,7 +232,7 @@ export function createAuditLog(db: Database) {
           and(
             isNull(auditLog.settles),
             companyId ? eq(auditLog.companyId, companyId) : undefined,
-            filter.actor ? (UUID.test(filter.actor) ? eq(auditLog.actorId, filter.actor) : eq(auditLog.actorName, filter.actor)) : undefined,
+            filter.actor ? (isUuid(filter.actor) ? eq(auditLog.actorId, filter.actor) : eq(auditLog.actorName, filter.actor)) : undefined,
             filter.action ? sql`${auditLog.action} LIKE ${`%${filter.action.replace(/[\\%_]/g, '\\$&')}%`}` : undefined,
             filter.after ? gte(auditLog.at, new Date(filter.after)) : undefined,
             filter.before ? lt(auditLog.at, new Date(filter.before)) : undefined,
@@ -301,7 +299,7 @@ export function audited(scope: FastifyInstance, audit: Pick<AuditLog, 'open'>, o
       { principal: req.principal, address: req.ip },
       {
         action: `${req.method} ${req.routeOptions.url ?? req.url.split('?')[0]}`,
-        companyId: companyId ?? req.principal.companyId ?? (typeof body.companyId === 'string' && UUID.test(body.companyId) ? body.companyId : null),
+        companyId: companyId ?? req.principal.companyId ?? (typeof body.companyId === 'string' && isUuid(body.companyId) ? body.companyId : null),
         targets,
       },
       onError,

@@ -26,6 +26,9 @@ export function formValues(raw: unknown): Record<string, string> {
   );
 }
 
+/** A form field that may come once or repeated (ticked boxes), as a list. */
+export const formList = (v: string | string[] | undefined): string[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+
 /** Form and query values, blanks dropped, through a schema; a bad one is a 400 page naming the field. */
 export function parseForm<S extends z.ZodType>(schema: S, raw: unknown): z.infer<S> {
   return asRequest(schema, formValues(raw));

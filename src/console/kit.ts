@@ -35,4 +35,6 @@ export interface ConsoleKit {
   problem(err: unknown): Problem;
   /** `err` as a problem to show on the page the form came from, when the operator can act on it; else rethrown. */
   refusal(err: unknown): Problem;
+  /** Runs a form's action, then redirects to `then`; a refusal the operator can act on is answered by `refused` (the page the form came from). */
+  act(reply: FastifyReply, work: () => Promise<unknown>, then: string, refused: (problem: Problem) => Promise<FastifyReply>): Promise<FastifyReply>;
 }

@@ -102,6 +102,14 @@ export async function consoleRoutes(
       if (!actionable(problem)) throw err;
       return problem;
     },
+    act: async (reply, work, then, refused) => {
+      try {
+        await work();
+        return kit.redirect(reply, then);
+      } catch (err) {
+        return refused(kit.refusal(err));
+      }
+    },
   };
 
   // Pages, not an API: kept out of the OpenAPI document.

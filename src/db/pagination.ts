@@ -34,6 +34,7 @@ export function decodeCursor<T>(cursor: string, valid: (v: unknown) => v is T): 
   throw badRequest('The cursor is not valid.', [{ field: 'cursor', message: 'is not a cursor this API returned' }]);
 }
 
+export const isId = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
 export const isUuid = (v: unknown): v is string => typeof v === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v);
 
 /** A UTC timestamp to the microsecond, as `position` writes it, that is a real date. */

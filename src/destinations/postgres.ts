@@ -17,8 +17,6 @@ import { DISABLED_SQL, deliveryGuard, destinationGuard, FAILING_SQL, type Destin
 export const CIRCUIT_FAILURES = 5;
 /** A failing destination's probes follow the retry schedule, never further apart than this (then hourly). */
 const MAX_PROBE_GAP_MS = 3_600_000;
-/** The first 4 KB of an answer are kept with its attempt. */
-export const RESPONSE_EXCERPT_BYTES = 4096;
 
 export interface DestinationStatesDeps {
   db: Database;

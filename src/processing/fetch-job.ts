@@ -315,14 +315,18 @@ async function stored(result: Extract<FetchResult, { kind: 'ok' }>, ctx: FetchCo
   } catch (err) {
     // A handler (or the store) failed: its transaction rolled back, nothing is half-written.
     const why = `storing the snapshot failed: ${err instanceof Error ? err.message : String(err)}`;
-    const attempt = attemptOf(ctx, result, deps.now(), ctx.lastAttempt ? 'failed' : 'retry', why);
-    if (ctx.lastAttempt) {
-      await deps.fail(attempt, gaveUp(ctx, why));
-      return { final: 'failed', next: 'done' };
-    }
-    await deps.retry(attempt);
-    return { final: null, next: 'retry', error: err instanceof Error ? err : new Error(why) };
+    return retryOrFail(result, ctx, deps, why, err instanceof Error ? err : new Error(why));
   }
+}
+
+/** An attempt to try again: recorded, and BullMQ retries the job with backoff; on the last attempt, the notifications fail. */
+async function retryOrFail(result: FetchResult, ctx: FetchContext, deps: OutcomeDeps, why: string, error: Error): Promise<Applied> {
+  if (ctx.lastAttempt) {
+    await deps.fail(attemptOf(ctx, result, deps.now(), 'failed', why), gaveUp(ctx, why));
+    return { final: 'failed', next: 'done' };
+  }
+  await deps.retry(attemptOf(ctx, result, deps.now(), 'retry', why));
+  return { final: null, next: 'retry', error };
 }
 
 async function gone(result: Extract<FetchResult, { kind: 'gone' }>, ctx: FetchContext, deps: OutcomeDeps): Promise<Applied> {
@@ -348,15 +352,6 @@ async function unauthorized(result: Extract<FetchResult, { kind: 'unauthorized' 
   return { final: null, next: 'done' };
 }
 
-async function retry(result: Extract<FetchResult, { kind: 'retry' }>, ctx: FetchContext, deps: OutcomeDeps): Promise<Applied> {
-  if (ctx.lastAttempt) {
-    await deps.fail(attemptOf(ctx, result, deps.now(), 'failed', result.message), gaveUp(ctx, result.message));
-    return { final: 'failed', next: 'done' };
-  }
-  await deps.retry(attemptOf(ctx, result, deps.now(), 'retry', result.message));
-  return { final: null, next: 'retry', error: new RetryableFetchError(result.message, result.retryAfterMs) };
-}
-
 /** Applies one GET's answer to the notifications the fetch covered. */
 export function applyOutcome(result: FetchResult, ctx: FetchContext, deps: OutcomeDeps): Promise<Applied> {
   switch (result.kind) {
@@ -370,7 +365,7 @@ export function applyOutcome(result: FetchResult, ctx: FetchContext, deps: Outco
     case 'unauthorized':
       return unauthorized(result, ctx, deps);
     case 'retry':
-      return retry(result, ctx, deps);
+      return retryOrFail(result, ctx, deps, result.message, new RetryableFetchError(result.message, result.retryAfterMs));
   }
 }
 

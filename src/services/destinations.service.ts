@@ -324,5 +324,3 @@ export function createDestinationsService(deps: DestinationsDeps) {
     },
   };
 }
-
-export type DestinationsService = ReturnType<typeof createDestinationsService>;

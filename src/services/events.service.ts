@@ -126,5 +126,3 @@ export function createEventsService(deps: {
     },
   };
 }
-
-export type EventsService = ReturnType<typeof createEventsService>;

@@ -25,7 +25,7 @@ import {
   type NotificationStatus,
   type ResourceRow,
 } from '../db/schema/index.js';
-import { decodeCursor, isMicrosecondTime, isUuid, microsecondText, pageOf } from '../db/pagination.js';
+import { decodeCursor, isId, isMicrosecondTime, isUuid, microsecondText, pageOf } from '../db/pagination.js';
 import { Problem, notFound } from '../lib/problem.js';
 import type { FetchEnqueuer } from '../processing/enqueue.js';
 import { notificationViewSchema, resourceViewSchema, viewOf, type NotificationView, type ReplayedView, type ResourceVersionView, type ResourceView, type ResyncView, type TimelineEntry } from './views.js';
@@ -83,7 +83,6 @@ const resourceView = (r: ResourceRow): ResourceView => viewOf(resourceViewSchema
 /** Every filter of the list and of a bulk replay (SPEC §7). */
 export type NotificationFilter = Omit<z.infer<typeof notificationsQuery>, 'limit' | 'cursor'>;
 
-const isId = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) > 0;
 const isTimeKey = (v: unknown): v is [string, number] => Array.isArray(v) && v.length === 2 && isMicrosecondTime(v[0]) && isId(v[1]);
 const isResourceKey = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && isUuid(v[0]) && typeof v[1] === 'string';
 

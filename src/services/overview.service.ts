@@ -163,6 +163,29 @@ const finishedIn = (first: Date) => sql`received_at >= ${new Date(first.getTime(
 const minuteIn = (column: SQL, first: Date) => sql`floor(extract(epoch FROM ${column} - ${first}::timestamptz) / 60)::int`;
 const inSeries = (i: number) => i >= 0 && i < OVERVIEW_MINUTES;
 
+/** Each company's pending notifications and the oldest one's age, as the `backlog` view counts them (notifications_pending_idx). */
+const backlogSql = (these?: SQL) => sql`
+  SELECT company_id, count(*) AS pending, extract(epoch FROM now() - min(received_at))::int AS oldest_pending_age_s
+  FROM notifications WHERE status IN ('received', 'queued')${these ? sql` AND ${these}` : sql``} GROUP BY company_id`;
+const backlogOf = (r: { pending: string; oldest_pending_age_s: number }): Backlog => ({ pending: num(r.pending), oldestPendingAgeS: Math.max(0, num(r.oldest_pending_age_s)) });
+
+/** What finished in a minute (the query groups by it): how many processed and failed, and the processed ones' latency. */
+const FINISHED_COLUMNS = sql`count(*) FILTER (WHERE status = 'processed') AS processed,
+               count(*) FILTER (WHERE status = 'failed') AS failed,
+               percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at) * 1000) FILTER (WHERE status = 'processed') AS p50,
+               percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at) * 1000) FILTER (WHERE status = 'processed') AS p95`;
+type FinishedRow = { minute: number; processed: string; failed: string; p50: number | null; p95: number | null };
+
+/** A minute's FINISHED_COLUMNS into the series; false (left out) for a minute outside it. */
+function putFinished(s: MinuteSeries, r: FinishedRow): boolean {
+  if (!inSeries(r.minute)) return false;
+  s.processed[r.minute] = num(r.processed);
+  s.failed[r.minute] = num(r.failed);
+  s.p50Ms[r.minute] = optionalNum(r.p50);
+  s.p95Ms[r.minute] = optionalNum(r.p95);
+  return true;
+}
+
 /** A search as SQL over `companies c`: part of the name in any case (`%` and `_` as themselves), or the start of the id. */
 function searchSql(search: string | undefined): SQL {
   const q = search?.trim().toLowerCase();
@@ -192,14 +215,12 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
   async function known(): Promise<Known> {
     const [troubled, backlog] = await Promise.all([
       deps.states.troubled(),
-      db.execute<{ company_id: string; pending: string; oldest_pending_age_s: number }>(sql`
-        SELECT company_id, count(*) AS pending, extract(epoch FROM now() - min(received_at))::int AS oldest_pending_age_s
-        FROM notifications WHERE status IN ('received', 'queued') GROUP BY company_id`),
+      db.execute<{ company_id: string; pending: string; oldest_pending_age_s: number }>(backlogSql()),
     ]);
     return {
       troubled,
       states: new Map(troubled.companies.map((c) => [c.id, c.state])),
-      backlogs: new Map(backlog.rows.map((r) => [r.company_id, { pending: num(r.pending), oldestPendingAgeS: Math.max(0, num(r.oldest_pending_age_s)) }])),
+      backlogs: new Map(backlog.rows.map((r) => [r.company_id, backlogOf(r)])),
     };
   }
 
@@ -207,27 +228,15 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
   async function deploymentSeries(first: Date): Promise<{ series: MinuteSeries; failing: Set<string> }> {
     const [received, finished] = await Promise.all([
       db.execute<{ minute: number; n: string }>(sql`SELECT ${minuteIn(sql`received_at`, first)} AS minute, count(*) AS n FROM notifications WHERE received_at >= ${first} GROUP BY 1`),
-      db.execute<{ minute: number; processed: string; failed: string; failing: string[] | null; p50: number | null; p95: number | null }>(sql`
-        SELECT ${minuteIn(sql`finished_at`, first)} AS minute,
-               count(*) FILTER (WHERE status = 'processed') AS processed,
-               count(*) FILTER (WHERE status = 'failed') AS failed,
-               array_agg(DISTINCT company_id) FILTER (WHERE status = 'failed') AS failing,
-               percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at) * 1000) FILTER (WHERE status = 'processed') AS p50,
-               percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at) * 1000) FILTER (WHERE status = 'processed') AS p95
+      db.execute<FinishedRow & { failing: string[] | null }>(sql`
+        SELECT ${minuteIn(sql`finished_at`, first)} AS minute, ${FINISHED_COLUMNS},
+               array_agg(DISTINCT company_id) FILTER (WHERE status = 'failed') AS failing
         FROM notifications WHERE ${finishedIn(first)} GROUP BY 1`),
     ]);
     const s = emptySeries();
     const failing = new Set<string>();
     for (const r of received.rows) if (inSeries(r.minute)) s.received[r.minute] = num(r.n);
-    for (const r of finished.rows) {
-      const i = r.minute;
-      if (!inSeries(i)) continue;
-      s.processed[i] = num(r.processed);
-      s.failed[i] = num(r.failed);
-      s.p50Ms[i] = optionalNum(r.p50);
-      s.p95Ms[i] = optionalNum(r.p95);
-      for (const id of r.failing ?? []) failing.add(id);
-    }
+    for (const r of finished.rows) if (putFinished(s, r)) for (const id of r.failing ?? []) failing.add(id);
     return { series: s, failing };
   }
 
@@ -241,21 +250,12 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
     const these = sql`company_id = ANY(${sql.param(ids)}::uuid[])`;
     const [webhooks, backlog, received, finished, failures] = await Promise.all([
       db.execute<{ company_id: string; total: string; active: string }>(sql`SELECT company_id, count(*) AS total, count(*) FILTER (WHERE active) AS active FROM webhooks WHERE ${these} GROUP BY company_id`),
-      // As the `backlog` view counts it (notifications_pending_idx).
-      backlogs
-        ? { rows: [] }
-        : db.execute<{ company_id: string; pending: string; oldest_pending_age_s: number }>(sql`
-        SELECT company_id, count(*) AS pending, extract(epoch FROM now() - min(received_at))::int AS oldest_pending_age_s
-        FROM notifications WHERE status IN ('received', 'queued') AND ${these} GROUP BY company_id`),
+      backlogs ? { rows: [] } : db.execute<{ company_id: string; pending: string; oldest_pending_age_s: number }>(backlogSql(these)),
       // By the minute each arrived (notifications_received_at_idx).
       db.execute<{ company_id: string; minute: number; n: string }>(sql`
         SELECT company_id, ${minuteIn(sql`received_at`, first)} AS minute, count(*) AS n FROM notifications WHERE received_at >= ${first} AND ${these} GROUP BY 1, 2`),
-      db.execute<{ company_id: string; minute: number; processed: string; failed: string; p50: number | null; p95: number | null }>(sql`
-        SELECT company_id, ${minuteIn(sql`finished_at`, first)} AS minute,
-               count(*) FILTER (WHERE status = 'processed') AS processed,
-               count(*) FILTER (WHERE status = 'failed') AS failed,
-               percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at) * 1000) FILTER (WHERE status = 'processed') AS p50,
-               percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at) * 1000) FILTER (WHERE status = 'processed') AS p95
+      db.execute<FinishedRow & { company_id: string }>(sql`
+        SELECT company_id, ${minuteIn(sql`finished_at`, first)} AS minute, ${FINISHED_COLUMNS}
         FROM notifications WHERE ${finishedIn(first)} AND ${these} GROUP BY 1, 2`),
       db.execute<{ company_id: string; reason: string; failures: string; last_failed_at: Date }>(sql`
         SELECT company_id, reason, failures, last_failed_at FROM (
@@ -268,17 +268,9 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
     ]);
     const of = (id: string) => byCompany.get(id) ?? blankActivity();
     for (const r of webhooks.rows) of(r.company_id).webhooks = { total: num(r.total), active: num(r.active) };
-    for (const r of backlog.rows) of(r.company_id).backlog = { pending: num(r.pending), oldestPendingAgeS: Math.max(0, num(r.oldest_pending_age_s)) };
+    for (const r of backlog.rows) of(r.company_id).backlog = backlogOf(r);
     for (const r of received.rows) if (inSeries(r.minute)) of(r.company_id).series.received[r.minute] = num(r.n);
-    for (const r of finished.rows) {
-      const i = r.minute;
-      if (!inSeries(i)) continue;
-      const s = of(r.company_id).series;
-      s.processed[i] = num(r.processed);
-      s.failed[i] = num(r.failed);
-      s.p50Ms[i] = optionalNum(r.p50);
-      s.p95Ms[i] = optionalNum(r.p95);
-    }
+    for (const r of finished.rows) putFinished(of(r.company_id).series, r);
     for (const r of failures.rows) of(r.company_id).topFailures.push({ reason: r.reason, failures: num(r.failures), lastFailedAt: new Date(r.last_failed_at).toISOString() });
     for (const a of byCompany.values()) a.lastHour = lastHourOf(a.series);
     return byCompany;

@@ -99,16 +99,22 @@ export function registerSimulatorCommands(program: Command): void {
 
   remote('reset', "forget a company's webhook settings on a running simulator, as the marketplace's weekly sandbox wipe does")
     .requiredOption('--company <id>', 'the company whose settings are forgotten')
-    .action(resetCompany);
+    .action((flags: { url: string; company: string }) =>
+      companyAction<{ forgotten: number }>('reset', flags, undefined, (a) => a.forgotten !== undefined, (a) => `forgot ${a.forgotten} webhook setting(s) of company ${flags.company}`),
+    );
 
   remote('age-connection', "move a company's last use of its API connection back: past 60 days the simulator refuses its calls (401 connection_deactivated), as the marketplace deactivates an unused connection")
     .requiredOption('--company <id>', 'the company whose connection ages')
     .requiredOption('--days <n>', 'how many days back', parsePositiveInteger)
-    .action(ageConnection);
+    .action((flags: { url: string; company: string; days: number }) =>
+      companyAction<{ lastUsedAt: string }>('age-connection', flags, { days: flags.days }, (a) => a.lastUsedAt !== undefined, (a) => `company ${flags.company}'s connection was last used ${a.lastUsedAt}`),
+    );
 
   remote('expire-client-secret', "make a company's OAuth client secret expire now: the token endpoint refuses it")
     .requiredOption('--company <id>', 'the company whose client secret expires')
-    .action(expireClientSecret);
+    .action((flags: { url: string; company: string }) =>
+      companyAction<{ expiresAt: string }>('expire-client-secret', flags, undefined, (a) => a.expiresAt !== undefined, (a) => `company ${flags.company}'s client secret expired ${a.expiresAt}`),
+    );
 
   remote('fire', 'fire events at a running simulator: each changes a resource and notifies the company webhooks')
     .requiredOption('--company <id>', 'the company the events belong to')
@@ -264,22 +270,10 @@ function stopOnSignals(simulator: Simulator): void {
   process.once('SIGTERM', stop);
 }
 
-async function resetCompany(flags: { url: string; company: string }): Promise<void> {
-  const path = `/_sim/companies/${encodeURIComponent(flags.company)}/reset`;
-  const answer = await callSimulator<{ forgotten: number }>('reset', flags.url, path, 'POST', undefined, (a) => a.forgotten !== undefined);
-  if (answer) console.log(`forgot ${answer.forgotten} webhook setting(s) of company ${flags.company}`);
-}
-
-async function ageConnection(flags: { url: string; company: string; days: number }): Promise<void> {
-  const path = `/_sim/companies/${encodeURIComponent(flags.company)}/age-connection`;
-  const answer = await callSimulator<{ lastUsedAt: string }>('age-connection', flags.url, path, 'POST', { days: flags.days }, (a) => a.lastUsedAt !== undefined);
-  if (answer) console.log(`company ${flags.company}'s connection was last used ${answer.lastUsedAt}`);
-}
-
-async function expireClientSecret(flags: { url: string; company: string }): Promise<void> {
-  const path = `/_sim/companies/${encodeURIComponent(flags.company)}/expire-client-secret`;
-  const answer = await callSimulator<{ expiresAt: string }>('expire-client-secret', flags.url, path, 'POST', undefined, (a) => a.expiresAt !== undefined);
-  if (answer) console.log(`company ${flags.company}'s client secret expired ${answer.expiresAt}`);
+/** A POST to one company's control route, `/_sim/companies/<company>/<command>`; prints what `said` makes of the answer. */
+async function companyAction<T extends object>(command: string, flags: { url: string; company: string }, body: unknown, complete: (a: Partial<T>) => boolean, said: (a: T) => string): Promise<void> {
+  const answer = await callSimulator<T>(command, flags.url, `/_sim/companies/${encodeURIComponent(flags.company)}/${command}`, 'POST', body, complete);
+  if (answer) console.log(said(answer));
 }
 
 async function fireEvents(flags: FireFlags): Promise<void> {

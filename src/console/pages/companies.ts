@@ -12,7 +12,7 @@ import { companyIdParams, createCompanyBody, createWebhookBody, fetchConcurrency
 import { badRequest, type Problem } from '../../lib/problem.js';
 import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES } from '../../marketplace/contract.js';
 import type { Deleted } from '../../services/deletions.service.js';
-import { asRequest, parseForm } from '../forms.js';
+import { asRequest, formList, parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
 import { ago, allowed, can, companyCrumbs, csrfField, doneNotice, page, problemBox, query, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
@@ -20,7 +20,6 @@ import { createRequest, destinationsSection, DESTINATIONS_PER_PAGE, secretShown 
 import { activityCharts, companyTable, count, failuresTable, stateBadge, stateDetail, stateNotice, stateWhen, tableForm, tablePager, tableParams, tableQuery } from './company-parts.js';
 
 const form = (req: FastifyRequest) => (req.body ?? {}) as Record<string, string | string[] | undefined>;
-const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
 /** The limit form: a number, or `default` (COMPANY_FETCH_CONCURRENCY); checked by the admin API's own rule. */
 const limitForm = z.object({
   fetchConcurrency: z.preprocess((v) => (v === 'default' ? null : typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v), fetchConcurrency.nullable()),
@@ -285,7 +284,7 @@ ${allowed(ctx, 'companies', html`<section aria-labelledby="danger" class="danger
   companyForm('companies', '/webhooks', companyIdParams, async ({ companyId }, req) => {
     const f = form(req);
     const body = asRequest(createWebhookBody, {
-      eventTypes: list(f.eventTypes),
+      eventTypes: formList(f.eventTypes),
       authType: f.authType,
       ...(typeof f.displayName === 'string' && f.displayName.trim() ? { displayName: f.displayName } : {}),
       sharedTarget: f.sharedTarget === 'on',

@@ -12,7 +12,7 @@ import { Problem } from '../../lib/problem.js';
 import { EVENT_TYPES, NOTIFICATION_TYPE_BY_EVENT } from '../../marketplace/contract.js';
 import { createDestinationBody, deliveriesQuery, deliveryParams, destinationParams, destinationReplayBody, patchDestinationBody } from '../../services/schemas.js';
 import type { DeliveryView, DestinationView } from '../../services/views.js';
-import { asLocalField, asRequest, formValues, parseForm } from '../forms.js';
+import { asLocalField, asRequest, formList, formValues, parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
 import { ago, allowed, can, companyCrumbs, csrfField, doneNotice, numHeading, page, pager, problemBox, query, statusBadge, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
@@ -31,7 +31,6 @@ const REPLAYABLE = ['failed', 'delivered', 'skipped', 'expired'] as const;
 
 const bodyOf = (req: FastifyRequest) => (req.body ?? {}) as FormBody;
 const one = (v: string | string[] | undefined) => (typeof v === 'string' ? v : '');
-const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
 const plural = (n: number, singular: string, many = `${singular}s`) => `${count(n)} ${n === 1 ? singular : many}`;
 
 export const destinationPath = (ctx: PageContext, companyId: string, destinationId: string) => `${ctx.base}/companies/${companyId}/destinations/${destinationId}`;
@@ -93,8 +92,8 @@ const fieldsOf = (d: DestinationView): DestinationFields => ({
 const fieldsGiven = (f: FormBody): DestinationFields => ({
   url: one(f.url),
   description: one(f.description),
-  resourceTypes: list(f.resourceTypes),
-  eventTypes: list(f.eventTypes),
+  resourceTypes: formList(f.resourceTypes),
+  eventTypes: formList(f.eventTypes),
   maxConcurrency: one(f.maxConcurrency),
   ratePerSecond: one(f.ratePerSecond),
   timeoutMs: one(f.timeoutMs),
@@ -105,7 +104,7 @@ const whole = (v: string | string[] | undefined) => (one(v).trim() === '' ? null
 
 /** The form as the admin API's body: the boxes ticked as lists (none ticked: all), an empty limit as the default. */
 function destinationRequest(f: FormBody) {
-  const types = (v: string | string[] | undefined) => (list(v).length > 0 ? list(v) : null);
+  const types = (v: string | string[] | undefined) => (formList(v).length > 0 ? formList(v) : null);
   return {
     url: one(f.url).trim(),
     description: one(f.description).trim(),
@@ -213,7 +212,7 @@ ${allowed(ctx, 'destinations', html`<form method="post" action="${ctx.base}/comp
 
 // ---- A destination's deliveries ----
 
-function deliveriesFilter(ctx: PageContext, action: string, q: Partial<DeliveriesQuery>): Html {
+function deliveriesFilter(action: string, q: Partial<DeliveriesQuery>): Html {
   const field = (name: string, label: string, value: string | undefined, extra: Html | string = '') =>
     html`<div class="field"><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${value ?? ''}"${extra}></div>`;
   return html`<form method="get" action="${action}#deliveries" class="filters" aria-label="Filter deliveries">
@@ -329,7 +328,7 @@ export function destinationPages(scope: FastifyInstance, kit: ConsoleKit): void 
       const q = parseForm(deliveriesQuery, { ...raw, destinationId: d.id });
       const found = await destinations.deliveries(d.companyId, q);
       const replayable = q.status !== 'pending';
-      content = html`${deliveriesFilter(ctx, action, q)}
+      content = html`${deliveriesFilter(action, q)}
 <p class="list-state">${found.items.length === 0 ? 'No delivery matches.' : html`Newest first${q.cursor ? ' (an older page)' : ''}.`}${
         replayable && found.items.length > 0 && can(ctx, 'replay') ? html` <a class="button secondary small" href="${action}/replay${filterQuery(q, { limit: undefined })}">Replay the matching ones…</a>` : ''
       }</p>
@@ -339,7 +338,7 @@ ${pager('Deliveries: pages', (cursor) => `${action}${filterQuery(q, { cursor })}
       // A bad filter: the form as sent, with what is wrong, rather than a bare error page.
       const p = kit.refusal(err);
       reply.code(p.status);
-      content = html`${deliveriesFilter(ctx, action, formValues(raw) as Partial<DeliveriesQuery>)}${problemBox(p)}`;
+      content = html`${deliveriesFilter(action, formValues(raw) as Partial<DeliveriesQuery>)}${problemBox(p)}`;
     }
     return html`<section aria-labelledby="deliveries"><h2 id="deliveries">Deliveries</h2>${content}</section>`;
   };
@@ -473,12 +472,9 @@ ${allowed(ctx, 'destinations', html`<form method="post" action="${action}/delete
 
   scope.post('/companies/:companyId/destinations/:destinationId/delete', { config: { access: 'destinations' } }, async (req, reply) => {
     const p = parseForm(destinationParams, req.params);
-    try {
-      await destinations.delete(p.companyId, p.destinationId, auditOf(req));
-      return kit.redirect(reply, `/companies/${p.companyId}?done=destinationDeleted#destinations`);
-    } catch (err) {
-      return destinationPage(req, reply, p, { failed: { form: 'delete', problem: kit.refusal(err) } });
-    }
+    return kit.act(reply, () => destinations.delete(p.companyId, p.destinationId, auditOf(req)), `/companies/${p.companyId}?done=destinationDeleted#destinations`, (problem) =>
+      destinationPage(req, reply, p, { failed: { form: 'delete', problem } }),
+    );
   });
 
   // Bulk replay: first the count (a dry run) and a confirmation, then the replay.
@@ -582,11 +578,6 @@ ${attemptsTable(attempts)}`;
 
   scope.post('/companies/:companyId/deliveries/:deliveryId/replay', { config: { access: 'replay' } }, async (req, reply) => {
     const p = parseForm(deliveryParams, req.params);
-    try {
-      await destinations.replayDelivery(p.companyId, p.deliveryId, auditOf(req));
-      return kit.redirect(reply, `/companies/${p.companyId}/deliveries/${p.deliveryId}?done=replayed`);
-    } catch (err) {
-      return deliveryPage(req, reply, p, kit.refusal(err));
-    }
+    return kit.act(reply, () => destinations.replayDelivery(p.companyId, p.deliveryId, auditOf(req)), `/companies/${p.companyId}/deliveries/${p.deliveryId}?done=replayed`, (problem) => deliveryPage(req, reply, p, problem));
   });
 }

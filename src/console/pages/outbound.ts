@@ -147,21 +147,11 @@ ${listPager('Lead', 'leadsCursor', leadPage.nextCursor, 'leads')}
 
   scope.get('/outbound', async (req, reply) => outboundPage(req, reply));
 
-  /** Runs a form's action; a refusal the operator can act on (4xx, 502, 503) is shown on the page it came from. */
-  const act = async (reply: FastifyReply, work: () => Promise<unknown>, then: string, refused: (problem: Problem) => Promise<FastifyReply>) => {
-    try {
-      await work();
-      return kit.redirect(reply, then);
-    } catch (err) {
-      return refused(kit.refusal(err));
-    }
-  };
-
   /** The Resend of a quote or a decline held unknown; a refusal is shown on this page. */
   const resend = (kind: 'quotes' | 'declines', resendUnknown: (companyId: string, id: string, audit: Audit) => Promise<unknown>, done: string) =>
     scope.post(`/companies/:companyId/${kind}/:id/resend`, { config: { access: 'send' } }, async (req, reply) => {
       const { companyId, id } = parseForm(answerParams, req.params);
-      return act(reply, () => resendUnknown(companyId, id, auditOf(req)), `/outbound${query({ companyId, done })}`, (problem) => outboundPage(req, reply, companyId, problem));
+      return kit.act(reply, () => resendUnknown(companyId, id, auditOf(req)), `/outbound${query({ companyId, done })}`, (problem) => outboundPage(req, reply, companyId, problem));
     });
   resend('quotes', (companyId, id, audit) => quotes.resendUnknown(companyId, id, audit), 'resent');
   resend('declines', (companyId, id, audit) => declines.resendUnknown(companyId, id, audit), 'resent-decline');
@@ -174,7 +164,7 @@ ${listPager('Lead', 'leadsCursor', leadPage.nextCursor, 'leads')}
     scope.post(`/companies/:companyId/${path}`, { config: { access: 'send' } }, async (req, reply) => {
       const { companyId } = parseForm(companyIdParams, req.params);
       const form = parseForm(formSchema, req.body);
-      return act(reply, () => send(companyId, form, auditOf(req)), `/outbound${query({ companyId, done })}`, (problem) =>
+      return kit.act(reply, () => send(companyId, form, auditOf(req)), `/outbound${query({ companyId, done })}`, (problem) =>
         resourcePage(kit, req, reply, parseForm(resourceHistoryQuery, { companyId, href: form.href }), problem),
       );
     });

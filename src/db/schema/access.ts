@@ -73,5 +73,3 @@ export const auditLog = pgTable(
     index('audit_log_settles_idx').on(t.settles).where(sql`settles IS NOT NULL`),
   ],
 );
-
-export type AuditRow = typeof auditLog.$inferSelect;

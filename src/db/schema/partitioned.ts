@@ -15,6 +15,3 @@ export const timeId = (table: string): SQL => sql.raw(`skyhook_time_id('${table}
 
 /** The smallest id made at `at` (a partition's bound). */
 export const idAt = (at: Date): number => (Math.floor(at.getTime() / 1000) - ID_EPOCH_S) * 2 ** ID_SEQUENCE_BITS;
-
-/** When an id was made (to the second); ids made before the conversion (small numbers) answer 2020-01-01. */
-export const timeOfId = (id: number): Date => new Date((Math.floor(id / 2 ** ID_SEQUENCE_BITS) + ID_EPOCH_S) * 1000);
