@@ -296,14 +296,21 @@ const STORE_SQL = `
     LEFT JOIN up u ON u.company_id = i.company_id AND u.href = i.href
     LEFT JOIN resources r ON r.company_id = i.company_id AND r.href = i.href
   ),
-  behind AS (
-    SELECT x.ord, array_agg(DISTINCT t.et ORDER BY t.et) AS event_types
+  -- The covered notifications, each found by its id. MATERIALIZED: inlined into behind's join, a plan made
+  -- while the tables were small went from each webhook to all its notifications (notifications_webhook_idx)
+  -- and kept doing so as they grew: every batch read every notification of the webhook (issue #49's note).
+  covering AS MATERIALIZED (
+    SELECT x.ord, n.webhook_id, n.type
     FROM unnest($7::bigint[], $8::bigint[]) AS x(id, ord)
     JOIN notifications n ON n.id = x.id
+  ),
+  behind AS (
+    SELECT n.ord, array_agg(DISTINCT t.et ORDER BY t.et) AS event_types
+    FROM covering n
     JOIN webhooks w ON w.id = n.webhook_id
     CROSS JOIN LATERAL unnest(w.event_types) AS t(et)
     WHERE coalesce($13::jsonb ->> t.et, n.type) = n.type
-    GROUP BY x.ord
+    GROUP BY n.ord
   ),
   -- Each company's next positions, its row locked until commit (ordered: two batches lock in one order).
   seqs AS (
