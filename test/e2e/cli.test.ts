@@ -496,7 +496,7 @@ describe('skyhook admin CLI', { timeout: 60_000 }, () => {
     expect(twoFromStdin).toMatchObject({ code: 2, stdout: '' });
     expect(twoFromStdin.stderr).toContain('only one secret flag can read stdin ("-"); got --api-token and --auth-token');
     for (const run of [reset, report, noAuth, twoFromStdin]) expect(run.stdout + run.stderr).not.toContain(ZETA.auth);
-  });
+  }, 150_000); // eleven CLI processes, each a Node start-up: on a loaded two-core machine over a minute
 
   it('runs a command that only reads without migrating (or creating) the database', async () => {
     const name = `skyhook_cli_absent_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
