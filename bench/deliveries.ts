@@ -58,6 +58,8 @@ export interface DeliveriesBenchOptions {
   adminToken: string;
   /** CPU seconds so far of Skyhook's processes, of all of PostgreSQL's and of Redis (run.ts, from /proc). */
   cpuReading: (skyhookPids: number[]) => CpuReading;
+  /** A named query answering `pending`: whether any notification is still to process (run.ts's, SKYHOOK_PROBE). */
+  pendingProbe: { name: string; text: string };
   /** Redis's and PostgreSQL's counts of calls (bench/calls.ts). */
   openCalls: () => Promise<CallsReader>;
   /** Each notification once, as fast as Skyhook answers (autocannon, 64 connections). */
@@ -169,8 +171,8 @@ async function waitUntil(done: () => Promise<boolean>, capMs = CAP_MS, everyMs =
   }
 }
 
-/** Until no notification is pending (a probe of the pending rows' partial index, every 50 ms). */
-const processedAll = (sql: pg.Client) => waitUntil(async () => !(await sql.query(`SELECT EXISTS (SELECT 1 FROM notifications WHERE status IN ('received', 'queued')) AS pending`)).rows[0].pending);
+/** Until no notification is pending (run.ts's probe of the pending rows' partial index, every 50 ms). */
+const processedAll = (o: DeliveriesBenchOptions, sql: pg.Client) => waitUntil(async () => !(await sql.query(o.pendingProbe)).rows[0].pending);
 
 /** Until `names` answered `count` deliveries between them (the destination server is asked: PostgreSQL's CPU is measured). */
 async function answeredAll(server: DestinationServer, names: string[], count: number): Promise<{ done: boolean; ok: number; lastOkAt: number }> {
@@ -224,7 +226,7 @@ async function endToEnd(o: DeliveriesBenchOptions, sql: pg.Client, pids: number[
     const cpu0 = o.cpuReading(pids);
     const t0 = Date.now();
     const sent = await o.fire(prepared);
-    const done = await processedAll(sql);
+    const done = await processedAll(o, sql);
     const cpu = perItemUs(cpuBetween(cpu0, o.cpuReading(pids)), n);
     const { processed, perS } = await processedSince(start, t0);
     o.log(`      ${done ? '' : 'NOT ALL PROCESSED: '}${processed} processed, ${Math.round(perS)}/s; CPU per notification ${formatCpu(cpu, 'µs')}`);
@@ -275,12 +277,13 @@ async function steady(o: DeliveriesBenchOptions, sql: pg.Client, server: Destina
   const { deliveryIds, at } = await server.arrivals(names);
   const delivered = await percentiles(sql, ANSWERED_AFTER('e.created_at'), [deliveryIds, at]);
   // Where a delivery's time goes (p50s, ms): stored -> its attempt started (queue, gate, the job's read), the request, answered -> recorded.
+  // Its last attempt by the attempts' delivery_id index (`id + 0`): ordered by `id`, PostgreSQL walked every partition's primary key backwards for each delivery (38 s once).
   const p50 = (x: string) => `percentile_cont(0.5) WITHIN GROUP (ORDER BY ${x})`;
   const { rows } = await sql.query(
     `SELECT ${p50('extract(epoch FROM a.started_at - d.created_at) * 1000')} AS to_send, ${p50('a.duration_ms')} AS request,
             ${p50('extract(epoch FROM d.delivered_at - a.started_at) * 1000 - a.duration_ms')} AS to_record
      FROM unnest($1::bigint[]) AS x(id) JOIN deliveries d ON d.id = x.id
-     JOIN LATERAL (SELECT started_at, duration_ms FROM delivery_attempts WHERE delivery_id = d.id ORDER BY id DESC LIMIT 1) a ON true`,
+     JOIN LATERAL (SELECT started_at, duration_ms FROM delivery_attempts WHERE delivery_id = d.id ORDER BY id + 0 DESC LIMIT 1) a ON true`,
     [deliveryIds],
   );
   const segments = { toSendMs: round(Number(rows[0].to_send), 1), requestMs: round(Number(rows[0].request), 1), toRecordMs: round(Number(rows[0].to_record), 1) };
@@ -366,7 +369,7 @@ async function failingDestination(o: DeliveriesBenchOptions, sql: pg.Client, pid
   for (let v = 1; v <= sizes.failVersions; v++) {
     const sent = await o.fire(Array.from({ length: sizes.failResources }, (_, r) => notificationOf(o, f, `fail-${r}`)));
     lost += sent.non2xx;
-    if (!(await processedAll(sql))) throw new Error(`round ${v}: notifications still pending after ${CAP_MS / 1000} s`);
+    if (!(await processedAll(o, sql))) throw new Error(`round ${v}: notifications still pending after ${CAP_MS / 1000} s`);
   }
   const { rows: counted } = await sql.query(`SELECT count(*)::int AS n, count(*) FILTER (WHERE status = 'pending')::int AS pending FROM deliveries WHERE destination_id = $1`, [destinationId]);
   const { rows: states } = await sql.query(`SELECT failing_since IS NOT NULL AS failing, consecutive_failures FROM destinations WHERE id = $1`, [destinationId]);
@@ -449,7 +452,7 @@ export async function runDeliveriesBench(o: DeliveriesBenchOptions): Promise<voi
     // Both paths warmed up, fetch and delivery (a fresh process spends its first seconds compiling).
     const warm = Array.from({ length: 2000 }, (_, i) => notificationOf(o, (i % 2 ? plain : withDestinations)[i % COMPANIES]!, `warm-${i}`));
     const warmed = await o.fire(warm);
-    await processedAll(sql);
+    await processedAll(o, sql);
     await answeredAll(server, names, warmed.ok / 2);
     await sleep(1500);
 

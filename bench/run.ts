@@ -1119,6 +1119,7 @@ try {
       secretKey: SECRET_KEY,
       adminToken: ADMIN_TOKEN,
       cpuReading,
+      pendingProbe: { name: SKYHOOK_PROBE.name, text: SKYHOOK_PROBE.pending },
       openCalls: () => openCallsReader(SERVER, REDIS_URL),
       fire: (notifications) => load({ url: SKYHOOK_URL, amount: notifications.length, setup: inTurn(notifications) }),
       paced: (rate, count, next) => paced({ url: SKYHOOK_URL, rate, count, connections: 16, request: next }),

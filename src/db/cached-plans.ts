@@ -42,7 +42,7 @@ export class CachedPlans {
   constructor(
     private readonly pool: pg.Pool,
     private readonly statements: Statement[],
-    private readonly log: Logger,
+    private readonly log: Pick<Logger, 'info' | 'warn'>,
   ) {}
 
   /** The name to run `statement` under, or none (an unnamed statement, planned each time). */
@@ -52,7 +52,7 @@ export class CachedPlans {
       void this.genericPlansUseIndexes()
         .then((ok) => {
           this.ready = ok;
-          if (ok) this.log.info('the worker statements now keep their plans: PostgreSQL plans them with the indexes');
+          if (ok) this.log.info({ statements: this.statements.map((s) => s.name) }, 'the worker statements now keep their plans: PostgreSQL plans them with the indexes');
         })
         .catch((err: unknown) => this.log.warn({ err }, 'could not check the worker statements\' plans; they stay planned per batch'))
         .finally(() => (this.nextCheckAt = Date.now() + PLAN_CHECK_INTERVAL_MS));
