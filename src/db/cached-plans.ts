@@ -1,7 +1,8 @@
 /**
- * When the worker's shared statements (the claim, the snapshot store) may be named, so that PostgreSQL keeps
- * their plans. The worker's connections plan generically (plan_cache_mode force_generic_plan, runtime.ts):
- * a named statement's plan is made once and kept, until DDL or an ANALYZE invalidates it.
+ * When the worker's shared statements (the fetches' claim and snapshot store, the delivery job's claim and
+ * record) may be named, so that PostgreSQL keeps their plans. The worker's connections plan generically
+ * (plan_cache_mode force_generic_plan, runtime.ts): a named statement's plan is made once and kept, until DDL
+ * or an ANALYZE invalidates it.
  * Made while the tables are small (a new install, before autovacuum has looked at them), that plan scans
  * whole tables, looks cheapest, and goes on scanning them as they grow. So the statements run unnamed,
  * planned per batch, until an EXPLAIN of each one's generic plan (on a connection of its own) reads no table
