@@ -143,54 +143,106 @@ const skipStatement = (destinationId: string, before?: Date) => sql`
   UPDATE deliveries SET status = 'skipped', finished_at = now(), replay = false
   WHERE destination_id = ${destinationId} AND ${sql.raw(deliveryGuard('skip'))} AND (${before?.toISOString() ?? null}::timestamptz IS NULL OR created_at < ${before?.toISOString() ?? null}::timestamptz)`;
 
-type AttemptRow = { opened: boolean; closed: boolean; disabled: boolean; failures: number };
+type AttemptRow = { id: string; opened: boolean; closed: boolean; disabled: boolean };
 
 /**
- * One attempt recorded ($1-$8, attemptValues), its delivery's verdict ($9 status, $10 attempts spent, $11
- * error, $12 next attempt, $13 delivered) and what it does to its destination ($14; $15 counts toward its
- * circuit, $16 a 410 Gone, $17 seconds to the first probe).
+ * A batch's attempts recorded in one statement (group commit: one round trip and one commit for a batch,
+ * where one statement per attempt had made the batch, run one at a time, the deliveries' pace under load).
+ * Each attempt ($1-$8, one array per column) with its delivery's verdict ($9 status, $10 attempts spent, $11
+ * error, $12 next attempt, $13 delivered); then each destination once ($14), with what the batch's attempts
+ * did to it, in order (destinationOutcomes): $15 one of them succeeded, $16 the failures counting toward its
+ * circuit since the last success (all of them without one), $17 the last of those failures' error, $18 a 410
+ * Gone; $19 seconds to the first probe. A delivery appears at most once in a batch (recordMany).
  */
 export const ATTEMPT_STATEMENT: Statement = {
-  name: 'skyhook_delivery_attempt',
+  name: 'skyhook_delivery_attempts',
   text: `
-  WITH att AS (
+  WITH i AS (
+    SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::text[], $5::int[], $6::text[], $7::text[], $8::boolean[],
+                         $9::delivery_status[], $10::int[], $11::text[], $12::timestamptz[], $13::boolean[])
+      AS i(delivery_id, started_at, duration_ms, url, http_status, error, response, probe, status, spent, last_error, next_at, delivered)
+  ),
+  att AS (
     INSERT INTO delivery_attempts (delivery_id, started_at, duration_ms, url, http_status, error, response, probe)
-    VALUES ($1::bigint, $2::timestamptz, $3::int, $4::text, $5::int, $6::text, $7::text, $8::boolean)
+    SELECT delivery_id, started_at, duration_ms, url, http_status, error, response, probe FROM i
   ),
   dv AS (
-    UPDATE deliveries SET status = $9::delivery_status, attempts = attempts + $10::int, last_error = $11::text, last_status = $5::int,
-      next_attempt_at = coalesce($12::timestamptz, next_attempt_at),
-      delivered_at = CASE WHEN $13::boolean THEN now() ELSE delivered_at END,
-      finished_at = CASE WHEN $9::delivery_status <> 'pending' THEN now() ELSE finished_at END,
-      replay = CASE WHEN $9::delivery_status <> 'pending' THEN false ELSE replay END
-    WHERE id = $1::bigint AND ${deliveryGuard('deliver')}
+    UPDATE deliveries d SET status = i.status, attempts = d.attempts + i.spent, last_error = i.last_error, last_status = i.http_status,
+      next_attempt_at = coalesce(i.next_at, d.next_attempt_at),
+      delivered_at = CASE WHEN i.delivered THEN now() ELSE d.delivered_at END,
+      finished_at = CASE WHEN i.status <> 'pending' THEN now() ELSE d.finished_at END,
+      replay = CASE WHEN i.status <> 'pending' THEN false ELSE d.replay END
+    FROM i WHERE d.id = i.delivery_id AND ${deliveryGuard('deliver', 'd.status')}
   ),
+  o AS (SELECT * FROM unnest($14::uuid[], $15::boolean[], $16::int[], $17::text[], $18::boolean[]) AS o(id, ok, failures, error, gone)),
   -- Not locked: one job sends to a destination at a time; a race with a probe or an admin at worst
   -- misses a transition's log line, and repair() mends the gate from the row.
-  before AS (SELECT id, failing_since IS NOT NULL AND ${FAILING_SQL} AS failing FROM destinations WHERE id = $14::uuid)
+  before AS (
+    SELECT t.id, ${FAILING_SQL} AS failing, t.disabled_at,
+      -- As the batch's last success left the row (none: as it was).
+      CASE WHEN o.ok THEN o.failures ELSE t.consecutive_failures + o.failures END AS failures,
+      CASE WHEN o.ok THEN NULL ELSE t.failing_since END AS failing_since
+    FROM destinations t JOIN o USING (id)
+  ),
+  changed AS (
+    SELECT o.*, b.failing, b.failures AS now_failures, b.failing_since AS kept_since,
+      -- openCircuit, at the fifth counted failure in a row (a 429 does not count: the receiver answered).
+      (o.failures > 0 AND b.failures >= ${CIRCUIT_FAILURES} AND (${destinationGuard('openCircuit')})) AS opens
+    FROM o JOIN before b USING (id)
+  )
   UPDATE destinations t SET last_attempt_at = now(),
-    last_success_at = CASE WHEN $13::boolean THEN now() ELSE last_success_at END,
-    consecutive_failures = CASE WHEN $13::boolean THEN 0 WHEN $15::boolean THEN consecutive_failures + 1 ELSE consecutive_failures END,
-    -- closeCircuit, on an answered probe; openCircuit, at the fifth failure in a row (not a 429: the receiver answered).
-    failing_since = CASE WHEN $13::boolean THEN NULL
-                         WHEN $15::boolean AND consecutive_failures + 1 >= ${CIRCUIT_FAILURES} AND (${destinationGuard('openCircuit')}) THEN now()
-                         ELSE failing_since END,
-    failing_error = CASE WHEN $13::boolean THEN NULL WHEN $15::boolean THEN $11::text ELSE failing_error END,
-    next_probe_at = CASE WHEN $13::boolean THEN NULL
-                         WHEN $15::boolean AND consecutive_failures + 1 >= ${CIRCUIT_FAILURES} AND failing_since IS NULL THEN now() + make_interval(secs => $17::float8)
-                         ELSE next_probe_at END,
+    last_success_at = CASE WHEN c.ok THEN now() ELSE last_success_at END,
+    consecutive_failures = c.now_failures,
+    -- closeCircuit, on a success; openCircuit, as above.
+    failing_since = CASE WHEN c.opens THEN now() ELSE c.kept_since END,
+    failing_error = CASE WHEN c.error IS NOT NULL THEN c.error WHEN c.ok THEN NULL ELSE failing_error END,
+    next_probe_at = CASE WHEN c.opens THEN now() + make_interval(secs => $19::float8) WHEN c.ok THEN NULL ELSE next_probe_at END,
     -- disable, on a 410 Gone.
-    disabled_at = CASE WHEN $16::boolean AND disabled_at IS NULL THEN now() ELSE disabled_at END,
-    disabled_reason = CASE WHEN $16::boolean AND disabled_at IS NULL THEN 'the destination answered 410 Gone' ELSE disabled_reason END,
-    disabled_by = CASE WHEN $16::boolean AND disabled_at IS NULL THEN 'skyhook' ELSE disabled_by END,
+    disabled_at = CASE WHEN c.gone AND disabled_at IS NULL THEN now() ELSE disabled_at END,
+    disabled_reason = CASE WHEN c.gone AND disabled_at IS NULL THEN 'the destination answered 410 Gone' ELSE disabled_reason END,
+    disabled_by = CASE WHEN c.gone AND disabled_at IS NULL THEN 'skyhook' ELSE disabled_by END,
     updated_at = now()
-  FROM before b WHERE t.id = b.id
-    -- A success that changes nothing but the times is written at most once a second: the row is not rewritten per delivery.
-    AND NOT ($13::boolean AND NOT b.failing AND t.consecutive_failures = 0 AND t.disabled_at IS NULL AND t.last_success_at > now() - interval '1 second')
-  RETURNING (NOT b.failing AND t.failing_since IS NOT NULL AND t.disabled_at IS NULL) AS opened, (b.failing AND t.failing_since IS NULL) AS closed,
-            (t.disabled_at = now()) AS disabled, t.consecutive_failures AS failures`,
+  FROM changed c WHERE t.id = c.id
+    -- Successes that change nothing but the times are written at most once a second: the row is not rewritten per delivery.
+    AND NOT (c.ok AND c.failures = 0 AND NOT c.gone AND NOT c.failing AND t.consecutive_failures = 0 AND t.disabled_at IS NULL AND t.last_success_at > now() - interval '1 second')
+  RETURNING t.id, (NOT c.failing AND t.failing_since IS NOT NULL AND t.disabled_at IS NULL) AS opened, (c.failing AND t.failing_since IS NULL) AS closed,
+            (t.disabled_at = now()) AS disabled`,
   smallTables: ['destinations'],
 };
+
+/** What a delivery's attempt means for it: its status, attempts spent, error and next attempt. */
+function deliveryOutcome({ attempt, verdict, probe }: Recorded) {
+  const ok = verdict.kind === 'delivered';
+  // A probe's failure leaves its delivery as it was and spends none of its attempts (SPEC §5.2: a delivery
+  // fails only by failing while its destination otherwise answers).
+  const probeFailed = probe && !ok;
+  return {
+    status: ok ? 'delivered' : verdict.kind === 'failed' && !probeFailed ? 'failed' : 'pending',
+    spent: probeFailed ? 0 : 1,
+    error: errorOf(attempt, ok),
+    nextAt: verdict.kind === 'retry' && !probeFailed ? verdict.nextAt : null,
+    ok,
+    counts: verdict.kind === 'gone' || ((verdict.kind === 'retry' || verdict.kind === 'failed') && verdict.countsAgainst),
+  };
+}
+
+type DestinationOutcome = { last: number; ok: boolean; failures: number; error: string | null; gone: boolean };
+
+/** What a batch's attempts, in order, did to each of their destinations (ATTEMPT_STATEMENT's $14-$18); keyed by the last attempt's index. */
+function destinationOutcomes(items: Recorded[]): Map<string, DestinationOutcome> {
+  const byDestination = new Map<string, DestinationOutcome>();
+  for (const [i, item] of items.entries()) {
+    const d = deliveryOutcome(item);
+    const o = byDestination.get(item.attempt.destinationId) ?? { last: i, ok: false, failures: 0, error: null, gone: false };
+    o.last = i;
+    // A success starts the count again; failures after it count from zero.
+    if (d.ok) Object.assign(o, { ok: true, failures: 0, error: null });
+    else if (d.counts) Object.assign(o, { failures: o.failures + 1, error: d.error });
+    o.gone ||= item.verdict.kind === 'gone';
+    byDestination.set(item.attempt.destinationId, o);
+  }
+  return byDestination;
+}
 
 // Over 80 lines on purpose: its body is the interface's methods, each short, over the dependencies they share.
 export function createDestinationStates(deps: DestinationStatesDeps) {
@@ -210,46 +262,59 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
     log.info({ companyId, destinationId, state: 'ok' }, 'destination resumed: its waiting deliveries are sent again, in order');
   }
 
-  /** One attempt's statement's values (ATTEMPT_STATEMENT): the attempt, its delivery's verdict, and what it does to the destination. */
-  function attemptValues({ attempt, verdict, probe }: Recorded): unknown[] {
-    const ok = verdict.kind === 'delivered';
-    // A probe's failure leaves its delivery as it was and spends none of its attempts (SPEC §5.2: a delivery
-    // fails only by failing while its destination otherwise answers).
-    const probeFailed = probe && !ok;
-    const status = ok ? 'delivered' : verdict.kind === 'failed' && !probeFailed ? 'failed' : 'pending';
-    const nextAt = verdict.kind === 'retry' && !probeFailed ? verdict.nextAt : null;
-    const counts = verdict.kind === 'gone' || ((verdict.kind === 'retry' || verdict.kind === 'failed') && verdict.countsAgainst);
+  /** One batch's values (ATTEMPT_STATEMENT): its attempts, their deliveries' outcomes, and each destination once. */
+  function attemptValues(items: Recorded[], destinations: Map<string, DestinationOutcome>): unknown[] {
+    const attempts = items.map((x) => x.attempt);
+    const outcomes = items.map(deliveryOutcome);
+    const dests = [...destinations];
     return [
-      attempt.deliveryId, attempt.startedAt, attempt.durationMs, attempt.url, attempt.httpStatus, attempt.error, attempt.response, probe,
-      status, probeFailed ? 0 : 1, errorOf(attempt, ok), nextAt, ok, attempt.destinationId, counts, verdict.kind === 'gone', probeGap(0) / 1000,
+      attempts.map((a) => a.deliveryId), attempts.map((a) => a.startedAt), attempts.map((a) => a.durationMs), attempts.map((a) => a.url),
+      attempts.map((a) => a.httpStatus), attempts.map((a) => a.error), attempts.map((a) => a.response), items.map((x) => x.probe),
+      outcomes.map((d) => d.status), outcomes.map((d) => d.spent), outcomes.map((d) => d.error), outcomes.map((d) => d.nextAt), outcomes.map((d) => d.ok),
+      dests.map(([id]) => id), dests.map(([, o]) => o.ok), dests.map(([, o]) => o.failures), dests.map(([, o]) => o.error), dests.map(([, o]) => o.gone),
+      probeGap(0) / 1000,
     ];
   }
 
   /**
-   * Records the attempts of many deliveries in one transaction (one commit for them all), in order; then
-   * what they did to their destinations is told to the gate.
+   * Records the attempts of many deliveries in one transaction (one commit for them all), a statement for
+   * each run of them without a delivery twice (a probe and a replay of one delivery may meet in a batch);
+   * then what they did to their destinations is told to the gate. A destination's change is its last
+   * attempt's effect in the batch: what the batch left it (opened, closed, disabled), not each step there.
    */
   async function recordMany(items: Recorded[]): Promise<AttemptEffect[]> {
-    const rows = await inTransaction(db.$client, async (client) => {
-      const out: (AttemptRow | undefined)[] = [];
-      const name = plans.nameFor(ATTEMPT_STATEMENT);
-      for (const item of items) out.push((await client.query<AttemptRow>({ name, text: ATTEMPT_STATEMENT.text, values: attemptValues(item) })).rows[0]);
+    const runs: { items: Recorded[]; ids: Set<number> }[] = [];
+    for (const item of items) {
+      let run = runs.at(-1);
+      if (!run || run.ids.has(item.attempt.deliveryId)) runs.push((run = { items: [], ids: new Set() }));
+      run.items.push(item);
+      run.ids.add(item.attempt.deliveryId);
+    }
+    const effects: AttemptEffect[] = [];
+    const recorded = await inTransaction(db.$client, async (client) => {
+      const out: { run: Recorded[]; destinations: Map<string, DestinationOutcome>; rows: Map<string, AttemptRow> }[] = [];
+      for (const { items: run } of runs) {
+        const destinations = destinationOutcomes(run);
+        const { rows } = await client.query<AttemptRow>({ name: plans.nameFor(ATTEMPT_STATEMENT), text: ATTEMPT_STATEMENT.text, values: attemptValues(run, destinations) });
+        out.push({ run, destinations, rows: new Map(rows.map((r) => [r.id, r])) });
+      }
       return out;
     });
-    const effects: AttemptEffect[] = [];
-    for (const [i, { attempt }] of items.entries()) {
-      const row = rows[i];
-      const effect = { circuitOpened: row?.opened ?? false, circuitClosed: row?.closed ?? false, disabled: row?.disabled ?? false };
-      if (effect.circuitOpened) {
-        log.warn({ companyId: attempt.companyId, destinationId: attempt.destinationId, state: 'failing', reason: errorOf(attempt, false) }, `the destination failed ${CIRCUIT_FAILURES} attempts in a row: its deliveries wait behind a probe`);
-        await tell(gate.pause(attempt.destinationId));
+    for (const { run, destinations, rows } of recorded) {
+      for (const [i, { attempt }] of run.entries()) {
+        const row = destinations.get(attempt.destinationId)?.last === i ? rows.get(attempt.destinationId) : undefined;
+        const effect = { circuitOpened: row?.opened ?? false, circuitClosed: row?.closed ?? false, disabled: row?.disabled ?? false };
+        if (effect.circuitOpened) {
+          log.warn({ companyId: attempt.companyId, destinationId: attempt.destinationId, state: 'failing', reason: errorOf(attempt, false) }, `the destination failed ${CIRCUIT_FAILURES} attempts in a row: its deliveries wait behind a probe`);
+          await tell(gate.pause(attempt.destinationId));
+        }
+        if (effect.disabled) {
+          log.warn({ companyId: attempt.companyId, destinationId: attempt.destinationId, state: 'disabled' }, 'the destination answered 410 Gone: it is disabled, its deliveries wait');
+          await tell(gate.pause(attempt.destinationId));
+        }
+        if (effect.circuitClosed) await resume(attempt.destinationId, attempt.companyId).catch(deps.onGateError);
+        effects.push(effect);
       }
-      if (effect.disabled) {
-        log.warn({ companyId: attempt.companyId, destinationId: attempt.destinationId, state: 'disabled' }, 'the destination answered 410 Gone: it is disabled, its deliveries wait');
-        await tell(gate.pause(attempt.destinationId));
-      }
-      if (effect.circuitClosed) await resume(attempt.destinationId, attempt.companyId).catch(deps.onGateError);
-      effects.push(effect);
     }
     return effects;
   }

@@ -12,7 +12,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase, type DbHandle } from '../../src/db/client.js';
 import { destinationGateOptions } from '../../src/delivery/delivery.queue.js';
-import { createDestinationStates } from '../../src/destinations/postgres.js';
+import { createDestinationStates, type DestinationStatesRepository, type Recorded } from '../../src/destinations/postgres.js';
 import { Gate } from '../../src/gate/gate.js';
 import { REDIS_URL } from '../helpers/database.js';
 import { deliveriesOf, destinationFor, destinationView, storedVersion } from '../helpers/destinations.js';
@@ -65,6 +65,29 @@ async function receiver(answer?: TestReceiver['answer']): Promise<TestReceiver> 
 const hang = () => new Promise<Answer>((resolve) => held.push(() => resolve({ status: 503 })));
 
 const admin = (method: string, path: string, body?: unknown) => s.skyhook.admin(method, path, body);
+
+/** The destinations' repository the runtime builds, on a connection of its own, for what a test does as the worker would. */
+async function withStates(use: (states: DestinationStatesRepository) => Promise<void>): Promise<void> {
+  const handle: DbHandle = connectDatabase(s.db.url, { max: 1, applicationName: 'delivery-behaviours-test' });
+  const redis = new Redis(REDIS_URL);
+  try {
+    await use(
+      createDestinationStates({
+        db: handle.db,
+        gate: new Gate(redis, s.prefix, 'destination', destinationGateOptions()),
+        wake: async () => undefined,
+        schedule: [0, 5000],
+        log: pino({ level: 'silent' }),
+        onGateError: (err) => {
+          throw err;
+        },
+      }),
+    );
+  } finally {
+    redis.disconnect();
+    await handle.pool.end();
+  }
+}
 
 describe('each destination on its own (SPEC §5.2)', () => {
   it("a destination that hangs until the timeout does not delay another company's deliveries", async () => {
@@ -242,24 +265,7 @@ describe("a destination's pending deliveries (SPEC §5.2)", () => {
     await s.sql.query(`UPDATE deliveries SET created_at = now() - interval '31 days' WHERE id = $1`, [old!.id]);
 
     // What the retention job does first (processing/retention.ts), on the same repository the runtime builds.
-    const handle: DbHandle = connectDatabase(s.db.url, { max: 1, applicationName: 'retention-test' });
-    const redis = new Redis(REDIS_URL);
-    try {
-      const states = createDestinationStates({
-        db: handle.db,
-        gate: new Gate(redis, s.prefix, 'destination', destinationGateOptions()),
-        wake: () => Promise.reject(new Error('expire queues nothing')),
-        schedule: [0],
-        log: pino({ level: 'silent' }),
-        onGateError: (err) => {
-          throw err;
-        },
-      });
-      expect(await states.expire(s.skyhook.config.retentionDays)).toEqual([{ destinationId: dest.id, expired: 1 }]);
-    } finally {
-      redis.disconnect();
-      await handle.pool.end();
-    }
+    await withStates(async (states) => expect(await states.expire(s.skyhook.config.retentionDays)).toEqual([{ destinationId: dest.id, expired: 1 }]));
 
     const after = await admin('GET', `/companies/${company.companyId}/deliveries/${old!.id}`);
     expect(after.body).toMatchObject({ status: 'expired', nextAttemptAt: null, finishedAt: expect.any(String) });
@@ -273,6 +279,53 @@ describe("a destination's pending deliveries (SPEC §5.2)", () => {
     expect(replayed.status).toBe(200);
     await eventually(async () => r.received.length === 2, 'the expired one replayed');
     expect(r.received[1]!.webhookId).toBe(old!.webhookId);
+  });
+});
+
+describe('attempts recorded together (group commit, SPEC §5.2)', () => {
+  it('a batch does to its deliveries and its destination what its attempts would one by one, in order', async () => {
+    const company = await s.company('batched');
+    const r = await receiver();
+    // Disabled while its deliveries are made, so that the worker sends none of them; then ok again in
+    // PostgreSQL only (its gate still paused): the attempts below are the test's, as the worker would record them.
+    const dest = await destinationFor(admin, company, r, { active: false });
+    for (const id of ['batched1', 'batched2', 'batched3', 'batched4', 'batched5', 'batched6']) await storedVersion(s, company, id, 1);
+    const [d1, d2, d3, d4, d5, d6] = await deliveriesOf(admin, company.companyId, dest.id);
+    await s.sql.query('UPDATE destinations SET disabled_at = NULL, disabled_by = NULL, disabled_reason = NULL WHERE id = $1', [dest.id]);
+    const attempt = (d: { id: number }, httpStatus: number, verdict: Recorded['verdict'], probe = false): Recorded => ({
+      attempt: { deliveryId: d.id, companyId: company.companyId, destinationId: dest.id, startedAt: new Date(), durationMs: 3, url: r.url, httpStatus, error: null, response: 'no' },
+      verdict,
+      probe,
+    });
+    const retry = (): Recorded['verdict'] => ({ kind: 'retry', nextAt: new Date(Date.now() + 60_000), countsAgainst: true });
+    const row = async () => (await s.sql.query('SELECT consecutive_failures, failing_since, failing_error, next_probe_at FROM destinations WHERE id = $1', [dest.id])).rows[0];
+
+    await withStates(async (states) => {
+      // A 429 (not counted), then five failures: the fifth opens the circuit, and only its effect says so.
+      const opened = await states.recordMany([attempt(d1!, 429, { kind: 'retry', nextAt: new Date(Date.now() + 60_000), countsAgainst: false }), ...[d2, d3, d4, d5, d6].map((d) => attempt(d!, 500, retry()))]);
+      expect(opened.map((e) => e.circuitOpened)).toEqual([false, false, false, false, false, true]);
+      expect(await row()).toMatchObject({ consecutive_failures: 5, failing_since: expect.any(Date), failing_error: 'answered 500', next_probe_at: expect.any(Date) });
+      expect((await destinationView(admin, company.companyId, dest.id)).state).toMatchObject({ status: 'failing', reason: 'answered 500' });
+
+      // A probe that fails, another failure, an answered probe, a failure: the success closes the circuit (the
+      // last attempt's effect), and the count starts again after it.
+      const closed = await states.recordMany([attempt(d1!, 503, retry(), true), attempt(d3!, 500, retry()), attempt(d4!, 200, { kind: 'delivered' }, true), attempt(d2!, 500, retry())]);
+      expect(closed.map((e) => e.circuitClosed)).toEqual([false, false, false, true]);
+      expect(await row()).toMatchObject({ consecutive_failures: 1, failing_since: null, failing_error: 'answered 500', next_probe_at: null });
+
+      // The same delivery twice in one batch: both attempts recorded, both counted.
+      await states.recordMany([attempt(d2!, 500, retry()), attempt(d2!, 502, retry())]);
+      expect(await row()).toMatchObject({ consecutive_failures: 3, failing_since: null, failing_error: 'answered 502' });
+    });
+
+    const view = async (d: { id: number }) => (await admin('GET', `/companies/${company.companyId}/deliveries/${d.id}`)).body;
+    const tried = (v: { attemptsList: { httpStatus: number; probe: boolean }[] }) => v.attemptsList.map((a) => [a.httpStatus, a.probe]);
+    // The 429 spent an attempt, the failed probe none.
+    expect(await view(d1!)).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(tried(await view(d1!))).toEqual([[429, false], [503, true]]);
+    expect(await view(d4!)).toMatchObject({ status: 'delivered', attempts: 2 });
+    expect(await view(d2!)).toMatchObject({ status: 'pending', attempts: 4, lastError: 'answered 502' });
+    expect(tried(await view(d2!))).toEqual([[500, false], [500, false], [500, false], [502, false]]);
   });
 });
 
