@@ -287,10 +287,12 @@ describe('attempts recorded together (group commit, SPEC §5.2)', () => {
     const company = await s.company('batched');
     const r = await receiver();
     // Disabled while its deliveries are made, so that the worker sends none of them; then ok again in
-    // PostgreSQL only (its gate still paused): the attempts below are the test's, as the worker would record them.
+    // PostgreSQL only, its deliveries due in an hour (a repair that resumed its gate would find none due):
+    // the attempts below are the test's, as the worker would record them.
     const dest = await destinationFor(admin, company, r, { active: false });
     for (const id of ['batched1', 'batched2', 'batched3', 'batched4', 'batched5', 'batched6']) await storedVersion(s, company, id, 1);
     const [d1, d2, d3, d4, d5, d6] = await deliveriesOf(admin, company.companyId, dest.id);
+    await s.sql.query(`UPDATE deliveries SET next_attempt_at = now() + interval '1 hour' WHERE destination_id = $1`, [dest.id]);
     await s.sql.query('UPDATE destinations SET disabled_at = NULL, disabled_by = NULL, disabled_reason = NULL WHERE id = $1', [dest.id]);
     const attempt = (d: { id: number }, httpStatus: number, verdict: Recorded['verdict'], probe = false): Recorded => ({
       attempt: { deliveryId: d.id, companyId: company.companyId, destinationId: dest.id, startedAt: new Date(), durationMs: 3, url: r.url, httpStatus, error: null, response: 'no' },
