@@ -226,13 +226,14 @@ function deliveryOutcome({ attempt, verdict, probe }: Recorded) {
   };
 }
 
+type DeliveryOutcome = ReturnType<typeof deliveryOutcome>;
 type DestinationOutcome = { last: number; ok: boolean; failures: number; error: string | null; gone: boolean };
 
-/** What a batch's attempts, in order, did to each of their destinations (ATTEMPT_STATEMENT's $14-$18); keyed by the last attempt's index. */
-function destinationOutcomes(items: Recorded[]): Map<string, DestinationOutcome> {
+/** What a batch's attempts (with their outcomes), in order, did to each of their destinations (ATTEMPT_STATEMENT's $14-$18), with the last attempt's index. */
+function destinationOutcomes(items: Recorded[], outcomes: DeliveryOutcome[]): Map<string, DestinationOutcome> {
   const byDestination = new Map<string, DestinationOutcome>();
   for (const [i, item] of items.entries()) {
-    const d = deliveryOutcome(item);
+    const d = outcomes[i]!;
     const o = byDestination.get(item.attempt.destinationId) ?? { last: i, ok: false, failures: 0, error: null, gone: false };
     o.last = i;
     // A success starts the count again; failures after it count from zero.
@@ -263,9 +264,8 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
   }
 
   /** One batch's values (ATTEMPT_STATEMENT): its attempts, their deliveries' outcomes, and each destination once. */
-  function attemptValues(items: Recorded[], destinations: Map<string, DestinationOutcome>): unknown[] {
+  function attemptValues(items: Recorded[], outcomes: DeliveryOutcome[], destinations: Map<string, DestinationOutcome>): unknown[] {
     const attempts = items.map((x) => x.attempt);
-    const outcomes = items.map(deliveryOutcome);
     const dests = [...destinations];
     return [
       attempts.map((a) => a.deliveryId), attempts.map((a) => a.startedAt), attempts.map((a) => a.durationMs), attempts.map((a) => a.url),
@@ -294,8 +294,9 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
     const recorded = await inTransaction(db.$client, async (client) => {
       const out: { run: Recorded[]; destinations: Map<string, DestinationOutcome>; rows: Map<string, AttemptRow> }[] = [];
       for (const { items: run } of runs) {
-        const destinations = destinationOutcomes(run);
-        const { rows } = await client.query<AttemptRow>({ name: plans.nameFor(ATTEMPT_STATEMENT), text: ATTEMPT_STATEMENT.text, values: attemptValues(run, destinations) });
+        const outcomes = run.map(deliveryOutcome);
+        const destinations = destinationOutcomes(run, outcomes);
+        const { rows } = await client.query<AttemptRow>({ name: plans.nameFor(ATTEMPT_STATEMENT), text: ATTEMPT_STATEMENT.text, values: attemptValues(run, outcomes, destinations) });
         out.push({ run, destinations, rows: new Map(rows.map((r) => [r.id, r])) });
       }
       return out;
