@@ -24,7 +24,7 @@ import type { createDestinationBody, deliveriesQuery, destinationReplayBody, pat
 import { deliveryAttemptViewSchema, deliveryViewSchema, destinationViewSchema, viewOf, type DeliveryView, type DestinationView } from './views.js';
 
 /** What the destinations' sender does (delivery/send.ts), for a destination's test. */
-export interface TestSender {
+interface TestSender {
   newSecret(): string;
   /** Signs and sends a test body to `url` with `secrets`; answers what happened. */
   sendTest(input: { destinationId: string; companyId: string; url: string; secrets: string[]; timeoutMs: number; body: string; webhookId: string }): Promise<{ httpStatus: number | null; durationMs: number; response: string | null; error: string | null }>;
