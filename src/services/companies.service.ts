@@ -52,7 +52,6 @@ const companyView = (c: CompanyRow, { state, gate }: { state: CompanyState; gate
     ],
   },
   credentials: { status: c.credentialsStatus, checkedAt: c.credentialsCheckedAt?.toISOString() ?? null, error: c.credentialsError },
-  connectionLastUsedAt: c.connectionLastUsedAt?.toISOString() ?? null,
   connectionWarnings: connectionWarnings(c, Date.now()),
 });
 

@@ -21,10 +21,10 @@ import { badRequest, notFound, Problem } from '../lib/problem.js';
 import { changedFields, givenFields, type Audit } from '../access/audit.js';
 import type { CompaniesService } from './companies.service.js';
 import type { createDestinationBody, deliveriesQuery, destinationReplayBody, patchDestinationBody } from './schemas.js';
-import type { DeliveryView, DestinationView } from './views.js';
+import { deliveryAttemptViewSchema, deliveryViewSchema, destinationViewSchema, viewOf, type DeliveryView, type DestinationView } from './views.js';
 
 /** What the destinations' sender does (delivery/send.ts), for a destination's test. */
-export interface TestSender {
+interface TestSender {
   newSecret(): string;
   /** Signs and sends a test body to `url` with `secrets`; answers what happened. */
   sendTest(input: { destinationId: string; companyId: string; url: string; secrets: string[]; timeoutMs: number; body: string; webhookId: string }): Promise<{ httpStatus: number | null; durationMs: number; response: string | null; error: string | null }>;
@@ -67,7 +67,14 @@ const deliveryFilter = (body: z.infer<typeof destinationReplayBody>) => ({
   status: body?.status,
   resourceId: body?.resourceId,
 });
-const iso = (d: Date | null) => (d === null ? null : d.toISOString());
+
+/** A delivery as lists show it: without its attempts, which only `delivery` reads. */
+const listedDeliverySchema = deliveryViewSchema.omit({ attemptsList: true });
+const deliveryView = (d: typeof deliveries.$inferSelect): DeliveryView => viewOf(listedDeliverySchema, d, {
+  webhookId: `msg_${d.id}`,
+  resource: { type: d.resourceType, id: d.resourceId, href: d.href, version: d.version },
+  nextAttemptAt: d.status === 'pending' ? d.nextAttemptAt.toISOString() : null,
+});
 
 // Over 80 lines on purpose: its body is the service's methods, each short, over the dependencies they share.
 export function createDestinationsService(deps: DestinationsDeps) {
@@ -110,11 +117,7 @@ export function createDestinationsService(deps: DestinationsDeps) {
     return rows.map((r, i) => {
       const s = byId.get(r.id);
       const tried = Number(s?.tried ?? 0);
-      return {
-        id: r.id,
-        companyId: r.companyId,
-        url: r.url,
-        description: r.description,
+      return viewOf(destinationViewSchema, r, {
         filter: { resourceTypes: r.resourceTypes, eventTypes: r.eventTypes },
         active: r.disabledAt === null,
         state: destinationStateOf(r, gates[i]),
@@ -126,13 +129,11 @@ export function createDestinationsService(deps: DestinationsDeps) {
           failed24h: Number(s?.failed ?? 0),
           successRate24h: tried === 0 ? null : Number(s!.answered) / tried,
           latencyP50Ms24h: s?.p50 === null || s?.p50 === undefined ? null : Math.round(s.p50),
-          lastAttemptAt: iso(r.lastAttemptAt),
-          lastSuccessAt: iso(r.lastSuccessAt),
+          lastAttemptAt: r.lastAttemptAt?.toISOString() ?? null,
+          lastSuccessAt: r.lastSuccessAt?.toISOString() ?? null,
         },
         previousSecretExpiresAt: r.previousSecretExpiresAt && r.previousSecretExpiresAt.getTime() > Date.now() ? r.previousSecretExpiresAt.toISOString() : null,
-        createdAt: r.createdAt.toISOString(),
-        updatedAt: r.updatedAt.toISOString(),
-      };
+      });
     });
   }
   const view = async (r: DestinationRow) => (await views([r]))[0]!;
@@ -141,24 +142,6 @@ export function createDestinationsService(deps: DestinationsDeps) {
   const filterColumns = (filter: { resourceTypes?: string[] | null; eventTypes?: string[] | null } | undefined) => ({
     ...(filter?.resourceTypes !== undefined ? { resourceTypes: filter.resourceTypes } : {}),
     ...(filter?.eventTypes !== undefined ? { eventTypes: filter.eventTypes } : {}),
-  });
-
-  const deliveryView = (d: typeof deliveries.$inferSelect): DeliveryView => ({
-    id: d.id,
-    webhookId: `msg_${d.id}`,
-    companyId: d.companyId,
-    destinationId: d.destinationId,
-    eventId: d.eventId,
-    resource: { type: d.resourceType, id: d.resourceId, href: d.href, version: d.version },
-    status: d.status,
-    replay: d.replay,
-    attempts: d.attempts,
-    nextAttemptAt: d.status === 'pending' ? d.nextAttemptAt.toISOString() : null,
-    lastError: d.lastError,
-    lastStatus: d.lastStatus,
-    createdAt: d.createdAt.toISOString(),
-    deliveredAt: iso(d.deliveredAt),
-    finishedAt: iso(d.finishedAt),
   });
 
   return {
@@ -300,7 +283,7 @@ export function createDestinationsService(deps: DestinationsDeps) {
       const attempts = await db.select().from(deliveryAttempts).where(eq(deliveryAttempts.deliveryId, deliveryId)).orderBy(asc(deliveryAttempts.id));
       return {
         ...deliveryView(d),
-        attemptsList: attempts.map((a) => ({ at: a.startedAt.toISOString(), durationMs: a.durationMs, url: a.url, httpStatus: a.httpStatus, error: a.error, response: a.response, probe: a.probe })),
+        attemptsList: attempts.map((a) => viewOf(deliveryAttemptViewSchema, a, { at: a.startedAt.toISOString() })),
       };
     },
 

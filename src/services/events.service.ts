@@ -22,7 +22,7 @@ const FOLLOW_POLL_MS = 5000;
 const FOLLOW_PAGE = 100;
 
 const CURSOR_PREFIX = 'e1.';
-export const cursorOf = (seq: number): string => `${CURSOR_PREFIX}${Buffer.from(String(seq)).toString('base64url')}`;
+const cursorOf = (seq: number): string => `${CURSOR_PREFIX}${Buffer.from(String(seq)).toString('base64url')}`;
 function seqOf(cursor: string): number {
   const seq = cursor.startsWith(CURSOR_PREFIX) ? Number(Buffer.from(cursor.slice(CURSOR_PREFIX.length), 'base64url').toString('utf8')) : NaN;
   // Only a cursor as written: base64 decoding skips what it cannot read and Number('') is 0, so a mangled cursor read from the start again.

@@ -34,10 +34,10 @@ import { notificationViewSchema, resourceViewSchema, viewOf, type NotificationVi
 const listedSchema = notificationViewSchema.omit({ body: true, timeline: true });
 const notificationView = (n: NotificationRow): NotificationView => viewOf(listedSchema, n, { id: String(n.id) });
 
-/** Same-instant entries in the order they happen (a row inserted `queued`, or discarded, at its receipt). */
 /** Resync rows per INSERT: one statement shape (unnest), bounded arrays. */
 const RESYNC_CHUNK = 1000;
 
+/** Same-instant entries in the order they happen (a row inserted `queued`, or discarded, at its receipt). */
 const KIND_ORDER: Record<TimelineEntry['kind'], number> = { received: 0, queued: 1, fetch: 2, processed: 3, failed: 3, discarded: 3, replayed: 4 };
 
 const finalEntry = (status: NotificationStatus, at: Date | null, error: string | null): TimelineEntry | undefined => {

@@ -279,9 +279,9 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
   /**
    * A page of the companies that match the search (but `exclude`), sorted by PostgreSQL: the states and
    * backlogs known go in as arrays (every other company is ok, with nothing pending); ties by name, then id.
-   * Answers the page's ids and names; their activity is the caller's.
+   * Then the page's own activity: each row's state, backlog and last hour.
    */
-  async function tablePage(query: TableQuery, k: Known, exclude: string[]): Promise<{ total: number; page: number; pages: number; rows: { id: string; name: string }[] }> {
+  async function tablePage(query: TableQuery, k: Known, exclude: string[], first: Date, now: Date): Promise<TablePage> {
     const sort = query.sort ?? 'state';
     const dir = sql.raw((query.dir ?? DEFAULT_DIRECTION[sort]) === 'asc' ? 'ASC' : 'DESC');
     const ids = [...new Set([...k.states.keys(), ...k.backlogs.keys()])];
@@ -297,12 +297,9 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
       WHERE ${where}
       ORDER BY ${key[sort]} ${dir}, c.name, c.id
       LIMIT ${TABLE_PAGE_SIZE} OFFSET ${(page - 1) * TABLE_PAGE_SIZE}`);
-    return { total, page, pages, rows };
-  }
-
-  /** The table's page as rows: each company's state, backlog and last hour. */
-  function summaries(rows: { id: string; name: string }[], k: Known, act: Map<string, CompanyActivity>): CompanySummary[] {
-    return rows.map((r) => ({ id: r.id, name: r.name, state: k.states.get(r.id) ?? OK, backlog: k.backlogs.get(r.id) ?? { pending: 0, oldestPendingAgeS: 0 }, lastHour: act.get(r.id)!.lastHour }));
+    const act = await activity(first, rows.map((r) => r.id), now, k.backlogs);
+    const items = rows.map((r) => ({ id: r.id, name: r.name, state: k.states.get(r.id) ?? OK, backlog: k.backlogs.get(r.id) ?? { pending: 0, oldestPendingAgeS: 0 }, lastHour: act.get(r.id)!.lastHour }));
+    return { total, page, pages, items };
   }
 
   return {
@@ -324,10 +321,10 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
       const noticed = [...reasons.keys()];
 
       // The attention's activity beside the table's page, then the page's own: three round trips in all, however many companies.
-      const [matching, noticedActivity, [table, pageActivity]] = await Promise.all([
+      const [matching, noticedActivity, others] = await Promise.all([
         db.execute<{ id: string; name: string }>(sql`SELECT c.id, c.name FROM companies c WHERE c.id = ANY(${sql.param(noticed)}::uuid[]) AND ${searchSql(query.search)}`),
         activity(first, noticed, now, k.backlogs),
-        tablePage(query, k, noticed).then(async (t) => [t, await activity(first, t.rows.map((r) => r.id), now, k.backlogs)] as const),
+        tablePage(query, k, noticed, first, now),
       ]);
       const attention = matching.rows.map((r) => ({ id: r.id, name: r.name, state: k.states.get(r.id) ?? OK, ...noticedActivity.get(r.id)!, attention: reasons.get(r.id)! }));
 
@@ -342,16 +339,14 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
         unreachable: k.troubled.counts.unreachable,
         series: deployment,
       };
-      return { minutes, totals, attention: attention.sort(byUrgency), others: { total: table.total, page: table.page, pages: table.pages, items: summaries(table.rows, k, pageActivity) } };
+      return { minutes, totals, attention: attention.sort(byUrgency), others };
     },
 
     /** Every company as a row of the compact table (the companies page), searched, sorted and paged; `companies` counts them all. */
     async companies(query: TableQuery = {}, now = new Date()): Promise<TablePage & { companies: number }> {
       const { first } = minutesUpTo(now);
       const k = await known();
-      const table = await tablePage(query, k, []);
-      const act = await activity(first, table.rows.map((r) => r.id), now, k.backlogs);
-      return { companies: sum(Object.values(k.troubled.counts)), total: table.total, page: table.page, pages: table.pages, items: summaries(table.rows, k, act) };
+      return { companies: sum(Object.values(k.troubled.counts)), ...(await tablePage(query, k, [], first, now)) };
     },
 
     /** One company's last hour, backlog and failures (its page; its state is the company view's). */

@@ -60,7 +60,7 @@ export function actionHrefIn(rfq: { resourceId: string; body: unknown }, request
 }
 
 /** An RFQ whose sellerLift (a list, or one object) has a lift of this id: the form resources_lifts_idx answers. */
-export const liftMatch = (liftId: string): SQL | undefined =>
+const liftMatch = (liftId: string): SQL | undefined =>
   or(
     sql`${resources.body} -> 'sellerLift' @> ${JSON.stringify([{ id: liftId }])}::jsonb`,
     sql`${resources.body} -> 'sellerLift' @> ${JSON.stringify({ id: liftId })}::jsonb`,

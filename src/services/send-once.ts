@@ -103,8 +103,8 @@ export async function sendOnce<T extends OutboundTable>(
         const why = err instanceof Error ? err.message : String(err);
         // If the row cannot be marked now (the database is down), it stays `sending`: a repeat finds it stale
         // after twice the call timeout and holds it `unknown` then. The caller gets the marketplace's error.
-        const held = await markUnknown(row.id, why).catch((cleanup: unknown) => (onCleanupError(cleanup), false));
-        if (held) throw outcomeUnknown(502, 'Bad Gateway', call.name, why);
+        const marked = await markUnknown(row.id, why).catch((cleanup: unknown) => (onCleanupError(cleanup), false));
+        if (marked) throw outcomeUnknown(502, 'Bad Gateway', call.name, why);
         throw err;
       }
       // If the refused row cannot be removed now, it stays `sending` and a repeat takes it over once stale (a

@@ -32,7 +32,7 @@ interface WebhooksDeps {
 }
 
 /** The targetURI a webhook is reached at: its own (`/hooks/<endpointKey>`) or the shared one. */
-export const targetUri = (publicBaseUrl: string, w: Pick<WebhookRow, 'endpointKey'> & { shared: boolean }) =>
+const targetUri = (publicBaseUrl: string, w: Pick<WebhookRow, 'endpointKey'> & { shared: boolean }) =>
   w.shared ? `${publicBaseUrl}/hooks` : `${publicBaseUrl}/hooks/${w.endpointKey}`;
 
 /** The setting a webhook row stands for on the marketplace, with `changes` (one not given keeps the row's; a secret is sent only when given). */
