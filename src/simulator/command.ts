@@ -163,11 +163,7 @@ function companiesOf(flags: StartFlags): CompanyAccount[] | string {
 
 async function runSimulator(flags: StartFlags): Promise<void> {
   const companies = companiesOf(flags);
-  if (typeof companies === 'string') {
-    console.error(`simulator: ${companies}`);
-    process.exitCode = USAGE_EXIT_CODE;
-    return;
-  }
+  if (typeof companies === 'string') return fail(`simulator: ${companies}`, USAGE_EXIT_CODE);
   let simulator: Simulator;
   try {
     simulator = await startSimulator({
@@ -184,9 +180,7 @@ async function runSimulator(flags: StartFlags): Promise<void> {
       tokenLifetimeS: flags.tokenLifetime,
     });
   } catch (error) {
-    console.error(`simulator: cannot start: ${error instanceof Error ? error.message : String(error)}`);
-    process.exitCode = 1;
-    return;
+    return fail(`simulator: cannot start: ${error instanceof Error ? error.message : String(error)}`, 1);
   }
   console.log(`marketplace simulator listening at ${simulator.url}`);
   console.log(`API base URL: ${simulator.apiBaseUrl}`);
@@ -239,18 +233,21 @@ async function callSimulator<T extends object>(
       signal: AbortSignal.timeout(FIRE_TIMEOUT_MS),
     });
   } catch (error) {
-    console.error(`simulator ${command}: cannot reach the simulator at ${url}: ${fetchFailureReason(error)}`);
-    process.exitCode = 1;
-    return undefined;
+    return fail(`simulator ${command}: cannot reach the simulator at ${url}: ${fetchFailureReason(error)}`, 1);
   }
   // Anything but the simulator's JSON (another server at that URL, say) reads as an empty answer.
   const answer = (await response.json().catch(() => ({}))) as Partial<T> & { error?: string };
   if (!response.ok || !complete(answer)) {
-    console.error(`simulator ${command}: the simulator refused: ${answer.error ?? `HTTP ${response.status}`}`);
-    process.exitCode = response.status < 500 ? USAGE_EXIT_CODE : 1;
-    return undefined;
+    return fail(`simulator ${command}: the simulator refused: ${answer.error ?? `HTTP ${response.status}`}`, response.status < 500 ? USAGE_EXIT_CODE : 1);
   }
   return answer as T;
+}
+
+/** Says why a command failed, on stderr, and sets the exit code the process ends with. */
+function fail(message: string, exitCode: number): undefined {
+  console.error(message);
+  process.exitCode = exitCode;
+  return undefined;
 }
 
 /** The knobs given as fault flags (FAULT_FLAGS), read under the flags' names (--delivery-latency: deliveryLatency). */
