@@ -348,18 +348,16 @@ function parseHttpUrl(value: string): string {
 }
 
 function collectCompany(value: string, previous: CompanyAccount[]): CompanyAccount[] {
-  const separator = value.indexOf(':');
-  const id = value.slice(0, separator);
-  const token = value.slice(separator + 1);
-  if (separator < 1 || token === '') throw new InvalidArgumentError('must be <id>:<token>');
+  const [id = '', ...rest] = value.split(':');
+  const token = rest.join(':');
+  if (id === '' || token === '') throw new InvalidArgumentError('must be <id>:<token>');
   return [...previous, { id, token }];
 }
 
 /** `<id>` or `<id>:<authToken>`. */
 function collectAvinode(value: string, previous: { id: string; authToken?: string }[]): { id: string; authToken?: string }[] {
-  const separator = value.indexOf(':');
-  const id = separator === -1 ? value : value.slice(0, separator);
-  const authToken = separator === -1 ? undefined : value.slice(separator + 1);
+  const [id = '', ...rest] = value.split(':');
+  const authToken = rest.length === 0 ? undefined : rest.join(':');
   if (id === '' || authToken === '') throw new InvalidArgumentError('must be <id> or <id>:<authToken>');
   return [...previous, { id, ...(authToken !== undefined ? { authToken } : {}) }];
 }
@@ -375,17 +373,13 @@ function collectOAuthClient(value: string, previous: { id: string; clientId: str
 const configFile = z.object({ companies: z.array(companyAccount) });
 
 function parseConfigFile(path: string): CompanyAccount[] {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    throw new InvalidArgumentError(`cannot read it: ${error instanceof Error ? error.message : String(error)}`);
-  }
   let json: unknown;
   try {
-    json = JSON.parse(text);
-  } catch {
-    throw new InvalidArgumentError('it is not JSON');
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    // JSON.parse throws a SyntaxError, readFileSync never does.
+    if (error instanceof SyntaxError) throw new InvalidArgumentError('it is not JSON');
+    throw new InvalidArgumentError(`cannot read it: ${error instanceof Error ? error.message : String(error)}`);
   }
   const config = configFile.safeParse(json);
   if (!config.success) throw new InvalidArgumentError(describeIssues(config.error.issues));
