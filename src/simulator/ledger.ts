@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BoundedLog } from './collections.js';
 import type { ApiCallRecord, DeclineRecord, DeliveryStatus, FetchRecord, LeadRecord, NotificationRecord, QuoteRecord, ResourceRecord, TokenRecord } from './types.js';
 
-type FinalStatus = Exclude<DeliveryStatus, 'pending'>;
+export type FinalStatus = Exclude<DeliveryStatus, 'pending'>;
 
 /**
  * An onSend hook that counts a call once its answer is done or its caller has hung up on a late answer
