@@ -78,7 +78,7 @@ function avinodeHeaderProblem(company: Company, header: (name: string) => string
 export const newId = (prefix: string): string => `${prefix}_${randomToken(12)}`;
 
 /** The marketplace deactivates an API connection it has not seen used this long (its documentation). */
-export const CONNECTION_DEACTIVATED_AFTER_MS = 60 * 86_400_000;
+const CONNECTION_DEACTIVATED_AFTER_MS = 60 * 86_400_000;
 
 /** (assumed) The scheduling product's host, served by the simulator as a second base URL of its own server. */
 export const SCHEDULING_PREFIX = '/scheduling';
