@@ -12,7 +12,7 @@ import type { CompanyAccount, CompanyFaults, ErrorShape, Faults, ResourceRateLim
 
 const DEFAULT_PORT = 4010;
 const DEFAULT_URL = `http://127.0.0.1:${DEFAULT_PORT}`;
-const FIRE_TIMEOUT_MS = 60_000;
+const CONTROL_CALL_TIMEOUT_MS = 60_000;
 
 interface StartFlags {
   port: number;
@@ -200,10 +200,8 @@ async function setFaults(flags: { url: string }): Promise<void> {
 }
 
 async function setCompanyFaults(flags: { url: string; company: string; resourceLatency?: number; resourceRateLimit?: ResourceRateLimit | 'off' }): Promise<void> {
-  const patch = {
-    ...(flags.resourceLatency !== undefined ? { resourceLatencyMs: flags.resourceLatency } : {}),
-    ...(flags.resourceRateLimit !== undefined ? { resourceRateLimit: flags.resourceRateLimit === 'off' ? null : flags.resourceRateLimit } : {}),
-  };
+  // A knob left undefined (its flag absent) is dropped by JSON.stringify, so it keeps its value.
+  const patch = { resourceLatencyMs: flags.resourceLatency, resourceRateLimit: flags.resourceRateLimit === 'off' ? null : flags.resourceRateLimit };
   const path = `/_sim/companies/${encodeURIComponent(flags.company)}/faults`;
   const answer = await callSimulator<CompanyFaults>('company-faults', flags.url, path, 'PUT', patch, (a) => a.resourceLatencyMs !== undefined);
   if (!answer) return;
@@ -230,7 +228,7 @@ async function callSimulator<T extends object>(
       method,
       headers: body === undefined ? {} : { 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(FIRE_TIMEOUT_MS),
+      signal: AbortSignal.timeout(CONTROL_CALL_TIMEOUT_MS),
     });
   } catch (error) {
     return fail(`simulator ${command}: cannot reach the simulator at ${url}: ${fetchFailureReason(error)}`, 1);
