@@ -1,7 +1,7 @@
 /**
  * Resources at the hrefs the simulator sends (seed §6.5). Only the owning company's token sees one; any
- * other company gets the same 404 as for a missing resource. Faults (the global ones, then the calling
- * company's rate limit and latency) and scripted answers come first.
+ * other company gets the same 404 as for a missing resource. First come the global latency, the calling
+ * company's rate limit and latency, a scripted answer, then the global 503 and 429 faults.
  */
 import { STATUS_CODES } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
