@@ -125,12 +125,10 @@ export class MarketplaceState {
   addCompany(account: z.output<typeof companyAccount>): Company {
     const company: Company = { ...account, name: account.name ?? account.id };
     const bearer = fixedBearer(company);
-    const holder = bearer === undefined ? undefined : this.companyWhere((other) => fixedBearer(other) === bearer);
-    if (holder && holder.id !== company.id) {
-      throw new SimulatorInputError(`${company.profile === 'avinode' ? 'authToken' : 'token'}: already the token of company "${holder.id}"`);
-    }
-    const client = company.clientId === undefined ? undefined : this.companyWhere((other) => other.clientId === company.clientId);
-    if (client && client.id !== company.id) throw new SimulatorInputError(`clientId: already the client of company "${client.id}"`);
+    const holder = bearer === undefined ? undefined : this.companyWhere((other) => other.id !== company.id && fixedBearer(other) === bearer);
+    if (holder) throw new SimulatorInputError(`${company.profile === 'avinode' ? 'authToken' : 'token'}: already the token of company "${holder.id}"`);
+    const client = company.clientId === undefined ? undefined : this.companyWhere((other) => other.id !== company.id && other.clientId === company.clientId);
+    if (client) throw new SimulatorInputError(`clientId: already the client of company "${client.id}"`);
     this.companies.set(company.id, company);
     return company;
   }
