@@ -15,7 +15,7 @@ export class BoundedLog<T> {
 
   /** Oldest first. */
   toArray(): T[] {
-    if (this.entries.length < this.capacity) return [...this.entries];
+    // Before the log is full, `next` is its length: the first slice is empty.
     return [...this.entries.slice(this.next), ...this.entries.slice(0, this.next)];
   }
 }

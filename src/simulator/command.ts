@@ -12,7 +12,7 @@ import type { CompanyAccount, CompanyFaults, ErrorShape, Faults, ResourceRateLim
 
 const DEFAULT_PORT = 4010;
 const DEFAULT_URL = `http://127.0.0.1:${DEFAULT_PORT}`;
-const FIRE_TIMEOUT_MS = 60_000;
+const CONTROL_CALL_TIMEOUT_MS = 60_000;
 
 interface StartFlags {
   port: number;
@@ -163,11 +163,7 @@ function companiesOf(flags: StartFlags): CompanyAccount[] | string {
 
 async function runSimulator(flags: StartFlags): Promise<void> {
   const companies = companiesOf(flags);
-  if (typeof companies === 'string') {
-    console.error(`simulator: ${companies}`);
-    process.exitCode = USAGE_EXIT_CODE;
-    return;
-  }
+  if (typeof companies === 'string') return fail(`simulator: ${companies}`, USAGE_EXIT_CODE);
   let simulator: Simulator;
   try {
     simulator = await startSimulator({
@@ -184,9 +180,7 @@ async function runSimulator(flags: StartFlags): Promise<void> {
       tokenLifetimeS: flags.tokenLifetime,
     });
   } catch (error) {
-    console.error(`simulator: cannot start: ${error instanceof Error ? error.message : String(error)}`);
-    process.exitCode = 1;
-    return;
+    return fail(`simulator: cannot start: ${error instanceof Error ? error.message : String(error)}`, 1);
   }
   console.log(`marketplace simulator listening at ${simulator.url}`);
   console.log(`API base URL: ${simulator.apiBaseUrl}`);
@@ -206,10 +200,8 @@ async function setFaults(flags: { url: string }): Promise<void> {
 }
 
 async function setCompanyFaults(flags: { url: string; company: string; resourceLatency?: number; resourceRateLimit?: ResourceRateLimit | 'off' }): Promise<void> {
-  const patch = {
-    ...(flags.resourceLatency !== undefined ? { resourceLatencyMs: flags.resourceLatency } : {}),
-    ...(flags.resourceRateLimit !== undefined ? { resourceRateLimit: flags.resourceRateLimit === 'off' ? null : flags.resourceRateLimit } : {}),
-  };
+  // A knob left undefined (its flag absent) is dropped by JSON.stringify, so it keeps its value.
+  const patch = { resourceLatencyMs: flags.resourceLatency, resourceRateLimit: flags.resourceRateLimit === 'off' ? null : flags.resourceRateLimit };
   const path = `/_sim/companies/${encodeURIComponent(flags.company)}/faults`;
   const answer = await callSimulator<CompanyFaults>('company-faults', flags.url, path, 'PUT', patch, (a) => a.resourceLatencyMs !== undefined);
   if (!answer) return;
@@ -236,21 +228,24 @@ async function callSimulator<T extends object>(
       method,
       headers: body === undefined ? {} : { 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(FIRE_TIMEOUT_MS),
+      signal: AbortSignal.timeout(CONTROL_CALL_TIMEOUT_MS),
     });
   } catch (error) {
-    console.error(`simulator ${command}: cannot reach the simulator at ${url}: ${fetchFailureReason(error)}`);
-    process.exitCode = 1;
-    return undefined;
+    return fail(`simulator ${command}: cannot reach the simulator at ${url}: ${fetchFailureReason(error)}`, 1);
   }
   // Anything but the simulator's JSON (another server at that URL, say) reads as an empty answer.
   const answer = (await response.json().catch(() => ({}))) as Partial<T> & { error?: string };
   if (!response.ok || !complete(answer)) {
-    console.error(`simulator ${command}: the simulator refused: ${answer.error ?? `HTTP ${response.status}`}`);
-    process.exitCode = response.status < 500 ? USAGE_EXIT_CODE : 1;
-    return undefined;
+    return fail(`simulator ${command}: the simulator refused: ${answer.error ?? `HTTP ${response.status}`}`, response.status < 500 ? USAGE_EXIT_CODE : 1);
   }
   return answer as T;
+}
+
+/** Says why a command failed, on stderr, and sets the exit code the process ends with. */
+function fail(message: string, exitCode: number): undefined {
+  console.error(message);
+  process.exitCode = exitCode;
+  return undefined;
 }
 
 /** The knobs given as fault flags (FAULT_FLAGS), read under the flags' names (--delivery-latency: deliveryLatency). */
@@ -351,18 +346,16 @@ function parseHttpUrl(value: string): string {
 }
 
 function collectCompany(value: string, previous: CompanyAccount[]): CompanyAccount[] {
-  const separator = value.indexOf(':');
-  const id = value.slice(0, separator);
-  const token = value.slice(separator + 1);
-  if (separator < 1 || token === '') throw new InvalidArgumentError('must be <id>:<token>');
+  const [id = '', ...rest] = value.split(':');
+  const token = rest.join(':');
+  if (id === '' || token === '') throw new InvalidArgumentError('must be <id>:<token>');
   return [...previous, { id, token }];
 }
 
 /** `<id>` or `<id>:<authToken>`. */
 function collectAvinode(value: string, previous: { id: string; authToken?: string }[]): { id: string; authToken?: string }[] {
-  const separator = value.indexOf(':');
-  const id = separator === -1 ? value : value.slice(0, separator);
-  const authToken = separator === -1 ? undefined : value.slice(separator + 1);
+  const [id = '', ...rest] = value.split(':');
+  const authToken = rest.length === 0 ? undefined : rest.join(':');
   if (id === '' || authToken === '') throw new InvalidArgumentError('must be <id> or <id>:<authToken>');
   return [...previous, { id, ...(authToken !== undefined ? { authToken } : {}) }];
 }
@@ -378,17 +371,13 @@ function collectOAuthClient(value: string, previous: { id: string; clientId: str
 const configFile = z.object({ companies: z.array(companyAccount) });
 
 function parseConfigFile(path: string): CompanyAccount[] {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    throw new InvalidArgumentError(`cannot read it: ${error instanceof Error ? error.message : String(error)}`);
-  }
   let json: unknown;
   try {
-    json = JSON.parse(text);
-  } catch {
-    throw new InvalidArgumentError('it is not JSON');
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    // JSON.parse throws a SyntaxError, readFileSync never does.
+    if (error instanceof SyntaxError) throw new InvalidArgumentError('it is not JSON');
+    throw new InvalidArgumentError(`cannot read it: ${error instanceof Error ? error.message : String(error)}`);
   }
   const config = configFile.safeParse(json);
   if (!config.success) throw new InvalidArgumentError(describeIssues(config.error.issues));

@@ -12,7 +12,7 @@ export const declineRoutes = rfqActionRoutes(
   'decline',
   declineSchema,
   (ledger) => ledger.calls.declines++,
-  (simulation) => ({ requestId, body, company, actAsAccount, via }) => {
+  (simulation) => ({ requestId, body, company, actAsAccount, shownAs, via }) => {
     const { state, ledger } = simulation;
     // (assumed) A lift or an RFQ is declined once: a repeat answers the first decline and notifies nothing.
     const earlier = state.declines.get(company.id, requestId);
@@ -21,7 +21,7 @@ export const declineRoutes = rfqActionRoutes(
     const answered: Required<DeclineAnswered> = { tripmsgs: { id: newId('tm') } };
     state.declines.set(company.id, requestId, answered);
     simulation.emit(company.id, 'TripRequestSellerResponse', answered.tripmsgs.id, {
-      fields: { requestId, declined: true, actAsAccount, shownAs: actAsAccount ?? company.name, ...body },
+      fields: { requestId, declined: true, actAsAccount, shownAs, ...body },
     });
     ledger.logs.declines.push({ companyId: company.id, requestId, declineReason: body.declineReason, tripMessageId: answered.tripmsgs.id, actAsAccount, via });
     return envelope(answered);

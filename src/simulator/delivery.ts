@@ -7,7 +7,7 @@ import type { NotificationBody } from '../marketplace/contract.js';
 import { Fifo } from './collections.js';
 import { fetchFailureReason } from './errors.js';
 import { happens } from './faults.js';
-import type { Ledger } from './ledger.js';
+import type { FinalStatus, Ledger } from './ledger.js';
 import type { simulationSettings } from './schemas.js';
 import { deliveryAuthorization } from './sign.js';
 import type { MarketplaceState, StoredWebhookSetting } from './state.js';
@@ -35,7 +35,7 @@ export class DeliveryQueue {
   private readonly pending = new Set<Delivery>();
   private readonly due = new Fifo<Delivery>();
   private sendingCount = 0;
-  private idleWaiters: (() => void)[] = [];
+  private readonly idleWaiters: (() => void)[] = [];
   private stopped = false;
 
   constructor(
@@ -178,15 +178,13 @@ export class DeliveryQueue {
     }
   }
 
-  private settle(delivery: Delivery, status: 'delivered' | 'gave_up' | 'dropped'): void {
+  private settle(delivery: Delivery, status: FinalStatus): void {
     this.pending.delete(delivery);
     this.ledger.deliverySettled(delivery.record, status);
     if (this.pending.size === 0) this.wakeIdleWaiters();
   }
 
   private wakeIdleWaiters(): void {
-    const waiters = this.idleWaiters;
-    this.idleWaiters = [];
-    for (const wake of waiters) wake();
+    for (const wake of this.idleWaiters.splice(0)) wake();
   }
 }

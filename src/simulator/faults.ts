@@ -44,26 +44,22 @@ export const NO_COMPANY_FAULTS: CompanyFaults = { resourceLatencyMs: 0, resource
 /** The largest per-company rate limit: the window keeps one time per admitted GET. */
 const MAX_RATE_PER_SECOND = 100_000;
 
+const resourceRateLimit = z.strictObject({
+  perSecond: z.number().int().min(1).max(MAX_RATE_PER_SECOND),
+  retryAfterS: z.number().int().min(0).max(86_400),
+});
+
 /** A partial update of one company's faults (CompanyFaults, below): an absent knob keeps its value, null clears it. */
 export const companyFaultsPatch = z.strictObject({
   resourceLatencyMs: latencyMs.nullable().optional(),
-  resourceRateLimit: z
-    .strictObject({
-      perSecond: z.number().int().min(1).max(MAX_RATE_PER_SECOND),
-      retryAfterS: z.number().int().min(0).max(86_400),
-    })
-    .nullable()
-    .optional(),
+  resourceRateLimit: resourceRateLimit.nullable().optional(),
 });
 
 /** Fault knobs, so tests can see how Skyhook copes with an imperfect marketplace. Rates are shares in [0, 1]. */
 export type Faults = Required<z.output<typeof faultsPatch>>;
 
 /** A company's rate limit on resource GETs: above `perSecond` in any sliding second, `429` with `Retry-After: <retryAfterS>`. */
-export interface ResourceRateLimit {
-  perSecond: number;
-  retryAfterS: number;
-}
+export type ResourceRateLimit = z.output<typeof resourceRateLimit>;
 
 /**
  * Fault knobs of one company's resource GETs (those carrying its credentials), on top of the global ones:

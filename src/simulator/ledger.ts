@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BoundedLog } from './collections.js';
 import type { ApiCallRecord, DeclineRecord, DeliveryStatus, FetchRecord, LeadRecord, NotificationRecord, QuoteRecord, ResourceRecord, TokenRecord } from './types.js';
 
-type FinalStatus = Exclude<DeliveryStatus, 'pending'>;
+export type FinalStatus = Exclude<DeliveryStatus, 'pending'>;
 
 /**
  * An onSend hook that counts a call once its answer is done or its caller has hung up on a late answer
@@ -55,11 +55,7 @@ export class Ledger {
 
   fetchServed(fetch: FetchRecord): void {
     this.logs.fetches.push(fetch);
-    if (fetch.tokenCompanyId !== null) {
-      const tally = this.tally(fetch.tokenCompanyId);
-      if (fetch.status === 429) tally.refused429++;
-      else tally.answered++;
-    }
+    if (fetch.tokenCompanyId !== null) this.tally(fetch.tokenCompanyId)[fetch.status === 429 ? 'refused429' : 'answered']++;
   }
 
   report(pending: number, companyIds: string[], resources: ResourceRecord[]) {
@@ -85,11 +81,8 @@ export class Ledger {
 
   /** A company's tally, made on first use. */
   private tally(companyId: string) {
-    let tally = this.tallies.get(companyId);
-    if (!tally) {
-      tally = { fired: 0, delivered: 0, answered: 0, refused429: 0 };
-      this.tallies.set(companyId, tally);
-    }
+    const tally = this.tallies.get(companyId) ?? { fired: 0, delivered: 0, answered: 0, refused429: 0 };
+    this.tallies.set(companyId, tally);
     return tally;
   }
 }

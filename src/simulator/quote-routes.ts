@@ -13,7 +13,7 @@ export const quoteRoutes = rfqActionRoutes(
   'submitQuote',
   quoteSubmissionSchema,
   (ledger) => ledger.calls.quotes++,
-  (simulation) => ({ requestId, body: submission, company, actAsAccount, via }) => {
+  (simulation) => ({ requestId, body: submission, company, actAsAccount, shownAs, via }) => {
     const { state, ledger } = simulation;
     const { sellerUniqueQuoteIdentifier } = submission.quote;
     // (assumed) The seed leaves idempotency to the caller (SPEC §6: Skyhook's sellerUniqueQuoteIdentifier).
@@ -29,8 +29,6 @@ export const quoteRoutes = rfqActionRoutes(
       lift: { id: newId('lift') },
     };
     state.quotes.set(company.id, sellerUniqueQuoteIdentifier, submitted);
-    // Seed §4.2: the broker sees the acting user when the header is sent, else the company name.
-    const shownAs = actAsAccount ?? company.name;
     const { sellerQuote, lift } = submitted;
     const fields = { requestId, sellerQuote, lift, actAsAccount, shownAs, ...submission };
     simulation.emit(company.id, 'TripRequestSellerResponse', submitted.tripmsgs.id, { fields });

@@ -1,7 +1,7 @@
 /**
  * Resources at the hrefs the simulator sends (seed §6.5). Only the owning company's token sees one; any
- * other company gets the same 404 as for a missing resource. Faults (the global ones, then the calling
- * company's rate limit and latency) and scripted answers come first.
+ * other company gets the same 404 as for a missing resource. First come the global latency, the calling
+ * company's rate limit and latency, a scripted answer, then the global 503 and 429 faults.
  */
 import { STATUS_CODES } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -25,10 +25,7 @@ const resourceView = (resource: Resource) => ({
 const tooManyRequests = (reply: FastifyReply, retryAfterS: number, message: string) =>
   reply.code(429).header('retry-after', String(retryAfterS)).send(envelope(null, [{ code: 'rate_limited', message }]));
 
-const pathOf = (url: string): string => {
-  const query = url.indexOf('?');
-  return query === -1 ? url : url.slice(0, query);
-};
+const pathOf = (url: string): string => url.split('?', 1)[0]!;
 
 /** A scripted answer; without a body, the envelope a real answer of that status would carry. */
 function sendScripted(reply: FastifyReply, scripted: ScriptedResponse, ownResource: Resource | undefined) {

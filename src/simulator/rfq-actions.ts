@@ -26,7 +26,7 @@ function actAsAccountOf(request: FastifyRequest, company: Company): string | nul
 const requestParams = z.object({ requestId: marketplaceId });
 
 /** What a handler gets once the request id and the body are valid; otherwise the caller gets a soft error naming each issue. */
-type Answer<B> = { requestId: string; body: B; company: Company; actAsAccount: string | null; via: AnswerRoute };
+type Answer<B> = { requestId: string; body: B; company: Company; actAsAccount: string | null; shownAs: string; via: AnswerRoute };
 
 /**
  * The plugin of one action: every call counted (`count`), its answer held for submitLatencyMs as a lead's is
@@ -49,7 +49,9 @@ export function rfqActionRoutes<B>(
       const body = schema.safeParse(request.body);
       if (!id.success || !body.success) return softError(issueErrors([...(id.error?.issues ?? []), ...(body.error?.issues ?? [])]));
       const company = callerOf(request);
-      return handle({ requestId: id.data.requestId, body: body.data, company, actAsAccount: actAsAccountOf(request, company), via });
+      const actAsAccount = actAsAccountOf(request, company);
+      // Seed §4.2: the broker sees the acting user when the header is sent, else the company name.
+      return handle({ requestId: id.data.requestId, body: body.data, company, actAsAccount, shownAs: actAsAccount ?? company.name, via });
     };
     const viaHref = async (request: FastifyRequest, reply: FastifyReply, rfqId: string, liftId: string | null) => {
       const rfq = simulation.state.resourceAt(resourcePath('rfqs', rfqId));

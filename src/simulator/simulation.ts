@@ -58,7 +58,6 @@ export class Simulation {
     return { forgotten: forgotten.length };
   }
 
-  /** The company's access tokens stop working before they expire (a 401 makes Skyhook fetch a new one). */
   /** Moves the company's last use of its connection `days` back: past 60 days, the marketplace refuses it (401 connection_deactivated). */
   ageConnection(companyId: string, days: number): { lastUsedAt: string } {
     this.requireCompany(companyId);
@@ -71,6 +70,7 @@ export class Simulation {
     return this.state.expireClientSecret(companyId);
   }
 
+  /** The company's access tokens stop working before they expire (a 401 makes Skyhook fetch a new one). */
   revokeTokens(companyId: string): { revoked: number } {
     this.requireCompany(companyId);
     return { revoked: this.state.revokeAccessTokens(companyId) };

@@ -78,7 +78,7 @@ function avinodeHeaderProblem(company: Company, header: (name: string) => string
 export const newId = (prefix: string): string => `${prefix}_${randomToken(12)}`;
 
 /** The marketplace deactivates an API connection it has not seen used this long (its documentation). */
-export const CONNECTION_DEACTIVATED_AFTER_MS = 60 * 86_400_000;
+const CONNECTION_DEACTIVATED_AFTER_MS = 60 * 86_400_000;
 
 /** (assumed) The scheduling product's host, served by the simulator as a second base URL of its own server. */
 export const SCHEDULING_PREFIX = '/scheduling';
@@ -125,12 +125,10 @@ export class MarketplaceState {
   addCompany(account: z.output<typeof companyAccount>): Company {
     const company: Company = { ...account, name: account.name ?? account.id };
     const bearer = fixedBearer(company);
-    const holder = bearer === undefined ? undefined : this.companyWhere((other) => fixedBearer(other) === bearer);
-    if (holder && holder.id !== company.id) {
-      throw new SimulatorInputError(`${company.profile === 'avinode' ? 'authToken' : 'token'}: already the token of company "${holder.id}"`);
-    }
-    const client = company.clientId === undefined ? undefined : this.companyWhere((other) => other.clientId === company.clientId);
-    if (client && client.id !== company.id) throw new SimulatorInputError(`clientId: already the client of company "${client.id}"`);
+    const holder = bearer === undefined ? undefined : this.companyWhere((other) => other.id !== company.id && fixedBearer(other) === bearer);
+    if (holder) throw new SimulatorInputError(`${company.profile === 'avinode' ? 'authToken' : 'token'}: already the token of company "${holder.id}"`);
+    const client = company.clientId === undefined ? undefined : this.companyWhere((other) => other.id !== company.id && other.clientId === company.clientId);
+    if (client) throw new SimulatorInputError(`clientId: already the client of company "${client.id}"`);
     this.companies.set(company.id, company);
     return company;
   }
@@ -149,10 +147,15 @@ export class MarketplaceState {
 
   /** The company an `Authorization: Bearer` value names (a fixed token, or an access token even if expired), without checking anything else. */
   companyByAuthorization(header: string | undefined): Company | undefined {
-    const bearer = bearerOf(header);
-    if (bearer === undefined) return undefined;
-    const issued = this.accessTokens.get(bearer);
-    return this.companyWhere((company) => fixedBearer(company) === bearer) ?? (issued ? this.companies.get(issued.companyId) : undefined);
+    return this.holderOf(bearerOf(header)).company;
+  }
+
+  /** The company a bearer token names, and the issued access token it is when it is no company's fixed one. */
+  private holderOf(bearer: string | undefined): { company?: Company; issued?: { companyId: string; expiresAt: number } } {
+    if (bearer === undefined) return {};
+    const fixed = this.companyWhere((company) => fixedBearer(company) === bearer);
+    const issued = fixed ? undefined : this.accessTokens.get(bearer);
+    return { company: fixed ?? (issued && this.companies.get(issued.companyId)), issued };
   }
 
   /**
@@ -160,11 +163,7 @@ export class MarketplaceState {
    * access token not expired nor revoked), and for avinode the API token, the sent timestamp and the product.
    */
   identify(headers: Record<string, string | string[] | undefined>, now = Date.now()): Identification {
-    const bearer = bearerOf(headerOf(headers, HEADERS.authorization));
-    if (bearer === undefined) return refused(401, 'unauthorized', 'missing or unknown API token');
-    const fixed = this.companyWhere((company) => fixedBearer(company) === bearer);
-    const issued = fixed ? undefined : this.accessTokens.get(bearer);
-    const company = fixed ?? (issued && this.companies.get(issued.companyId));
+    const { company, issued } = this.holderOf(bearerOf(headerOf(headers, HEADERS.authorization)));
     if (!company) return refused(401, 'unauthorized', 'missing or unknown API token');
     if (issued && issued.expiresAt <= now) return refused(401, 'token_expired', 'the access token has expired');
     const problem = this.profileHeadersProblem(company, headers, now);
@@ -212,14 +211,9 @@ export class MarketplaceState {
 
   /** The company's access tokens stop working now (as a revocation on the marketplace would). */
   revokeAccessTokens(companyId: string): number {
-    let revoked = 0;
-    for (const [value, issued] of this.accessTokens) {
-      if (issued.companyId === companyId) {
-        this.accessTokens.delete(value);
-        revoked++;
-      }
-    }
-    return revoked;
+    const revoked = [...this.accessTokens].filter(([, issued]) => issued.companyId === companyId);
+    for (const [value] of revoked) this.accessTokens.delete(value);
+    return revoked.length;
   }
 
   /** Forgets every webhook setting of the company, as the marketplace's weekly sandbox wipe does; answers their ids. */
@@ -254,10 +248,7 @@ export class MarketplaceState {
 
   /** clientIdentifier is unique across the whole marketplace, not just per company. */
   clientIdentifierTaken(clientIdentifier: string, exceptWebhookId?: string): boolean {
-    for (const setting of this.webhooks.values()) {
-      if (setting.clientIdentifier === clientIdentifier && setting.id !== exceptWebhookId) return true;
-    }
-    return false;
+    return [...this.webhooks.values()].some((setting) => setting.clientIdentifier === clientIdentifier && setting.id !== exceptWebhookId);
   }
 
   resourceAt(path: string): Resource | undefined {
@@ -279,10 +270,8 @@ export class MarketplaceState {
   changeResource(companyId: string, type: string, id: string, fields: Record<string, unknown>): Resource {
     const path = resourcePath(type, id);
     const existing = this.resources.get(path);
-    if (existing && existing.companyId !== companyId) {
-      throw new SimulatorInputError(`resourceId: ${type}/${id} belongs to another company`);
-    }
     if (existing) {
+      if (existing.companyId !== companyId) throw new SimulatorInputError(`resourceId: ${type}/${id} belongs to another company`);
       // Merged, so an event fired on a lead or quote keeps what it holds.
       const merged = { ...existing.fields, ...fields };
       Object.assign(existing, { version: existing.version + 1, updatedAt: new Date(), fields: merged });

@@ -87,29 +87,27 @@ export interface LeadRecord {
   kind: 'client_search' | 'empty_leg';
 }
 
-/** A quote the simulator accepted; a repeat of its sellerUniqueQuoteIdentifier adds no record. */
-export interface QuoteRecord {
+/** What a quote's and a decline's records share: the lift or RFQ answered, and how. */
+interface AnswerRecord {
   companyId: string;
   requestId: string;
   tripMessageId: string;
-  sellerQuoteId: string;
-  liftId: string;
   /** The act-as header of the company's profile (X-Service-ActAsAccount or X-Avinode-ActAsAccount); null when it was not sent. */
   actAsAccount: string | null;
-  sellerUniqueQuoteIdentifier: string;
   /** Where it was sent: the assumed path, or an action href of an RFQ resource. */
   via: AnswerRoute;
 }
 
+/** A quote the simulator accepted; a repeat of its sellerUniqueQuoteIdentifier adds no record. */
+export interface QuoteRecord extends AnswerRecord {
+  sellerQuoteId: string;
+  liftId: string;
+  sellerUniqueQuoteIdentifier: string;
+}
+
 /** A decline the simulator accepted; a repeat for the same lift or RFQ adds no record. */
-export interface DeclineRecord {
-  companyId: string;
-  requestId: string;
+export interface DeclineRecord extends AnswerRecord {
   declineReason: DeclineReason;
-  tripMessageId: string;
-  /** The act-as header of the company's profile; null when it was not sent. */
-  actAsAccount: string | null;
-  via: AnswerRoute;
 }
 
 /** One request to the OAuth token endpoint. */
