@@ -67,36 +67,17 @@ const latency = (ms: number | null) => (ms === null ? html`<span class="muted">â
 
 // ---- The create and edit forms ----
 
-interface DestinationFields {
-  url: string;
-  description: string;
-  resourceTypes: string[];
-  eventTypes: string[];
-  maxConcurrency: string;
-  ratePerSecond: string;
-  timeoutMs: string;
-}
-type TextField = Exclude<keyof DestinationFields, 'resourceTypes' | 'eventTypes'>;
 const FIELD_NAMES: readonly string[] = ['url', 'description', 'resourceTypes', 'eventTypes', 'maxConcurrency', 'ratePerSecond', 'timeoutMs'];
 
-const EMPTY: DestinationFields = { url: '', description: '', resourceTypes: [], eventTypes: [], maxConcurrency: '', ratePerSecond: '', timeoutMs: '' };
-const fieldsOf = (d: DestinationView): DestinationFields => ({
+/** A destination as its edit form's fields (a refused form shows the fields it sent). */
+const fieldsOf = (d: DestinationView): FormBody => ({
   url: d.url,
   description: d.description,
   resourceTypes: d.filter.resourceTypes ?? [],
   eventTypes: d.filter.eventTypes ?? [],
-  maxConcurrency: d.limits.maxConcurrency?.toString() ?? '',
-  ratePerSecond: d.limits.ratePerSecond?.toString() ?? '',
-  timeoutMs: d.limits.timeoutMs?.toString() ?? '',
-});
-const fieldsGiven = (f: FormBody): DestinationFields => ({
-  url: one(f.url),
-  description: one(f.description),
-  resourceTypes: formList(f.resourceTypes),
-  eventTypes: formList(f.eventTypes),
-  maxConcurrency: one(f.maxConcurrency),
-  ratePerSecond: one(f.ratePerSecond),
-  timeoutMs: one(f.timeoutMs),
+  maxConcurrency: d.limits.maxConcurrency?.toString(),
+  ratePerSecond: d.limits.ratePerSecond?.toString(),
+  timeoutMs: d.limits.timeoutMs?.toString(),
 });
 
 /** A number field's value: empty is null; not a whole number, kept as text for the schema to refuse, naming the field. */
@@ -130,7 +111,7 @@ function formProblem(problem: Problem | undefined): Html | '' {
 }
 
 /** The fields of the create and edit forms (`prefix` keeps their ids apart); a refusal's fields marked, the first focused. */
-function destinationFields(prefix: string, v: DestinationFields, problem: Problem | undefined): Html {
+function destinationFields(prefix: string, v: FormBody, problem: Problem | undefined): Html {
   const errorOf = (name: string) => problem?.extra.errors?.find((e) => e.field === name)?.message;
   const first = FIELD_NAMES.find((n) => errorOf(n) !== undefined);
   const invalid = (name: string, id: string) => (errorOf(name) === undefined ? '' : html` aria-invalid="true"${first === name ? html` autofocus` : ''} aria-errormessage="${id}-error"`);
@@ -138,18 +119,19 @@ function destinationFields(prefix: string, v: DestinationFields, problem: Proble
     const error = errorOf(name);
     return error === undefined ? '' : html`<p class="field-error" id="${id}-error"><code>${name}</code> ${error}</p>`;
   };
-  const input = (name: TextField, label: string, attrs: Html, hint?: string) => {
+  const input = (name: string, label: string, attrs: Html, hint?: string) => {
     const id = `${prefix}-${name}`;
     return html`<div class="field"><label for="${id}">${label}</label>
-    <input id="${id}" name="${name}" value="${v[name]}"${attrs}${hint ? html` aria-describedby="${id}-hint"` : ''}${invalid(name, id)}>
+    <input id="${id}" name="${name}" value="${one(v[name])}"${attrs}${hint ? html` aria-describedby="${id}-hint"` : ''}${invalid(name, id)}>
     ${errorLine(name, id)}${hint ? html`<p class="hint" id="${id}-hint">${hint}</p>` : ''}</div>`;
   };
   const checks = (name: 'resourceTypes' | 'eventTypes', legend: string, known: readonly string[]) => {
     const id = `${prefix}-${name}`;
+    const ticked = formList(v[name]);
     // A type set through the API that the console does not know stays in the list, ticked.
-    const all = [...known, ...v[name].filter((t) => !known.includes(t))];
+    const all = [...known, ...ticked.filter((t) => !known.includes(t))];
     return html`<fieldset id="${id}"${errorOf(name) === undefined ? '' : html` aria-describedby="${id}-error"`}><legend>${legend}</legend>
-    <div class="checks">${all.map((t) => html`<label><input type="checkbox" name="${name}" value="${t}"${v[name].includes(t) ? html` checked` : ''}> ${t}</label>`)}</div>
+    <div class="checks">${all.map((t) => html`<label><input type="checkbox" name="${name}" value="${t}"${ticked.includes(t) ? html` checked` : ''}> ${t}</label>`)}</div>
     ${errorLine(name, id)}</fieldset>`;
   };
   const number = (min: number, max: number, placeholder: string) => html` type="number" inputmode="numeric" min="${min}" max="${max}" step="1" placeholder="${placeholder}"`;
@@ -204,7 +186,7 @@ ${found.items.length === 0 && !opts.cursor ? html`<p>No destination yet.</p>` : 
 ${pager('Destinations', (cursor) => `${ctx.base}/companies/${companyId}${query({ destinationsCursor: cursor })}#destinations`, opts.cursor, found.nextCursor, 'More â†’')}
 <h3 id="add-destination">Add a destination</h3>
 ${allowed(ctx, 'destinations', html`<form method="post" action="${ctx.base}/companies/${companyId}/destinations" class="stack destination-form" aria-labelledby="add-destination">${csrfField(ctx)}
-  ${destinationFields('new', opts.given ? fieldsGiven(opts.given) : EMPTY, opts.problem)}
+  ${destinationFields('new', opts.given ?? {}, opts.problem)}
   <button type="submit">Add the destination</button>
 </form>`)}
 </section>`;
@@ -350,7 +332,7 @@ ${pager('Deliveries: pages', (cursor) => `${action}${filterQuery(q, { cursor })}
     const action = destinationPath(ctx, d.companyId, d.id);
     const failedAt = (form: FormName) => (opts.failed?.form === form ? opts.failed.problem : undefined);
     const shownAt = (form: FormName) => (failedAt(form) ? problemBox(failedAt(form)!) : '');
-    const editFields = failedAt('edit') ? fieldsGiven(bodyOf(req)) : fieldsOf(d);
+    const editFields = failedAt('edit') ? bodyOf(req) : fieldsOf(d);
     const f = d.filter;
     const limits = d.limits;
     const deliveries = await deliveriesSection(ctx, req, reply, d);
