@@ -36,8 +36,8 @@ const STATE_CLASS: Record<CompanyState['status'], string> = { ok: 's-processed',
 /** A company's state as a badge: the word is always there, the class only picks a colour. */
 export const stateBadge = (state: CompanyState): Html => html`<span class="badge ${STATE_CLASS[state.status]}">${state.status}</span>`;
 
-/** Since or until when: "since 2026-… UTC (3 h 2 min)", "until 2026-… UTC". */
-export function stateWhen(state: CompanyState): Html | '' {
+/** Since or until when (a company's state or a destination's): "since 2026-… UTC (3 h 2 min)", "until 2026-… UTC". */
+export function stateWhen(state: Pick<CompanyState, 'since' | 'until'>): Html | '' {
   if (state.since) return html`since ${time(state.since)} (${ago(secondsSince(state.since))})`;
   if (state.until) return html`until ${time(state.until)}`;
   return '';

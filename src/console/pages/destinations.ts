@@ -16,7 +16,7 @@ import { asLocalField, asRequest, formList, formValues, parseForm } from '../for
 import { html, type Html } from '../html.js';
 import { ago, allowed, can, companyCrumbs, csrfField, doneNotice, numHeading, page, pager, problemBox, query, statusBadge, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
-import { count, secondsSince } from './company-parts.js';
+import { count, secondsSince, stateWhen } from './company-parts.js';
 
 type FormBody = Record<string, string | string[] | undefined>;
 type DeliveriesQuery = z.infer<typeof deliveriesQuery>;
@@ -42,7 +42,7 @@ const nameOf = (d: Pick<DestinationView, 'description' | 'url'>) => d.descriptio
 
 /** Since or until when, by whom, and why: "since … (3 h), by admin: set inactive". */
 function stateDetail(s: DestinationView['state']): Html | '' {
-  const when = s.since ? html`since ${time(s.since)} (${ago(secondsSince(s.since))})` : s.until ? html`until ${time(s.until)}` : '';
+  const when = stateWhen(s);
   if (!when && !s.by && !s.reason) return '';
   return html`${when}${s.by ? html` by ${s.by}` : ''}${s.reason ? html`: <span class="wrap">${s.reason}</span>` : ''}`;
 }
