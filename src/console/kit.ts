@@ -35,6 +35,9 @@ export interface ConsoleKit {
   problem(err: unknown): Problem;
   /** `err` as a problem to show on the page the form came from, when the operator can act on it; else rethrown. */
   refusal(err: unknown): Problem;
-  /** Runs a form's action, then redirects to `then`; a refusal the operator can act on is answered by `refused` (the page the form came from). */
-  act(reply: FastifyReply, work: () => Promise<unknown>, then: string, refused: (problem: Problem) => Promise<FastifyReply>): Promise<FastifyReply>;
+  /**
+   * Runs a form's action, then redirects to `then` of what it answered; markup it answers (a secret shown once) is shown by
+   * `page`, the page the form came from, and so is a refusal the operator can act on.
+   */
+  act<T>(reply: FastifyReply, work: () => Promise<T | Html>, then: (done: T) => string, page: (problem?: Problem, shown?: Html) => Promise<FastifyReply>): Promise<FastifyReply>;
 }

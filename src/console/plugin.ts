@@ -14,7 +14,7 @@ import { loadAssets } from './assets.js';
 import { companyPickerRoutes } from './company-picker.js';
 import { auditPage } from './pages/audit.js';
 import { keyPages } from './pages/keys.js';
-import { html, type Html } from './html.js';
+import { html, Html } from './html.js';
 import type { ConsoleDeps, ConsoleKit } from './kit.js';
 import { page, problemBox, type PageContext } from './layout.js';
 import { companyPages } from './pages/companies.js';
@@ -102,12 +102,12 @@ export async function consoleRoutes(
       if (!actionable(problem)) throw err;
       return problem;
     },
-    act: async (reply, work, then, refused) => {
+    act: async (reply, work, then, page) => {
       try {
-        await work();
-        return kit.redirect(reply, then);
+        const done = await work();
+        return done instanceof Html ? page(undefined, done) : kit.redirect(reply, then(done));
       } catch (err) {
-        return refused(kit.refusal(err));
+        return page(kit.refusal(err));
       }
     },
   };

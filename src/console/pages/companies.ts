@@ -226,13 +226,7 @@ ${allowed(ctx, 'companies', html`<section aria-labelledby="danger" class="danger
   const companyForm = <P extends z.ZodType<{ companyId: string }>>(access: Permission, path: string, params: P, act: (params: z.infer<P>, req: FastifyRequest) => Promise<string | Html>) =>
     scope.post(`/companies/:companyId${path}`, { config: { access } }, async (req, reply) => {
       const p = parseForm(params, req.params);
-      try {
-        const done = await act(p, req);
-        if (typeof done === 'string') return kit.redirect(reply, `/companies/${p.companyId}${query({ done })}`);
-        return companyPage(req, reply, p.companyId, undefined, done);
-      } catch (err) {
-        return companyPage(req, reply, p.companyId, kit.refusal(err));
-      }
+      return kit.act(reply, () => act(p, req), (done) => `/companies/${p.companyId}${query({ done })}`, (problem, shown) => companyPage(req, reply, p.companyId, problem, shown));
     });
 
   const remaining = (d: Deleted) =>

@@ -415,13 +415,9 @@ ${allowed(ctx, 'destinations', html`<form method="post" action="${action}/delete
   const destinationForm = (path: string, form: FormName, act: (p: Params, req: FastifyRequest) => Promise<string | Html>) =>
     scope.post(`/companies/:companyId/destinations/:destinationId${path}`, { config: { access: 'destinations' } }, async (req, reply) => {
       const p = parseForm(destinationParams, req.params);
-      try {
-        const done = await act(p, req);
-        if (typeof done === 'string') return kit.redirect(reply, `/companies/${p.companyId}/destinations/${p.destinationId}${query({ done })}`);
-        return destinationPage(req, reply, p, { extra: done });
-      } catch (err) {
-        return destinationPage(req, reply, p, { failed: { form, problem: kit.refusal(err) } });
-      }
+      return kit.act(reply, () => act(p, req), (done) => `/companies/${p.companyId}/destinations/${p.destinationId}${query({ done })}`, (problem, extra) =>
+        destinationPage(req, reply, p, { failed: problem && { form, problem }, extra }),
+      );
     });
 
   scope.get('/companies/:companyId/destinations/:destinationId', async (req, reply) => destinationPage(req, reply, parseForm(destinationParams, req.params)));
@@ -454,8 +450,8 @@ ${allowed(ctx, 'destinations', html`<form method="post" action="${action}/delete
 
   scope.post('/companies/:companyId/destinations/:destinationId/delete', { config: { access: 'destinations' } }, async (req, reply) => {
     const p = parseForm(destinationParams, req.params);
-    return kit.act(reply, () => destinations.delete(p.companyId, p.destinationId, auditOf(req)), `/companies/${p.companyId}?done=destinationDeleted#destinations`, (problem) =>
-      destinationPage(req, reply, p, { failed: { form: 'delete', problem } }),
+    return kit.act(reply, () => destinations.delete(p.companyId, p.destinationId, auditOf(req)), () => `/companies/${p.companyId}?done=destinationDeleted#destinations`, (problem) =>
+      destinationPage(req, reply, p, { failed: problem && { form: 'delete', problem } }),
     );
   });
 
@@ -560,6 +556,8 @@ ${attemptsTable(attempts)}`;
 
   scope.post('/companies/:companyId/deliveries/:deliveryId/replay', { config: { access: 'replay' } }, async (req, reply) => {
     const p = parseForm(deliveryParams, req.params);
-    return kit.act(reply, () => destinations.replayDelivery(p.companyId, p.deliveryId, auditOf(req)), `/companies/${p.companyId}/deliveries/${p.deliveryId}?done=replayed`, (problem) => deliveryPage(req, reply, p, problem));
+    return kit.act(reply, () => destinations.replayDelivery(p.companyId, p.deliveryId, auditOf(req)), () => `/companies/${p.companyId}/deliveries/${p.deliveryId}?done=replayed`, (problem) =>
+      deliveryPage(req, reply, p, problem),
+    );
   });
 }
