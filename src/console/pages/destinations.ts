@@ -12,7 +12,7 @@ import { Problem } from '../../lib/problem.js';
 import { EVENT_TYPES, NOTIFICATION_TYPE_BY_EVENT } from '../../marketplace/contract.js';
 import { createDestinationBody, deliveriesQuery, deliveryParams, destinationParams, destinationReplayBody, patchDestinationBody } from '../../services/schemas.js';
 import type { DeliveryView, DestinationView } from '../../services/views.js';
-import { asLocalField, asRequest, formList, formValues, parseForm } from '../forms.js';
+import { asLocalField, asRequest, filterButtons, filterField, formList, formValues, options, parseForm, perPageFilter, statusFilter } from '../forms.js';
 import { html, type Html } from '../html.js';
 import { ago, allowed, can, companyCrumbs, csrfField, doneNotice, numHeading, page, pager, problemBox, query, statusBadge, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
@@ -195,17 +195,13 @@ ${allowed(ctx, 'destinations', html`<form method="post" action="${ctx.base}/comp
 // ---- A destination's deliveries ----
 
 function deliveriesFilter(action: string, q: Partial<DeliveriesQuery>): Html {
-  const field = (name: string, label: string, value: string | undefined, extra: Html | string = '') =>
-    html`<div class="field"><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${value ?? ''}"${extra}></div>`;
   return html`<form method="get" action="${action}#deliveries" class="filters" aria-label="Filter deliveries">
-  <div class="field"><label for="f-status">Status</label>
-    <select id="f-status" name="status"><option value="">Any status</option>${DELIVERY_STATUSES.map((s) => html`<option${q.status === s ? html` selected` : ''}>${s}</option>`)}</select></div>
-  ${field('resourceId', 'Resource id', q.resourceId)}
-  ${field('after', 'Created after (UTC)', asLocalField(q.after), html` type="datetime-local"`)}
-  ${field('before', 'Created before (UTC)', asLocalField(q.before), html` type="datetime-local"`)}
-  <div class="field"><label for="f-limit">Per page</label>
-    <select id="f-limit" name="limit">${[25, 50, 100, 200].map((n) => html`<option${q.limit === n ? html` selected` : ''}>${n}</option>`)}</select></div>
-  <div class="buttons"><button type="submit">Filter</button> <a class="button secondary" href="${action}#deliveries">Clear</a></div>
+  ${statusFilter(DELIVERY_STATUSES, q.status)}
+  ${filterField('f', 'resourceId', 'Resource id', q.resourceId)}
+  ${filterField('f', 'after', 'Created after (UTC)', asLocalField(q.after), html` type="datetime-local"`)}
+  ${filterField('f', 'before', 'Created before (UTC)', asLocalField(q.before), html` type="datetime-local"`)}
+  ${perPageFilter(q.limit)}
+  ${filterButtons(`${action}#deliveries`)}
 </form>`;
 }
 
@@ -476,7 +472,7 @@ ${allowed(ctx, 'destinations', html`<form method="post" action="${action}/delete
 <p>Filter: ${described.join('; ')}. Pending deliveries are never replayed: they are sent anyway.</p>
 <form method="get" action="${action}/replay" class="inline" aria-label="Another status">${hidden(['resourceId', 'after', 'before'])}
   <label for="r-status">Status</label>
-  <select id="r-status" name="status">${REPLAYABLE.map((st) => html`<option${st === f.status ? html` selected` : ''}>${st}</option>`)}</select>
+  <select id="r-status" name="status">${options(REPLAYABLE, f.status)}</select>
   <button type="submit" class="secondary">Count again</button>
 </form>
 <p class="count"><strong>${count(matched)}</strong> ${matched === 1 ? 'delivery matches' : 'deliveries match'}.</p>

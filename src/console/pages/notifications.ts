@@ -15,7 +15,7 @@ import { NOTIFICATION_TYPE_BY_EVENT } from '../../marketplace/contract.js';
 import { notFound, Problem } from '../../lib/problem.js';
 import type { NotificationFilter } from '../../services/notifications.service.js';
 import type { NotificationView, TimelineEntry } from '../../services/views.js';
-import { asLocalField, parseForm } from '../forms.js';
+import { asLocalField, filterButtons, filterField, parseForm, perPageFilter, statusFilter } from '../forms.js';
 import { companyPicker, pickCompany, type Picked } from '../company-picker.js';
 import { html, type Html } from '../html.js';
 import { can, problemBox, jsonBlock, notice, numHeading, page, pager, query, statusBadge, table, time, csrfField, type PageContext } from '../layout.js';
@@ -28,23 +28,17 @@ const filterOf = (q: Partial<ListQuery>): NotificationFilter & { status?: Notifi
   Object.fromEntries(FILTER_KEYS.filter((k) => q[k] !== undefined).map((k) => [k, q[k]]));
 
 function filterForm(ctx: PageContext, q: ListQuery, company: Picked): Html {
-  const field = (name: string, label: string, value: string | undefined, extra: Html | string = '') =>
-    html`<div class="field"><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${value ?? ''}"${extra}></div>`;
   return html`<form method="get" action="${ctx.base}/notifications" class="filters" aria-label="Filter notifications">
   ${companyPicker(ctx, { id: 'f-company', label: 'Company', picked: company, placeholder: 'All companies: type a name or paste an id' })}
-  <div class="field"><label for="f-status">Status</label>
-    <select id="f-status" name="status"><option value="">Any status</option>${notificationStatus.enumValues.map(
-      (s) => html`<option${q.status === s ? html` selected` : ''}>${s}</option>`,
-    )}</select></div>
-  ${field('type', 'Type', q.type, html` placeholder="rfqs, tripmsgs…"`)}
-  ${field('resourceId', 'Resource id', q.resourceId)}
-  ${field('href', 'Href', q.href, html` type="url"`)}
-  ${field('webhookId', 'Webhook id', q.webhookId)}
-  ${field('receivedAfter', 'Received from (UTC)', asLocalField(q.receivedAfter), html` type="datetime-local"`)}
-  ${field('receivedBefore', 'Received before (UTC)', asLocalField(q.receivedBefore), html` type="datetime-local"`)}
-  <div class="field"><label for="f-limit">Per page</label>
-    <select id="f-limit" name="limit">${[25, 50, 100, 200].map((n) => html`<option${q.limit === n ? html` selected` : ''}>${n}</option>`)}</select></div>
-  <div class="buttons"><button type="submit">Filter</button> <a class="button secondary" href="${ctx.base}/notifications">Clear</a></div>
+  ${statusFilter(notificationStatus.enumValues, q.status)}
+  ${filterField('f', 'type', 'Type', q.type, html` placeholder="rfqs, tripmsgs…"`)}
+  ${filterField('f', 'resourceId', 'Resource id', q.resourceId)}
+  ${filterField('f', 'href', 'Href', q.href, html` type="url"`)}
+  ${filterField('f', 'webhookId', 'Webhook id', q.webhookId)}
+  ${filterField('f', 'receivedAfter', 'Received from (UTC)', asLocalField(q.receivedAfter), html` type="datetime-local"`)}
+  ${filterField('f', 'receivedBefore', 'Received before (UTC)', asLocalField(q.receivedBefore), html` type="datetime-local"`)}
+  ${perPageFilter(q.limit)}
+  ${filterButtons(`${ctx.base}/notifications`)}
 </form>`;
 }
 
