@@ -25,7 +25,6 @@ export interface ConsoleDeps {
 /** What every route handler gets: the page context and a renderer. */
 export interface ConsoleKit {
   deps: ConsoleDeps;
-  base: string;
   ctx(req: FastifyRequest): PageContext;
   /** Answers HTML: a whole page, or a fragment for htmx. */
   send(reply: FastifyReply, markup: Html, status?: number): FastifyReply;

@@ -92,7 +92,6 @@ export async function consoleRoutes(
 
   const kit: ConsoleKit = {
     deps,
-    base,
     ctx: (req) => ({ base, csrfToken: req.consoleSession?.csrfToken, asset: assetUrl, principal: req.principal }),
     send: (reply, markup, status = 200) => reply.code(status).type('text/html; charset=utf-8').send(markup.text),
     redirect: (reply, path) => reply.code(303).header('location', `${base}${path}`).send(),
