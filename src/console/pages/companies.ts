@@ -110,12 +110,8 @@ ${allowed(ctx, 'companies', html`<form method="post" action="${action}" class="s
   ${limitError ? html`<p class="field-error" id="limit-error"><code>fetchConcurrency</code> ${limitError.message}${limitError.given ? html` (given: ${limitError.given})` : ''}.</p>` : ''}
   <p class="hint" id="limit-hint">At most this many of its fetches at once, across every worker: a whole number from 1 to 10000. It applies at once.</p>
   <button type="submit">Set the limit</button>
-</form>`)}
-${
-  f.ownLimit === null || !can(ctx, 'companies')
-    ? ''
-    : html`<form method="post" action="${action}" class="inline">${csrfField(ctx)}<input type="hidden" name="fetchConcurrency" value="default"><button type="submit" class="secondary">Use the default instead</button></form>`
-}
+</form>
+${f.ownLimit === null ? '' : html`<form method="post" action="${action}" class="inline">${csrfField(ctx)}<input type="hidden" name="fetchConcurrency" value="default"><button type="submit" class="secondary">Use the default instead</button></form>`}`)}
 </section>`;
   };
 

@@ -18,7 +18,7 @@ import type { NotificationView, TimelineEntry } from '../../services/views.js';
 import { asLocalField, filterButtons, filterField, parseForm, perPageFilter, statusFilter } from '../forms.js';
 import { companyPicker, pickCompany, type Picked } from '../company-picker.js';
 import { html, type Html } from '../html.js';
-import { can, problemBox, jsonBlock, notice, numHeading, page, pager, query, statusBadge, table, time, csrfField, type PageContext } from '../layout.js';
+import { allowed, can, problemBox, jsonBlock, notice, numHeading, page, pager, query, statusBadge, table, time, csrfField, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
 import { rfqAnswerForms } from './rfq-forms.js';
 
@@ -229,9 +229,7 @@ ${
     ? html`<p class="muted">Discarded (its webhook was deactivated): it cannot be replayed.</p>`
     : n.outcome === 'not_fetched'
       ? html`<p class="muted">Not fetched (its href is outside the company's base URLs): it cannot be replayed.</p>`
-      : !can(ctx, 'replay')
-      ? ''
-      : html`<form method="post" action="${ctx.base}/notifications/${n.id}/replay" class="inline">${csrfField(ctx)}<button type="submit">Replay</button> <span class="hint">Fetches its resource again; the earlier attempts stay in the timeline.</span></form>`
+      : allowed(ctx, 'replay', html`<form method="post" action="${ctx.base}/notifications/${n.id}/replay" class="inline">${csrfField(ctx)}<button type="submit">Replay</button> <span class="hint">Fetches its resource again; the earlier attempts stay in the timeline.</span></form>`)
 }
 <div hx-ext="sse" sse-connect="${ctx.base}/stream${query({ companyId: n.companyId, notificationId: n.id })}">
   <div id="live-part" hx-get="${ctx.base}/notifications/${n.id}/live" hx-trigger="sse:notification, sse:resync, htmx:sseOpen from:closest [sse-connect]" hx-swap="innerHTML">${await liveContent(ctx, n)}</div>
