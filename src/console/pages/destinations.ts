@@ -16,7 +16,7 @@ import { asLocalField, asRequest, filterButtons, filterField, formList, formValu
 import { html, type Html } from '../html.js';
 import { ago, allowed, can, companyCrumbs, csrfField, doneNotice, numHeading, page, pager, problemBox, query, statusBadge, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
-import { count, secondsSince, stateWhen } from './company-parts.js';
+import { count, plural, secondsSince, stateWhen } from './company-parts.js';
 
 type FormBody = Record<string, string | string[] | undefined>;
 type DeliveriesQuery = z.infer<typeof deliveriesQuery>;
@@ -31,7 +31,6 @@ const REPLAYABLE = ['failed', 'delivered', 'skipped', 'expired'] as const;
 
 const bodyOf = (req: FastifyRequest) => (req.body ?? {}) as FormBody;
 const one = (v: string | string[] | undefined) => (typeof v === 'string' ? v : '');
-const plural = (n: number, singular: string, many = `${singular}s`) => `${count(n)} ${n === 1 ? singular : many}`;
 
 export const destinationPath = (ctx: PageContext, companyId: string, destinationId: string) => `${ctx.base}/companies/${companyId}/destinations/${destinationId}`;
 const deliveryPath = (ctx: PageContext, d: DeliveryView) => `${ctx.base}/companies/${d.companyId}/deliveries/${d.id}`;

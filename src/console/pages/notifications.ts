@@ -20,6 +20,7 @@ import { companyPicker, pickCompany, type Picked } from '../company-picker.js';
 import { html, type Html } from '../html.js';
 import { allowed, can, problemBox, jsonBlock, notice, numHeading, page, pager, query, statusBadge, table, time, csrfField, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
+import { count, plural } from './company-parts.js';
 import { rfqAnswerForms } from './rfq-forms.js';
 
 type ListQuery = z.infer<typeof notificationsQuery>;
@@ -272,13 +273,13 @@ ${jsonBlock(n.body, 'Notification body')}`;
     const body = html`<p class="crumbs"><a href="${ctx.base}/notifications${listQueryString(f)}">Notifications</a> › Replay</p>
 <h1>Replay the matching notifications</h1>
 <p>Filter: ${described.join('; ')}. Discarded notifications are never replayed.</p>
-<p class="count"><strong>${matched.toLocaleString('en')}</strong> notification${matched === 1 ? '' : 's'} match.</p>
+<p class="count"><strong>${count(matched)}</strong> notification${matched === 1 ? '' : 's'} match.</p>
 ${
   matched === 0
     ? html`<p><a href="${ctx.base}/notifications${listQueryString(f)}">Back to the list</a></p>`
     : html`<form method="post" action="${ctx.base}/notifications/replay">${csrfField(ctx)}${hidden}
-  <p>${matched > f.limit ? `Only the oldest ${f.limit.toLocaleString('en')} of them will be replayed (at most 10,000 at a time); repeat for the rest.` : 'Each one’s resource is fetched again; earlier attempts stay in its timeline.'}</p>
-  <button type="submit">Replay ${Math.min(matched, f.limit).toLocaleString('en')} notification${Math.min(matched, f.limit) === 1 ? '' : 's'}</button>
+  <p>${matched > f.limit ? `Only the oldest ${count(f.limit)} of them will be replayed (at most 10,000 at a time); repeat for the rest.` : 'Each one’s resource is fetched again; earlier attempts stay in its timeline.'}</p>
+  <button type="submit">Replay ${plural(Math.min(matched, f.limit), 'notification')}</button>
   <a class="button secondary" href="${ctx.base}/notifications${listQueryString(f)}">Cancel</a>
 </form>`
 }`;
