@@ -148,7 +148,7 @@ ${filterForm(ctx, q, pick.picked)}
       // A bad filter: the form as sent, with what is wrong, rather than a bare error page.
       const p = kit.problem(err);
       if (p.status >= 500) throw err;
-      const q = { limit: 50, ...Object.fromEntries(Object.entries(pick.query as Record<string, string>).filter(([k]) => (FILTER_KEYS as readonly string[]).includes(k))) } as ListQuery;
+      const q = { limit: 50, ...filterOf(pick.query as Partial<ListQuery>) } as ListQuery;
       reply.code(p.status);
       body = html`<h1>Notifications</h1>${filterForm(ctx, q, pick.picked)}${problemBox(p)}`;
     }
