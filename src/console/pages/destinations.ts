@@ -293,7 +293,7 @@ export function destinationPages(scope: FastifyInstance, kit: ConsoleKit): void 
 
   const crumbs = (ctx: PageContext, company: { id: string; name: string }, d?: DestinationView, last?: string) =>
     html`<p class="crumbs">${companyCrumbs(ctx, company, { anchor: '#destinations' })}${
-      d ? html` › ${last ? html`<a href="${destinationPath(ctx, company.id, d.id)}">${nameOf(d)}</a> › ${last}` : nameOf(d)}` : ''
+      d ? html` › <a href="${destinationPath(ctx, company.id, d.id)}">${nameOf(d)}</a> › ${last}` : ''
     }</p>`;
 
   /** The deliveries section: the filter, the list or what is wrong with the filter, its pages, and the bulk replay's link. */
