@@ -14,7 +14,7 @@ import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES } from '../../marketplace/cont
 import type { Deleted } from '../../services/deletions.service.js';
 import { asRequest, formList, parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
-import { ago, allowed, can, companyCrumbs, csrfField, doneNotice, page, problemBox, query, table, time, type PageContext } from '../layout.js';
+import { ago, allowed, companyCrumbs, csrfField, doneNotice, page, problemBox, query, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
 import { createRequest, destinationsSection, DESTINATIONS_PER_PAGE, secretShown } from './destinations.js';
 import { activityCharts, companyTable, count, failuresTable, stateBadge, stateDetail, stateNotice, stateWhen, tableForm, tablePager, tableParams, tableQuery } from './company-parts.js';
@@ -78,12 +78,11 @@ ${allowed(ctx, 'companies', html`<section aria-labelledby="add-company">
 
   const webhookForms = (ctx: PageContext, companyId: string, w: Awaited<ReturnType<typeof webhooks.get>>) => {
     const action = `${ctx.base}/companies/${companyId}/webhooks/${w.id}`;
-    if (!can(ctx, 'companies')) return '';
-    return html`<div class="row-actions">
+    return allowed(ctx, 'companies', html`<div class="row-actions">
   <form method="post" action="${action}">${csrfField(ctx)}<input type="hidden" name="action" value="${w.active ? 'deactivate' : 'activate'}"><button type="submit" class="small secondary" aria-label="${w.active ? 'Deactivate' : 'Activate'} ${w.displayName}">${w.active ? 'Deactivate' : 'Activate'}</button></form>
   <form method="post" action="${action}" data-confirm="Rotate the secret of ${w.displayName}? The previous secret stays valid for the grace period.">${csrfField(ctx)}<input type="hidden" name="action" value="rotate"><button type="submit" class="small secondary" aria-label="Rotate the secret of ${w.displayName}">Rotate secret</button></form>
   <form method="post" action="${action}/delete" data-confirm="Delete the webhook ${w.displayName}, with its notifications and their history? It is deactivated on the marketplace first.">${csrfField(ctx)}<button type="submit" class="small danger" aria-label="Delete ${w.displayName}">Delete</button></form>
-</div>`;
+</div>`);
   };
 
   /** What the credentials check found (SPEC §14): accepted, refused, unreachable, or never checked. */

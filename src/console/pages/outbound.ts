@@ -22,7 +22,6 @@ const cursor = z.string().max(200).optional();
 const outboundQuery = z.object({ companyId: z.uuid().optional(), leadsCursor: cursor, quotesCursor: cursor, declinesCursor: cursor });
 const answerParams = z.object({ companyId: z.uuid(), id: z.uuid() });
 const PAGE = 25;
-/** What a finished action says when the page comes back. */
 const DONE: Record<string, string> = {
   resent: 'The quote was sent again.',
   'resent-decline': 'The decline was sent again.',
