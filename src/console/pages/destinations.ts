@@ -377,20 +377,18 @@ ${allowed(ctx, 'destinations', html`<form method="post" action="${action}/rotate
 <h2 id="state">${d.active ? 'Disable it' : 'Enable it'}</h2>
 ${shownAt('state')}
 ${
-  !can(ctx, 'destinations')
-    ? ''
-    : d.active
-    ? html`<form method="post" action="${action}/disable" class="stack" data-confirm="Disable ${nameOf(d)}? Its deliveries wait until it is enabled.">${csrfField(ctx)}
+  d.active
+    ? allowed(ctx, 'destinations', html`<form method="post" action="${action}/disable" class="stack" data-confirm="Disable ${nameOf(d)}? Its deliveries wait until it is enabled.">${csrfField(ctx)}
   <p>Nothing is sent to it while it is disabled; new deliveries are still created and wait.</p>
   <button type="submit" class="secondary">Disable</button>
-</form>`
-    : html`<form method="post" action="${action}/enable" class="stack">${csrfField(ctx)}
+</form>`)
+    : allowed(ctx, 'destinations', html`<form method="post" action="${action}/enable" class="stack">${csrfField(ctx)}
   <p>What waits (${plural(d.stats.pending, 'pending delivery', 'pending deliveries')}) is sent, in order.</p>
   <label for="skip-before">Skip the deliveries created before (UTC, optional)</label>
   <input id="skip-before" name="skipBefore" type="datetime-local" aria-describedby="skip-hint">
   <p class="hint" id="skip-hint">Those end <code>skipped</code> instead of being sent (the application reads what it missed from the pull feed, or a replay sends them later).</p>
   <button type="submit">Enable</button>
-</form>`
+</form>`)
 }
 </section>
 
