@@ -34,9 +34,6 @@ export interface ConsoleKit {
   problem(err: unknown): Problem;
   /** `err` as a problem to show on the page the form came from, when the operator can act on it; else rethrown. */
   refusal(err: unknown): Problem;
-  /**
-   * Runs a form's action, then redirects to `then` of what it answered; markup it answers (a secret shown once) is shown by
-   * `page`, the page the form came from, and so is a refusal the operator can act on.
-   */
+  /** Runs a form's action and redirects to `then` of its answer; `page`, the form's own page, shows markup it answers (a secret shown once) or a refusal to act on. */
   act<T>(reply: FastifyReply, work: () => Promise<T | Html>, then: (done: T) => string, page: (problem?: Problem, shown?: Html) => Promise<FastifyReply>): Promise<FastifyReply>;
 }
