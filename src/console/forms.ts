@@ -1,9 +1,11 @@
 /**
  * The console's form helpers: form and query values read through a request schema (the admin API's own,
- * mostly), and a value the schema refuses answered as a 400 page naming each field it got wrong.
+ * mostly), a value the schema refuses answered as a 400 page naming each field it got wrong, and the
+ * fields of the lists' filter forms.
  */
 import type { z } from 'zod';
 import { badRequest } from '../lib/problem.js';
+import { html, type Html } from './html.js';
 
 /** The fields a datetime-local input fills (the notifications', deliveries' and audit log's filters, a destination's enabling, a key's expiry). */
 const INSTANT_FIELDS = new Set(['receivedAfter', 'receivedBefore', 'after', 'before', 'skipBefore', 'expiresAt']);
@@ -41,3 +43,18 @@ export function asRequest<S extends z.ZodType>(schema: S, request: unknown, fiel
   const errors = parsed.error.issues.map((i) => ({ field: field(i.path) || 'form', message: i.message }));
   throw badRequest(`Please correct: ${errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, errors);
 }
+
+/** A select's options, `chosen` selected. */
+export const options = (values: readonly (string | number)[], chosen: string | number | undefined): Html[] =>
+  values.map((v) => html`<option${v === chosen ? html` selected` : ''}>${v}</option>`);
+
+/** A text field of a list's filter form (`class="filters"`); `prefix` keeps the ids of the page's forms apart. */
+export const filterField = (prefix: string, name: string, label: string, value: string | undefined, attrs: Html | '' = ''): Html =>
+  html`<div class="field"><label for="${prefix}-${name}">${label}</label><input id="${prefix}-${name}" name="${name}" value="${value ?? ''}"${attrs}></div>`;
+
+/** A filter form's Status (any, or one of `statuses`), its Per page, and its buttons (Clear: the list unfiltered). */
+export const statusFilter = (statuses: readonly string[], chosen: string | undefined): Html => html`<div class="field"><label for="f-status">Status</label>
+    <select id="f-status" name="status"><option value="">Any status</option>${options(statuses, chosen)}</select></div>`;
+export const perPageFilter = (limit: number | undefined): Html => html`<div class="field"><label for="f-limit">Per page</label>
+    <select id="f-limit" name="limit">${options([25, 50, 100, 200], limit)}</select></div>`;
+export const filterButtons = (clear: string): Html => html`<div class="buttons"><button type="submit">Filter</button> <a class="button secondary" href="${clear}">Clear</a></div>`;

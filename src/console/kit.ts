@@ -25,7 +25,6 @@ export interface ConsoleDeps {
 /** What every route handler gets: the page context and a renderer. */
 export interface ConsoleKit {
   deps: ConsoleDeps;
-  base: string;
   ctx(req: FastifyRequest): PageContext;
   /** Answers HTML: a whole page, or a fragment for htmx. */
   send(reply: FastifyReply, markup: Html, status?: number): FastifyReply;
@@ -35,6 +34,6 @@ export interface ConsoleKit {
   problem(err: unknown): Problem;
   /** `err` as a problem to show on the page the form came from, when the operator can act on it; else rethrown. */
   refusal(err: unknown): Problem;
-  /** Runs a form's action, then redirects to `then`; a refusal the operator can act on is answered by `refused` (the page the form came from). */
-  act(reply: FastifyReply, work: () => Promise<unknown>, then: string, refused: (problem: Problem) => Promise<FastifyReply>): Promise<FastifyReply>;
+  /** Runs a form's action and redirects to `then` of its answer; `page`, the form's own page, shows markup it answers (a secret shown once) or a refusal to act on. */
+  act<T>(reply: FastifyReply, work: () => Promise<T | Html>, then: (done: T) => string, page: (problem?: Problem, shown?: Html) => Promise<FastifyReply>): Promise<FastifyReply>;
 }

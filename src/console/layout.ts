@@ -37,7 +37,6 @@ const NAV: [string, string][] = [
   ['/outbound', 'Leads & quotes'],
   ['/audit', 'Audit log'],
 ];
-/** Shown to the roles that may manage keys. */
 const KEYS_NAV: [string, string] = ['/keys', 'Keys'];
 
 export function page(ctx: PageContext, opts: { title: string; section?: string; body: Interpolation; charts?: boolean; notice?: Interpolation }): Html {

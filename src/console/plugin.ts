@@ -14,7 +14,7 @@ import { loadAssets } from './assets.js';
 import { companyPickerRoutes } from './company-picker.js';
 import { auditPage } from './pages/audit.js';
 import { keyPages } from './pages/keys.js';
-import { html, type Html } from './html.js';
+import { html, Html } from './html.js';
 import type { ConsoleDeps, ConsoleKit } from './kit.js';
 import { page, problemBox, type PageContext } from './layout.js';
 import { companyPages } from './pages/companies.js';
@@ -92,7 +92,6 @@ export async function consoleRoutes(
 
   const kit: ConsoleKit = {
     deps,
-    base,
     ctx: (req) => ({ base, csrfToken: req.consoleSession?.csrfToken, asset: assetUrl, principal: req.principal }),
     send: (reply, markup, status = 200) => reply.code(status).type('text/html; charset=utf-8').send(markup.text),
     redirect: (reply, path) => reply.code(303).header('location', `${base}${path}`).send(),
@@ -102,20 +101,15 @@ export async function consoleRoutes(
       if (!actionable(problem)) throw err;
       return problem;
     },
-    act: async (reply, work, then, refused) => {
+    act: async (reply, work, then, page) => {
       try {
-        await work();
-        return kit.redirect(reply, then);
+        const done = await work();
+        return done instanceof Html ? page(undefined, done) : kit.redirect(reply, then(done));
       } catch (err) {
-        return refused(kit.refusal(err));
+        return page(kit.refusal(err));
       }
     },
   };
-
-  // Pages, not an API: kept out of the OpenAPI document.
-  scope.addHook('onRoute', (route) => {
-    route.schema = { ...route.schema, hide: true };
-  });
 
   // Forms arrive urlencoded; only here (the receiver and admin API take JSON only).
   scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT }, (_req, body, done) => {
@@ -127,9 +121,11 @@ export async function consoleRoutes(
     done(null, form);
   });
 
-  // Who may open each page or send each form (SPEC §10.1): a page (GET) needs `read` unless it says more, a
-  // form declares its permission, and the guard (access/guard.ts) finds the signed-in key from the session cookie.
+  // Pages, not an API: kept out of the OpenAPI document. Who may open each page or send each form (SPEC §10.1): a
+  // page (GET) needs `read` unless it says more, a form declares its permission, and the guard (access/guard.ts)
+  // finds the signed-in key from the session cookie.
   scope.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, hide: true };
     const methods = [route.method].flat();
     const page = methods.every((m) => m === 'GET' || m === 'HEAD');
     route.config = { ...route.config, access: route.config?.access ?? (page ? 'read' : undefined), principal: signedIn, refuse };
@@ -147,7 +143,7 @@ export async function consoleRoutes(
   /** A refusal as the console shows it: not signed in (or the session ended), to the sign-in page; any other, a page. */
   function refuse(req: FastifyRequest, reply: FastifyReply, problem: Problem): FastifyReply {
     reply.headers(SECURITY_HEADERS);
-    if (problem.status !== 401) return kit.send(reply, isHtmx(req) ? problemBox(problem) : errorPage(kit.ctx(req), req, problem), problem.status);
+    if (problem.status !== 401) return kit.send(reply, isHtmx(req) ? problemBox(problem) : errorPage(kit.ctx(req), problem), problem.status);
     if (readCookie(req, SESSION_COOKIE)) reply.header('set-cookie', cookie('', 0));
     const next = req.method === 'GET' && !isHtmx(req) ? req.url.slice('/console'.length) || '/' : '/';
     const signIn = `${base}/sign-in${next === '/' ? '' : `?next=${encodeURIComponent(next)}`}`;
@@ -176,7 +172,7 @@ export async function consoleRoutes(
     if (crossSite || !expected || !constantTimeEqual(sha256(given), sha256(expected))) {
       req.log.warn({ url: req.url.split('?')[0], crossSite }, 'console: a state-changing request without a valid CSRF token was refused');
       const refused = new Problem(403, 'Forbidden', 'This form could not be accepted: it came from another site, or it was opened before a sign-out or sign-in. Open the page again and repeat.');
-      return kit.send(reply, errorPage(kit.ctx(req), req, refused), refused.status);
+      return kit.send(reply, errorPage(kit.ctx(req), refused), refused.status);
     }
   });
 
@@ -187,11 +183,10 @@ export async function consoleRoutes(
   scope.setErrorHandler((err: FastifyError, req, reply) => {
     const problem = opts.toProblem(err);
     if (!actionable(problem)) req.log.error({ err }, 'console request failed');
-    for (const [name, value] of Object.entries(problem.extra.headers ?? {})) reply.header(name, value);
-    if (isHtmx(req)) return kit.send(reply, problemBox(problem), problem.status);
-    return kit.send(reply, errorPage(kit.ctx(req), req, problem), problem.status);
+    reply.headers(problem.extra.headers ?? {});
+    return kit.send(reply, isHtmx(req) ? problemBox(problem) : errorPage(kit.ctx(req), problem), problem.status);
   });
-  scope.setNotFoundHandler((req, reply) => kit.send(reply, errorPage(kit.ctx(req), req, new Problem(404, 'Not Found', `There is no console page ${req.url.split('?')[0]}.`)), 404));
+  scope.setNotFoundHandler((req, reply) => kit.send(reply, errorPage(kit.ctx(req), new Problem(404, 'Not Found', `There is no console page ${req.url.split('?')[0]}.`)), 404));
 
   scope.get('/assets/:hash/:name', { config: { access: 'public' } }, async (req, reply) => {
     const { hash, name } = req.params as { hash: string; name: string };
@@ -222,9 +217,8 @@ export async function consoleRoutes(
   // Live streams are ended at close by the admin API's preClose hook: the stream is the same.
 }
 
-function errorPage(ctx: PageContext, req: FastifyRequest, p: Problem): Html {
-  const signedIn = req.consoleSession !== undefined;
-  return page(signedIn ? ctx : { ...ctx, csrfToken: undefined }, {
+function errorPage(ctx: PageContext, p: Problem): Html {
+  return page(ctx, {
     title: p.title,
     body: html`<h1>${p.title}</h1>${problemBox(p)}<p><a href="${ctx.base}">Back to the overview</a></p>`,
   });

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { companyInReach } from '../../access/guard.js';
 import { auditQuery } from '../../services/schemas.js';
-import { asLocalField, parseForm } from '../forms.js';
+import { asLocalField, filterButtons, filterField, parseForm } from '../forms.js';
 import { html } from '../html.js';
 import { page, pager, query, table, time } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
@@ -14,8 +14,6 @@ export function auditPage(scope: FastifyInstance, kit: ConsoleKit): void {
     const companyId = companyInReach(req, q.companyId);
     const found = await kit.deps.services.audit.list({ ...q, companyId }, req.principal!);
     const names = await kit.deps.services.companies.names(found.items.map((e) => e.companyId ?? ''));
-    const field = (name: string, label: string, value: string | undefined, extra = '') =>
-      html`<div class="field"><label for="a-${name}">${label}</label><input id="a-${name}" name="${name}" value="${value ?? ''}"${extra ? html` type="${extra}"` : ''}></div>`;
     const filters = { actor: q.actor, companyId: q.companyId, action: q.action, after: q.after, before: q.before };
     const rows = found.items.map(
       (e) => html`<tr>
@@ -32,12 +30,12 @@ export function auditPage(scope: FastifyInstance, kit: ConsoleKit): void {
     const body = html`<h1>Audit log</h1>
 <p class="hint">Every change made through the admin API, this console or the CLI: who, from where, what, the fields it changed, and how it ended (<code>started</code>: a call to the marketplace under way, or the process stopped during it). Field values are never kept.</p>
 <form method="get" action="${ctx.base}/audit" class="filters" aria-label="Filter the audit log">
-  ${field('actor', 'Who (key id or name)', q.actor)}
-  ${ctx.principal?.companyId ? '' : field('companyId', 'Company id', q.companyId)}
-  ${field('action', 'Action contains', q.action)}
-  ${field('after', 'From (UTC)', asLocalField(q.after), 'datetime-local')}
-  ${field('before', 'Before (UTC)', asLocalField(q.before), 'datetime-local')}
-  <div class="buttons"><button type="submit">Filter</button> <a class="button secondary" href="${ctx.base}/audit">Clear</a></div>
+  ${filterField('a', 'actor', 'Who (key id or name)', q.actor)}
+  ${ctx.principal?.companyId ? '' : filterField('a', 'companyId', 'Company id', q.companyId)}
+  ${filterField('a', 'action', 'Action contains', q.action)}
+  ${filterField('a', 'after', 'From (UTC)', asLocalField(q.after), html` type="datetime-local"`)}
+  ${filterField('a', 'before', 'Before (UTC)', asLocalField(q.before), html` type="datetime-local"`)}
+  ${filterButtons(`${ctx.base}/audit`)}
 </form>
 ${found.items.length === 0 ? html`<p>No change matches.</p>` : table(['At', 'Who', 'From', 'Action', 'Company', 'Targets', 'Fields', 'Outcome'], rows, { class: 'cards', caption: 'Changes, newest first' })}
 ${pager('Audit log pages', (cursor) => `${ctx.base}/audit${query({ ...filters, cursor })}`, q.cursor, found.nextCursor)}`;

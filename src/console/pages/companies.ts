@@ -14,7 +14,7 @@ import { CLIENT_AUTHENTICATION_TYPES, EVENT_TYPES } from '../../marketplace/cont
 import type { Deleted } from '../../services/deletions.service.js';
 import { asRequest, formList, parseForm } from '../forms.js';
 import { html, type Html } from '../html.js';
-import { ago, allowed, can, companyCrumbs, csrfField, doneNotice, page, problemBox, query, table, time, type PageContext } from '../layout.js';
+import { ago, allowed, companyCrumbs, csrfField, doneNotice, page, problemBox, query, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
 import { createRequest, destinationsSection, DESTINATIONS_PER_PAGE, secretShown } from './destinations.js';
 import { activityCharts, companyTable, count, failuresTable, stateBadge, stateDetail, stateNotice, stateWhen, tableForm, tablePager, tableParams, tableQuery } from './company-parts.js';
@@ -78,12 +78,11 @@ ${allowed(ctx, 'companies', html`<section aria-labelledby="add-company">
 
   const webhookForms = (ctx: PageContext, companyId: string, w: Awaited<ReturnType<typeof webhooks.get>>) => {
     const action = `${ctx.base}/companies/${companyId}/webhooks/${w.id}`;
-    if (!can(ctx, 'companies')) return '';
-    return html`<div class="row-actions">
+    return allowed(ctx, 'companies', html`<div class="row-actions">
   <form method="post" action="${action}">${csrfField(ctx)}<input type="hidden" name="action" value="${w.active ? 'deactivate' : 'activate'}"><button type="submit" class="small secondary" aria-label="${w.active ? 'Deactivate' : 'Activate'} ${w.displayName}">${w.active ? 'Deactivate' : 'Activate'}</button></form>
   <form method="post" action="${action}" data-confirm="Rotate the secret of ${w.displayName}? The previous secret stays valid for the grace period.">${csrfField(ctx)}<input type="hidden" name="action" value="rotate"><button type="submit" class="small secondary" aria-label="Rotate the secret of ${w.displayName}">Rotate secret</button></form>
   <form method="post" action="${action}/delete" data-confirm="Delete the webhook ${w.displayName}, with its notifications and their history? It is deactivated on the marketplace first.">${csrfField(ctx)}<button type="submit" class="small danger" aria-label="Delete ${w.displayName}">Delete</button></form>
-</div>`;
+</div>`);
   };
 
   /** What the credentials check found (SPEC §14): accepted, refused, unreachable, or never checked. */
@@ -110,12 +109,8 @@ ${allowed(ctx, 'companies', html`<form method="post" action="${action}" class="s
   ${limitError ? html`<p class="field-error" id="limit-error"><code>fetchConcurrency</code> ${limitError.message}${limitError.given ? html` (given: ${limitError.given})` : ''}.</p>` : ''}
   <p class="hint" id="limit-hint">At most this many of its fetches at once, across every worker: a whole number from 1 to 10000. It applies at once.</p>
   <button type="submit">Set the limit</button>
-</form>`)}
-${
-  f.ownLimit === null || !can(ctx, 'companies')
-    ? ''
-    : html`<form method="post" action="${action}" class="inline">${csrfField(ctx)}<input type="hidden" name="fetchConcurrency" value="default"><button type="submit" class="secondary">Use the default instead</button></form>`
-}
+</form>
+${f.ownLimit === null ? '' : html`<form method="post" action="${action}" class="inline">${csrfField(ctx)}<input type="hidden" name="fetchConcurrency" value="default"><button type="submit" class="secondary">Use the default instead</button></form>`}`)}
 </section>`;
   };
 
@@ -226,13 +221,7 @@ ${allowed(ctx, 'companies', html`<section aria-labelledby="danger" class="danger
   const companyForm = <P extends z.ZodType<{ companyId: string }>>(access: Permission, path: string, params: P, act: (params: z.infer<P>, req: FastifyRequest) => Promise<string | Html>) =>
     scope.post(`/companies/:companyId${path}`, { config: { access } }, async (req, reply) => {
       const p = parseForm(params, req.params);
-      try {
-        const done = await act(p, req);
-        if (typeof done === 'string') return kit.redirect(reply, `/companies/${p.companyId}${query({ done })}`);
-        return companyPage(req, reply, p.companyId, undefined, done);
-      } catch (err) {
-        return companyPage(req, reply, p.companyId, kit.refusal(err));
-      }
+      return kit.act(reply, () => act(p, req), (done) => `/companies/${p.companyId}${query({ done })}`, (problem, shown) => companyPage(req, reply, p.companyId, problem, shown));
     });
 
   const remaining = (d: Deleted) =>

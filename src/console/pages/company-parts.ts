@@ -15,6 +15,7 @@ import { ago, numHeading, query, table, time } from '../layout.js';
 /** One formatter for every count (`toLocaleString` builds one a call: 50 ms for the 3,000 counts of 1,000 rows here). */
 const numbers = new Intl.NumberFormat('en');
 export const count = (n: number): string => numbers.format(n);
+export const plural = (n: number, singular: string, many = `${singular}s`): string => `${count(n)} ${n === 1 ? singular : many}`;
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 export const secondsSince = (iso: string): number => Math.max(0, Math.floor((Date.now() - Date.parse(iso)) / 1000));
 
@@ -36,8 +37,8 @@ const STATE_CLASS: Record<CompanyState['status'], string> = { ok: 's-processed',
 /** A company's state as a badge: the word is always there, the class only picks a colour. */
 export const stateBadge = (state: CompanyState): Html => html`<span class="badge ${STATE_CLASS[state.status]}">${state.status}</span>`;
 
-/** Since or until when: "since 2026-… UTC (3 h 2 min)", "until 2026-… UTC". */
-export function stateWhen(state: CompanyState): Html | '' {
+/** Since or until when (a company's state or a destination's): "since 2026-… UTC (3 h 2 min)", "until 2026-… UTC". */
+export function stateWhen(state: Pick<CompanyState, 'since' | 'until'>): Html | '' {
   if (state.since) return html`since ${time(state.since)} (${ago(secondsSince(state.since))})`;
   if (state.until) return html`until ${time(state.until)}`;
   return '';

@@ -12,11 +12,11 @@ import { Problem } from '../../lib/problem.js';
 import { EVENT_TYPES, NOTIFICATION_TYPE_BY_EVENT } from '../../marketplace/contract.js';
 import { createDestinationBody, deliveriesQuery, deliveryParams, destinationParams, destinationReplayBody, patchDestinationBody } from '../../services/schemas.js';
 import type { DeliveryView, DestinationView } from '../../services/views.js';
-import { asLocalField, asRequest, formList, formValues, parseForm } from '../forms.js';
+import { asLocalField, asRequest, filterButtons, filterField, formList, formValues, options, parseForm, perPageFilter, statusFilter } from '../forms.js';
 import { html, type Html } from '../html.js';
 import { ago, allowed, can, companyCrumbs, csrfField, doneNotice, numHeading, page, pager, problemBox, query, statusBadge, table, time, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
-import { count, secondsSince } from './company-parts.js';
+import { count, plural, secondsSince, stateWhen } from './company-parts.js';
 
 type FormBody = Record<string, string | string[] | undefined>;
 type DeliveriesQuery = z.infer<typeof deliveriesQuery>;
@@ -31,7 +31,6 @@ const REPLAYABLE = ['failed', 'delivered', 'skipped', 'expired'] as const;
 
 const bodyOf = (req: FastifyRequest) => (req.body ?? {}) as FormBody;
 const one = (v: string | string[] | undefined) => (typeof v === 'string' ? v : '');
-const plural = (n: number, singular: string, many = `${singular}s`) => `${count(n)} ${n === 1 ? singular : many}`;
 
 export const destinationPath = (ctx: PageContext, companyId: string, destinationId: string) => `${ctx.base}/companies/${companyId}/destinations/${destinationId}`;
 const deliveryPath = (ctx: PageContext, d: DeliveryView) => `${ctx.base}/companies/${d.companyId}/deliveries/${d.id}`;
@@ -42,7 +41,7 @@ const nameOf = (d: Pick<DestinationView, 'description' | 'url'>) => d.descriptio
 
 /** Since or until when, by whom, and why: "since … (3 h), by admin: set inactive". */
 function stateDetail(s: DestinationView['state']): Html | '' {
-  const when = s.since ? html`since ${time(s.since)} (${ago(secondsSince(s.since))})` : s.until ? html`until ${time(s.until)}` : '';
+  const when = stateWhen(s);
   if (!when && !s.by && !s.reason) return '';
   return html`${when}${s.by ? html` by ${s.by}` : ''}${s.reason ? html`: <span class="wrap">${s.reason}</span>` : ''}`;
 }
@@ -67,36 +66,17 @@ const latency = (ms: number | null) => (ms === null ? html`<span class="muted">�
 
 // ---- The create and edit forms ----
 
-interface DestinationFields {
-  url: string;
-  description: string;
-  resourceTypes: string[];
-  eventTypes: string[];
-  maxConcurrency: string;
-  ratePerSecond: string;
-  timeoutMs: string;
-}
-type TextField = Exclude<keyof DestinationFields, 'resourceTypes' | 'eventTypes'>;
 const FIELD_NAMES: readonly string[] = ['url', 'description', 'resourceTypes', 'eventTypes', 'maxConcurrency', 'ratePerSecond', 'timeoutMs'];
 
-const EMPTY: DestinationFields = { url: '', description: '', resourceTypes: [], eventTypes: [], maxConcurrency: '', ratePerSecond: '', timeoutMs: '' };
-const fieldsOf = (d: DestinationView): DestinationFields => ({
+/** A destination as its edit form's fields (a refused form shows the fields it sent). */
+const fieldsOf = (d: DestinationView): FormBody => ({
   url: d.url,
   description: d.description,
   resourceTypes: d.filter.resourceTypes ?? [],
   eventTypes: d.filter.eventTypes ?? [],
-  maxConcurrency: d.limits.maxConcurrency?.toString() ?? '',
-  ratePerSecond: d.limits.ratePerSecond?.toString() ?? '',
-  timeoutMs: d.limits.timeoutMs?.toString() ?? '',
-});
-const fieldsGiven = (f: FormBody): DestinationFields => ({
-  url: one(f.url),
-  description: one(f.description),
-  resourceTypes: formList(f.resourceTypes),
-  eventTypes: formList(f.eventTypes),
-  maxConcurrency: one(f.maxConcurrency),
-  ratePerSecond: one(f.ratePerSecond),
-  timeoutMs: one(f.timeoutMs),
+  maxConcurrency: d.limits.maxConcurrency?.toString(),
+  ratePerSecond: d.limits.ratePerSecond?.toString(),
+  timeoutMs: d.limits.timeoutMs?.toString(),
 });
 
 /** A number field's value: empty is null; not a whole number, kept as text for the schema to refuse, naming the field. */
@@ -130,7 +110,7 @@ function formProblem(problem: Problem | undefined): Html | '' {
 }
 
 /** The fields of the create and edit forms (`prefix` keeps their ids apart); a refusal's fields marked, the first focused. */
-function destinationFields(prefix: string, v: DestinationFields, problem: Problem | undefined): Html {
+function destinationFields(prefix: string, v: FormBody, problem: Problem | undefined): Html {
   const errorOf = (name: string) => problem?.extra.errors?.find((e) => e.field === name)?.message;
   const first = FIELD_NAMES.find((n) => errorOf(n) !== undefined);
   const invalid = (name: string, id: string) => (errorOf(name) === undefined ? '' : html` aria-invalid="true"${first === name ? html` autofocus` : ''} aria-errormessage="${id}-error"`);
@@ -138,18 +118,19 @@ function destinationFields(prefix: string, v: DestinationFields, problem: Proble
     const error = errorOf(name);
     return error === undefined ? '' : html`<p class="field-error" id="${id}-error"><code>${name}</code> ${error}</p>`;
   };
-  const input = (name: TextField, label: string, attrs: Html, hint?: string) => {
+  const input = (name: string, label: string, attrs: Html, hint?: string) => {
     const id = `${prefix}-${name}`;
     return html`<div class="field"><label for="${id}">${label}</label>
-    <input id="${id}" name="${name}" value="${v[name]}"${attrs}${hint ? html` aria-describedby="${id}-hint"` : ''}${invalid(name, id)}>
+    <input id="${id}" name="${name}" value="${one(v[name])}"${attrs}${hint ? html` aria-describedby="${id}-hint"` : ''}${invalid(name, id)}>
     ${errorLine(name, id)}${hint ? html`<p class="hint" id="${id}-hint">${hint}</p>` : ''}</div>`;
   };
   const checks = (name: 'resourceTypes' | 'eventTypes', legend: string, known: readonly string[]) => {
     const id = `${prefix}-${name}`;
+    const ticked = formList(v[name]);
     // A type set through the API that the console does not know stays in the list, ticked.
-    const all = [...known, ...v[name].filter((t) => !known.includes(t))];
+    const all = [...known, ...ticked.filter((t) => !known.includes(t))];
     return html`<fieldset id="${id}"${errorOf(name) === undefined ? '' : html` aria-describedby="${id}-error"`}><legend>${legend}</legend>
-    <div class="checks">${all.map((t) => html`<label><input type="checkbox" name="${name}" value="${t}"${v[name].includes(t) ? html` checked` : ''}> ${t}</label>`)}</div>
+    <div class="checks">${all.map((t) => html`<label><input type="checkbox" name="${name}" value="${t}"${ticked.includes(t) ? html` checked` : ''}> ${t}</label>`)}</div>
     ${errorLine(name, id)}</fieldset>`;
   };
   const number = (min: number, max: number, placeholder: string) => html` type="number" inputmode="numeric" min="${min}" max="${max}" step="1" placeholder="${placeholder}"`;
@@ -204,7 +185,7 @@ ${found.items.length === 0 && !opts.cursor ? html`<p>No destination yet.</p>` : 
 ${pager('Destinations', (cursor) => `${ctx.base}/companies/${companyId}${query({ destinationsCursor: cursor })}#destinations`, opts.cursor, found.nextCursor, 'More →')}
 <h3 id="add-destination">Add a destination</h3>
 ${allowed(ctx, 'destinations', html`<form method="post" action="${ctx.base}/companies/${companyId}/destinations" class="stack destination-form" aria-labelledby="add-destination">${csrfField(ctx)}
-  ${destinationFields('new', opts.given ? fieldsGiven(opts.given) : EMPTY, opts.problem)}
+  ${destinationFields('new', opts.given ?? {}, opts.problem)}
   <button type="submit">Add the destination</button>
 </form>`)}
 </section>`;
@@ -213,17 +194,13 @@ ${allowed(ctx, 'destinations', html`<form method="post" action="${ctx.base}/comp
 // ---- A destination's deliveries ----
 
 function deliveriesFilter(action: string, q: Partial<DeliveriesQuery>): Html {
-  const field = (name: string, label: string, value: string | undefined, extra: Html | string = '') =>
-    html`<div class="field"><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${value ?? ''}"${extra}></div>`;
   return html`<form method="get" action="${action}#deliveries" class="filters" aria-label="Filter deliveries">
-  <div class="field"><label for="f-status">Status</label>
-    <select id="f-status" name="status"><option value="">Any status</option>${DELIVERY_STATUSES.map((s) => html`<option${q.status === s ? html` selected` : ''}>${s}</option>`)}</select></div>
-  ${field('resourceId', 'Resource id', q.resourceId)}
-  ${field('after', 'Created after (UTC)', asLocalField(q.after), html` type="datetime-local"`)}
-  ${field('before', 'Created before (UTC)', asLocalField(q.before), html` type="datetime-local"`)}
-  <div class="field"><label for="f-limit">Per page</label>
-    <select id="f-limit" name="limit">${[25, 50, 100, 200].map((n) => html`<option${q.limit === n ? html` selected` : ''}>${n}</option>`)}</select></div>
-  <div class="buttons"><button type="submit">Filter</button> <a class="button secondary" href="${action}#deliveries">Clear</a></div>
+  ${statusFilter(DELIVERY_STATUSES, q.status)}
+  ${filterField('f', 'resourceId', 'Resource id', q.resourceId)}
+  ${filterField('f', 'after', 'Created after (UTC)', asLocalField(q.after), html` type="datetime-local"`)}
+  ${filterField('f', 'before', 'Created before (UTC)', asLocalField(q.before), html` type="datetime-local"`)}
+  ${perPageFilter(q.limit)}
+  ${filterButtons(`${action}#deliveries`)}
 </form>`;
 }
 
@@ -316,7 +293,7 @@ export function destinationPages(scope: FastifyInstance, kit: ConsoleKit): void 
 
   const crumbs = (ctx: PageContext, company: { id: string; name: string }, d?: DestinationView, last?: string) =>
     html`<p class="crumbs">${companyCrumbs(ctx, company, { anchor: '#destinations' })}${
-      d ? html` › ${last ? html`<a href="${destinationPath(ctx, company.id, d.id)}">${nameOf(d)}</a> › ${last}` : nameOf(d)}` : ''
+      d ? html` › <a href="${destinationPath(ctx, company.id, d.id)}">${nameOf(d)}</a> › ${last}` : ''
     }</p>`;
 
   /** The deliveries section: the filter, the list or what is wrong with the filter, its pages, and the bulk replay's link. */
@@ -350,7 +327,7 @@ ${pager('Deliveries: pages', (cursor) => `${action}${filterQuery(q, { cursor })}
     const action = destinationPath(ctx, d.companyId, d.id);
     const failedAt = (form: FormName) => (opts.failed?.form === form ? opts.failed.problem : undefined);
     const shownAt = (form: FormName) => (failedAt(form) ? problemBox(failedAt(form)!) : '');
-    const editFields = failedAt('edit') ? fieldsGiven(bodyOf(req)) : fieldsOf(d);
+    const editFields = failedAt('edit') ? bodyOf(req) : fieldsOf(d);
     const f = d.filter;
     const limits = d.limits;
     const deliveries = await deliveriesSection(ctx, req, reply, d);
@@ -400,20 +377,18 @@ ${allowed(ctx, 'destinations', html`<form method="post" action="${action}/rotate
 <h2 id="state">${d.active ? 'Disable it' : 'Enable it'}</h2>
 ${shownAt('state')}
 ${
-  !can(ctx, 'destinations')
-    ? ''
-    : d.active
-    ? html`<form method="post" action="${action}/disable" class="stack" data-confirm="Disable ${nameOf(d)}? Its deliveries wait until it is enabled.">${csrfField(ctx)}
+  d.active
+    ? allowed(ctx, 'destinations', html`<form method="post" action="${action}/disable" class="stack" data-confirm="Disable ${nameOf(d)}? Its deliveries wait until it is enabled.">${csrfField(ctx)}
   <p>Nothing is sent to it while it is disabled; new deliveries are still created and wait.</p>
   <button type="submit" class="secondary">Disable</button>
-</form>`
-    : html`<form method="post" action="${action}/enable" class="stack">${csrfField(ctx)}
+</form>`)
+    : allowed(ctx, 'destinations', html`<form method="post" action="${action}/enable" class="stack">${csrfField(ctx)}
   <p>What waits (${plural(d.stats.pending, 'pending delivery', 'pending deliveries')}) is sent, in order.</p>
   <label for="skip-before">Skip the deliveries created before (UTC, optional)</label>
   <input id="skip-before" name="skipBefore" type="datetime-local" aria-describedby="skip-hint">
   <p class="hint" id="skip-hint">Those end <code>skipped</code> instead of being sent (the application reads what it missed from the pull feed, or a replay sends them later).</p>
   <button type="submit">Enable</button>
-</form>`
+</form>`)
 }
 </section>
 
@@ -433,13 +408,9 @@ ${allowed(ctx, 'destinations', html`<form method="post" action="${action}/delete
   const destinationForm = (path: string, form: FormName, act: (p: Params, req: FastifyRequest) => Promise<string | Html>) =>
     scope.post(`/companies/:companyId/destinations/:destinationId${path}`, { config: { access: 'destinations' } }, async (req, reply) => {
       const p = parseForm(destinationParams, req.params);
-      try {
-        const done = await act(p, req);
-        if (typeof done === 'string') return kit.redirect(reply, `/companies/${p.companyId}/destinations/${p.destinationId}${query({ done })}`);
-        return destinationPage(req, reply, p, { extra: done });
-      } catch (err) {
-        return destinationPage(req, reply, p, { failed: { form, problem: kit.refusal(err) } });
-      }
+      return kit.act(reply, () => act(p, req), (done) => `/companies/${p.companyId}/destinations/${p.destinationId}${query({ done })}`, (problem, extra) =>
+        destinationPage(req, reply, p, { failed: problem && { form, problem }, extra }),
+      );
     });
 
   scope.get('/companies/:companyId/destinations/:destinationId', async (req, reply) => destinationPage(req, reply, parseForm(destinationParams, req.params)));
@@ -472,8 +443,8 @@ ${allowed(ctx, 'destinations', html`<form method="post" action="${action}/delete
 
   scope.post('/companies/:companyId/destinations/:destinationId/delete', { config: { access: 'destinations' } }, async (req, reply) => {
     const p = parseForm(destinationParams, req.params);
-    return kit.act(reply, () => destinations.delete(p.companyId, p.destinationId, auditOf(req)), `/companies/${p.companyId}?done=destinationDeleted#destinations`, (problem) =>
-      destinationPage(req, reply, p, { failed: { form: 'delete', problem } }),
+    return kit.act(reply, () => destinations.delete(p.companyId, p.destinationId, auditOf(req)), () => `/companies/${p.companyId}?done=destinationDeleted#destinations`, (problem) =>
+      destinationPage(req, reply, p, { failed: problem && { form: 'delete', problem } }),
     );
   });
 
@@ -498,7 +469,7 @@ ${allowed(ctx, 'destinations', html`<form method="post" action="${action}/delete
 <p>Filter: ${described.join('; ')}. Pending deliveries are never replayed: they are sent anyway.</p>
 <form method="get" action="${action}/replay" class="inline" aria-label="Another status">${hidden(['resourceId', 'after', 'before'])}
   <label for="r-status">Status</label>
-  <select id="r-status" name="status">${REPLAYABLE.map((st) => html`<option${st === f.status ? html` selected` : ''}>${st}</option>`)}</select>
+  <select id="r-status" name="status">${options(REPLAYABLE, f.status)}</select>
   <button type="submit" class="secondary">Count again</button>
 </form>
 <p class="count"><strong>${count(matched)}</strong> ${matched === 1 ? 'delivery matches' : 'deliveries match'}.</p>
@@ -565,9 +536,7 @@ ${d.lastError ? html`<p class="notice error">Last error: <span class="wrap">${d.
 ${
   d.status === 'pending'
     ? html`<p class="muted">Pending: it is sent when its turn comes, so it cannot be replayed.</p>`
-    : !can(ctx, 'replay')
-      ? ''
-      : html`<form method="post" action="${ctx.base}/companies/${d.companyId}/deliveries/${d.id}/replay" class="inline">${csrfField(ctx)}<button type="submit">Replay</button> <span class="hint">Sent again with the same webhook-id, outside its resource's order; its earlier attempts stay below.</span></form>`
+    : allowed(ctx, 'replay', html`<form method="post" action="${ctx.base}/companies/${d.companyId}/deliveries/${d.id}/replay" class="inline">${csrfField(ctx)}<button type="submit">Replay</button> <span class="hint">Sent again with the same webhook-id, outside its resource's order; its earlier attempts stay below.</span></form>`)
 }
 <h2>Attempts, oldest first</h2>
 ${attemptsTable(attempts)}`;
@@ -578,6 +547,8 @@ ${attemptsTable(attempts)}`;
 
   scope.post('/companies/:companyId/deliveries/:deliveryId/replay', { config: { access: 'replay' } }, async (req, reply) => {
     const p = parseForm(deliveryParams, req.params);
-    return kit.act(reply, () => destinations.replayDelivery(p.companyId, p.deliveryId, auditOf(req)), `/companies/${p.companyId}/deliveries/${p.deliveryId}?done=replayed`, (problem) => deliveryPage(req, reply, p, problem));
+    return kit.act(reply, () => destinations.replayDelivery(p.companyId, p.deliveryId, auditOf(req)), () => `/companies/${p.companyId}/deliveries/${p.deliveryId}?done=replayed`, (problem) =>
+      deliveryPage(req, reply, p, problem),
+    );
   });
 }

@@ -15,11 +15,12 @@ import { NOTIFICATION_TYPE_BY_EVENT } from '../../marketplace/contract.js';
 import { notFound, Problem } from '../../lib/problem.js';
 import type { NotificationFilter } from '../../services/notifications.service.js';
 import type { NotificationView, TimelineEntry } from '../../services/views.js';
-import { asLocalField, parseForm } from '../forms.js';
+import { asLocalField, filterButtons, filterField, parseForm, perPageFilter, statusFilter } from '../forms.js';
 import { companyPicker, pickCompany, type Picked } from '../company-picker.js';
 import { html, type Html } from '../html.js';
-import { can, problemBox, jsonBlock, notice, numHeading, page, pager, query, statusBadge, table, time, csrfField, type PageContext } from '../layout.js';
+import { allowed, can, problemBox, jsonBlock, notice, numHeading, page, pager, query, statusBadge, table, time, csrfField, type PageContext } from '../layout.js';
 import type { ConsoleKit } from '../kit.js';
+import { count, plural } from './company-parts.js';
 import { rfqAnswerForms } from './rfq-forms.js';
 
 type ListQuery = z.infer<typeof notificationsQuery>;
@@ -28,23 +29,17 @@ const filterOf = (q: Partial<ListQuery>): NotificationFilter & { status?: Notifi
   Object.fromEntries(FILTER_KEYS.filter((k) => q[k] !== undefined).map((k) => [k, q[k]]));
 
 function filterForm(ctx: PageContext, q: ListQuery, company: Picked): Html {
-  const field = (name: string, label: string, value: string | undefined, extra: Html | string = '') =>
-    html`<div class="field"><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${value ?? ''}"${extra}></div>`;
   return html`<form method="get" action="${ctx.base}/notifications" class="filters" aria-label="Filter notifications">
   ${companyPicker(ctx, { id: 'f-company', label: 'Company', picked: company, placeholder: 'All companies: type a name or paste an id' })}
-  <div class="field"><label for="f-status">Status</label>
-    <select id="f-status" name="status"><option value="">Any status</option>${notificationStatus.enumValues.map(
-      (s) => html`<option${q.status === s ? html` selected` : ''}>${s}</option>`,
-    )}</select></div>
-  ${field('type', 'Type', q.type, html` placeholder="rfqs, tripmsgs…"`)}
-  ${field('resourceId', 'Resource id', q.resourceId)}
-  ${field('href', 'Href', q.href, html` type="url"`)}
-  ${field('webhookId', 'Webhook id', q.webhookId)}
-  ${field('receivedAfter', 'Received from (UTC)', asLocalField(q.receivedAfter), html` type="datetime-local"`)}
-  ${field('receivedBefore', 'Received before (UTC)', asLocalField(q.receivedBefore), html` type="datetime-local"`)}
-  <div class="field"><label for="f-limit">Per page</label>
-    <select id="f-limit" name="limit">${[25, 50, 100, 200].map((n) => html`<option${q.limit === n ? html` selected` : ''}>${n}</option>`)}</select></div>
-  <div class="buttons"><button type="submit">Filter</button> <a class="button secondary" href="${ctx.base}/notifications">Clear</a></div>
+  ${statusFilter(notificationStatus.enumValues, q.status)}
+  ${filterField('f', 'type', 'Type', q.type, html` placeholder="rfqs, tripmsgs…"`)}
+  ${filterField('f', 'resourceId', 'Resource id', q.resourceId)}
+  ${filterField('f', 'href', 'Href', q.href, html` type="url"`)}
+  ${filterField('f', 'webhookId', 'Webhook id', q.webhookId)}
+  ${filterField('f', 'receivedAfter', 'Received from (UTC)', asLocalField(q.receivedAfter), html` type="datetime-local"`)}
+  ${filterField('f', 'receivedBefore', 'Received before (UTC)', asLocalField(q.receivedBefore), html` type="datetime-local"`)}
+  ${perPageFilter(q.limit)}
+  ${filterButtons(`${ctx.base}/notifications`)}
 </form>`;
 }
 
@@ -153,7 +148,7 @@ ${filterForm(ctx, q, pick.picked)}
       // A bad filter: the form as sent, with what is wrong, rather than a bare error page.
       const p = kit.problem(err);
       if (p.status >= 500) throw err;
-      const q = { limit: 50, ...Object.fromEntries(Object.entries(pick.query as Record<string, string>).filter(([k]) => (FILTER_KEYS as readonly string[]).includes(k))) } as ListQuery;
+      const q = { limit: 50, ...filterOf(pick.query as Partial<ListQuery>) } as ListQuery;
       reply.code(p.status);
       body = html`<h1>Notifications</h1>${filterForm(ctx, q, pick.picked)}${problemBox(p)}`;
     }
@@ -235,9 +230,7 @@ ${
     ? html`<p class="muted">Discarded (its webhook was deactivated): it cannot be replayed.</p>`
     : n.outcome === 'not_fetched'
       ? html`<p class="muted">Not fetched (its href is outside the company's base URLs): it cannot be replayed.</p>`
-      : !can(ctx, 'replay')
-      ? ''
-      : html`<form method="post" action="${ctx.base}/notifications/${n.id}/replay" class="inline">${csrfField(ctx)}<button type="submit">Replay</button> <span class="hint">Fetches its resource again; the earlier attempts stay in the timeline.</span></form>`
+      : allowed(ctx, 'replay', html`<form method="post" action="${ctx.base}/notifications/${n.id}/replay" class="inline">${csrfField(ctx)}<button type="submit">Replay</button> <span class="hint">Fetches its resource again; the earlier attempts stay in the timeline.</span></form>`)
 }
 <div hx-ext="sse" sse-connect="${ctx.base}/stream${query({ companyId: n.companyId, notificationId: n.id })}">
   <div id="live-part" hx-get="${ctx.base}/notifications/${n.id}/live" hx-trigger="sse:notification, sse:resync, htmx:sseOpen from:closest [sse-connect]" hx-swap="innerHTML">${await liveContent(ctx, n)}</div>
@@ -280,13 +273,13 @@ ${jsonBlock(n.body, 'Notification body')}`;
     const body = html`<p class="crumbs"><a href="${ctx.base}/notifications${listQueryString(f)}">Notifications</a> › Replay</p>
 <h1>Replay the matching notifications</h1>
 <p>Filter: ${described.join('; ')}. Discarded notifications are never replayed.</p>
-<p class="count"><strong>${matched.toLocaleString('en')}</strong> notification${matched === 1 ? '' : 's'} match.</p>
+<p class="count"><strong>${count(matched)}</strong> notification${matched === 1 ? '' : 's'} match.</p>
 ${
   matched === 0
     ? html`<p><a href="${ctx.base}/notifications${listQueryString(f)}">Back to the list</a></p>`
     : html`<form method="post" action="${ctx.base}/notifications/replay">${csrfField(ctx)}${hidden}
-  <p>${matched > f.limit ? `Only the oldest ${f.limit.toLocaleString('en')} of them will be replayed (at most 10,000 at a time); repeat for the rest.` : 'Each one’s resource is fetched again; earlier attempts stay in its timeline.'}</p>
-  <button type="submit">Replay ${Math.min(matched, f.limit).toLocaleString('en')} notification${Math.min(matched, f.limit) === 1 ? '' : 's'}</button>
+  <p>${matched > f.limit ? `Only the oldest ${count(f.limit)} of them will be replayed (at most 10,000 at a time); repeat for the rest.` : 'Each one’s resource is fetched again; earlier attempts stay in its timeline.'}</p>
+  <button type="submit">Replay ${plural(Math.min(matched, f.limit), 'notification')}</button>
   <a class="button secondary" href="${ctx.base}/notifications${listQueryString(f)}">Cancel</a>
 </form>`
 }`;

@@ -22,7 +22,6 @@ const cursor = z.string().max(200).optional();
 const outboundQuery = z.object({ companyId: z.uuid().optional(), leadsCursor: cursor, quotesCursor: cursor, declinesCursor: cursor });
 const answerParams = z.object({ companyId: z.uuid(), id: z.uuid() });
 const PAGE = 25;
-/** What a finished action says when the page comes back. */
 const DONE: Record<string, string> = {
   resent: 'The quote was sent again.',
   'resent-decline': 'The decline was sent again.',
@@ -151,7 +150,7 @@ ${listPager('Lead', 'leadsCursor', leadPage.nextCursor, 'leads')}
   const resend = (kind: 'quotes' | 'declines', resendUnknown: (companyId: string, id: string, audit: Audit) => Promise<unknown>, done: string) =>
     scope.post(`/companies/:companyId/${kind}/:id/resend`, { config: { access: 'send' } }, async (req, reply) => {
       const { companyId, id } = parseForm(answerParams, req.params);
-      return kit.act(reply, () => resendUnknown(companyId, id, auditOf(req)), `/outbound${query({ companyId, done })}`, (problem) => outboundPage(req, reply, companyId, problem));
+      return kit.act(reply, () => resendUnknown(companyId, id, auditOf(req)), () => `/outbound${query({ companyId, done })}`, (problem) => outboundPage(req, reply, companyId, problem));
     });
   resend('quotes', (companyId, id, audit) => quotes.resendUnknown(companyId, id, audit), 'resent');
   resend('declines', (companyId, id, audit) => declines.resendUnknown(companyId, id, audit), 'resent-decline');
@@ -164,7 +163,7 @@ ${listPager('Lead', 'leadsCursor', leadPage.nextCursor, 'leads')}
     scope.post(`/companies/:companyId/${path}`, { config: { access: 'send' } }, async (req, reply) => {
       const { companyId } = parseForm(companyIdParams, req.params);
       const form = parseForm(formSchema, req.body);
-      return kit.act(reply, () => send(companyId, form, auditOf(req)), `/outbound${query({ companyId, done })}`, (problem) =>
+      return kit.act(reply, () => send(companyId, form, auditOf(req)), () => `/outbound${query({ companyId, done })}`, (problem) =>
         resourcePage(kit, req, reply, parseForm(resourceHistoryQuery, { companyId, href: form.href }), problem),
       );
     });

@@ -34,13 +34,13 @@ export function overviewPage(scope: FastifyInstance, kit: ConsoleKit): void {
     const p = tableParams(req);
     const { page: pageNo = 1 } = parseForm(pageParams, req.query);
     const overview = await kit.deps.services.overview.overview(tableQuery(p));
-    const notifications = (q: Record<string, string>) => `${kit.base}/notifications${query(q)}`;
+    const notifications = (q: Record<string, string>) => `${ctx.base}/notifications${query(q)}`;
 
     const card = (c: CompanyOverview): Html => {
       const worstP95 = worst(c.series.p95Ms);
       return html`<article class="card" aria-labelledby="c-${c.id}">
   <header class="card-head">
-    <h3 id="c-${c.id}"><a href="${kit.base}/companies/${c.id}">${c.name}</a></h3>
+    <h3 id="c-${c.id}"><a href="${ctx.base}/companies/${c.id}">${c.name}</a></h3>
     ${stateBadge(c.state)}${tagsOf(c).map((t) => html` <span class="badge tag">${t}</span>`)}
   </header>
   ${stateNotice(c.state)}
@@ -60,7 +60,7 @@ export function overviewPage(scope: FastifyInstance, kit: ConsoleKit): void {
     const pages = Math.max(1, Math.ceil(overview.attention.length / ATTENTION_PER_PAGE));
     const shown = Math.min(pageNo, pages);
     const cards = overview.attention.slice((shown - 1) * ATTENTION_PER_PAGE, shown * ATTENTION_PER_PAGE);
-    const pageLink = (n: number) => `${kit.base}${query({ q: p.q, sort: p.sort, dir: p.dir, tablePage: p.tablePage, page: n === 1 ? undefined : n })}#attention`;
+    const pageLink = (n: number) => `${ctx.base}${query({ q: p.q, sort: p.sort, dir: p.dir, tablePage: p.tablePage, page: n === 1 ? undefined : n })}#attention`;
     const pager =
       pages > 1
         ? html`<nav class="pager" aria-label="Pages of companies needing attention">
@@ -82,16 +82,16 @@ export function overviewPage(scope: FastifyInstance, kit: ConsoleKit): void {
       caption: 'Every company that needs attention, most urgent first; its card follows',
     });
     const searching = p.q ? html` matching “${p.q}”` : '';
-    const othersPager = tablePager(overview.others, p, (q) => `${kit.base}${query({ ...q, page: pageNo === 1 ? undefined : pageNo })}#others`, 'Pages of the other companies');
+    const othersPager = tablePager(overview.others, p, (q) => `${ctx.base}${query({ ...q, page: pageNo === 1 ? undefined : pageNo })}#others`, 'Pages of the other companies');
 
     const body = html`<h1>Overview</h1>
 <p class="muted">Times in UTC; the last hour is the ${overview.minutes.length} minutes up to ${time(new Date().toISOString())}.</p>
 <p class="jump">Jump to <a href="#attention">companies needing attention</a> · <a href="#others">every other company</a></p>
-${summary(kit.base, overview)}
+${summary(ctx.base, overview)}
 ${
   overview.totals.companies === 0
-    ? html`<p>No company yet. <a href="${kit.base}/companies">Add one</a>.</p>`
-    : html`${tableForm(kit.base, p, { label: 'Find a company', id: 'find' })}
+    ? html`<p>No company yet. <a href="${ctx.base}/companies">Add one</a>.</p>`
+    : html`${tableForm(ctx.base, p, { label: 'Find a company', id: 'find' })}
 <section aria-labelledby="attention" class="attention">
 <h2 id="attention">Needs attention <span class="muted">(${count(overview.attention.length)}${searching})</span></h2>
 <p class="hint">Paused, throttled or unreachable; with failures in the last hour; or among the ${OLDEST_BACKLOGS} oldest backlogs of the others (pending over ${ago(OLDEST_BACKLOG_MIN_AGE_S)}). Most urgent first.</p>
@@ -104,7 +104,7 @@ ${
     ? html`<p class="muted">${p.q ? 'No other company matches.' : 'None: every company needs attention.'}</p>`
     : html`<p class="hint">Received, processed and failed count the last hour. Sort by a column's heading, or with the form above; find one company by its name or id with the form.</p>
 ${othersPager}
-${companyTable(kit.base, kit.base, overview.others.items, p, 'Companies that need no attention: state, backlog, and the last hour')}
+${companyTable(ctx.base, ctx.base, overview.others.items, p, 'Companies that need no attention: state, backlog, and the last hour')}
 ${othersPager}`
 }
 </section>`
