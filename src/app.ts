@@ -80,7 +80,6 @@ const TITLES: Record<number, string> = {
   414: 'URI Too Long',
   415: 'Unsupported Media Type',
   429: 'Too Many Requests',
-  503: 'Service Unavailable',
 };
 
 /**
