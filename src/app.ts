@@ -42,13 +42,13 @@ interface AppDeps {
   queues: Queue[];
   /** The companies not ok in their one state (SPEC §5.1 F5), and the count in each state: the skyhook_company_state and skyhook_companies gauges. */
   companyStates: () => Promise<{ counts: Record<string, number>; companies: { id: string; state: { status: string } }[] }>;
+  /** Each company's connection warnings (companies/usage.ts), for `skyhook_connection_warning`. */
+  connectionWarnings: () => Promise<{ id: string; warnings: { kind: string }[] }[]>;
   /**
    * The destinations with deliveries pending, failing or disabled, each in its one state (SPEC §5.2), with
    * its pending count and its oldest pending delivery's age: the skyhook_destination_state, skyhook_deliveries_pending
    * and skyhook_oldest_pending_delivery_age_seconds gauges (an ok destination with nothing pending has no series).
    */
-  /** Each company's connection warnings (companies/usage.ts), for `skyhook_connection_warning`. */
-  connectionWarnings: () => Promise<{ id: string; warnings: { kind: string }[] }[]>;
   destinationStates: () => Promise<{ id: string; companyId: string; state: { status: string }; pending: number; oldestPendingAgeS: number }[]>;
   authFailures: { limit: number; windowMs: number };
   /** Who may call what (SPEC §10.1): ADMIN_TOKEN, METRICS_TOKEN, and the keys. */
@@ -80,7 +80,6 @@ const TITLES: Record<number, string> = {
   414: 'URI Too Long',
   415: 'Unsupported Media Type',
   429: 'Too Many Requests',
-  503: 'Service Unavailable',
 };
 
 /**
@@ -299,32 +298,29 @@ function cachedGauges(deps: OpsDeps): () => Promise<void> {
       withTimeout(deps.connectionWarnings(), 1000, 'connection warnings'),
       withTimeout(defaultPartitionRows(deps.pool), 1000, 'default partitions'),
     ]);
-    deps.metrics.connectionWarning.reset();
-    for (const c of warned) for (const w of c.warnings) deps.metrics.connectionWarning.set({ company: c.id, kind: w.kind }, 1);
-    for (const [table, rows] of defaults) deps.metrics.partitionDefaultRows.set({ table }, rows);
-    deps.metrics.queueDepth.reset();
+    const m = deps.metrics;
+    // The gauges whose series come and go with what they count: only this reading's series are left.
+    for (const gauge of [m.connectionWarning, m.queueDepth, m.oldestPendingAge, m.notificationsPending, m.companyState, m.destinationState, m.deliveriesPending, m.oldestPendingDeliveryAge]) {
+      gauge.reset();
+    }
+    for (const c of warned) for (const w of c.warnings) m.connectionWarning.set({ company: c.id, kind: w.kind }, 1);
+    for (const [table, rows] of defaults) m.partitionDefaultRows.set({ table }, rows);
     // Fetch jobs carry their company's priority, so BullMQ keeps the waiting ones in its `prioritized` set: they are `wait` all the same.
-    for (const c of counts) for (const [state, n] of Object.entries(c)) deps.metrics.queueDepth.inc({ state: state === 'prioritized' ? 'wait' : state }, n);
+    for (const c of counts) for (const [state, n] of Object.entries(c)) m.queueDepth.inc({ state: state === 'prioritized' ? 'wait' : state }, n);
     // Only the companies with a backlog, and the companies not ok: the series stay as few as the companies in trouble.
-    deps.metrics.oldestPendingAge.reset();
-    deps.metrics.notificationsPending.reset();
     for (const r of backlog.rows) {
-      deps.metrics.oldestPendingAge.set({ company: r.company_id }, r.oldest_pending_age_s);
-      deps.metrics.notificationsPending.set({ company: r.company_id }, Number(r.pending));
+      m.oldestPendingAge.set({ company: r.company_id }, r.oldest_pending_age_s);
+      m.notificationsPending.set({ company: r.company_id }, Number(r.pending));
     }
     // One series per company not ok, its current state's (1): a company that changes state changes series at the next reading.
-    deps.metrics.companyState.reset();
-    for (const c of states.companies) deps.metrics.companyState.set({ company: c.id, state: c.state.status }, 1);
-    for (const [state, n] of Object.entries(states.counts)) deps.metrics.companies.set({ state }, n);
+    for (const c of states.companies) m.companyState.set({ company: c.id, state: c.state.status }, 1);
+    for (const [state, n] of Object.entries(states.counts)) m.companies.set({ state }, n);
     // Only the destinations with deliveries pending, failing or disabled: the series stay as few as the destinations at work or in trouble.
-    deps.metrics.destinationState.reset();
-    deps.metrics.deliveriesPending.reset();
-    deps.metrics.oldestPendingDeliveryAge.reset();
     for (const d of destinations) {
       const labels = { destination: d.id, company: d.companyId };
-      deps.metrics.destinationState.set({ ...labels, state: d.state.status }, 1);
-      deps.metrics.deliveriesPending.set(labels, d.pending);
-      deps.metrics.oldestPendingDeliveryAge.set(labels, d.oldestPendingAgeS);
+      m.destinationState.set({ ...labels, state: d.state.status }, 1);
+      m.deliveriesPending.set(labels, d.pending);
+      m.oldestPendingDeliveryAge.set(labels, d.oldestPendingAgeS);
     }
   };
   return () => {

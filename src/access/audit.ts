@@ -101,7 +101,6 @@ export interface AuditFilter {
   cursor?: string;
 }
 
-
 /** A request's status as an outcome: 2xx and 3xx `ok`, 4xx `refused` (the marketplace's 502 too: it said no), other 5xx `failed`. */
 export const outcomeOf = (status: number): AuditOutcome => (status < 400 ? 'ok' : status < 500 || status === 502 ? 'refused' : 'failed');
 

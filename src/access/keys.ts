@@ -68,7 +68,7 @@ export interface KeyView {
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
-function keyView(row: ApiKeyRow, now = Date.now()): KeyView {
+function keyView(row: ApiKeyRow, now: number): KeyView {
   const state = row.revokedAt ? 'revoked' : row.expiresAt && row.expiresAt.getTime() <= now ? 'expired' : 'active';
   return {
     id: row.id,
@@ -161,10 +161,7 @@ export function createKeys(db: Database, opts: { now?: () => number } = {}) {
         const [revoked] = await tx.update(apiKeys).set({ revokedAt: sql`coalesce(${apiKeys.revokedAt}, now())` }).where(eq(apiKeys.id, id)).returning();
         await tx.delete(consoleSessions).where(eq(consoleSessions.keyId, id));
         // This process once it committed (a read before then would cache the key again); the others when the trigger's notification reaches them (milliseconds).
-        afterCommit(async () => {
-          cache.clear();
-          generation++;
-        });
+        afterCommit(async () => this.listening('changed'));
         return { value: revoked!, companyId: before.companyId ?? undefined, fields: before.revokedAt === null ? ['revokedAt'] : [] };
       });
       return keyView(row, now());

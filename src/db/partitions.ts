@@ -72,8 +72,7 @@ export async function listPartitions(sql: Pick<pg.Pool, 'query'>): Promise<Parti
             greatest(c.reltuples, 0)::bigint AS rows, pg_total_relation_size(c.oid) AS bytes
      FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
      JOIN pg_namespace n ON n.oid = p.relnamespace
-     WHERE n.nspname = current_schema() AND p.relname = ANY($1::text[])
-     ORDER BY p.relname, c.relname`,
+     WHERE n.nspname = current_schema() AND p.relname = ANY($1::text[])`,
     [PARTITIONED_TABLES.map((t) => t.table)],
   );
   const partitions = rows.map((r): Partition => {
@@ -85,10 +84,7 @@ export async function listPartitions(sql: Pick<pg.Pool, 'query'>): Promise<Parti
     return { ...base, kind: 'history', day: null, until: made?.[1] ? new Date(made[1]) : null };
   });
   // A default partition's rows are counted, not estimated: they are the ones an alert must not miss.
-  for (const p of partitions.filter((x) => x.kind === 'default')) {
-    const { rows: counted } = await sql.query<{ n: string }>(`SELECT count(*) AS n FROM ${quote(p.name)}`);
-    p.rows = Number(counted[0]?.n ?? 0);
-  }
+  for (const p of partitions.filter((x) => x.kind === 'default')) p.rows = await countRows(sql, p.name);
   const order = { history: 0, day: 1, default: 2 };
   return partitions.sort((a, b) => a.table.localeCompare(b.table) || order[a.kind] - order[b.kind] || a.name.localeCompare(b.name));
 }
@@ -96,14 +92,17 @@ export async function listPartitions(sql: Pick<pg.Pool, 'query'>): Promise<Parti
 /** Rows in each table's default partition: none in normal running (skyhook_partition_default_rows). */
 export async function defaultPartitionRows(sql: Pick<pg.Pool, 'query'>): Promise<Map<PartitionedTable, number>> {
   const counts = new Map<PartitionedTable, number>();
-  for (const { table } of PARTITIONED_TABLES) {
-    const { rows } = await sql.query<{ n: string }>(`SELECT count(*) AS n FROM ${quote(`${table}_default`)}`);
-    counts.set(table, Number(rows[0]?.n ?? 0));
-  }
+  for (const { table } of PARTITIONED_TABLES) counts.set(table, await countRows(sql, `${table}_default`));
   return counts;
 }
 
 const quote = (name: string): string => `"${name.replaceAll('"', '""')}"`;
+
+/** The rows of table `name` (that match `where`, an SQL condition), counted. */
+async function countRows(sql: Pick<pg.Pool, 'query'>, name: string, where?: string): Promise<number> {
+  const { rows } = await sql.query<{ n: string }>(`SELECT count(*) AS n FROM ${quote(name)}${where === undefined ? '' : ` WHERE ${where}`}`);
+  return Number(rows[0]?.n ?? 0);
+}
 
 /** Whether a transaction older than LONG_READ_MS holds a lock on `table` (a long read): a try now would only wait for it. */
 async function heldLong(client: pg.PoolClient, table: string): Promise<boolean> {
@@ -167,6 +166,12 @@ export interface MaintainResult {
   kept: { day: string; reason: string }[];
 }
 
+/** SQL conditions (the lifecycles' guards) for the rows a notifications-class day may not be dropped with. */
+export interface Unfinished {
+  notifications: string;
+  deliveries: string;
+}
+
 /**
  * Makes every missing partition from today to DAYS_AHEAD days ahead, and, with `retentions`, drops the days
  * past their retention: the history partition once the conversion itself is past it. A day of the
@@ -174,12 +179,6 @@ export interface MaintainResult {
  * pending delivery is kept, whole, until it ends; the caller ends pending deliveries past retention `expired`
  * first (DeliveryLifecycle.expire).
  */
-/** SQL conditions (the lifecycles' guards) for the rows a notifications-class day may not be dropped with. */
-export interface Unfinished {
-  notifications: string;
-  deliveries: string;
-}
-
 export async function maintainPartitions(sql: Sql, opts: { now?: Date; retentions?: Retentions; unfinished?: Unfinished }): Promise<MaintainResult> {
   const now = opts.now ?? new Date();
   const client = await sql.connect();
@@ -222,15 +221,11 @@ export async function maintainPartitions(sql: Sql, opts: { now?: Date; retention
 async function unfinishedIn(client: pg.PoolClient, group: Partition[], unfinished: Unfinished): Promise<string | null> {
   const of = (table: string) => group.find((p) => p.table === table)?.name;
   const notifications = of('notifications');
-  if (notifications) {
-    const { rows } = await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${quote(notifications)} WHERE ${unfinished.notifications}`);
-    if (Number(rows[0]?.n) > 0) return `${rows[0]?.n} notifications not final (a paused company's wait there)`;
-  }
+  const notFinal = notifications ? await countRows(client, notifications, unfinished.notifications) : 0;
+  if (notFinal > 0) return `${notFinal} notifications not final (a paused company's wait there)`;
   const deliveries = of('deliveries');
-  if (deliveries) {
-    const { rows } = await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${quote(deliveries)} WHERE ${unfinished.deliveries}`);
-    if (Number(rows[0]?.n) > 0) return `${rows[0]?.n} deliveries pending`;
-  }
+  const pending = deliveries ? await countRows(client, deliveries, unfinished.deliveries) : 0;
+  if (pending > 0) return `${pending} deliveries pending`;
   return null;
 }
 

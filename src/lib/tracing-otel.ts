@@ -163,17 +163,14 @@ class FetchRun implements FetchSpan {
     if (job.attemptsStarted <= 1) {
       tracer.startSpan('fetch queued', { kind: SpanKind.INTERNAL, startTime: job.enqueuedAt, attributes: messaging }, context).end(Math.max(job.enqueuedAt, job.takenAt));
     }
-    this.ref = new Ref(
-      tracer.startSpan(
-        `process ${QUEUE}`,
-        {
-          kind: SpanKind.CONSUMER,
-          startTime: job.takenAt,
-          attributes: { ...messaging, 'messaging.operation.type': 'process', 'messaging.operation.name': 'process', 'skyhook.fetch.attempt': job.attemptsMade + 1, 'skyhook.fetch.runs': job.attemptsStarted },
-        },
-        context,
-      ),
-    );
+    const attributes: Attributes = {
+      ...messaging,
+      'messaging.operation.type': 'process',
+      'messaging.operation.name': 'process',
+      'skyhook.fetch.attempt': job.attemptsMade + 1,
+      'skyhook.fetch.runs': job.attemptsStarted,
+    };
+    this.ref = new Ref(tracer.startSpan(`process ${QUEUE}`, { kind: SpanKind.CONSUMER, startTime: job.takenAt, attributes }, context));
   }
 
   claimed(ids: number[]): void {
