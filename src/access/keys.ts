@@ -39,7 +39,7 @@ const checksum = (random: string) => base62(crc32(random), CHECK_CHARS);
 
 /** A new key's secret. */
 export function newKey(): string {
-  // 256 random bytes cut to base62 by rejection: every character uniform.
+  // Random bytes drawn 64 at a time, each below 248 (4 × 62) kept as one base62 character: every character uniform.
   let random = '';
   while (random.length < RANDOM_CHARS) for (const b of randomBytes(64)) if (b < 248 && random.length < RANDOM_CHARS) random += BASE62[b % 62];
   return `${KEY_PREFIX}${random}${checksum(random)}`;
