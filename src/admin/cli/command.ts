@@ -76,23 +76,20 @@ export async function execute(cmd: Command, work: () => Promise<void>): Promise<
   try {
     await work();
   } catch (error) {
+    process.exitCode = error instanceof UsageError ? USAGE_EXIT_CODE : FAILURE_EXIT_CODE;
     if (error instanceof UsageError) {
       for (const line of error.lines) console.error(`skyhook: ${line}`);
-      process.exitCode = USAGE_EXIT_CODE;
     } else if (error instanceof Problem) {
       console.error(`skyhook: ${error.detail ?? error.title} (${error.status} ${error.title})`);
       // A field the command takes as a flag is named as the flag (apiBaseUrl -> --api-base-url).
       const flags = flagNames(cmd);
       for (const e of error.extra.errors ?? []) console.error(`  ${flagOf(flags, e.field.split('.')) ?? e.field}: ${e.message}`);
-      process.exitCode = FAILURE_EXIT_CODE;
     } else if (error instanceof DatabaseStartError && error.unavailable) {
       // Said as `npm run demo` says it: which one, where, and the command that starts it.
       const lines = howToStart([{ name: 'PostgreSQL', variable: 'DATABASE_URL', ...unreachableAt(error.url), why: describeError(error.cause) }]);
       for (const line of lines) console.error(line === '' ? '' : `skyhook: ${line}`);
-      process.exitCode = FAILURE_EXIT_CODE;
     } else {
       console.error(`skyhook: ${describeError(error)}`);
-      process.exitCode = FAILURE_EXIT_CODE;
     }
   }
 }
@@ -191,11 +188,8 @@ function localActor(): Actor {
  * the command access write), or any command against an admin API (the server writes the entry; the remote
  * services never use this one).
  */
-const NO_ENTRY_HERE: Audit = {
-  by: 'cli',
-  change: () => Promise.reject(new Error('this command writes no audit entry here: a read command makes no change')),
-  call: () => Promise.reject(new Error('this command writes no audit entry here: a read command makes no change')),
-};
+const writesNoEntry = () => Promise.reject(new Error('this command writes no audit entry here: a read command makes no change'));
+const NO_ENTRY_HERE: Audit = { by: 'cli', change: writesNoEntry, call: writesNoEntry };
 
 /**
  * A change made by a command, in the audit log: its entry opened here (the command, its arguments, as the
