@@ -134,6 +134,11 @@ export async function withServices<T>(access: Access, fn: (services: Services, c
   }
 }
 
+/** A view with the names of its companies beside it, for `human` to print (the `output` schema leaves them out of --json). */
+export async function withNames<T extends object>(services: Services, view: T, companyIds: string[]): Promise<T & { names: Map<string, string> }> {
+  return { ...view, names: await services.companies.names(companyIds) };
+}
+
 /**
  * A data command's --json flag (its last) and its action, the pattern every such command follows: its input
  * validated (a usage error, before anything is opened), run on the services, and printed (the admin API's

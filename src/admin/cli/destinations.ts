@@ -3,9 +3,8 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import * as s from '../../services/schemas.js';
 import type { DestinationView } from '../../services/views.js';
-import { addPageOptions, auditedRun, dataCommand, execute, group, list, numberText, subcommand, UsageError, validate, validateBoth, withServices, type JsonFlag, type PageFlags } from './command.js';
+import { addPageOptions, auditedRun, dataCommand, execute, group, list, numberText, subcommand, UsageError, validate, validateBoth, withNames, withServices, type JsonFlag, type PageFlags } from './command.js';
 import { companyLabel, keyValues, listing, shortTime, truncate } from './output.js';
-
 
 /** A destination's one state in a cell: its status, since or until when, why, by whom. */
 export function stateText(state: DestinationView['state']): string {
@@ -87,10 +86,7 @@ export function registerDestinations(program: Command): void {
       access: 'write',
       input: (cmd, flags: JsonFlag & FilterFlags & LimitFlags & { url?: string; description?: string; inactive?: boolean }, [companyId]) =>
         validateBoth(cmd, [s.companyIdParams, { companyId }], [s.createDestinationBody, { url: flags.url, description: flags.description, filter: filterOf(flags), active: flags.inactive ? false : undefined, ...limitsOf(flags) }]),
-      run: async (svc, [params, body], _context, audit) => {
-        const created = await svc.destinations.create(params.companyId, body, audit);
-        return { ...created, names: await svc.companies.names([params.companyId]) };
-      },
+      run: async (svc, [params, body], _context, audit) => withNames(svc, await svc.destinations.create(params.companyId, body, audit), [params.companyId]),
       output: s.destinationWithSecretSchema,
       human: ({ secret, names, ...d }) => `created destination ${d.id} -> ${d.url}\nsecret: ${secret}\n${STORE_IT}\n\n${describeDestination(d, names)}`,
     },
@@ -118,7 +114,7 @@ export function registerDestinations(program: Command): void {
   dataCommand(subcommand(destinations, 'get', 'show one destination: its state, filter, limits and what its deliveries did', 'companyId', 'destinationId'), {
     access: 'read',
     input: (cmd, _flags, [companyId, destinationId]) => validate(cmd, s.destinationParams, { companyId, destinationId }),
-    run: async (svc, params) => ({ ...(await svc.destinations.get(params.companyId, params.destinationId)), names: await svc.companies.names([params.companyId]) }),
+    run: async (svc, params) => withNames(svc, await svc.destinations.get(params.companyId, params.destinationId), [params.companyId]),
     output: s.destinationViewSchema,
     human: ({ names, ...d }) => describeDestination(d, names),
   });
@@ -163,8 +159,7 @@ export function registerDestinations(program: Command): void {
           const current = await svc.destinations.get(params.companyId, params.destinationId);
           patch.filter = { resourceTypes: filter.resourceTypes === undefined ? current.filter.resourceTypes : filter.resourceTypes, eventTypes: filter.eventTypes === undefined ? current.filter.eventTypes : filter.eventTypes };
         }
-        const updated = await svc.destinations.update(params.companyId, params.destinationId, patch, audit);
-        return { ...updated, names: await svc.companies.names([params.companyId]) };
+        return withNames(svc, await svc.destinations.update(params.companyId, params.destinationId, patch, audit), [params.companyId]);
       },
       output: s.destinationViewSchema.extend({ secret: z.string().optional() }),
       human: ({ secret, names, ...d }) => {

@@ -4,7 +4,7 @@ import type { NotificationView, TimelineEntry } from '../../services/views.js';
 import type { Services } from '../../services/index.js';
 import { describeError } from '../../lib/error-reporter.js';
 import * as s from '../../services/schemas.js';
-import { addPageOptions, dataCommand, execute, group, numberText, subcommand, validate, withServices, type JsonFlag, type PageFlags } from './command.js';
+import { addPageOptions, dataCommand, execute, group, numberText, subcommand, validate, withNames, withServices, type JsonFlag, type PageFlags } from './command.js';
 import type { AdminContext } from './context.js';
 import { companyLabel, keyValues, listing, shortTime, table, truncate, yesNo } from './output.js';
 
@@ -58,10 +58,7 @@ export function registerNotifications(program: Command): void {
   dataCommand(addPageOptions(addFilterOptions(subcommand(notifications, 'list', 'list notifications (newest first)'), `only this status: ${STATUSES}`)), {
     access: 'read',
     input: (cmd, flags: PageFlags & FilterFlags) => validate(cmd, s.notificationsQuery, { ...filterOf(flags), limit: flags.limit, cursor: flags.cursor }),
-    run: async (svc, query) => {
-      const page = await svc.notifications.list(query);
-      return { ...page, names: await svc.companies.names(page.items.map((n) => n.companyId)) };
-    },
+    run: (svc, query) => svc.notifications.list(query).then((page) => withNames(svc, page, page.items.map((n) => n.companyId))),
     output: s.page(s.notificationViewSchema),
     human: (page) =>
       listing(page, 'notifications', ['ID', 'COMPANY', 'TYPE', 'RESOURCE ID', 'STATUS', 'ATTEMPTS', 'RECEIVED', 'LAST ERROR'], (n) => [
@@ -79,10 +76,7 @@ export function registerNotifications(program: Command): void {
   dataCommand(subcommand(notifications, 'get', 'show one notification, with the body the marketplace sent and its timeline', 'id'), {
     access: 'read',
     input: (cmd, _flags, [id]) => validate(cmd, s.notificationParams, { id }),
-    run: async (svc, params) => {
-      const notification = await svc.notifications.get(params.id);
-      return { ...notification, names: await svc.companies.names([notification.companyId]) };
-    },
+    run: (svc, params) => svc.notifications.get(params.id).then((notification) => withNames(svc, notification, [notification.companyId])),
     output: s.notificationViewSchema,
     human: ({ names, ...notification }) => describeNotification(notification, names),
   });
@@ -192,10 +186,7 @@ export function registerResources(program: Command): void {
       access: 'read',
       input: (cmd, flags: PageFlags & { companyId?: string; type?: string }) =>
         validate(cmd, s.resourcesQuery, { companyId: flags.companyId, type: flags.type, limit: flags.limit, cursor: flags.cursor }),
-      run: async (svc, query) => {
-        const page = await svc.notifications.listResources(query);
-        return { ...page, names: await svc.companies.names(page.items.map((r) => r.companyId)) };
-      },
+      run: (svc, query) => svc.notifications.listResources(query).then((page) => withNames(svc, page, page.items.map((r) => r.companyId))),
       output: s.page(s.resourceViewSchema),
       human: (page) =>
         listing(page, 'resources', ['COMPANY', 'TYPE', 'RESOURCE ID', 'VERSION', 'GONE', 'FETCHED', 'HREF'], (r) => [
