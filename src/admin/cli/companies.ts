@@ -40,19 +40,10 @@ async function secrets(flags: SecretFlags): Promise<SecretFlags> {
   return Object.fromEntries(SECRET_FLAGS.map((k) => [k, flags[k] === '-' ? read : flags[k]]));
 }
 
-/** The `connection` object when any connection flag is given (the schema then names what is missing). */
+/** The `connection` object when any connection flag is given (the schema then names what is missing): each of its fields from the flag of that name. */
 function connectionOf(flags: ConnectionFlags, secret: SecretFlags): Record<string, unknown> | undefined {
-  const connection = {
-    profile: flags.profile,
-    authToken: secret.authToken,
-    product: flags.product,
-    apiVersion: flags.apiVersion,
-    tokenUrl: flags.tokenUrl,
-    clientId: flags.clientId,
-    clientSecret: secret.clientSecret,
-    clientSecretExpiresAt: flags.clientSecretExpiresAt,
-    baseUrls: flags.baseUrl,
-  };
+  const given: Record<string, unknown> = { ...flags, ...secret, baseUrls: flags.baseUrl };
+  const connection = Object.fromEntries(Object.keys(s.connectionBody.shape).map((field) => [field, given[field]]));
   return Object.values(connection).some((v) => v !== undefined) ? connection : undefined;
 }
 
