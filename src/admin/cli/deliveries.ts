@@ -37,7 +37,6 @@ function describeDelivery(d: DeliveryView, names: Map<string, string>, urls: Map
   return `${head}\n\nattempts:\n${table(['AT', 'ANSWER', 'TOOK', 'PROBE', 'URL', 'RESPONSE'], rows)}`;
 }
 
-// Over 80 lines on purpose: a registrar, one command after another, each a few lines; the helpers it shares sit above it.
 export function registerDeliveries(program: Command): void {
   const deliveries = group(program, 'deliveries', "a company's deliveries: each event sent to each destination, with every attempt; replay one");
 
