@@ -121,8 +121,8 @@ const REMOTE_CONTEXT = new Proxy({} as AdminContext, {
  * Runs fn on the services: against the admin API when the command is run with --url (or SKYHOOK_URL), else
  * on the admin context (same environment as `skyhook start`), which is always closed after.
  */
-export async function withServices<T>(access: Access, fn: (services: Services, context: AdminContext) => Promise<T>, cmd?: Command): Promise<T> {
-  const remote = cmd ? remoteOf(cmd) : null;
+export async function withServices<T>(access: Access, fn: (services: Services, context: AdminContext) => Promise<T>, cmd: Command): Promise<T> {
+  const remote = remoteOf(cmd);
   if (remote) return fn(remoteServices(remote), REMOTE_CONTEXT);
   // Imported here, so `skyhook --help` and the other commands do not load the database and queue code.
   const { openAdminContext } = await import('./context.js');
@@ -153,7 +153,7 @@ export function dataCommand<Input, Output extends Printed, Printed, Flags extend
      * What it answers may hold more than --json prints (company names, say): `output` keeps its own fields.
      * A `write` command's change writes `audit`, its entry (against an admin API, the server writes it).
      */
-    run: (services: Services, input: Input, context: AdminContext, audit: Audit) => Promise<Output>;
+    run: (services: Services, input: Input, audit: Audit) => Promise<Output>;
     output: z.ZodType<Printed>;
     human: (output: Output, input: Input, flags: Flags) => string;
   },
@@ -167,8 +167,8 @@ export function dataCommand<Input, Output extends Printed, Printed, Flags extend
       const local = remoteOf(command) === null;
       const output = await withServices(
         spec.access,
-        (services, context) =>
-          spec.access === 'write' && local ? auditedRun(services.audit, command, flags, args, (audit) => spec.run(services, input, context, audit)) : spec.run(services, input, context, NO_ENTRY_HERE),
+        (services) =>
+          spec.access === 'write' && local ? auditedRun(services.audit, command, flags, args, (audit) => spec.run(services, input, audit)) : spec.run(services, input, NO_ENTRY_HERE),
         command,
       );
       process.stdout.write(flags.json ? `${JSON.stringify(spec.output.encode(output), null, 2)}\n` : `${spec.human(output, input, flags)}\n`);

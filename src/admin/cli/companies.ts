@@ -81,7 +81,7 @@ export function registerCompanies(program: Command): void {
         const secret = await secrets(flags);
         return validate(cmd, s.createCompanyBody, { name: flags.name, apiBaseUrl: flags.apiBaseUrl, apiToken: secret.apiToken, connection: connectionOf(flags, secret) });
       },
-      run: (svc, body, _context, audit) => svc.companies.create(body, audit),
+      run: (svc, body, audit) => svc.companies.create(body, audit),
       output: s.companyViewSchema,
       human: (company) => `created company ${company.id}; ${checked(company)}\n${keyValues(company)}`,
     },
@@ -133,7 +133,7 @@ export function registerCompanies(program: Command): void {
         const fetchConcurrency = limit === undefined ? undefined : limit === 'default' ? null : /^\d+$/.test(limit) ? Number(limit) : limit;
         return validateBoth(cmd, [s.companyIdParams, { companyId }], [s.patchCompanyBody, { name: flags.name, apiToken: secret.apiToken, connection, fetchConcurrency }]);
       },
-      run: (svc, [params, patch], _context, audit) => svc.companies.update(params.companyId, patch, audit),
+      run: (svc, [params, patch], audit) => svc.companies.update(params.companyId, patch, audit),
       output: s.companyViewSchema,
       human: (company, [, patch]) => `updated company ${company.id}${patch.apiToken !== undefined || patch.connection !== undefined ? `; ${checked(company)}` : ''}\n${keyValues(company)}`,
     },
@@ -144,7 +144,7 @@ export function registerCompanies(program: Command): void {
     {
       access: 'write',
       input: (cmd, flags: JsonFlag & { force?: boolean }, [companyId]) => ({ ...validate(cmd, s.companyIdParams, { companyId }), force: flags.force }),
-      run: (svc, input, _context, audit) => svc.deletions.deleteCompany(input.companyId, { force: input.force }, audit),
+      run: (svc, input, audit) => svc.deletions.deleteCompany(input.companyId, { force: input.force }, audit),
       output: s.deletedSchema,
       human: (deleted, input) => `deleted company ${input.companyId}${remaining(deleted)}`,
     },

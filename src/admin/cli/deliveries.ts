@@ -87,7 +87,7 @@ export function registerDeliveries(program: Command): void {
   dataCommand(subcommand(deliveries, 'replay', 'send one delivery again, with the same webhook-id, outside its resource\'s order (a pending one cannot be: exit 1)', 'companyId', 'deliveryId'), {
     access: 'write',
     input: (cmd, _flags, [companyId, deliveryId]) => validate(cmd, s.deliveryParams, { companyId, deliveryId: deliveryIdOf(deliveryId!) }),
-    run: (svc, params, _context, audit) => svc.destinations.replayDelivery(params.companyId, params.deliveryId, audit),
+    run: (svc, params, audit) => svc.destinations.replayDelivery(params.companyId, params.deliveryId, audit),
     output: s.deliveryViewSchema,
     human: (d) => `replayed delivery ${d.id} (${d.webhookId}): now ${d.status}; it is sent again with the same webhook-id`,
   });

@@ -86,7 +86,7 @@ export function registerDestinations(program: Command): void {
       access: 'write',
       input: (cmd, flags: JsonFlag & FilterFlags & LimitFlags & { url?: string; description?: string; inactive?: boolean }, [companyId]) =>
         validateBoth(cmd, [s.companyIdParams, { companyId }], [s.createDestinationBody, { url: flags.url, description: flags.description, filter: filterOf(flags), active: flags.inactive ? false : undefined, ...limitsOf(flags) }]),
-      run: async (svc, [params, body], _context, audit) => withNames(svc, await svc.destinations.create(params.companyId, body, audit), [params.companyId]),
+      run: async (svc, [params, body], audit) => withNames(svc, await svc.destinations.create(params.companyId, body, audit), [params.companyId]),
       output: s.destinationWithSecretSchema,
       human: ({ secret, names, ...d }) => `created destination ${d.id} -> ${d.url}\nsecret: ${secret}\n${STORE_IT}\n\n${describeDestination(d, names)}`,
     },
@@ -152,7 +152,7 @@ export function registerDestinations(program: Command): void {
         const given = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
         return validateBoth(cmd, [s.destinationParams, { companyId, destinationId }], [s.patchDestinationBody, given]);
       },
-      run: async (svc, [params, patch], _context, audit) => {
+      run: async (svc, [params, patch], audit) => {
         // The API replaces the whole filter: a flag for one list keeps the other as it is.
         const filter = patch.filter;
         if (filter && (filter.resourceTypes === undefined || filter.eventTypes === undefined)) {
@@ -192,7 +192,7 @@ export function registerDestinations(program: Command): void {
     // Nothing is stored, but a request goes out: in the audit log, as a call.
     access: 'write',
     input: (cmd, _flags, [companyId, destinationId]) => validate(cmd, s.destinationParams, { companyId, destinationId }),
-    run: async (svc, params, _context, audit) => {
+    run: async (svc, params, audit) => {
       const attempt = await svc.destinations.test(params.companyId, params.destinationId, audit);
       if (!attempt.delivered) process.exitCode = 1;
       return attempt;
@@ -213,7 +213,7 @@ export function registerDestinations(program: Command): void {
       access: 'write',
       input: (cmd, flags: JsonFlag & { since?: string; status?: string; dryRun?: boolean }, [companyId, destinationId]) =>
         validateBoth(cmd, [s.destinationParams, { companyId, destinationId }], [s.destinationReplayBody, { since: flags.since, status: flags.status, dryRun: flags.dryRun }]),
-      run: (svc, [params, body], _context, audit) => svc.destinations.replay(params.companyId, params.destinationId, body, audit),
+      run: (svc, [params, body], audit) => svc.destinations.replay(params.companyId, params.destinationId, body, audit),
       output: s.replayedSchema,
       human: (result, [, body]) =>
         body?.dryRun ? `${result.matched} delivery(ies) match; nothing sent (dry run)` : `replayed ${result.replayed} of ${result.matched} matching delivery(ies): each is sent again with its webhook-id`,

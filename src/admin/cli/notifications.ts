@@ -46,7 +46,7 @@ export function registerNotifications(program: Command): void {
     {
       access: 'write',
       input: (cmd, _flags, [companyId]) => validate(cmd, s.companyIdParams, { companyId }),
-      run: (svc, params, _context, audit) => svc.notifications.resync(params.companyId, audit),
+      run: (svc, params, audit) => svc.notifications.resync(params.companyId, audit),
       output: s.resyncViewSchema,
       human: (r) =>
         `queued ${r.queued} of ${r.resources} resource(s) to be fetched again through the company's gate` +
@@ -84,7 +84,7 @@ export function registerNotifications(program: Command): void {
   dataCommand(subcommand(notifications, 'replay', 'fetch the resource of one notification again (a discarded one cannot be replayed)', 'id'), {
     access: 'write',
     input: (cmd, _flags, [id]) => validate(cmd, s.notificationParams, { id }),
-    run: (svc, params, _context, audit) => svc.notifications.replay(params.id, audit),
+    run: (svc, params, audit) => svc.notifications.replay(params.id, audit),
     output: s.replayedNotificationSchema,
     human: (notification) => `replayed notification ${notification.id}: now ${notification.status}${notification.note ? `\n${notification.note}` : ''}`,
   });
@@ -101,7 +101,7 @@ export function registerNotifications(program: Command): void {
       // The API takes this filter as a JSON body, so the limit is a number there, not query text.
       input: (cmd, flags: JsonFlag & FilterFlags & { limit?: string; dryRun?: boolean }) =>
         validate(cmd, s.replayBody, { ...filterOf(flags), limit: numberText(flags.limit), dryRun: flags.dryRun }),
-      run: (svc, filter, _context, audit) => svc.notifications.replayMatching(filter, audit),
+      run: (svc, filter, audit) => svc.notifications.replayMatching(filter, audit),
       output: s.replayedSchema,
       human: (result, filter) =>
         filter.dryRun ? `${result.matched} notification(s) match; nothing replayed (dry run)` : `replayed ${result.replayed} of ${result.matched} matching notification(s)`,
