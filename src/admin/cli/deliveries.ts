@@ -3,13 +3,10 @@ import type { Command } from 'commander';
 import * as s from '../../services/schemas.js';
 import type { DeliveryView } from '../../services/views.js';
 import { addPageOptions, dataCommand, group, subcommand, validate, validateBoth, type PageFlags } from './command.js';
-import { companyLabel, keyValues, listing, shortTime, table, truncate, yesNo } from './output.js';
+import { keyValues, labelled, listing, shortTime, table, truncate, yesNo } from './output.js';
 
 /** A delivery id as given: its number, or its webhook-id (`msg_42`), which is what a receiver logs. */
 const deliveryIdOf = (given: string) => given.replace(/^msg_(?=\d+$)/, '');
-
-/** `url (uuid)`: a destination as tables show it. */
-const destinationLabel = (urls: Map<string, string>, id: string) => (urls.has(id) ? `${urls.get(id)} (${id})` : id);
 
 const resourceText = (d: DeliveryView) => `${d.resource.type} ${d.resource.id} v${d.resource.version}`;
 
@@ -18,8 +15,8 @@ function describeDelivery(d: DeliveryView, names: Map<string, string>, urls: Map
   const head = keyValues({
     id: d.id,
     'webhook-id': d.webhookId,
-    company: companyLabel(names, d.companyId),
-    destination: destinationLabel(urls, d.destinationId),
+    company: labelled(names, d.companyId),
+    destination: labelled(urls, d.destinationId),
     event: d.eventId,
     resource: `${resourceText(d)} (${d.resource.href})`,
     status: `${d.status}${d.replay ? ' (a replay: outside its resource\'s order)' : ''}`,

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import * as s from '../../services/schemas.js';
 import type { DestinationView } from '../../services/views.js';
 import { addPageOptions, auditedRun, dataCommand, execute, group, list, numberText, subcommand, UsageError, validate, validateBoth, withNames, withServices, type JsonFlag, type PageFlags } from './command.js';
-import { companyLabel, keyValues, listing, shortTime, truncate } from './output.js';
+import { keyValues, labelled, listing, shortTime, truncate } from './output.js';
 
 /** A destination's one state in a cell: its status, since or until when, why, by whom. */
 export function stateText(state: DestinationView['state']): string {
@@ -21,7 +21,7 @@ function describeDestination(d: DestinationView, names: Map<string, string>): st
   const { stats, limits } = d;
   return keyValues({
     id: d.id,
-    company: companyLabel(names, d.companyId),
+    company: labelled(names, d.companyId),
     url: d.url,
     description: d.description || '-',
     state: stateText(d.state),

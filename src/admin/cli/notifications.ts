@@ -6,7 +6,7 @@ import { describeError } from '../../lib/error-reporter.js';
 import * as s from '../../services/schemas.js';
 import { addPageOptions, dataCommand, execute, group, numberText, subcommand, validate, withNames, withServices, type JsonFlag, type PageFlags } from './command.js';
 import type { AdminContext } from './context.js';
-import { companyLabel, keyValues, listing, shortTime, table, truncate, yesNo } from './output.js';
+import { keyValues, labelled, listing, shortTime, table, truncate, yesNo } from './output.js';
 
 const STATUSES = s.notificationStatus.options.join(', ');
 /** What replay-all selects without flags: the schema's defaults. */
@@ -63,7 +63,7 @@ export function registerNotifications(program: Command): void {
     human: (page) =>
       listing(page, 'notifications', ['ID', 'COMPANY', 'TYPE', 'RESOURCE ID', 'STATUS', 'ATTEMPTS', 'RECEIVED', 'LAST ERROR'], (n) => [
         n.id,
-        companyLabel(page.names, n.companyId),
+        labelled(page.names, n.companyId),
         n.type,
         n.resourceId,
         n.status,
@@ -135,7 +135,7 @@ async function tail(svc: Services, context: AdminContext, filter: { companyId?: 
   stream.subscribe(filter, {
     event: (e) => {
       if (json) return void process.stdout.write(`${JSON.stringify(e)}\n`);
-      const print = () => process.stdout.write(`${shortTime(e.at)}  ${companyLabel(names, e.companyId)}  #${e.id}  ${e.type} ${e.resourceId}  ${e.status}\n`);
+      const print = () => process.stdout.write(`${shortTime(e.at)}  ${labelled(names, e.companyId)}  #${e.id}  ${e.type} ${e.resourceId}  ${e.status}\n`);
       if (names.has(e.companyId)) return void print();
       void svc.companies.names([e.companyId]).then((found) => {
         for (const [id, name] of found) names.set(id, name);
@@ -155,7 +155,7 @@ async function tail(svc: Services, context: AdminContext, filter: { companyId?: 
 /** One notification as aligned key-value lines, then its timeline as a small table. */
 function describeNotification(n: NotificationView, names: Map<string, string>): string {
   const { timeline = [], ...fields } = n;
-  const head = keyValues({ ...fields, companyId: companyLabel(names, n.companyId) });
+  const head = keyValues({ ...fields, companyId: labelled(names, n.companyId) });
   if (timeline.length === 0) return head;
   const rows = timeline.map((e) => [shortTime(e.at), e.kind, timelineDetail(e)]);
   return `${head}\n\ntimeline:\n${table(['AT', 'WHAT', 'DETAIL'], rows)}`;
@@ -190,7 +190,7 @@ export function registerResources(program: Command): void {
       output: s.page(s.resourceViewSchema),
       human: (page) =>
         listing(page, 'resources', ['COMPANY', 'TYPE', 'RESOURCE ID', 'VERSION', 'GONE', 'FETCHED', 'HREF'], (r) => [
-          companyLabel(page.names, r.companyId),
+          labelled(page.names, r.companyId),
           r.type,
           r.resourceId,
           String(r.version),
