@@ -2,8 +2,7 @@
 import type { Command } from 'commander';
 import * as s from '../../services/schemas.js';
 import { addPageOptions, dataCommand, group, readStdin, subcommand, UsageError, validate, validateBoth, type JsonFlag, type PageFlags } from './command.js';
-import type { CompanyView } from '../../services/views.js';
-import { keyValues, listing, shortTime } from './output.js';
+import { keyValues, listing, shortTime, whenText } from './output.js';
 
 /** --force of the delete commands, and what a forced delete left active on the marketplace. */
 export const FORCE_HELP = 'delete here even if the marketplace refuses to deactivate the webhook settings (they stay active there)';
@@ -13,10 +12,6 @@ export const remaining = (deleted: { remainingRemoteSettings: { remoteId: string
 /** The secret flags: `-` reads one from stdin, keeping it out of the shell history. */
 const SECRET_FLAGS = ['apiToken', 'authToken', 'clientSecret'] as const;
 type SecretFlags = Partial<Record<(typeof SECRET_FLAGS)[number], string>>;
-
-/** A company's state in one cell: its status, and until or since when. */
-const stateText = (state: CompanyView['state']): string =>
-  state.until ? `${state.status} until ${shortTime(state.until)}` : state.since ? `${state.status} since ${shortTime(state.since)}` : state.status;
 
 /** The connection flags, the same for create and update. */
 interface ConnectionFlags extends SecretFlags {
@@ -96,7 +91,7 @@ export function registerCompanies(program: Command): void {
       listing(page, 'companies', ['ID', 'NAME', 'STATE', 'FETCHES', 'PARKED', 'API BASE URL', 'PROFILE', 'CREATED', 'WARNINGS'], (c) => [
         c.id,
         c.name,
-        stateText(c.state),
+        `${c.state.status}${whenText(c.state)}`,
         `${c.fetches.running}/${c.fetches.limit}`,
         String(c.fetches.parked),
         c.apiBaseUrl,

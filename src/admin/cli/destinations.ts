@@ -4,13 +4,12 @@ import { z } from 'zod';
 import * as s from '../../services/schemas.js';
 import type { DestinationView } from '../../services/views.js';
 import { addPageOptions, auditedRun, dataCommand, execute, group, list, numberText, subcommand, UsageError, validate, validateBoth, withNames, withServices, type JsonFlag, type PageFlags } from './command.js';
-import { keyValues, labelled, listing, shortTime, truncate } from './output.js';
+import { keyValues, labelled, listing, shortTime, truncate, whenText } from './output.js';
 
 /** A destination's one state in a cell: its status, since or until when, why, by whom. */
-export function stateText(state: DestinationView['state']): string {
-  const when = state.until ? ` until ${shortTime(state.until)}` : state.since ? ` since ${shortTime(state.since)}` : '';
+function stateText(state: DestinationView['state']): string {
   const by = state.by ? ` by ${state.by}` : '';
-  return `${state.status}${when}${by}${state.reason ? `: ${state.reason}` : ''}`;
+  return `${state.status}${whenText(state)}${by}${state.reason ? `: ${state.reason}` : ''}`;
 }
 
 const percent = (share: number | null) => (share === null ? '-' : `${Math.round(share * 1000) / 10} %`);
