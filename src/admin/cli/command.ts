@@ -22,7 +22,6 @@ import type { Services } from '../../services/index.js';
 import type { AdminContext } from './context.js';
 import { truncate } from './output.js';
 
-/** Failures while running exit with 1; usage errors with USAGE_EXIT_CODE (2). */
 const FAILURE_EXIT_CODE = 1;
 
 export interface JsonFlag {
