@@ -10,8 +10,8 @@ import { auditOf } from '../access/audit.js';
 import type { Services } from '../services/index.js';
 import * as s from '../services/schemas.js';
 import { documented, errors } from './documented.js';
+import { openEventStream } from './stream.js';
 
-const HEARTBEAT_MS = 15_000;
 /** A stream's client that reads slower than events come is ended past this (it resumes with Last-Event-ID). */
 const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 
@@ -146,15 +146,8 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
       // A page is read before the answer starts: a bad cursor or an unknown company is still answered a problem.
       await deps.events.page(req.params.companyId, after, 1);
       const res = reply.raw;
-      reply.hijack();
-      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-      res.write(`retry: 5000\n: events of company ${req.params.companyId}\n\n`);
       const ended = new AbortController();
-      const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), HEARTBEAT_MS);
-      req.raw.socket.on('close', () => {
-        clearInterval(heartbeat);
-        ended.abort();
-      });
+      const stopHeartbeat = openEventStream(req, reply, `events of company ${req.params.companyId}`, (text) => res.write(text), () => ended.abort());
       await deps.events
         .follow(
           req.params.companyId,
@@ -171,7 +164,7 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
           req.log.warn({ err: String(err), companyId: req.params.companyId }, 'the events stream ended on an error');
           res.destroy();
         })
-        .finally(() => clearInterval(heartbeat));
+        .finally(stopHeartbeat);
       return reply;
     },
   );

@@ -9,6 +9,8 @@ import type { NotificationStream } from '../services/notification-stream.js';
 
 const HEARTBEAT_MS = 15_000;
 const MAX_BUFFERED_BYTES = 1024 * 1024;
+/** x-accel-buffering: nginx and similar proxies buffer responses unless told not to. */
+const EVENT_STREAM_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' };
 /** How long a new client waits for the process's LISTEN connection before a 503. */
 const LISTENING_TIMEOUT_MS = 5_000;
 
@@ -38,19 +40,23 @@ export async function streamToClient(stream: NotificationStream, req: FastifyReq
     unsubscribe();
     throw err;
   });
+  const about = `${filter.notificationId ? ` of notification ${filter.notificationId}` : ''}${filter.companyId ? ` of company ${filter.companyId}` : ''}`;
+  openEventStream(req, reply, `streaming status changes${about}`, write, unsubscribe);
+  return reply;
+}
+
+/**
+ * Starts a Server-Sent Events answer, the reply's own from here on: its headers, `retry` and a first comment,
+ * then a heartbeat through `write` every HEARTBEAT_MS until the client goes (then `closed`) or the answered stop is called.
+ */
+export function openEventStream(req: FastifyRequest, reply: FastifyReply, comment: string, write: (text: string) => unknown, closed: () => void): () => void {
   reply.hijack();
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    // nginx and similar proxies buffer responses unless told not to.
-    'x-accel-buffering': 'no',
-  });
-  res.write(`retry: 5000\n: streaming status changes${filter.notificationId ? ` of notification ${filter.notificationId}` : ''}${filter.companyId ? ` of company ${filter.companyId}` : ''}\n\n`);
+  reply.raw.writeHead(200, EVENT_STREAM_HEADERS);
+  reply.raw.write(`retry: 5000\n: ${comment}\n\n`);
   const heartbeat = setInterval(() => write(': heartbeat\n\n'), HEARTBEAT_MS);
   req.raw.socket.on('close', () => {
     clearInterval(heartbeat);
-    unsubscribe();
+    closed();
   });
-  return reply;
+  return () => clearInterval(heartbeat);
 }

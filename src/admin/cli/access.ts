@@ -21,7 +21,7 @@ export function registerKeys(program: Command): void {
       access: 'write',
       input: (cmd, flags: JsonFlag & { name?: string; role?: string; companyId?: string; expiresAt?: string }) =>
         validate(cmd, s.createKeyBody, { name: flags.name, role: flags.role, companyId: flags.companyId, expiresAt: flags.expiresAt }),
-      run: (svc, body, _context, audit) => svc.keys.create({ ...body, expiresAt: body.expiresAt ? new Date(body.expiresAt) : null }, audit),
+      run: (svc, body, audit) => svc.keys.create({ ...body, expiresAt: body.expiresAt ? new Date(body.expiresAt) : null }, audit),
       output: s.keyWithSecretSchema,
       human: (made) => `created key ${made.id} (${made.role}${made.companyId ? ` of company ${made.companyId}` : ''})\n\n  ${made.key}\n\nKeep it now: it is not shown again. Send it as Authorization: Bearer <key>, or sign in to the console with it.`,
     },
@@ -38,7 +38,7 @@ export function registerKeys(program: Command): void {
   dataCommand(subcommand(keys, 'revoke', 'revoke a key at once (its console sessions end too); it stays listed', 'keyId'), {
     access: 'write',
     input: (cmd, _flags, [keyId]) => validate(cmd, s.keyParams, { keyId }),
-    run: (svc, params, _context, audit) => svc.keys.revoke(params.keyId, audit),
+    run: (svc, params, audit) => svc.keys.revoke(params.keyId, audit),
     output: s.keyViewSchema,
     human: (key) => `revoked key ${key.id}\n${keyValues(key)}`,
   });

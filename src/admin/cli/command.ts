@@ -22,7 +22,6 @@ import type { Services } from '../../services/index.js';
 import type { AdminContext } from './context.js';
 import { truncate } from './output.js';
 
-/** Failures while running exit with 1; usage errors with USAGE_EXIT_CODE (2). */
 const FAILURE_EXIT_CODE = 1;
 
 export interface JsonFlag {
@@ -76,23 +75,20 @@ export async function execute(cmd: Command, work: () => Promise<void>): Promise<
   try {
     await work();
   } catch (error) {
+    process.exitCode = error instanceof UsageError ? USAGE_EXIT_CODE : FAILURE_EXIT_CODE;
     if (error instanceof UsageError) {
       for (const line of error.lines) console.error(`skyhook: ${line}`);
-      process.exitCode = USAGE_EXIT_CODE;
     } else if (error instanceof Problem) {
       console.error(`skyhook: ${error.detail ?? error.title} (${error.status} ${error.title})`);
       // A field the command takes as a flag is named as the flag (apiBaseUrl -> --api-base-url).
       const flags = flagNames(cmd);
       for (const e of error.extra.errors ?? []) console.error(`  ${flagOf(flags, e.field.split('.')) ?? e.field}: ${e.message}`);
-      process.exitCode = FAILURE_EXIT_CODE;
     } else if (error instanceof DatabaseStartError && error.unavailable) {
       // Said as `npm run demo` says it: which one, where, and the command that starts it.
       const lines = howToStart([{ name: 'PostgreSQL', variable: 'DATABASE_URL', ...unreachableAt(error.url), why: describeError(error.cause) }]);
       for (const line of lines) console.error(line === '' ? '' : `skyhook: ${line}`);
-      process.exitCode = FAILURE_EXIT_CODE;
     } else {
       console.error(`skyhook: ${describeError(error)}`);
-      process.exitCode = FAILURE_EXIT_CODE;
     }
   }
 }
@@ -124,8 +120,8 @@ const REMOTE_CONTEXT = new Proxy({} as AdminContext, {
  * Runs fn on the services: against the admin API when the command is run with --url (or SKYHOOK_URL), else
  * on the admin context (same environment as `skyhook start`), which is always closed after.
  */
-export async function withServices<T>(access: Access, fn: (services: Services, context: AdminContext) => Promise<T>, cmd?: Command): Promise<T> {
-  const remote = cmd ? remoteOf(cmd) : null;
+export async function withServices<T>(access: Access, fn: (services: Services, context: AdminContext) => Promise<T>, cmd: Command): Promise<T> {
+  const remote = remoteOf(cmd);
   if (remote) return fn(remoteServices(remote), REMOTE_CONTEXT);
   // Imported here, so `skyhook --help` and the other commands do not load the database and queue code.
   const { openAdminContext } = await import('./context.js');
@@ -135,6 +131,11 @@ export async function withServices<T>(access: Access, fn: (services: Services, c
   } finally {
     await context.close();
   }
+}
+
+/** A view with the names of its companies beside it, for `human` to print (the `output` schema leaves them out of --json). */
+export async function withNames<T extends object>(services: Services, view: T, companyIds: string[]): Promise<T & { names: Map<string, string> }> {
+  return { ...view, names: await services.companies.names(companyIds) };
 }
 
 /**
@@ -151,7 +152,7 @@ export function dataCommand<Input, Output extends Printed, Printed, Flags extend
      * What it answers may hold more than --json prints (company names, say): `output` keeps its own fields.
      * A `write` command's change writes `audit`, its entry (against an admin API, the server writes it).
      */
-    run: (services: Services, input: Input, context: AdminContext, audit: Audit) => Promise<Output>;
+    run: (services: Services, input: Input, audit: Audit) => Promise<Output>;
     output: z.ZodType<Printed>;
     human: (output: Output, input: Input, flags: Flags) => string;
   },
@@ -165,8 +166,8 @@ export function dataCommand<Input, Output extends Printed, Printed, Flags extend
       const local = remoteOf(command) === null;
       const output = await withServices(
         spec.access,
-        (services, context) =>
-          spec.access === 'write' && local ? auditedRun(services.audit, command, flags, args, (audit) => spec.run(services, input, context, audit)) : spec.run(services, input, context, NO_ENTRY_HERE),
+        (services) =>
+          spec.access === 'write' && local ? auditedRun(services.audit, command, flags, args, (audit) => spec.run(services, input, audit)) : spec.run(services, input, NO_ENTRY_HERE),
         command,
       );
       process.stdout.write(flags.json ? `${JSON.stringify(spec.output.encode(output), null, 2)}\n` : `${spec.human(output, input, flags)}\n`);
@@ -191,11 +192,8 @@ function localActor(): Actor {
  * the command access write), or any command against an admin API (the server writes the entry; the remote
  * services never use this one).
  */
-const NO_ENTRY_HERE: Audit = {
-  by: 'cli',
-  change: () => Promise.reject(new Error('this command writes no audit entry here: a read command makes no change')),
-  call: () => Promise.reject(new Error('this command writes no audit entry here: a read command makes no change')),
-};
+const writesNoEntry = () => Promise.reject(new Error('this command writes no audit entry here: a read command makes no change'));
+const NO_ENTRY_HERE: Audit = { by: 'cli', change: writesNoEntry, call: writesNoEntry };
 
 /**
  * A change made by a command, in the audit log: its entry opened here (the command, its arguments, as the

@@ -2,8 +2,7 @@
 import type { Command } from 'commander';
 import * as s from '../../services/schemas.js';
 import { addPageOptions, dataCommand, group, readStdin, subcommand, UsageError, validate, validateBoth, type JsonFlag, type PageFlags } from './command.js';
-import type { CompanyView } from '../../services/views.js';
-import { keyValues, listing, shortTime } from './output.js';
+import { keyValues, listing, shortTime, whenText } from './output.js';
 
 /** --force of the delete commands, and what a forced delete left active on the marketplace. */
 export const FORCE_HELP = 'delete here even if the marketplace refuses to deactivate the webhook settings (they stay active there)';
@@ -13,10 +12,6 @@ export const remaining = (deleted: { remainingRemoteSettings: { remoteId: string
 /** The secret flags: `-` reads one from stdin, keeping it out of the shell history. */
 const SECRET_FLAGS = ['apiToken', 'authToken', 'clientSecret'] as const;
 type SecretFlags = Partial<Record<(typeof SECRET_FLAGS)[number], string>>;
-
-/** A company's state in one cell: its status, and until or since when. */
-const stateText = (state: CompanyView['state']): string =>
-  state.until ? `${state.status} until ${shortTime(state.until)}` : state.since ? `${state.status} since ${shortTime(state.since)}` : state.status;
 
 /** The connection flags, the same for create and update. */
 interface ConnectionFlags extends SecretFlags {
@@ -40,19 +35,10 @@ async function secrets(flags: SecretFlags): Promise<SecretFlags> {
   return Object.fromEntries(SECRET_FLAGS.map((k) => [k, flags[k] === '-' ? read : flags[k]]));
 }
 
-/** The `connection` object when any connection flag is given (the schema then names what is missing). */
+/** The `connection` object when any connection flag is given (the schema then names what is missing): each of its fields from the flag of that name. */
 function connectionOf(flags: ConnectionFlags, secret: SecretFlags): Record<string, unknown> | undefined {
-  const connection = {
-    profile: flags.profile,
-    authToken: secret.authToken,
-    product: flags.product,
-    apiVersion: flags.apiVersion,
-    tokenUrl: flags.tokenUrl,
-    clientId: flags.clientId,
-    clientSecret: secret.clientSecret,
-    clientSecretExpiresAt: flags.clientSecretExpiresAt,
-    baseUrls: flags.baseUrl,
-  };
+  const given: Record<string, unknown> = { ...flags, ...secret, baseUrls: flags.baseUrl };
+  const connection = Object.fromEntries(Object.keys(s.connectionBody.shape).map((field) => [field, given[field]]));
   return Object.values(connection).some((v) => v !== undefined) ? connection : undefined;
 }
 
@@ -90,7 +76,7 @@ export function registerCompanies(program: Command): void {
         const secret = await secrets(flags);
         return validate(cmd, s.createCompanyBody, { name: flags.name, apiBaseUrl: flags.apiBaseUrl, apiToken: secret.apiToken, connection: connectionOf(flags, secret) });
       },
-      run: (svc, body, _context, audit) => svc.companies.create(body, audit),
+      run: (svc, body, audit) => svc.companies.create(body, audit),
       output: s.companyViewSchema,
       human: (company) => `created company ${company.id}; ${checked(company)}\n${keyValues(company)}`,
     },
@@ -105,7 +91,7 @@ export function registerCompanies(program: Command): void {
       listing(page, 'companies', ['ID', 'NAME', 'STATE', 'FETCHES', 'PARKED', 'API BASE URL', 'PROFILE', 'CREATED', 'WARNINGS'], (c) => [
         c.id,
         c.name,
-        stateText(c.state),
+        `${c.state.status}${whenText(c.state)}`,
         `${c.fetches.running}/${c.fetches.limit}`,
         String(c.fetches.parked),
         c.apiBaseUrl,
@@ -142,7 +128,7 @@ export function registerCompanies(program: Command): void {
         const fetchConcurrency = limit === undefined ? undefined : limit === 'default' ? null : /^\d+$/.test(limit) ? Number(limit) : limit;
         return validateBoth(cmd, [s.companyIdParams, { companyId }], [s.patchCompanyBody, { name: flags.name, apiToken: secret.apiToken, connection, fetchConcurrency }]);
       },
-      run: (svc, [params, patch], _context, audit) => svc.companies.update(params.companyId, patch, audit),
+      run: (svc, [params, patch], audit) => svc.companies.update(params.companyId, patch, audit),
       output: s.companyViewSchema,
       human: (company, [, patch]) => `updated company ${company.id}${patch.apiToken !== undefined || patch.connection !== undefined ? `; ${checked(company)}` : ''}\n${keyValues(company)}`,
     },
@@ -153,7 +139,7 @@ export function registerCompanies(program: Command): void {
     {
       access: 'write',
       input: (cmd, flags: JsonFlag & { force?: boolean }, [companyId]) => ({ ...validate(cmd, s.companyIdParams, { companyId }), force: flags.force }),
-      run: (svc, input, _context, audit) => svc.deletions.deleteCompany(input.companyId, { force: input.force }, audit),
+      run: (svc, input, audit) => svc.deletions.deleteCompany(input.companyId, { force: input.force }, audit),
       output: s.deletedSchema,
       human: (deleted, input) => `deleted company ${input.companyId}${remaining(deleted)}`,
     },

@@ -37,6 +37,9 @@ function cleanupNote(err: unknown): void {
   process.stderr.write(`skyhook: note: the call's row could not be settled (${describeError(err)}): it stays sending, and a repeat takes it over once stale\n`);
 }
 
+/** What a command that only reads is given to queue with. */
+const queuesNothing = () => Promise.reject(new Error('a command that only reads queues nothing'));
+
 /** That Redis is out of reach and what follows, said once on stderr (stdout may be a --json document). */
 function redisNote(consequence: string): (err: unknown) => void {
   let said = false;
@@ -80,12 +83,9 @@ function destinationParts(config: Config, handle: DbHandle, redis: RedisClient, 
   const gate = new Gate(redis, config.queuePrefix, 'destination', destinationGateOptions());
   const queue = opts.queue ? createDeliveryQueue(redis, config.queuePrefix) : undefined;
   queue?.on('error', onGateError);
-  const states = createDestinationStates({ db: handle.db, gate, wake: async (key) => enqueuer?.enqueue([key]), schedule: config.delivery.schedule, log, onGateError });
   const enqueuer = queue && new DeliveryEnqueuer(queue, gate, 2000);
-  const enqueue = async (keys: Parameters<DeliveryEnqueuer['enqueue']>[0]) => {
-    if (!enqueuer) throw new Error('a command that only reads queues nothing');
-    await enqueuer.enqueue(keys);
-  };
+  const states = createDestinationStates({ db: handle.db, gate, wake: async (key) => enqueuer?.enqueue([key]), schedule: config.delivery.schedule, log, onGateError });
+  const enqueue = enqueuer ? (keys: Parameters<DeliveryEnqueuer['enqueue']>[0]) => enqueuer.enqueue(keys) : queuesNothing;
   const views: Gate['views'] = async (ids) => (await opts.ready?.(), gate.views(ids));
   return { parts: { states, gate: { views }, enqueue }, close: async () => queue?.close() };
 }
@@ -104,7 +104,7 @@ export async function openAdminContext(env: Record<string, string | undefined>, 
       await handle.pool.end();
       throw new DatabaseStartError(config.databaseUrl, err);
     });
-    const readOnly = { enqueue: () => Promise.reject(new Error('a command that only reads queues nothing')) };
+    const readOnly = { enqueue: queuesNothing };
     // The companies' states read their gates in Redis; without Redis they show what PostgreSQL knows.
     const gateNote = redisNote('company states show what PostgreSQL knows');
     const redis = connectRedis(config, 'producer', 'skyhook-cli');

@@ -3,13 +3,10 @@ import type { Command } from 'commander';
 import * as s from '../../services/schemas.js';
 import type { DeliveryView } from '../../services/views.js';
 import { addPageOptions, dataCommand, group, subcommand, validate, validateBoth, type PageFlags } from './command.js';
-import { companyLabel, keyValues, listing, shortTime, table, truncate, yesNo } from './output.js';
+import { keyValues, labelled, listing, shortTime, table, truncate, yesNo } from './output.js';
 
 /** A delivery id as given: its number, or its webhook-id (`msg_42`), which is what a receiver logs. */
 const deliveryIdOf = (given: string) => given.replace(/^msg_(?=\d+$)/, '');
-
-/** `url (uuid)`: a destination as tables show it. */
-const destinationLabel = (urls: Map<string, string>, id: string) => (urls.has(id) ? `${urls.get(id)} (${id})` : id);
 
 const resourceText = (d: DeliveryView) => `${d.resource.type} ${d.resource.id} v${d.resource.version}`;
 
@@ -18,8 +15,8 @@ function describeDelivery(d: DeliveryView, names: Map<string, string>, urls: Map
   const head = keyValues({
     id: d.id,
     'webhook-id': d.webhookId,
-    company: companyLabel(names, d.companyId),
-    destination: destinationLabel(urls, d.destinationId),
+    company: labelled(names, d.companyId),
+    destination: labelled(urls, d.destinationId),
     event: d.eventId,
     resource: `${resourceText(d)} (${d.resource.href})`,
     status: `${d.status}${d.replay ? ' (a replay: outside its resource\'s order)' : ''}`,
@@ -37,7 +34,6 @@ function describeDelivery(d: DeliveryView, names: Map<string, string>, urls: Map
   return `${head}\n\nattempts:\n${table(['AT', 'ANSWER', 'TOOK', 'PROBE', 'URL', 'RESPONSE'], rows)}`;
 }
 
-// Over 80 lines on purpose: a registrar, one command after another, each a few lines; the helpers it shares sit above it.
 export function registerDeliveries(program: Command): void {
   const deliveries = group(program, 'deliveries', "a company's deliveries: each event sent to each destination, with every attempt; replay one");
 
@@ -88,7 +84,7 @@ export function registerDeliveries(program: Command): void {
   dataCommand(subcommand(deliveries, 'replay', 'send one delivery again, with the same webhook-id, outside its resource\'s order (a pending one cannot be: exit 1)', 'companyId', 'deliveryId'), {
     access: 'write',
     input: (cmd, _flags, [companyId, deliveryId]) => validate(cmd, s.deliveryParams, { companyId, deliveryId: deliveryIdOf(deliveryId!) }),
-    run: (svc, params, _context, audit) => svc.destinations.replayDelivery(params.companyId, params.deliveryId, audit),
+    run: (svc, params, audit) => svc.destinations.replayDelivery(params.companyId, params.deliveryId, audit),
     output: s.deliveryViewSchema,
     human: (d) => `replayed delivery ${d.id} (${d.webhookId}): now ${d.status}; it is sent again with the same webhook-id`,
   });

@@ -3,15 +3,13 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import * as s from '../../services/schemas.js';
 import type { DestinationView } from '../../services/views.js';
-import { addPageOptions, auditedRun, dataCommand, execute, group, list, numberText, subcommand, UsageError, validate, validateBoth, withServices, type JsonFlag, type PageFlags } from './command.js';
-import { companyLabel, keyValues, listing, shortTime, truncate } from './output.js';
-
+import { addPageOptions, auditedRun, dataCommand, execute, group, list, numberText, subcommand, UsageError, validate, validateBoth, withNames, withServices, type JsonFlag, type PageFlags } from './command.js';
+import { keyValues, labelled, listing, shortTime, truncate, whenText } from './output.js';
 
 /** A destination's one state in a cell: its status, since or until when, why, by whom. */
-export function stateText(state: DestinationView['state']): string {
-  const when = state.until ? ` until ${shortTime(state.until)}` : state.since ? ` since ${shortTime(state.since)}` : '';
+function stateText(state: DestinationView['state']): string {
   const by = state.by ? ` by ${state.by}` : '';
-  return `${state.status}${when}${by}${state.reason ? `: ${state.reason}` : ''}`;
+  return `${state.status}${whenText(state)}${by}${state.reason ? `: ${state.reason}` : ''}`;
 }
 
 const percent = (share: number | null) => (share === null ? '-' : `${Math.round(share * 1000) / 10} %`);
@@ -22,7 +20,7 @@ function describeDestination(d: DestinationView, names: Map<string, string>): st
   const { stats, limits } = d;
   return keyValues({
     id: d.id,
-    company: companyLabel(names, d.companyId),
+    company: labelled(names, d.companyId),
     url: d.url,
     description: d.description || '-',
     state: stateText(d.state),
@@ -87,10 +85,7 @@ export function registerDestinations(program: Command): void {
       access: 'write',
       input: (cmd, flags: JsonFlag & FilterFlags & LimitFlags & { url?: string; description?: string; inactive?: boolean }, [companyId]) =>
         validateBoth(cmd, [s.companyIdParams, { companyId }], [s.createDestinationBody, { url: flags.url, description: flags.description, filter: filterOf(flags), active: flags.inactive ? false : undefined, ...limitsOf(flags) }]),
-      run: async (svc, [params, body], _context, audit) => {
-        const created = await svc.destinations.create(params.companyId, body, audit);
-        return { ...created, names: await svc.companies.names([params.companyId]) };
-      },
+      run: async (svc, [params, body], audit) => withNames(svc, await svc.destinations.create(params.companyId, body, audit), [params.companyId]),
       output: s.destinationWithSecretSchema,
       human: ({ secret, names, ...d }) => `created destination ${d.id} -> ${d.url}\nsecret: ${secret}\n${STORE_IT}\n\n${describeDestination(d, names)}`,
     },
@@ -118,7 +113,7 @@ export function registerDestinations(program: Command): void {
   dataCommand(subcommand(destinations, 'get', 'show one destination: its state, filter, limits and what its deliveries did', 'companyId', 'destinationId'), {
     access: 'read',
     input: (cmd, _flags, [companyId, destinationId]) => validate(cmd, s.destinationParams, { companyId, destinationId }),
-    run: async (svc, params) => ({ ...(await svc.destinations.get(params.companyId, params.destinationId)), names: await svc.companies.names([params.companyId]) }),
+    run: async (svc, params) => withNames(svc, await svc.destinations.get(params.companyId, params.destinationId), [params.companyId]),
     output: s.destinationViewSchema,
     human: ({ names, ...d }) => describeDestination(d, names),
   });
@@ -156,15 +151,14 @@ export function registerDestinations(program: Command): void {
         const given = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
         return validateBoth(cmd, [s.destinationParams, { companyId, destinationId }], [s.patchDestinationBody, given]);
       },
-      run: async (svc, [params, patch], _context, audit) => {
+      run: async (svc, [params, patch], audit) => {
         // The API replaces the whole filter: a flag for one list keeps the other as it is.
         const filter = patch.filter;
         if (filter && (filter.resourceTypes === undefined || filter.eventTypes === undefined)) {
           const current = await svc.destinations.get(params.companyId, params.destinationId);
           patch.filter = { resourceTypes: filter.resourceTypes === undefined ? current.filter.resourceTypes : filter.resourceTypes, eventTypes: filter.eventTypes === undefined ? current.filter.eventTypes : filter.eventTypes };
         }
-        const updated = await svc.destinations.update(params.companyId, params.destinationId, patch, audit);
-        return { ...updated, names: await svc.companies.names([params.companyId]) };
+        return withNames(svc, await svc.destinations.update(params.companyId, params.destinationId, patch, audit), [params.companyId]);
       },
       output: s.destinationViewSchema.extend({ secret: z.string().optional() }),
       human: ({ secret, names, ...d }) => {
@@ -197,7 +191,7 @@ export function registerDestinations(program: Command): void {
     // Nothing is stored, but a request goes out: in the audit log, as a call.
     access: 'write',
     input: (cmd, _flags, [companyId, destinationId]) => validate(cmd, s.destinationParams, { companyId, destinationId }),
-    run: async (svc, params, _context, audit) => {
+    run: async (svc, params, audit) => {
       const attempt = await svc.destinations.test(params.companyId, params.destinationId, audit);
       if (!attempt.delivered) process.exitCode = 1;
       return attempt;
@@ -218,7 +212,7 @@ export function registerDestinations(program: Command): void {
       access: 'write',
       input: (cmd, flags: JsonFlag & { since?: string; status?: string; dryRun?: boolean }, [companyId, destinationId]) =>
         validateBoth(cmd, [s.destinationParams, { companyId, destinationId }], [s.destinationReplayBody, { since: flags.since, status: flags.status, dryRun: flags.dryRun }]),
-      run: (svc, [params, body], _context, audit) => svc.destinations.replay(params.companyId, params.destinationId, body, audit),
+      run: (svc, [params, body], audit) => svc.destinations.replay(params.companyId, params.destinationId, body, audit),
       output: s.replayedSchema,
       human: (result, [, body]) =>
         body?.dryRun ? `${result.matched} delivery(ies) match; nothing sent (dry run)` : `replayed ${result.replayed} of ${result.matched} matching delivery(ies): each is sent again with its webhook-id`,

@@ -32,7 +32,7 @@ export function registerLeads(program: Command): void {
       access: 'write',
       input: (cmd, flags: RequestFlags, [companyId]) => fileRequest(cmd, flags, companyId, s.createLeadBody),
       // `created` says which text to print; --json prints the lead alone, as the admin API does.
-      run: (svc, [params, lead], _context, audit) => svc.leads.create(params.companyId, lead, audit).then(({ lead: stored, created }) => ({ ...stored, created })),
+      run: (svc, [params, lead], audit) => svc.leads.create(params.companyId, lead, audit).then(({ lead: stored, created }) => ({ ...stored, created })),
       output: s.leadViewSchema,
       human: (stored) =>
         stored.created
@@ -62,7 +62,7 @@ export function registerQuotes(program: Command): void {
     {
       access: 'write',
       input: (cmd, flags: RequestFlags, [companyId]) => fileRequest(cmd, flags, companyId, s.createQuoteBody),
-      run: (svc, [params, request], _context, audit) => svc.quotes.submit(params.companyId, request, audit).then(({ quote, created }) => ({ ...quote, created })),
+      run: (svc, [params, request], audit) => svc.quotes.submit(params.companyId, request, audit).then(({ quote, created }) => ({ ...quote, created })),
       output: s.quoteViewSchema,
       human: (quote) => {
         const ids = `tripmsgs ${quote.tripMessageId ?? '-'}, sellerQuote ${quote.sellerQuoteId ?? '-'}, lift ${quote.liftId ?? '-'}`;
@@ -107,7 +107,7 @@ export function registerDeclines(program: Command): void {
     {
       access: 'write',
       input: (cmd, flags: RequestFlags, [companyId]) => fileRequest(cmd, flags, companyId, s.createDeclineBody),
-      run: (svc, [params, request], _context, audit) => svc.declines.decline(params.companyId, request, audit).then(({ decline, created }) => ({ ...decline, created })),
+      run: (svc, [params, request], audit) => svc.declines.decline(params.companyId, request, audit).then(({ decline, created }) => ({ ...decline, created })),
       output: s.declineViewSchema,
       human: (d) =>
         d.created

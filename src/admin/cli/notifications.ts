@@ -4,9 +4,9 @@ import type { NotificationView, TimelineEntry } from '../../services/views.js';
 import type { Services } from '../../services/index.js';
 import { describeError } from '../../lib/error-reporter.js';
 import * as s from '../../services/schemas.js';
-import { addPageOptions, dataCommand, execute, group, numberText, subcommand, validate, withServices, type JsonFlag, type PageFlags } from './command.js';
+import { addPageOptions, dataCommand, execute, group, numberText, subcommand, validate, withNames, withServices, type JsonFlag, type PageFlags } from './command.js';
 import type { AdminContext } from './context.js';
-import { companyLabel, keyValues, listing, shortTime, table, truncate, yesNo } from './output.js';
+import { keyValues, labelled, listing, shortTime, table, truncate, yesNo } from './output.js';
 
 const STATUSES = s.notificationStatus.options.join(', ');
 /** What replay-all selects without flags: the schema's defaults. */
@@ -46,7 +46,7 @@ export function registerNotifications(program: Command): void {
     {
       access: 'write',
       input: (cmd, _flags, [companyId]) => validate(cmd, s.companyIdParams, { companyId }),
-      run: (svc, params, _context, audit) => svc.notifications.resync(params.companyId, audit),
+      run: (svc, params, audit) => svc.notifications.resync(params.companyId, audit),
       output: s.resyncViewSchema,
       human: (r) =>
         `queued ${r.queued} of ${r.resources} resource(s) to be fetched again through the company's gate` +
@@ -58,15 +58,12 @@ export function registerNotifications(program: Command): void {
   dataCommand(addPageOptions(addFilterOptions(subcommand(notifications, 'list', 'list notifications (newest first)'), `only this status: ${STATUSES}`)), {
     access: 'read',
     input: (cmd, flags: PageFlags & FilterFlags) => validate(cmd, s.notificationsQuery, { ...filterOf(flags), limit: flags.limit, cursor: flags.cursor }),
-    run: async (svc, query) => {
-      const page = await svc.notifications.list(query);
-      return { ...page, names: await svc.companies.names(page.items.map((n) => n.companyId)) };
-    },
+    run: (svc, query) => svc.notifications.list(query).then((page) => withNames(svc, page, page.items.map((n) => n.companyId))),
     output: s.page(s.notificationViewSchema),
     human: (page) =>
       listing(page, 'notifications', ['ID', 'COMPANY', 'TYPE', 'RESOURCE ID', 'STATUS', 'ATTEMPTS', 'RECEIVED', 'LAST ERROR'], (n) => [
         n.id,
-        companyLabel(page.names, n.companyId),
+        labelled(page.names, n.companyId),
         n.type,
         n.resourceId,
         n.status,
@@ -79,10 +76,7 @@ export function registerNotifications(program: Command): void {
   dataCommand(subcommand(notifications, 'get', 'show one notification, with the body the marketplace sent and its timeline', 'id'), {
     access: 'read',
     input: (cmd, _flags, [id]) => validate(cmd, s.notificationParams, { id }),
-    run: async (svc, params) => {
-      const notification = await svc.notifications.get(params.id);
-      return { ...notification, names: await svc.companies.names([notification.companyId]) };
-    },
+    run: (svc, params) => svc.notifications.get(params.id).then((notification) => withNames(svc, notification, [notification.companyId])),
     output: s.notificationViewSchema,
     human: ({ names, ...notification }) => describeNotification(notification, names),
   });
@@ -90,7 +84,7 @@ export function registerNotifications(program: Command): void {
   dataCommand(subcommand(notifications, 'replay', 'fetch the resource of one notification again (a discarded one cannot be replayed)', 'id'), {
     access: 'write',
     input: (cmd, _flags, [id]) => validate(cmd, s.notificationParams, { id }),
-    run: (svc, params, _context, audit) => svc.notifications.replay(params.id, audit),
+    run: (svc, params, audit) => svc.notifications.replay(params.id, audit),
     output: s.replayedNotificationSchema,
     human: (notification) => `replayed notification ${notification.id}: now ${notification.status}${notification.note ? `\n${notification.note}` : ''}`,
   });
@@ -107,7 +101,7 @@ export function registerNotifications(program: Command): void {
       // The API takes this filter as a JSON body, so the limit is a number there, not query text.
       input: (cmd, flags: JsonFlag & FilterFlags & { limit?: string; dryRun?: boolean }) =>
         validate(cmd, s.replayBody, { ...filterOf(flags), limit: numberText(flags.limit), dryRun: flags.dryRun }),
-      run: (svc, filter, _context, audit) => svc.notifications.replayMatching(filter, audit),
+      run: (svc, filter, audit) => svc.notifications.replayMatching(filter, audit),
       output: s.replayedSchema,
       human: (result, filter) =>
         filter.dryRun ? `${result.matched} notification(s) match; nothing replayed (dry run)` : `replayed ${result.replayed} of ${result.matched} matching notification(s)`,
@@ -141,7 +135,7 @@ async function tail(svc: Services, context: AdminContext, filter: { companyId?: 
   stream.subscribe(filter, {
     event: (e) => {
       if (json) return void process.stdout.write(`${JSON.stringify(e)}\n`);
-      const print = () => process.stdout.write(`${shortTime(e.at)}  ${companyLabel(names, e.companyId)}  #${e.id}  ${e.type} ${e.resourceId}  ${e.status}\n`);
+      const print = () => process.stdout.write(`${shortTime(e.at)}  ${labelled(names, e.companyId)}  #${e.id}  ${e.type} ${e.resourceId}  ${e.status}\n`);
       if (names.has(e.companyId)) return void print();
       void svc.companies.names([e.companyId]).then((found) => {
         for (const [id, name] of found) names.set(id, name);
@@ -161,7 +155,7 @@ async function tail(svc: Services, context: AdminContext, filter: { companyId?: 
 /** One notification as aligned key-value lines, then its timeline as a small table. */
 function describeNotification(n: NotificationView, names: Map<string, string>): string {
   const { timeline = [], ...fields } = n;
-  const head = keyValues({ ...fields, companyId: companyLabel(names, n.companyId) });
+  const head = keyValues({ ...fields, companyId: labelled(names, n.companyId) });
   if (timeline.length === 0) return head;
   const rows = timeline.map((e) => [shortTime(e.at), e.kind, timelineDetail(e)]);
   return `${head}\n\ntimeline:\n${table(['AT', 'WHAT', 'DETAIL'], rows)}`;
@@ -192,14 +186,11 @@ export function registerResources(program: Command): void {
       access: 'read',
       input: (cmd, flags: PageFlags & { companyId?: string; type?: string }) =>
         validate(cmd, s.resourcesQuery, { companyId: flags.companyId, type: flags.type, limit: flags.limit, cursor: flags.cursor }),
-      run: async (svc, query) => {
-        const page = await svc.notifications.listResources(query);
-        return { ...page, names: await svc.companies.names(page.items.map((r) => r.companyId)) };
-      },
+      run: (svc, query) => svc.notifications.listResources(query).then((page) => withNames(svc, page, page.items.map((r) => r.companyId))),
       output: s.page(s.resourceViewSchema),
       human: (page) =>
         listing(page, 'resources', ['COMPANY', 'TYPE', 'RESOURCE ID', 'VERSION', 'GONE', 'FETCHED', 'HREF'], (r) => [
-          companyLabel(page.names, r.companyId),
+          labelled(page.names, r.companyId),
           r.type,
           r.resourceId,
           String(r.version),

@@ -1,10 +1,13 @@
 /** How the CLI shows results to a person: short tables, aligned key-value lines, times to the second. */
 export const yesNo = (value: boolean): string => (value ? 'yes' : 'no');
 export const truncate = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
-/** `Name (uuid)`: a company as tables show it, its name beside its id. */
-export const companyLabel = (names: Map<string, string>, id: string): string => (names.has(id) ? `${names.get(id)} (${id})` : id);
+/** `Name (uuid)`: an id as tables show it, beside its name: a company's, or a destination's URL. */
+export const labelled = (names: Map<string, string>, id: string): string => (names.has(id) ? `${names.get(id)} (${id})` : id);
 /** 2024-05-01T12:00:03.123Z -> 2024-05-01 12:00:03Z */
 export const shortTime = (iso: string): string => iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+/** ` until <time>` or ` since <time>`, after a state's status: until when it lasts, or since when (nothing when neither is known). */
+export const whenText = (state: { since: string | null; until: string | null }): string =>
+  state.until ? ` until ${shortTime(state.until)}` : state.since ? ` since ${shortTime(state.since)}` : '';
 
 function display(value: unknown): string {
   if (value === null || value === undefined) return '-';

@@ -56,6 +56,10 @@ function client(target: { url: string; key: string }) {
 
 const enc = encodeURIComponent;
 
+/** One lookup per distinct id, as a map by id. */
+const byId = async (ids: string[], lookup: (id: string) => Promise<string>): Promise<Map<string, string>> =>
+  new Map(await Promise.all([...new Set(ids)].map(async (id) => [id, await lookup(id)] as const)));
+
 /** The services the CLI's commands call, each over the admin API. A command that needs more (a live tail) says it runs only locally. */
 export function remoteServices(target: { url: string; key: string }): Services {
   const call = client(target);
@@ -66,27 +70,22 @@ export function remoteServices(target: { url: string; key: string }): Services {
     const { status, json } = await call('POST', path, { body });
     return { view: json as never, created: status === 201 };
   };
-  const companyNames = async (ids: string[]) => {
-    const unique = [...new Set(ids)];
-    // A company the key cannot see is named by its id (a company key sees its own alone).
-    const name = (id: string) =>
-      get(`/companies/${enc(id)}`).then(
-        (c) => (c as { name: string }).name,
-        (err: unknown) => {
-          if (err instanceof Problem && err.status === 404) return id;
-          throw err;
-        },
-      );
-    const named = await Promise.all(unique.map(async (id) => [id, await name(id)] as const));
-    return new Map(named);
-  };
+  // A company the key cannot see is named by its id (a company key sees its own alone).
+  const companyName = (id: string) =>
+    get(`/companies/${enc(id)}`).then(
+      (c) => (c as { name: string }).name,
+      (err: unknown) => {
+        if (err instanceof Problem && err.status === 404) return id;
+        throw err;
+      },
+    );
   const services = {
     companies: {
       create: (body: unknown) => send('POST', '/companies', body),
       list: (q: Query) => get('/companies', q),
       get: (id: string) => get(`/companies/${enc(id)}`),
       update: (id: string, patch: unknown) => send('PATCH', `/companies/${enc(id)}`, patch),
-      names: companyNames,
+      names: (ids: string[]) => byId(ids, companyName),
     },
     deletions: {
       deleteCompany: async (id: string, opts: { force?: boolean }) => (await send('DELETE', `/companies/${enc(id)}`, undefined, { force: opts.force || undefined })) ?? { remainingRemoteSettings: [] },
@@ -133,10 +132,8 @@ export function remoteServices(target: { url: string; key: string }): Services {
       deliveries: (companyId: string, q: Query) => get(`/companies/${enc(companyId)}/deliveries`, q),
       delivery: (companyId: string, id: number) => get(`/companies/${enc(companyId)}/deliveries/${id}`),
       replayDelivery: (companyId: string, id: number) => send('POST', `/companies/${enc(companyId)}/deliveries/${id}/replay`),
-      urls: async (companyId: string, ids: string[]) => {
-        const found = await Promise.all([...new Set(ids)].map(async (id) => [id, ((await get(`/companies/${enc(companyId)}/destinations/${enc(id)}`)) as { url: string }).url] as const));
-        return new Map(found);
-      },
+      urls: (companyId: string, ids: string[]) =>
+        byId(ids, async (id) => ((await get(`/companies/${enc(companyId)}/destinations/${enc(id)}`)) as { url: string }).url),
     },
     events: {
       page: (companyId: string, after: string | undefined, limit: number) => get(`/companies/${enc(companyId)}/events`, { after, limit }),

@@ -21,7 +21,7 @@ export function registerWebhooks(program: Command): void {
       access: 'write',
       input: (cmd, flags: JsonFlag & { eventTypes?: string; authType?: string; displayName?: string; sharedTarget?: boolean }, [companyId]) =>
         validateBoth(cmd, [s.companyIdParams, { companyId }], [s.createWebhookBody, { eventTypes: list(flags.eventTypes), authType: flags.authType, displayName: flags.displayName, sharedTarget: flags.sharedTarget }]),
-      run: (svc, [params, body], _context, audit) => svc.webhooks.create(params.companyId, body, audit),
+      run: (svc, [params, body], audit) => svc.webhooks.create(params.companyId, body, audit),
       output: s.webhookViewSchema,
       human: (webhook) => `created webhook ${webhook.id} (marketplace id ${webhook.remoteId})\n${keyValues(webhook)}`,
     },
@@ -56,7 +56,7 @@ export function registerWebhooks(program: Command): void {
         if (Object.values(patch).every((v) => v === undefined)) throw new UsageError(['give at least one of --active, --event-types, --display-name, --rotate-secret']);
         return validateBoth(cmd, [s.webhookParams, { companyId, webhookId }], [s.patchWebhookBody, patch]);
       },
-      run: (svc, [params, patch], _context, audit) => svc.webhooks.update(params.companyId, params.webhookId, patch, audit),
+      run: (svc, [params, patch], audit) => svc.webhooks.update(params.companyId, params.webhookId, patch, audit),
       output: s.webhookViewSchema,
       human: (webhook, [, patch]) => {
         const rotated = patch.rotateSecret ? `\nsecret rotated; the previous one is accepted until ${webhook.previousSecretExpiresAt}` : '';
@@ -71,7 +71,7 @@ export function registerWebhooks(program: Command): void {
     {
       access: 'write',
       input: (cmd, flags: JsonFlag & { apply?: boolean }, [companyId]) => ({ ...validate(cmd, s.companyIdParams, { companyId }), apply: flags.apply ?? false }),
-      run: (svc, input, _context, audit) => svc.webhooks.reconcile(input.companyId, { apply: input.apply }, audit),
+      run: (svc, input, audit) => svc.webhooks.reconcile(input.companyId, { apply: input.apply }, audit),
       output: s.reconciliationViewSchema,
       human: (result) => {
         const summary = `${result.inSync} in sync, ${result.drift.length} drifted, ${result.remoteSettings} settings on the marketplace${result.applied ? '' : ' (report only: --apply re-creates what is missing)'}`;
@@ -94,7 +94,7 @@ export function registerWebhooks(program: Command): void {
     {
       access: 'write',
       input: (cmd, flags: JsonFlag & { force?: boolean }, [companyId, webhookId]) => ({ ...validate(cmd, s.webhookParams, { companyId, webhookId }), force: flags.force }),
-      run: (svc, input, _context, audit) => svc.deletions.deleteWebhook(input.companyId, input.webhookId, { force: input.force }, audit),
+      run: (svc, input, audit) => svc.deletions.deleteWebhook(input.companyId, input.webhookId, { force: input.force }, audit),
       output: s.deletedSchema,
       human: (deleted, input) => `deleted webhook ${input.webhookId}${remaining(deleted)}`,
     },
