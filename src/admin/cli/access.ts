@@ -27,9 +27,9 @@ export function registerKeys(program: Command): void {
     },
   );
 
-  dataCommand(subcommand(keys, 'list', 'list keys, newest first, with their state and last use (never a secret)'), {
+  dataCommand(addPageOptions(subcommand(keys, 'list', 'list keys, newest first, with their state and last use (never a secret)')), {
     access: 'read',
-    input: () => ({ limit: 1000 }),
+    input: (cmd, flags: PageFlags) => validate(cmd, s.listQuery, { limit: flags.limit, cursor: flags.cursor }),
     run: (svc, query) => svc.keys.list(query),
     output: s.page(s.keyViewSchema),
     human: (page) => listing(page, 'keys', ['ID', 'NAME', 'ROLE', 'COMPANY', 'STATE', 'LAST USED', 'HINT'], (k) => [k.id, k.name, k.role, k.companyId ?? '-', k.state, k.lastUsedAt ?? '-', `${k.hint}…`]),
