@@ -95,12 +95,13 @@ export function installGuard(app: FastifyInstance, deps: GuardDeps): void {
     const principal = config.principal ? ((await config.principal(req)) ?? new Problem(401, 'Unauthorized', 'Sign in first.', { code: 'unauthorized' })) : await fromHeader(req, config.basic === true);
     if (principal instanceof Problem) return principal;
     if (typeof principal === 'string') return unauthorized(req, principal, config.basic === true);
+    // A company key's reach is its company: another's ids are as if they did not exist, whatever the route
+    // would need (a 403 there would say the company exists).
+    const named = (req.params as { companyId?: string } | undefined)?.companyId;
+    if (principal.companyId !== null && named !== undefined && named !== principal.companyId) return notFound(`Company ${named}`);
     if (!may(principal.role, access)) {
       return new Problem(403, 'Forbidden', `The ${principal.role} role may not ${PERMISSIONS[access]}.`, { code: 'forbidden' });
     }
-    // A company key's reach is its company: another's ids are as if they did not exist.
-    const named = (req.params as { companyId?: string } | undefined)?.companyId;
-    if (principal.companyId !== null && named !== undefined && named !== principal.companyId) return notFound(`Company ${named}`);
     req.principal = principal;
     return undefined;
   }
