@@ -130,5 +130,5 @@ export interface DeliveryLifecycle {
   /** The relay: answering destinations with deliveries due since `graceMs` (their job may be lost). */
   overdueDestinations(graceMs: number, limit: number): Promise<DestinationKey[]>;
   /** expire: pending deliveries older than `retentionDays`; answers how many (by destination). */
-  expire(retentionDays: number): Promise<{ destinationId: string; expired: number }[]>;
+  expire(retentionDays: number): Promise<{ companyId: string; destinationId: string; expired: number }[]>;
 }

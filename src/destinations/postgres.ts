@@ -386,13 +386,13 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
     },
 
     async expire(retentionDays) {
-      const { rows } = await db.execute<{ destination_id: string; expired: string }>(sql`
+      const { rows } = await db.execute<{ company_id: string; destination_id: string; expired: string }>(sql`
         WITH ex AS (
           UPDATE deliveries SET status = 'expired', finished_at = now(), replay = false
           WHERE ${sql.raw(deliveryGuard('expire'))} AND created_at < now() - make_interval(days => ${retentionDays})
-          RETURNING destination_id)
-        SELECT destination_id, count(*) AS expired FROM ex GROUP BY destination_id`);
-      return rows.map((r) => ({ destinationId: r.destination_id, expired: Number(r.expired) }));
+          RETURNING company_id, destination_id)
+        SELECT company_id, destination_id, count(*) AS expired FROM ex GROUP BY company_id, destination_id`);
+      return rows.map((r) => ({ companyId: r.company_id, destinationId: r.destination_id, expired: Number(r.expired) }));
     },
   };
 

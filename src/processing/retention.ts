@@ -1,6 +1,7 @@
 /**
  * Retention (SPEC §5.3): a BullMQ job scheduler runs `maintain-partitions` hourly. It ends deliveries still
- * pending past RETENTION_DAYS `expired` (said in the log per destination), then makes the growing tables'
+ * pending past RETENTION_DAYS (or EVENTS_RETENTION_DAYS, when shorter: their events go then) `expired`
+ * (said in the log per destination), then makes the growing tables'
  * partitions ahead and drops the days past their retention (db/partitions.ts): notifications with their
  * fetch attempts and replays, and deliveries with their attempts, after RETENTION_DAYS; events after
  * EVENTS_RETENTION_DAYS; the audit log after AUDIT_RETENTION_DAYS. A day that still holds a notification not
@@ -36,9 +37,11 @@ export async function retentionPass(deps: {
   log: Logger;
   now?: Date;
 }): Promise<MaintainResult> {
-  for (const { destinationId, expired } of await deps.deliveries.expire(deps.retentions.notifications)) {
+  // A delivery is sent with its event's body: with EVENTS_RETENTION_DAYS the shorter, it ends when its event would go.
+  const retentionDays = Math.min(deps.retentions.notifications, deps.retentions.events);
+  for (const { companyId, destinationId, expired } of await deps.deliveries.expire(retentionDays)) {
     deps.countExpired(expired);
-    deps.log.warn({ destinationId, expired, retentionDays: deps.retentions.notifications }, 'deliveries still pending past retention ended expired');
+    deps.log.warn({ companyId, destinationId, expired, retentionDays }, 'deliveries still pending past retention ended expired');
   }
   const result = await maintainPartitions(deps.pool, { now: deps.now, retentions: deps.retentions, unfinished: UNFINISHED });
   // A role that may not change the schema leaves them to the owner's `skyhook partitions maintain`: said only when that falls behind.

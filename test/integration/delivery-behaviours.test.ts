@@ -265,7 +265,7 @@ describe("a destination's pending deliveries (SPEC §5.2)", () => {
     await s.sql.query(`UPDATE deliveries SET created_at = now() - interval '31 days' WHERE id = $1`, [old!.id]);
 
     // What the retention job does first (processing/retention.ts), on the same repository the runtime builds.
-    await withStates(async (states) => expect(await states.expire(s.skyhook.config.retentionDays)).toEqual([{ destinationId: dest.id, expired: 1 }]));
+    await withStates(async (states) => expect(await states.expire(s.skyhook.config.retentionDays)).toEqual([{ companyId: company.companyId, destinationId: dest.id, expired: 1 }]));
 
     const after = await admin('GET', `/companies/${company.companyId}/deliveries/${old!.id}`);
     expect(after.body).toMatchObject({ status: 'expired', nextAttemptAt: null, finishedAt: expect.any(String) });

@@ -85,7 +85,7 @@ async function dayOfWork(day: Date, status: 'processed' | 'queued', opts: { deli
 
 const names = async () => new Set((await listPartitions(fx.pool)).map((p) => p.name));
 /** The pass the retention job runs, on the deliveries' repository as the runtime builds it, at `now`. */
-const pass = (now: Date) => {
+const pass = (now: Date, retentions = RETENTIONS) => {
   const deliveries = createDestinationStates({
     db: fx.db,
     gate: new Gate(redis, testQueuePrefix(), 'destination', destinationGateOptions()),
@@ -96,7 +96,7 @@ const pass = (now: Date) => {
       throw err;
     },
   });
-  return retentionPass({ pool: fx.pool, resources: createNotificationsRepository(fx.pool), deliveries, countExpired: () => undefined, retentions: RETENTIONS, log, now });
+  return retentionPass({ pool: fx.pool, resources: createNotificationsRepository(fx.pool), deliveries, countExpired: () => undefined, retentions, log, now });
 };
 
 describe('partitions', () => {
@@ -235,5 +235,16 @@ describe('partitions', () => {
     expect(after).toContain(`audit_log_p${suffix(doneDay)}`);
     await pass(dayOf(400));
     expect(await names()).not.toContain(`audit_log_p${suffix(doneDay)}`);
+  });
+
+  it('with EVENTS_RETENTION_DAYS shorter than RETENTION_DAYS, a pending delivery ends expired before its event can go', async () => {
+    // A day the test before made ahead; dayOfWork's delivery was created 40 days ago (by the database's clock,
+    // which expiring reads): within a 60-day RETENTION_DAYS, past a 30-day EVENTS_RETENTION_DAYS.
+    const id = await dayOfWork(dayOf(401), 'processed', { seq: 3, delivery: 'pending' });
+    const status = async () => (await fx.pool.query('SELECT status FROM deliveries WHERE id = $1', [id])).rows[0]?.status;
+    await pass(dayOf(401), { notifications: 60, events: 90, audit: 365 });
+    expect(await status()).toBe('pending');
+    await pass(dayOf(401), { notifications: 60, events: 30, audit: 365 });
+    expect(await status()).toBe('expired');
   });
 });
