@@ -79,7 +79,7 @@ export class DeliverySender {
   }
 }
 
-/** The answer's first 4 KB, as text; the rest is not read. */
+/** The answer's first 4 KB, as text PostgreSQL can store (a NUL shown as U+FFFD, as a broken byte is); the rest is not read. */
 async function readStart(body: Dispatcher.ResponseData['body']): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -91,5 +91,5 @@ async function readStart(body: Dispatcher.ResponseData['body']): Promise<string>
       break;
     }
   }
-  return Buffer.concat(chunks).subarray(0, RESPONSE_BYTES).toString('utf8');
+  return Buffer.concat(chunks).subarray(0, RESPONSE_BYTES).toString('utf8').replaceAll('\u0000', '\uFFFD');
 }

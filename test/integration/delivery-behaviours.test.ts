@@ -117,6 +117,21 @@ describe('each destination on its own (SPEC §5.2)', () => {
     expect(ended.slice(0, DESTINATION_CONCURRENCY)).toEqual(Array(DESTINATION_CONCURRENCY).fill({ error: `no answer within ${A_TIMEOUT_MS} ms` }));
   }, 150_000);
 
+  it('an answer with a NUL byte is recorded (shown as U+FFFD) and the delivery is delivered once', async () => {
+    const company = await s.company('nul-answer');
+    const r = await receiver(() => ({ status: 200, body: 'ok\u0000then more' }));
+    const dest = await destinationFor(admin, company, r);
+    await storedVersion(s, company, 'nul', 1);
+    const [delivered] = await eventually(async () => {
+      const shown = await deliveriesOf(admin, company.companyId, dest.id);
+      return shown.length === 1 && shown[0]!.status === 'delivered' && shown;
+    }, 'delivered');
+    const shown = await admin('GET', `/companies/${company.companyId}/deliveries/${delivered!.id}`);
+    expect(shown.body.attemptsList).toMatchObject([{ httpStatus: 200, response: 'ok\uFFFDthen more' }]);
+    await sleep(1000);
+    expect(r.received).toHaveLength(1);
+  });
+
   it('a 429 with Retry-After holds the whole destination (throttled) at least that long', async () => {
     const company = await s.company('throttles');
     let first = true;
