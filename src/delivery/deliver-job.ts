@@ -148,7 +148,8 @@ export async function runDeliveryJob(deps: DeliveryJobDeps, key: DestinationKey)
     try {
       const { result, effect } = await attemptDelivery(deps, dest, d, { probe: false });
       sent++;
-      answer = gateAnswerOf(result);
+      // A refusal to go faster holds the whole destination: an answer to a request sent beside it does not undo it.
+      if (answer.kind !== 'throttled') answer = gateAnswerOf(result);
       if (effect.circuitOpened || effect.disabled) stop = 'parked';
       else if (answer.kind === 'throttled') stop ??= { heldMs: Math.max(answer.retryAfterMs ?? 0, HOLD_FLOOR_MS) };
     } catch (err) {

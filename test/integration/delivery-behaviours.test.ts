@@ -162,6 +162,25 @@ describe('each destination on its own (SPEC §5.2)', () => {
     expect(t1).toMatchObject({ status: 'delivered', attempts: 2 });
   }, 30_000);
 
+  it('a 429 holds the destination though requests sent beside it are answered 200 after it', async () => {
+    const company = await s.company('throttles-among');
+    const r = await receiver((req) => (req.event.resource?.id === 'm1' ? { status: 429, headers: { 'retry-after': '3' } } : { status: 200, delayMs: 500 }));
+    // Inactive while three resources' deliveries wait, so that enabling it sends them in one turn, at once.
+    const dest = await destinationFor(admin, company, r, { active: false });
+    for (const id of ['m1', 'm2', 'm3']) await storedVersion(s, company, id, 1);
+    await eventually(async () => (await deliveriesOf(admin, company.companyId, dest.id)).length === 3, 'three deliveries waiting');
+    await admin('PATCH', `/companies/${company.companyId}/destinations/${dest.id}`, { active: true });
+    const throttled = await eventually(async () => {
+      const view = await destinationView(admin, company.companyId, dest.id);
+      return view.state.status === 'throttled' && view;
+    }, 'the destination throttled', 5000);
+    expect(throttled.state.reason).toContain('429');
+    const refused = r.attempts.find((a) => a.event.resource?.id === 'm1')!;
+    await eventually(async () => r.attempts.filter((a) => a.event.resource?.id === 'm1').length === 2, 'm1 sent again after the hold');
+    const again = r.attempts.filter((a) => a.event.resource?.id === 'm1')[1]!;
+    expect(again.at - refused.at).toBeGreaterThanOrEqual(3000);
+  }, 30_000);
+
   it('a destination without a success for DESTINATION_DISABLE_AFTER_DAYS is disabled, saying why; its deliveries wait', async () => {
     const company = await s.company('never-answers');
     const r = await receiver(() => ({ status: 500 }));
