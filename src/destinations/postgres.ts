@@ -354,6 +354,8 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
       const { rows } = await (within?.tx ?? db).execute<{ company_id: string; destination_id: string; href: string }>(sql`
         UPDATE deliveries SET status = 'pending', replay = true, attempts = 0, next_attempt_at = now(), finished_at = NULL
         WHERE id = ANY(${sql.param(ids)}::bigint[]) AND ${sql.raw(deliveryGuard('replay'))}
+          -- A deleted destination's deliveries stay as its deletion left them (skipped), a replay racing it included.
+          AND EXISTS (SELECT 1 FROM destinations t WHERE t.id = deliveries.destination_id AND t.deleted_at IS NULL)
         RETURNING company_id, destination_id, href`);
       return rows.map(keyOf);
     },

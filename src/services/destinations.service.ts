@@ -287,9 +287,13 @@ export function createDestinationsService(deps: DestinationsDeps) {
       };
     },
 
-    /** One delivery sent again (the same webhook-id), outside its resource's order; a pending one is refused (409). */
+    /** One delivery sent again (the same webhook-id), outside its resource's order; a pending one, or one whose destination was deleted, is refused (409). */
     async replayDelivery(companyId: string, deliveryId: number, audit: Pick<Audit, 'change'>): Promise<DeliveryView> {
       const current = await this.delivery(companyId, deliveryId);
+      const [destination] = await db.select({ deletedAt: destinations.deletedAt }).from(destinations).where(eq(destinations.id, current.destinationId)).limit(1);
+      if (destination?.deletedAt !== null) {
+        throw new Problem(409, 'Conflict', `Delivery ${deliveryId}'s destination was deleted: there is nowhere to send it`, { code: 'destination_deleted' });
+      }
       await audit.change(async (change) => {
         const replayed = await deps.states.replay([deliveryId], change);
         if (replayed.length === 0) throw new Problem(409, 'Conflict', `Delivery ${deliveryId} is ${current.status}: only a delivered, failed, skipped or expired delivery can be replayed`, { code: 'not_replayable' });

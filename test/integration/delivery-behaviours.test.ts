@@ -196,7 +196,7 @@ describe('each destination on its own (SPEC §5.2)', () => {
 });
 
 describe("a destination's pending deliveries (SPEC §5.2)", () => {
-  it('a deleted destination: its pending deliveries end skipped, and none is sent again', async () => {
+  it('a deleted destination: its pending deliveries end skipped, and none is sent again, not even when one is replayed', async () => {
     const company = await s.company('deletes');
     const r = await receiver(() => ({ status: 503 }));
     const dest = await destinationFor(admin, company, r);
@@ -213,9 +213,13 @@ describe("a destination's pending deliveries (SPEC §5.2)", () => {
       ['x2', 1, 'skipped'],
     ]);
     const tried = r.attempts.length;
+    const replayed = await admin('POST', `/companies/${company.companyId}/deliveries/${deliveries[0]!.id}/replay`);
+    expect(replayed.status).toBe(409);
+    expect(replayed.body).toMatchObject({ code: 'destination_deleted', detail: expect.stringContaining('destination was deleted') });
     // Its retries were 300 ms apart: a second is several of them.
     await sleep(1000);
     expect(r.attempts.length, 'no attempt after the deletion').toBe(tried);
+    expect((await deliveriesOf(admin, company.companyId, dest.id)).map((d) => d.status)).toEqual(['skipped', 'skipped', 'skipped']);
   });
 
   it('a deleted company: its destinations go with it, their deliveries’ attempts and its replays too (no key cascades to them), and nothing of their gates stays in Redis', async () => {

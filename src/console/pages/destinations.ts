@@ -536,7 +536,9 @@ ${d.lastError ? html`<p class="notice error">Last error: <span class="wrap">${d.
 ${
   d.status === 'pending'
     ? html`<p class="muted">Pending: it is sent when its turn comes, so it cannot be replayed.</p>`
-    : allowed(ctx, 'replay', html`<form method="post" action="${ctx.base}/companies/${d.companyId}/deliveries/${d.id}/replay" class="inline">${csrfField(ctx)}<button type="submit">Replay</button> <span class="hint">Sent again with the same webhook-id, outside its resource's order; its earlier attempts stay below.</span></form>`)
+    : !destination
+      ? html`<p class="muted">Its destination was deleted: there is nowhere to replay it to.</p>`
+      : allowed(ctx, 'replay', html`<form method="post" action="${ctx.base}/companies/${d.companyId}/deliveries/${d.id}/replay" class="inline">${csrfField(ctx)}<button type="submit">Replay</button> <span class="hint">Sent again with the same webhook-id, outside its resource's order; its earlier attempts stay below.</span></form>`)
 }
 <h2>Attempts, oldest first</h2>
 ${attemptsTable(attempts)}`;
