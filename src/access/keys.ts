@@ -6,14 +6,16 @@
  * database read. A key found is kept in the process's cache only while the process listens to the keys'
  * changes (listenForKeyChanges): a trigger notifies every process when a key row changes or goes (a
  * revocation, its company deleted), and each drops its cache, so a revocation holds at once everywhere;
- * while the listener is down, every check reads PostgreSQL. Last use is written at most once a minute per
+ * while the listener is down, every check reads PostgreSQL, and the cache starts empty when it is back
+ * (what changed meanwhile was not heard). A listener whose connection died without a word is found out
+ * within db/listen.ts's bound (PING_EVERY_MS + PING_TIMEOUT_MS, 10 s). Last use is written at most once a minute per
  * key and process.
  */
 import { randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { and, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
-import { listen } from '../db/listen.js';
+import { listen, type ListenOptions } from '../db/listen.js';
 import { decodeCursor, isUuid, pageOf, type Page } from '../db/pagination.js';
 import { apiKeys, companies, consoleSessions, type ApiKeyRow } from '../db/schema/index.js';
 import { sha256 } from '../lib/crypto.js';
@@ -218,16 +220,25 @@ export function createKeys(db: Database, opts: { now?: () => number } = {}) {
 
 export type Keys = ReturnType<typeof createKeys>;
 
-/** Keeps `keys`' cache true to PostgreSQL: dropped at each change of a key and whenever the listener is not connected. */
-export function listenForKeyChanges(databaseUrl: string, keys: Pick<Keys, 'listening'>, onError: (err: unknown) => void): { stop: () => Promise<void> } {
-  const listener = listen(databaseUrl, [KEY_CHANGES_CHANNEL], {
-    onNotification: () => keys.listening('changed'),
-    onConnected: () => keys.listening(true),
-    onError: (err) => {
-      keys.listening(false);
-      onError(err);
+/**
+ * Keeps `keys`' cache true to PostgreSQL: dropped at each change of a key; unused from the moment the
+ * listener loses its connection (an error, its end, a failed liveness check: db/listen.ts tells each one
+ * before reconnecting); and empty again when it listens once more, since what changed meanwhile was missed.
+ */
+export function listenForKeyChanges(databaseUrl: string, keys: Pick<Keys, 'listening'>, onError: (err: unknown) => void, opts?: ListenOptions): { stop: () => Promise<void> } {
+  const listener = listen(
+    databaseUrl,
+    [KEY_CHANGES_CHANNEL],
+    {
+      onNotification: () => keys.listening('changed'),
+      onConnected: () => keys.listening(true),
+      onError: (err) => {
+        keys.listening(false);
+        onError(err);
+      },
     },
-  });
+    opts,
+  );
   return {
     stop: async () => {
       keys.listening(false);

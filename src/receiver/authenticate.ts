@@ -122,8 +122,10 @@ const previousSecretValid = (w: WebhookCredentials): boolean => w.previousSecret
 
 /**
  * Keeps every process's cache honest: a change made through any process's admin API sends
- * NOTIFY skyhook_webhooks, and each listener drops its cache. While the listener is disconnected the
- * cache is dropped too (a change may be missed), and the short TTL bounds staleness.
+ * NOTIFY skyhook_webhooks, and each listener drops its cache. The cache is dropped too when the
+ * listener loses its connection (db/listen.ts tells every loss, a silent one within its liveness bound)
+ * and when it listens again (a change may have been missed between); the short TTL bounds what is
+ * cached during the gap.
  */
 export function listenForWebhookChanges(databaseUrl: string, directory: WebhookDirectory, onError: (err: unknown) => void): { stop: () => Promise<void> } {
   return listen(databaseUrl, [WEBHOOK_CHANGES_CHANNEL], {

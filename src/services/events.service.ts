@@ -63,6 +63,10 @@ export function createEventsService(deps: {
           deps.onError(err);
         }
       },
+      // Events stored while it was not listening were not announced: every follower looks again now.
+      onConnected: () => {
+        for (const id of [...waiting.keys()]) wake(id);
+      },
       onError: deps.onError,
     });
     return new Promise((resolve) => {

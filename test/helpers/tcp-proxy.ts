@@ -4,7 +4,9 @@
  * once) or `blackhole` (accept and never answer). Switching away from `pass` cuts every open link, as a
  * network failure or a server crash would. `cut(keep)` does the same selectively: it refuses new
  * connections and cuts every open link except those `keep` spares, judged by the link's first chunk (for
- * PostgreSQL its StartupMessage, which names the application). Optionally records what clients sent (to
+ * PostgreSQL its StartupMessage, which names the application). `stall(which)` makes open links go
+ * silent instead: kept open, nothing carried either way, as when a NAT or firewall forgets a connection
+ * or a host vanishes without a FIN; new connections pass. Optionally records what clients sent (to
  * read what one process told another, e.g. the webhook secrets Skyhook registers on the simulator).
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
@@ -20,6 +22,8 @@ export interface SwitchableProxy {
   links(): { startup: Buffer; upstreamPort: number | undefined }[];
   /** Mode `refuse` (nothing listens from now on), cutting every open link except those `keep` spares. */
   cut(keep?: (startup: Buffer) => boolean): void;
+  /** The open links `which` picks (default all) stop carrying anything, without closing; answers how many. */
+  stall(which?: (startup: Buffer) => boolean): number;
   /** Everything clients sent through the proxy so far, as text (when started with `record: true`). */
   recorded(): string;
   close(): Promise<void>;
@@ -123,6 +127,16 @@ export async function startSwitchableProxy(opts: { target?: { host: string; port
       mode = 'refuse';
       void unlisten();
       cutAll(keep);
+    },
+    stall(which = () => true) {
+      const stalled = [...links].filter((l) => which(l.startup));
+      for (const { client, upstream } of stalled) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        // Read and drop, so neither side is ever pushed back or closed.
+        for (const s of [client, upstream]) s.on('data', () => {}).resume();
+      }
+      return stalled.length;
     },
     recorded: () => Buffer.concat(recorded).toString('utf8'),
     async close() {

@@ -123,6 +123,30 @@ describe('keys', () => {
     }
   });
 
+  it("a key revoked while another process's keys listener is down is refused there at once, not only once it listens again", async () => {
+    const other = await startSkyhook({ databaseUrl: db.url, queuePrefix: skyhook.config.queuePrefix, role: 'api' });
+    // Both processes' keys listeners, by the name db/listen.ts gives their connections.
+    const listeners = (what: string) => fixtures.pool.query(`SELECT ${what} FROM pg_stat_activity WHERE application_name = 'skyhook-listen skyhook_keys' AND datname = current_database()`);
+    try {
+      const made = await skyhook.admin('POST', '/keys', { name: 'revoked in the gap', role: 'viewer' });
+      const there = adminClient(other.url, made.body.key);
+      await eventually(async () => (await listeners('pid')).rowCount === 2, 'both keys listeners');
+      for (let i = 0; i < 3; i++) expect((await there('GET', '/companies')).status).toBe(200);
+      await listeners('pg_terminate_backend(pid)');
+      await eventually(async () => (await listeners('pid')).rowCount === 0, 'the listeners gone');
+      // Straight in the database: no process's own revoke drops its cache, and no listener is there to hear it.
+      await fixtures.pool.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [made.body.id]);
+      expect((await there('GET', '/companies')).status).toBe(401);
+      // That was in the gap (a listener tries again after a second)...
+      expect((await listeners('pid')).rowCount).toBe(0);
+      // ...and once they listen again, the cache starts empty: still refused.
+      await eventually(async () => (await listeners('pid')).rowCount === 2, 'both keys listeners again');
+      expect((await there('GET', '/companies')).status).toBe(401);
+    } finally {
+      await other.stop();
+    }
+  });
+
   it("a company key's lists, details, replays and streams hold only its company's notifications", async () => {
     const stored: Record<string, string[]> = { [companyA]: [], [companyB]: [] };
     const hooks = await Promise.all([companyA, companyB].map((companyId) => seedWebhook(fixtures.db, skyhook.config.secretKey, { companyId, authType: 'BASIC', publicBaseUrl: skyhook.url })));

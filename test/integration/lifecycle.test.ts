@@ -296,8 +296,10 @@ describe('the live stream (GET /admin/stream)', () => {
   it('survives a lost connection to PostgreSQL: subscribers are told to resync, and events flow again', async () => {
     const stream = await openStream(`?companyId=${companyId}`);
     try {
-      await eventually(async () => (await s.sql.query(`SELECT 1 FROM pg_stat_activity WHERE query = 'LISTEN skyhook_notifications'`)).rowCount! > 0, 'listening');
-      await s.sql.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN skyhook_notifications'`);
+      // The backend's last query is its liveness check after a few seconds: found by the name listen.ts gives it.
+      const listening = `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'skyhook-listen skyhook_notifications' AND datname = current_database()`;
+      await eventually(async () => (await s.sql.query(listening.replace('pg_terminate_backend(pid)', '1'))).rowCount! > 0, 'listening');
+      await s.sql.query(listening);
       await eventually(async () => stream.other.some((o) => o.event === 'resync'), 'a resync event', 10_000);
       const { id } = await notify('rfq-after-reconnect');
       await eventually(async () => stream.events.some((e) => e.id === id && e.status === 'processed'), 'events after the reconnect');
