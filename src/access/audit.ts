@@ -282,7 +282,7 @@ const sentFields = (body: unknown): string[] =>
 
 /**
  * Opens the entry of every request of this scope that may change something (anything but GET and HEAD by a
- * signed-in key or token), for its change to write (`auditOf`), and settles it as the answer is sent: a
+ * signed-in key or token, and the reads marked `auditRead`), for its change to write (`auditOf`), and settles it as the answer is sent: a
  * change refused before it was made is written then. With `calls` (the queue dashboard, whose changes are
  * its jobs in Redis), the edge writes the `started` row itself before the handler runs: no row, no change.
  * Register it after the scope's other preHandlers (the console's CSRF check): a request they refuse never
@@ -290,7 +290,7 @@ const sentFields = (body: unknown): string[] =>
  */
 export function audited(scope: FastifyInstance, audit: Pick<AuditLog, 'open'>, onError: (err: unknown) => void, opts: { calls?: boolean } = {}): void {
   scope.addHook('preHandler', async (req) => {
-    if (req.method === 'GET' || req.method === 'HEAD' || req.principal === undefined) return;
+    if (((req.method === 'GET' || req.method === 'HEAD') && !req.routeOptions.config.auditRead) || req.principal === undefined) return;
     const params = (req.params ?? {}) as Record<string, string>;
     const body = req.body !== null && typeof req.body === 'object' && !Array.isArray(req.body) ? (req.body as Record<string, unknown>) : {};
     const { companyId, ...targets } = params;

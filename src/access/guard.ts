@@ -19,6 +19,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Who may call the route (SPEC §10.1): required of every route. */
     access?: Access;
+    /** A read that is audited as a change is (a destination's secret, SPEC §5.2): its scope's `audited` opens an entry for it too. */
+    auditRead?: boolean;
     /** Basic credentials are taken too (the password is the key): a browser opening the queue dashboard. */
     basic?: boolean;
     /** The scope's own way to find who is asking (the console's session), instead of the Authorization header. */

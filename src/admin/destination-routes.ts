@@ -62,13 +62,14 @@ export function destinationRoutes(parent: FastifyInstance, deps: Pick<Services, 
       return reply.code(204).send(null);
     },
   );
+  const readSecret = documented('secrets', 'destinations', "Read a destination's signing secret", 'The secret signing now, and the previous one while it still signs (a rotation); each read is in the audit log.', {
+    params: s.destinationParams,
+    response: { 200: s.destinationSecretSchema, ...errors },
+  });
   app.get(
     '/companies/:companyId/destinations/:destinationId/secret',
-    documented('secrets', 'destinations', "Read a destination's signing secret", 'The secret signing now, and the previous one while it still signs (a rotation).', {
-      params: s.destinationParams,
-      response: { 200: s.destinationSecretSchema, ...errors },
-    }),
-    async (req) => d.secret(req.params.companyId, req.params.destinationId),
+    { ...readSecret, config: { ...readSecret.config, auditRead: true } },
+    async (req) => d.secret(req.params.companyId, req.params.destinationId, auditOf(req)),
   );
   app.post(
     '/companies/:companyId/destinations/:destinationId/test',

@@ -187,11 +187,12 @@ export function createDestinationsService(deps: DestinationsDeps) {
       return view(await row(companyId, destinationId));
     },
 
-    /** The secrets signing now, to whoever may manage the destination. */
-    async secret(companyId: string, destinationId: string) {
+    /** The secrets signing now, to whoever may manage the destination; each read is an entry of the audit log (SPEC §5.2), never its value. */
+    async secret(companyId: string, destinationId: string, audit: Pick<Audit, 'change'>) {
       const r = await row(companyId, destinationId);
       const [secret, previousSecret] = signingSecrets(r, deps.secretKey);
-      return { secret: secret!, previousSecret: previousSecret ?? null, previousSecretExpiresAt: previousSecret ? r.previousSecretExpiresAt!.toISOString() : null };
+      const value = { secret: secret!, previousSecret: previousSecret ?? null, previousSecretExpiresAt: previousSecret ? r.previousSecretExpiresAt!.toISOString() : null };
+      return audit.change(async () => ({ value, fields: previousSecret ? ['secret', 'previousSecret'] : ['secret'] }));
     },
 
     /**

@@ -202,6 +202,13 @@ describe('each change through the admin API leaves one entry, written by the cha
     });
     secrets.push(rotated.value.secret);
     receiver.secrets = [rotated.value.secret];
+    // A read, but of a secret: an entry naming what was read, never its value (SPEC §5.2).
+    const read = await changed('GET /admin/companies/:companyId/destinations/:destinationId/secret', async () => (await status(await api('GET', `${base}/${d.id}/secret`), 200)).body, {
+      fields: ['secret'],
+      targets: { destinationId: d.id },
+    });
+    expect(read.value.secret).toBe(rotated.value.secret);
+    expect(JSON.stringify(read.entry)).not.toContain(rotated.value.secret);
     await changed('POST /admin/companies/:companyId/destinations/:destinationId/test', async () => status(await api('POST', `${base}/${d.id}/test`), 200), { call: true, details: { httpStatus: 200 } });
     await changed('PATCH /admin/companies/:companyId/destinations/:destinationId', async () => status(await api('PATCH', `${base}/${d.id}`, { active: false }), 200), { fields: ['active'] });
     // Asked, and nothing changed: still its one entry, naming no field.

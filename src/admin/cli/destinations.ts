@@ -179,9 +179,10 @@ export function registerDestinations(program: Command): void {
   );
 
   dataCommand(subcommand(destinations, 'secret', "print a destination's signing secret (and the previous one while a rotation's grace period lasts)", 'companyId', 'destinationId'), {
-    access: 'read',
+    // A read, but of a secret: in the audit log, as the admin API's is.
+    access: 'write',
     input: (cmd, _flags, [companyId, destinationId]) => validate(cmd, s.destinationParams, { companyId, destinationId }),
-    run: (svc, params) => svc.destinations.secret(params.companyId, params.destinationId),
+    run: (svc, params, audit) => svc.destinations.secret(params.companyId, params.destinationId, audit),
     output: s.destinationSecretSchema,
     human: (secret) =>
       `secret: ${secret.secret}${secret.previousSecret ? `\nprevious secret: ${secret.previousSecret} (signs beside it until ${shortTime(secret.previousSecretExpiresAt!)})` : ''}`,
