@@ -187,7 +187,7 @@ describe('deliveries (SPEC §5.2)', () => {
     // The receiver has the replay before Skyhook has recorded its answer: the delivery is delivered again once it has.
     const dryRun = () => s.skyhook.admin('POST', `/companies/${company.companyId}/destinations/${dest.id}/replay`, { status: 'delivered', dryRun: true });
     await eventually(async () => (await dryRun()).body.matched === 1, 'the replay recorded delivered');
-    expect((await dryRun()).body).toEqual({ matched: 1, replayed: 0 });
+    expect((await dryRun()).body).toEqual({ matched: 1, replayed: 0, created: 0 });
     // A change of one of the filter's lists keeps the other.
     const narrowed = await s.skyhook.admin('PATCH', `/companies/${company.companyId}/destinations/${dest.id}`, { filter: { eventTypes: ['TripChatFromBuyer'] } });
     expect(narrowed.body.filter).toEqual({ resourceTypes: ['tripmsgs'], eventTypes: ['TripChatFromBuyer'] });

@@ -213,9 +213,11 @@ export function registerDestinations(program: Command): void {
       input: (cmd, flags: JsonFlag & { since?: string; status?: string; dryRun?: boolean }, [companyId, destinationId]) =>
         validateBoth(cmd, [s.destinationParams, { companyId, destinationId }], [s.destinationReplayBody, { since: flags.since, status: flags.status, dryRun: flags.dryRun }]),
       run: (svc, [params, body], audit) => svc.destinations.replay(params.companyId, params.destinationId, body, audit),
-      output: s.replayedSchema,
-      human: (result, [, body]) =>
-        body?.dryRun ? `${result.matched} delivery(ies) match; nothing sent (dry run)` : `replayed ${result.replayed} of ${result.matched} matching delivery(ies): each is sent again with its webhook-id`,
+      output: s.destinationReplayedSchema,
+      human: (result, [, body]) => {
+        const created = result.created > 0 ? ` (${result.created} created: events the destination's filter left out when they were stored)` : '';
+        return body?.dryRun ? `${result.matched} delivery(ies) match${created}; nothing sent (dry run)` : `replayed ${result.replayed} of ${result.matched} matching delivery(ies)${created}: each is sent again with its webhook-id`;
+      },
     },
   );
 }
