@@ -264,9 +264,10 @@ export function createDestinationsService(deps: DestinationsDeps) {
     },
 
     /** How many deliveries a replay with this filter would send (a page's confirmation): those of the destination, and those it would create. */
-    async countReplayable(companyId: string, destinationId: string, body: z.infer<typeof destinationReplayBody>): Promise<number> {
+    async countReplayable(companyId: string, destinationId: string, body: z.infer<typeof destinationReplayBody>): Promise<{ matched: number; created: number }> {
       await row(companyId, destinationId);
-      return (await deps.states.replayMatching(destinationId, deliveryFilter(body), true, undefined, fill)).matched;
+      const { matched, created } = await deps.states.replayMatching(destinationId, deliveryFilter(body), true, undefined, fill);
+      return { matched, created };
     },
 
     async deliveries(companyId: string, q: z.infer<typeof deliveriesQuery>): Promise<{ items: DeliveryView[]; nextCursor: string | null }> {

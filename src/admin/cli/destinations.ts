@@ -205,7 +205,7 @@ export function registerDestinations(program: Command): void {
 
   dataCommand(
     subcommand(destinations, 'replay', "send a destination's deliveries again (the same webhook-ids), outside their resources' order: receivers keep the highest version", 'companyId', 'destinationId')
-      .option('--since <time>', 'only deliveries created at or after this ISO 8601 time')
+      .option('--since <time>', "only deliveries created at or after this ISO 8601 time; without --status, also creates those of the events since then that the destination's filter left out")
       .option('--status <status>', `only deliveries with this status: ${s.destinationReplayBody.unwrap().unwrap().shape.status.unwrap().options.join(', ')}`)
       .option('--dry-run', 'only count what would be sent again'),
     {
