@@ -125,8 +125,15 @@ export interface DeliveryLifecycle {
   skipPending(destinationId: string, before?: Date): Promise<number>;
   /** replay: these deliveries pending again (a replay, outside the order, its retry schedule from the start); answers them. `within`: a statement of that change. */
   replay(ids: number[], within?: Change): Promise<DeliveryKey[]>;
-  /** replay, of a destination's deliveries matching `filter` (final ones only); `dryRun` only counts. `within`: a statement of that change. */
-  replayMatching(destinationId: string, filter: DeliveryFilter, dryRun: boolean, within?: Change): Promise<{ matched: number; replayed: DeliveryKey[] }>;
+  /**
+   * replay, of a destination's deliveries matching `filter` (final ones only); `dryRun` only counts. `within`:
+   * a statement of that change. With `fill`, a filter with `since` and no `status` also creates (create) the
+   * deliveries missing: one for each event of the company stored since then (and before `before`, of
+   * `resourceId`), stored within the deliveries' retention (`fill.keptDays`), that the destination's filter
+   * matches now and that has none for it, as the statement storing the event makes them (pending, in its
+   * resource's order); in the same statement. `matched` and `replayed` count them too; `created` says how many.
+   */
+  replayMatching(destinationId: string, filter: DeliveryFilter, dryRun: boolean, within?: Change, fill?: { keptDays: number }): Promise<{ matched: number; replayed: DeliveryKey[]; created: number }>;
   /** The relay: answering destinations with deliveries due since `graceMs` (their job may be lost). */
   overdueDestinations(graceMs: number, limit: number): Promise<DestinationKey[]>;
   /** expire: pending deliveries older than `retentionDays`; answers how many (by destination). */

@@ -9,7 +9,7 @@
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { CachedPlans, type Statement } from '../db/cached-plans.js';
-import { inTransaction, type Change, type Database } from '../db/client.js';
+import { inTransaction, type Change, type ChangeTx, type Database } from '../db/client.js';
 import type { Gate } from '../gate/gate.js';
 import type { AttemptEffect, AttemptVerdict, DeliveryAttempt, DeliveryFilter, DeliveryKey, DeliveryLifecycle, DeliveryToSend, DestinationKey } from './lifecycle.js';
 import { DISABLED_SQL, deliveryGuard, destinationGuard, FAILING_SQL, type DestinationStateColumns } from './transitions.js';
@@ -125,6 +125,9 @@ const toSend = (r: NextRow): DeliveryToSend => ({
     paused: r.paused,
   },
 });
+
+/** The first key of the transaction lock a replay that creates deliveries takes (its destination's hash the second). */
+const REPLAY_FILL_LOCK = 7_461_736; // arbitrary, fixed: "skyhook replay fill"
 
 const keyOf = (r: { company_id: string; destination_id: string; href: string }): DeliveryKey => ({ companyId: r.company_id, destinationId: r.destination_id, href: r.href });
 
@@ -360,21 +363,55 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
       return rows.map(keyOf);
     },
 
-    async replayMatching(destinationId, filter: DeliveryFilter, dryRun, within) {
-      const q = within?.tx ?? db;
+    async replayMatching(destinationId, filter: DeliveryFilter, dryRun, within, fill) {
+      const since = filter.since?.toISOString() ?? null;
+      const before = filter.before?.toISOString() ?? null;
+      const resourceId = filter.resourceId ?? null;
       const where = sql`destination_id = ${destinationId} AND ${sql.raw(deliveryGuard('replay'))}
-        AND (${filter.since?.toISOString() ?? null}::timestamptz IS NULL OR created_at >= ${filter.since?.toISOString() ?? null}::timestamptz)
-        AND (${filter.before?.toISOString() ?? null}::timestamptz IS NULL OR created_at < ${filter.before?.toISOString() ?? null}::timestamptz)
+        AND (${since}::timestamptz IS NULL OR created_at >= ${since}::timestamptz)
+        AND (${before}::timestamptz IS NULL OR created_at < ${before}::timestamptz)
         AND (${filter.status ?? null}::delivery_status IS NULL OR status = ${filter.status ?? null}::delivery_status)
-        AND (${filter.resourceId ?? null}::text IS NULL OR resource_id = ${filter.resourceId ?? null}::text)`;
+        AND (${resourceId}::text IS NULL OR resource_id = ${resourceId}::text)`;
+      // The events the destination has no delivery of (see DeliveryLifecycle.replayMatching): only with a
+      // `since` and no status, and only those whose deliveries would still be kept (an older event may have
+      // had one that retention dropped: sending it again would be a duplicate under a new webhook-id). A
+      // delivery is never older than its event (made in the same transaction, or later), hence d.created_at.
+      const filling = fill !== undefined && since !== null && filter.status === undefined;
+      const missing = sql`
+        SELECT e.company_id, t.id AS destination_id, e.id AS event_id, e.href, e.type, e.resource_id, e.snapshot_version
+        FROM destinations t JOIN events e ON e.company_id = t.company_id
+        WHERE ${filling}::boolean AND t.id = ${destinationId} AND t.deleted_at IS NULL
+          AND e.created_at >= ${since}::timestamptz AND e.created_at >= now() - make_interval(days => ${fill?.keptDays ?? 0})
+          AND (${before}::timestamptz IS NULL OR e.created_at < ${before}::timestamptz)
+          AND (${resourceId}::text IS NULL OR e.resource_id = ${resourceId}::text)
+          -- The destination's filter as it is now: the same condition as STORE_SQL's (notifications/postgres.ts).
+          AND (t.resource_types IS NULL OR e.type = ANY(t.resource_types)) AND (t.event_types IS NULL OR t.event_types && e.event_types)
+          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.destination_id = t.id AND d.event_id = e.id AND d.created_at >= ${since}::timestamptz)`;
       if (dryRun) {
-        const { rows } = await q.execute<{ n: string }>(sql`SELECT count(*) AS n FROM deliveries WHERE ${where}`);
-        return { matched: Number(rows[0]!.n), replayed: [] };
+        const { rows } = await (within?.tx ?? db).execute<{ n: string; created: string }>(sql`
+          SELECT (SELECT count(*) FROM deliveries WHERE ${where}) AS n, (SELECT count(*) FROM (${missing}) m) AS created`);
+        const created = Number(rows[0]!.created);
+        return { matched: Number(rows[0]!.n) + created, replayed: [], created };
       }
-      const { rows } = await q.execute<{ company_id: string; destination_id: string; href: string }>(sql`
-        UPDATE deliveries SET status = 'pending', replay = true, attempts = 0, next_attempt_at = now(), finished_at = NULL WHERE ${where}
-        RETURNING company_id, destination_id, href`);
-      return { matched: rows.length, replayed: rows.map(keyOf) };
+      const run = async (tx: Pick<ChangeTx, 'execute'>) => {
+        // Two fills of one destination at once would both find an event without its delivery: one at a time
+        // (a transaction lock, so the delivery job's updates of the destination's row never wait for it).
+        if (filling) await tx.execute(sql`SELECT pg_advisory_xact_lock(${REPLAY_FILL_LOCK}, hashtext(${destinationId}))`);
+        // One statement: the update does not see the rows the insert makes (one snapshot), so a created
+        // delivery is a new one in its resource's order (not a replay), and a replayed one is not created.
+        const { rows } = await tx.execute<{ company_id: string; destination_id: string; href: string; created: boolean }>(sql`
+          WITH upd AS (
+            UPDATE deliveries SET status = 'pending', replay = true, attempts = 0, next_attempt_at = now(), finished_at = NULL WHERE ${where}
+            RETURNING company_id, destination_id, href),
+          ins AS (
+            INSERT INTO deliveries (company_id, destination_id, event_id, href, resource_type, resource_id, version)
+            SELECT company_id, destination_id, event_id, href, type, resource_id, snapshot_version FROM (${missing}) m ORDER BY event_id
+            RETURNING company_id, destination_id, href)
+          SELECT company_id, destination_id, href, false AS created FROM upd
+          UNION ALL SELECT company_id, destination_id, href, true AS created FROM ins`);
+        return { matched: rows.length, replayed: rows.map(keyOf), created: rows.filter((r) => r.created).length };
+      };
+      return within ? run(within.tx) : db.transaction(run);
     },
 
     async overdueDestinations(graceMs, limit) {

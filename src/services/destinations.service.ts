@@ -42,6 +42,8 @@ interface DestinationsDeps {
   sender: TestSender;
   addresses: AddressRules;
   defaults: { timeoutMs: number };
+  /** RETENTION_DAYS: a replay since a time creates the deliveries missing only for events stored within it (older ones may have had one, dropped since). */
+  deliveriesKeptDays: number;
   /** A gate that could not be read: the view shows what PostgreSQL knows. */
   onGateError: (err: unknown) => void;
 }
@@ -80,6 +82,7 @@ const deliveryView = (d: typeof deliveries.$inferSelect): DeliveryView => viewOf
 export function createDestinationsService(deps: DestinationsDeps) {
   const { db } = deps;
   const seal = (secret: string) => encryptSecret(deps.secretKey, secret);
+  const fill = { keptDays: deps.deliveriesKeptDays };
 
   function checkUrl(companyId: string, url: string): string {
     const problem = urlProblem(deps.addresses, url, companyId);
@@ -245,21 +248,27 @@ export function createDestinationsService(deps: DestinationsDeps) {
       return { webhookId, ...attempt, delivered: attempt.httpStatus !== null && attempt.httpStatus >= 200 && attempt.httpStatus < 300 };
     },
 
-    /** A destination's deliveries matching the filter sent again (the same webhook-ids), outside their order: one change, one entry with its filter and count. */
+    /**
+     * A destination's deliveries matching the filter sent again (the same webhook-ids), outside their order;
+     * with `since` and no `status`, the deliveries its filter left out then are created too (SPEC §5.2: an
+     * edited filter applies to later events, a replay since a time fills what the old one left out). One
+     * change, one entry with its filter and counts.
+     */
     async replay(companyId: string, destinationId: string, body: z.infer<typeof destinationReplayBody>, audit: Pick<Audit, 'change'>) {
       await row(companyId, destinationId);
-      const { matched, replayed } = await audit.change(async (change) => {
-        const found = await deps.states.replayMatching(destinationId, deliveryFilter(body), body?.dryRun === true, change);
+      const { matched, replayed, created } = await audit.change(async (change) => {
+        const found = await deps.states.replayMatching(destinationId, deliveryFilter(body), body?.dryRun === true, change, fill);
         if (found.replayed.length > 0) change.afterCommit(() => deps.enqueue(found.replayed));
-        return { value: found, details: { filter: body ?? {}, matched: found.matched, replayed: found.replayed.length } };
+        return { value: found, details: { filter: body ?? {}, matched: found.matched, replayed: found.replayed.length, created: found.created } };
       });
-      return { matched, replayed: replayed.length };
+      return { matched, replayed: replayed.length, created };
     },
 
-    /** How many of a destination's deliveries a replay with this filter would send again (a page's confirmation). */
-    async countReplayable(companyId: string, destinationId: string, body: z.infer<typeof destinationReplayBody>): Promise<number> {
+    /** How many deliveries a replay with this filter would send (a page's confirmation): those of the destination, and those it would create. */
+    async countReplayable(companyId: string, destinationId: string, body: z.infer<typeof destinationReplayBody>): Promise<{ matched: number; created: number }> {
       await row(companyId, destinationId);
-      return (await deps.states.replayMatching(destinationId, deliveryFilter(body), true)).matched;
+      const { matched, created } = await deps.states.replayMatching(destinationId, deliveryFilter(body), true, undefined, fill);
+      return { matched, created };
     },
 
     async deliveries(companyId: string, q: z.infer<typeof deliveriesQuery>): Promise<{ items: DeliveryView[]; nextCursor: string | null }> {

@@ -31,7 +31,7 @@ export function createServices(deps: {
   db: Database;
   notifications: Pick<NotificationLifecycle, 'replay' | 'queue' | 'deleteWebhook' | 'accept'>;
   enqueuer: Pick<FetchEnqueuer, 'enqueue'>;
-  config: Pick<Config, 'secretKey' | 'env' | 'publicBaseUrl' | 'rotationGraceMs' | 'marketplaceTimeoutMs' | 'requireHttpsHrefs' | 'fetch' | 'delivery' | 'databaseUrl'>;
+  config: Pick<Config, 'secretKey' | 'env' | 'publicBaseUrl' | 'rotationGraceMs' | 'marketplaceTimeoutMs' | 'requireHttpsHrefs' | 'fetch' | 'delivery' | 'databaseUrl' | 'retentionDays'>;
   /** Called after a webhook changes (the receiver drops cached credentials). */
   onWebhookChange?: () => void;
   metrics?: Pick<Metrics, 'marketplaceCalls'>;
@@ -89,6 +89,7 @@ export function createServices(deps: {
     states: deps.destinations.states,
     gate: deps.destinations.gate,
     enqueue: deps.destinations.enqueue,
+    deliveriesKeptDays: config.retentionDays,
     sender: {
       newSecret: newSigningSecret,
       sendTest: async (t) => {

@@ -264,13 +264,20 @@ export const patchDestinationBody = z
 
 export const destinationReplayBody = z
   .strictObject({
-    since: instant.optional().describe('deliveries created at or after this'),
+    since: instant.optional().describe("deliveries created at or after this; without `status`, also the events stored since then that the destination's filter matches now but have no delivery (the old filter left them out): their deliveries are created"),
     before: instant.optional().describe('deliveries created before this'),
-    status: z.enum(['delivered', 'failed', 'skipped', 'expired']).optional().describe('only these (e.g. failed after an outage)'),
+    status: z.enum(['delivered', 'failed', 'skipped', 'expired']).optional().describe('only these (e.g. failed after an outage); with a status nothing is created'),
     resourceId: text(200).optional().describe("only this resource's"),
     dryRun: z.boolean().optional().describe('only count'),
   })
   .nullish();
+
+/** The answer of POST .../destinations/{destinationId}/replay: `replayedSchema`'s two counts, and those created. */
+export const destinationReplayedSchema = z.object({
+  matched: z.number().describe('deliveries matching the filter (final ones: a pending one is on its way), and those it creates'),
+  replayed: z.number().describe('how many are sent (0 for a dry run)'),
+  created: z.number().describe("of `matched`, the deliveries created (a dry run: that would be): events stored since `since` that the destination's filter matches now and that had none (only with `since` and no `status`)"),
+});
 
 export const deliveriesQuery = z.object({
   destinationId: z.uuid().optional(),

@@ -160,7 +160,7 @@ describe('skyhook destinations, deliveries, events and listen (SPEC §5.2)', { t
     await eventually(async () => (await pendingDeliveries()).length === 0, 'the replay recorded delivered');
 
     const dry = await json(['destinations', 'replay', company.companyId, destinationId, '--status', 'delivered', '--dry-run']);
-    expect(dry).toEqual({ matched: 2, replayed: 0 });
+    expect(dry).toEqual({ matched: 2, replayed: 0, created: 0 });
     const all = await skyhook(['destinations', 'replay', company.companyId, destinationId, '--since', new Date(Date.now() - 3_600_000).toISOString()]);
     expect(all.stdout.trim()).toBe('replayed 2 of 2 matching delivery(ies): each is sent again with its webhook-id');
     await eventually(async () => linesOf(listener, new RegExp(`${firstWebhookId} .* verified`)).length === 3, 'the second replay at the listener');

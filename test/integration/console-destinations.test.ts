@@ -367,6 +367,30 @@ describe("a delivery's page and replays", () => {
     expect(after.text).toMatch(/<dt>Attempts<\/dt><dd>3 <span class="muted">\(1 since it was last replayed\)/);
   });
 
+  it('a replay of status all created after a time fills what the old filter left out', async () => {
+    const company = await s.company('console-fill');
+    const r = await receiver();
+    const d = await destinationFor(company, r, { filter: { resourceTypes: ['tripmsgs'] } });
+    await s.sim.fire({ companyId: company.simId, eventType: 'TripRequest', resourceId: 'fill-rfq' });
+    await s.sim.fire({ companyId: company.simId, eventType: 'TripChatFromBuyer', resourceId: 'fill-chat' });
+    await eventually(async () => r.received.some((x) => x.event.resource?.id === 'fill-chat'), 'the chat delivered');
+    await eventually(async () => (await s.sql.query("SELECT 1 FROM events WHERE company_id = $1 AND resource_id = 'fill-rfq'", [company.companyId])).rows.length === 1, 'the rfq stored');
+    await s.skyhook.admin('PATCH', `/companies/${company.companyId}/destinations/${d.id}`, { filter: { resourceTypes: null } });
+    const at = `/companies/${company.companyId}/destinations/${d.id}`;
+    const ago = encodeURIComponent(new Date(Date.now() - 3_600_000).toISOString().slice(0, 16));
+    const counted = await eventually(async () => {
+      const shown = await page(`${at}/replay?status=all&after=${ago}`);
+      return /<strong>2<\/strong> deliveries match/.test(shown.text) && shown;
+    }, 'the chat recorded delivered');
+    expect(counted.text).toContain('<strong>1</strong> of them to be created');
+    // A status: only what exists.
+    expect((await page(`${at}/replay?status=delivered&after=${ago}`)).text).toMatch(/<strong>1<\/strong> delivery matches\./);
+    const done = await postForm(`${at}/replay`, [['status', 'all'], ['after', decodeURIComponent(ago)]]);
+    expect(done.status).toBe(200);
+    expect(await done.text()).toContain('2 of the 2 matching deliveries are sent again (1 of them created');
+    await eventually(async () => r.received.some((x) => x.event.resource?.id === 'fill-rfq'), 'the rfq delivered');
+  });
+
   it('replays the matching deliveries after showing their count and asking to confirm', async () => {
     const company = await s.company('console-bulk-replay');
     const r = await receiver();

@@ -187,10 +187,93 @@ describe('deliveries (SPEC §5.2)', () => {
     // The receiver has the replay before Skyhook has recorded its answer: the delivery is delivered again once it has.
     const dryRun = () => s.skyhook.admin('POST', `/companies/${company.companyId}/destinations/${dest.id}/replay`, { status: 'delivered', dryRun: true });
     await eventually(async () => (await dryRun()).body.matched === 1, 'the replay recorded delivered');
-    expect((await dryRun()).body).toEqual({ matched: 1, replayed: 0 });
+    expect((await dryRun()).body).toEqual({ matched: 1, replayed: 0, created: 0 });
     // A change of one of the filter's lists keeps the other.
     const narrowed = await s.skyhook.admin('PATCH', `/companies/${company.companyId}/destinations/${dest.id}`, { filter: { eventTypes: ['TripChatFromBuyer'] } });
     expect(narrowed.body.filter).toEqual({ resourceTypes: ['tripmsgs'], eventTypes: ['TripChatFromBuyer'] });
+  });
+
+  it('a widened filter: a replay since a time delivers what the old filter left out, each once, in version order; again, it creates none', async () => {
+    const company = await s.company('acme-widen');
+    const r = await receiver();
+    const dest = await destinationFor(company, r, { filter: { resourceTypes: ['tripmsgs'] } });
+    const before = new Date(Date.now() - 1000);
+    await version(company, 'w-chat', 1, 'TripChatFromBuyer');
+    await version(company, 'w-rfq', 1);
+    await version(company, 'w-rfq', 2);
+    await version(company, 'w-other', 1);
+    await eventually(async () => r.received.length >= 1, 'the chat delivered');
+    await new Promise((done) => setTimeout(done, 300));
+    expect(r.received.map((x) => x.event.resource?.id)).toEqual(['w-chat']);
+    const widened = await s.skyhook.admin('PATCH', `/companies/${company.companyId}/destinations/${dest.id}`, { filter: { resourceTypes: null } });
+    expect(widened.body.filter).toEqual({ resourceTypes: null, eventTypes: null });
+    // The edited filter applies to later events only: nothing is sent until a replay asks.
+    await new Promise((done) => setTimeout(done, 300));
+    expect(r.attempts).toHaveLength(1);
+    // w-rfq's first version is refused once: its second waits for it (the created ones keep their resource's order).
+    let refusals = 1;
+    r.answer = (x) => (x.event.resource?.id === 'w-rfq' && x.event.resource.version === 1 && refusals-- > 0 ? { status: 503 } : { status: 200 });
+    const replay = (body: Record<string, unknown>) => s.skyhook.admin('POST', `/companies/${company.companyId}/destinations/${dest.id}/replay`, { since: before.toISOString(), ...body });
+    await eventually(async () => (await replay({ status: 'delivered', dryRun: true })).body.matched === 1, 'the chat recorded delivered');
+    // A status selects deliveries that exist: none is created.
+    expect((await replay({ status: 'delivered', dryRun: true })).body).toEqual({ matched: 1, replayed: 0, created: 0 });
+    expect((await replay({ dryRun: true })).body).toEqual({ matched: 4, replayed: 0, created: 3 });
+    expect((await replay({})).body).toEqual({ matched: 4, replayed: 4, created: 3 });
+    await eventually(async () => r.received.length >= 5, 'the chat again and the three left out');
+    expect(versionsOf(r.attempts, 'w-rfq')).toEqual([1, 1, 2]);
+    expect(versionsOf(r.received, 'w-rfq')).toEqual([1, 2]);
+    expect(versionsOf(r.received, 'w-other')).toEqual([1]);
+    expect(r.received.filter((x) => x.event.resource?.id === 'w-chat').map((x) => x.webhookId)).toEqual([r.received[0]!.webhookId, r.received[0]!.webhookId]);
+    const w2 = r.received.find((x) => x.event.resource?.id === 'w-rfq' && x.event.resource.version === 2)!;
+    expect(w2.event).toMatchObject({ type: 'rfqs.updated', resource: { version: 2, previousVersion: 1 } });
+    // The same replay again: the four exist now, so they are sent again and none is created.
+    const delivered = async () => (await s.skyhook.admin('GET', `/companies/${company.companyId}/deliveries?destinationId=${dest.id}`)).body.items as { webhookId: string; status: string; resource: { id: string; version: number } }[];
+    await eventually(async () => (await delivered()).every((d) => d.status === 'delivered'), 'all recorded delivered');
+    expect((await replay({})).body).toEqual({ matched: 4, replayed: 4, created: 0 });
+    await eventually(async () => r.received.length >= 9, 'the four sent again');
+    const items = await delivered();
+    expect(items.map((d) => `${d.resource.id}@${d.resource.version}`).sort()).toEqual(['w-chat@1', 'w-other@1', 'w-rfq@1', 'w-rfq@2']);
+    expect(new Set(r.received.map((x) => x.webhookId))).toEqual(new Set(items.map((d) => d.webhookId)));
+    // The audit entry: one, with the filter and the counts.
+    const { rows } = await s.sql.query(`SELECT details FROM audit_log WHERE action LIKE '%/destinations/:destinationId/replay' AND details->'filter'->>'since' = $1 AND NOT (details->'filter' ? 'dryRun') ORDER BY id`, [before.toISOString()]);
+    expect(rows.map((x) => [x.details.matched, x.details.replayed, x.details.created])).toEqual([[4, 4, 3], [4, 4, 0]]);
+  });
+
+  it('a replay since a time after some events creates only the later ones, and none past the deliveries\' retention', async () => {
+    const company = await s.company('acme-widen-later');
+    const r = await receiver();
+    const dest = await destinationFor(company, r, { filter: { resourceTypes: ['tripmsgs'] } });
+    await version(company, 'l-rfq', 1);
+    await new Promise((done) => setTimeout(done, 50));
+    const since = new Date();
+    await new Promise((done) => setTimeout(done, 50));
+    await version(company, 'l-rfq', 2);
+    await version(company, 'l-new', 1);
+    await version(company, 'l-chat', 1, 'TripChatFromBuyer');
+    await eventually(async () => r.received.length >= 1, 'the chat delivered');
+    await s.skyhook.admin('PATCH', `/companies/${company.companyId}/destinations/${dest.id}`, { filter: { resourceTypes: ['rfqs', 'tripmsgs'] } });
+    const replay = (body: Record<string, unknown>) => s.skyhook.admin('POST', `/companies/${company.companyId}/destinations/${dest.id}/replay`, body);
+    await eventually(async () => (await replay({ since: since.toISOString(), status: 'delivered', dryRun: true })).body.matched === 1, 'the chat recorded delivered');
+    expect((await replay({ since: since.toISOString() })).body).toEqual({ matched: 3, replayed: 3, created: 2 });
+    await eventually(async () => r.received.length >= 4, 'the chat again and the two later ones');
+    await new Promise((done) => setTimeout(done, 300));
+    expect(versionsOf(r.received, 'l-rfq')).toEqual([2]);
+    expect(versionsOf(r.received, 'l-new')).toEqual([1]);
+    expect(r.received.find((x) => x.event.resource?.id === 'l-rfq')!.event.resource).toMatchObject({ version: 2, previousVersion: 1 });
+    // Without `since` nothing is created: l-rfq's first version stays without a delivery.
+    expect((await replay({ dryRun: true })).body.created).toBe(0);
+    // An event stored before the deliveries' retention (RETENTION_DAYS, 30) may have had one, dropped since: none is created.
+    await s.sql.query("UPDATE events SET created_at = now() - interval '40 days' WHERE company_id = $1 AND resource_id = 'l-rfq' AND snapshot_version = 1", [company.companyId]);
+    expect((await replay({ since: new Date(Date.now() - 60 * 86_400_000).toISOString(), dryRun: true })).body.created).toBe(0);
+    await s.sql.query("UPDATE events SET created_at = now() - interval '1 day' WHERE company_id = $1 AND resource_id = 'l-rfq' AND snapshot_version = 1", [company.companyId]);
+    const longAgo = new Date(Date.now() - 60 * 86_400_000).toISOString();
+    expect((await replay({ since: longAgo, dryRun: true })).body.created).toBe(1);
+    // Two such replays at once create it once (one at a time per destination).
+    const both = await Promise.all([replay({ since: longAgo }), replay({ since: longAgo })]);
+    expect(both.map((x) => x.body.created).sort()).toEqual([0, 1]);
+    const { rows } = await s.sql.query("SELECT count(*)::int AS n FROM deliveries WHERE destination_id = $1 AND resource_id = 'l-rfq' AND version = 1", [dest.id]);
+    expect(rows[0].n).toBe(1);
+    await eventually(async () => versionsOf(r.received, 'l-rfq').includes(1), 'the first version delivered at last');
   });
 
   it('a test event: signed, sent now, answered with the attempt', async () => {

@@ -206,7 +206,7 @@ export function registerDestinations(program: Command): void {
 
   dataCommand(
     subcommand(destinations, 'replay', "send a destination's deliveries again (the same webhook-ids), outside their resources' order: receivers keep the highest version", 'companyId', 'destinationId')
-      .option('--since <time>', 'only deliveries created at or after this ISO 8601 time')
+      .option('--since <time>', "only deliveries created at or after this ISO 8601 time; without --status, also creates those of the events since then that the destination's filter left out")
       .option('--status <status>', `only deliveries with this status: ${s.destinationReplayBody.unwrap().unwrap().shape.status.unwrap().options.join(', ')}`)
       .option('--dry-run', 'only count what would be sent again'),
     {
@@ -214,9 +214,11 @@ export function registerDestinations(program: Command): void {
       input: (cmd, flags: JsonFlag & { since?: string; status?: string; dryRun?: boolean }, [companyId, destinationId]) =>
         validateBoth(cmd, [s.destinationParams, { companyId, destinationId }], [s.destinationReplayBody, { since: flags.since, status: flags.status, dryRun: flags.dryRun }]),
       run: (svc, [params, body], audit) => svc.destinations.replay(params.companyId, params.destinationId, body, audit),
-      output: s.replayedSchema,
-      human: (result, [, body]) =>
-        body?.dryRun ? `${result.matched} delivery(ies) match; nothing sent (dry run)` : `replayed ${result.replayed} of ${result.matched} matching delivery(ies): each is sent again with its webhook-id`,
+      output: s.destinationReplayedSchema,
+      human: (result, [, body]) => {
+        const created = result.created > 0 ? ` (${result.created} created: events the destination's filter left out when they were stored)` : '';
+        return body?.dryRun ? `${result.matched} delivery(ies) match${created}; nothing sent (dry run)` : `replayed ${result.replayed} of ${result.matched} matching delivery(ies)${created}: each is sent again with its webhook-id`;
+      },
     },
   );
 }

@@ -28,6 +28,8 @@ export const DESTINATIONS_PER_PAGE = 50;
 const RESOURCE_TYPES = [...new Set(Object.values(NOTIFICATION_TYPE_BY_EVENT))];
 const DELIVERY_STATUSES = deliveriesQuery.shape.status.unwrap().options;
 const REPLAYABLE = ['failed', 'delivered', 'skipped', 'expired'] as const;
+/** A bulk replay's statuses: `all` is every final one and, with a time after, the events the destination's filter left out (created). */
+const REPLAY_STATUSES = [...REPLAYABLE, 'all'] as const;
 
 const bodyOf = (req: FastifyRequest) => (req.body ?? {}) as FormBody;
 const one = (v: string | string[] | undefined) => (typeof v === 'string' ? v : '');
@@ -277,7 +279,7 @@ const DONE: Record<string, string> = {
 
 /** The bulk replay's form: the deliveries list's filter; no status is the failed ones (as the notifications' bulk replay). */
 const replayForm = z.object({
-  status: z.enum(REPLAYABLE).default('failed'),
+  status: z.enum(REPLAY_STATUSES).default('failed'),
   resourceId: deliveriesQuery.shape.resourceId,
   after: deliveriesQuery.shape.after,
   before: deliveriesQuery.shape.before,
@@ -285,7 +287,7 @@ const replayForm = z.object({
 type ReplayForm = z.infer<typeof replayForm>;
 /** The replay's body: the list's `after` is the replay's `since`. */
 const replayRequest = (f: ReplayForm, dryRun: boolean) =>
-  asRequest(destinationReplayBody, { status: f.status, resourceId: f.resourceId, since: f.after, before: f.before, dryRun }, (path) => (path[0] === 'since' ? 'after' : path.join('.')));
+  asRequest(destinationReplayBody, { status: f.status === 'all' ? undefined : f.status, resourceId: f.resourceId, since: f.after, before: f.before, dryRun }, (path) => (path[0] === 'since' ? 'after' : path.join('.')));
 
 // Over 80 lines on purpose: a registrar, one page or form after another, each a few lines; the helpers it shares sit above it.
 export function destinationPages(scope: FastifyInstance, kit: ConsoleKit): void {
@@ -357,7 +359,7 @@ ${deliveries}
 <h2 id="edit">Change it</h2>
 ${allowed(ctx, 'destinations', html`<form method="post" action="${action}" class="stack destination-form">${csrfField(ctx)}
   ${destinationFields('edit', editFields, failedAt('edit'))}
-  <p class="hint">A new URL applies to pending deliveries too; a new filter to later events (a replay fills what the old one left out).</p>
+  <p class="hint">A new URL applies to pending deliveries too; a new filter to later events (a replay of status <code>all</code> created after a time fills what the old one left out).</p>
   <button type="submit">Save</button>
 </form>`)}
 </section>
@@ -453,12 +455,12 @@ ${allowed(ctx, 'destinations', html`<form method="post" action="${action}/delete
     const ctx = kit.ctx(req);
     const p = parseForm(destinationParams, req.params);
     const f = parseForm(replayForm, req.query);
-    const [company, d, matched] = await Promise.all([companies.get(p.companyId), destinations.get(p.companyId, p.destinationId), destinations.countReplayable(p.companyId, p.destinationId, replayRequest(f, true))]);
+    const [company, d, { matched, created }] = await Promise.all([companies.get(p.companyId), destinations.get(p.companyId, p.destinationId), destinations.countReplayable(p.companyId, p.destinationId, replayRequest(f, true))]);
     const action = destinationPath(ctx, d.companyId, d.id);
     const statusGiven = formValues(req.query).status !== undefined;
-    const back = `${action}${filterQuery({ ...f, status: statusGiven ? f.status : undefined })}#deliveries`;
+    const back = `${action}${filterQuery({ ...f, status: statusGiven && f.status !== 'all' ? f.status : undefined })}#deliveries`;
     const described = [
-      `status ${f.status}${statusGiven ? '' : ' (the default: a replay without a status takes the failed ones)'}`,
+      `status ${f.status}${statusGiven ? '' : ' (the default: a replay without a status takes the failed ones)'}${f.status === 'all' ? (f.after ? ", and the events since then that the destination's filter left out" : ' (with a time after, also the events since then that its filter left out)') : ''}`,
       ...(f.resourceId ? [`resource id ${f.resourceId}`] : []),
       ...(f.after ? [`created after ${f.after}`] : []),
       ...(f.before ? [`created before ${f.before}`] : []),
@@ -469,10 +471,10 @@ ${allowed(ctx, 'destinations', html`<form method="post" action="${action}/delete
 <p>Filter: ${described.join('; ')}. Pending deliveries are never replayed: they are sent anyway.</p>
 <form method="get" action="${action}/replay" class="inline" aria-label="Another status">${hidden(['resourceId', 'after', 'before'])}
   <label for="r-status">Status</label>
-  <select id="r-status" name="status">${options(REPLAYABLE, f.status)}</select>
+  <select id="r-status" name="status">${options(REPLAY_STATUSES, f.status)}</select>
   <button type="submit" class="secondary">Count again</button>
 </form>
-<p class="count"><strong>${count(matched)}</strong> ${matched === 1 ? 'delivery matches' : 'deliveries match'}.</p>
+<p class="count"><strong>${count(matched)}</strong> ${matched === 1 ? 'delivery matches' : 'deliveries match'}${created > 0 ? html`, <strong>${count(created)}</strong> of them to be created (events the destination's filter left out when they were stored)` : ''}.</p>
 ${
   matched === 0
     ? html`<p><a href="${back}">Back to the deliveries</a></p>`
@@ -490,11 +492,11 @@ ${
     const p = parseForm(destinationParams, req.params);
     const f = parseForm(replayForm, req.body);
     const filter = replayRequest(f, false);
-    const { matched, replayed } = await destinations.replay(p.companyId, p.destinationId, filter, auditOf(req));
+    const { matched, replayed, created } = await destinations.replay(p.companyId, p.destinationId, filter, auditOf(req));
     const [company, d] = await Promise.all([companies.get(p.companyId), destinations.get(p.companyId, p.destinationId)]);
     const body = html`${crumbs(ctx, company, d, 'Replayed')}
 <h1>Replayed</h1>
-<p>${count(replayed)} of the ${count(matched)} matching deliveries are sent again.</p>
+<p>${count(replayed)} of the ${count(matched)} matching deliveries are sent again${created > 0 ? html` (${count(created)} of them created: events the destination's filter left out)` : ''}.</p>
 <p><a href="${destinationPath(ctx, d.companyId, d.id)}${filterQuery({ ...f, status: undefined })}#deliveries">See them in the list</a></p>`;
     return kit.send(reply, page(ctx, { title: 'Replayed', section: '/companies', body }));
   });
