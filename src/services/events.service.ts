@@ -7,7 +7,7 @@
  * (notifications/postgres.ts STORE_SQL; test/integration/events-feed.test.ts proves it under concurrent
  * stores). Cursors are opaque: one older than what is kept answers 410 with the oldest valid cursor.
  */
-import { and, asc, eq, gt, min } from 'drizzle-orm';
+import { and, asc, eq, gt, min, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import type { Listener } from '../db/listen.js';
 import { events } from '../db/schema/index.js';
@@ -85,6 +85,13 @@ export function createEventsService(deps: {
     });
   }
 
+  /** 410 for a cursor older than what is kept, naming the oldest valid one (the seq before the oldest kept event's). */
+  const cursorGone = (oldestValidSeq: number) =>
+    new Problem(410, 'Gone', `The events after this cursor are no longer kept; read from the oldest kept: after=${cursorOf(oldestValidSeq)}`, {
+      code: 'cursor_expired',
+      errors: [{ field: 'after', message: `is older than what is kept; the oldest valid cursor is ${cursorOf(oldestValidSeq)}` }],
+    });
+
   async function page(companyId: string, after: string | undefined, limit: number): Promise<{ items: EventView[]; nextCursor: string | null }> {
     await deps.companies.get(companyId);
     const seq = after === undefined ? 0 : seqOf(after);
@@ -92,12 +99,15 @@ export function createEventsService(deps: {
     // A cursor before the oldest kept event: what it asked for is gone.
     if (seq > 0 && rows[0] !== undefined && rows[0].seq > seq + 1) {
       const [oldest] = await db.select({ seq: min(events.seq) }).from(events).where(eq(events.companyId, companyId));
-      if (oldest?.seq !== null && oldest !== undefined && oldest.seq > seq + 1) {
-        throw new Problem(410, 'Gone', `The events after this cursor are no longer kept; read from the oldest kept: after=${cursorOf(oldest.seq - 1)}`, {
-          code: 'cursor_expired',
-          errors: [{ field: 'after', message: `is older than what is kept; the oldest valid cursor is ${cursorOf(oldest.seq - 1)}` }],
-        });
-      }
+      if (oldest?.seq !== null && oldest !== undefined && oldest.seq > seq + 1) throw cursorGone(oldest.seq - 1);
+    }
+    // None kept after it, though the company's events went past it: all of those are gone. One statement
+    // (one snapshot), so an event committing meanwhile is never taken for a gap.
+    if (seq > 0 && rows.length === 0) {
+      const { rows: head } = await db.execute<{ last: string }>(sql`
+        SELECT s.last FROM event_sequences s WHERE s.company_id = ${companyId} AND s.last > ${seq}
+          AND NOT EXISTS (SELECT 1 FROM events e WHERE e.company_id = ${companyId} AND e.seq > ${seq})`);
+      if (head[0]) throw cursorGone(Number(head[0].last));
     }
     const items = rows.map(viewOfEvent);
     return { items, nextCursor: items.at(-1)?.cursor ?? after ?? null };

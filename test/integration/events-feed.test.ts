@@ -190,5 +190,16 @@ describe('the pull feed (SPEC §5.2)', () => {
     expect(resumed.body.items.map((e: FeedEvent) => e.id)).toEqual(before.slice(50, 60).map((e) => e.id));
     // Without a cursor: from the oldest kept.
     expect((await feed('?limit=1')).body.items[0].id).toBe(before[50]!.id);
+
+    // Every event gone: a cursor behind them is still told so, with the head as the oldest valid cursor.
+    const all = (await feed('?limit=500')).body.items as FeedEvent[];
+    const head = all.at(-1)!.cursor;
+    await fx.pool.query('DELETE FROM events WHERE company_id = $1', [company.id]);
+    const allGone = await feed(`?after=${before[55]!.cursor}`);
+    expect(allGone.status).toBe(410);
+    expect(allGone.body.detail).toContain(`after=${head}`);
+    const caughtUp = await feed(`?after=${head}`);
+    expect(caughtUp.status).toBe(200);
+    expect(caughtUp.body).toMatchObject({ items: [], nextCursor: head });
   });
 });
