@@ -127,6 +127,20 @@ export function givenFields(input: object): string[] {
     .flatMap(([k, v]) => (typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date) ? Object.entries(v as object).filter(given).map(([n]) => `${k}.${n}`) : [k]));
 }
 
+/** What Skyhook changes on its own, as the audit log names it: no key, no address. */
+export const SKYHOOK_ACTOR = { kind: 'system', name: 'skyhook' } as const;
+
+/**
+ * Entries of changes Skyhook makes on its own (deliveries that retention ended `expired`, SPEC §5.2), one per
+ * target, written in the change's own transaction as an admin change's entry is.
+ */
+export async function appendBySkyhook(change: Pick<Change, 'tx'>, entries: (Required<Pick<AuditSubject, 'action' | 'targets'>> & { companyId: string; details: Record<string, unknown> })[]): Promise<void> {
+  if (entries.length === 0) return;
+  await change.tx.insert(auditLog).values(
+    entries.map((e) => ({ actorKind: SKYHOOK_ACTOR.kind, actorId: null, actorName: SKYHOOK_ACTOR.name, address: null, action: e.action, companyId: e.companyId, targets: e.targets, outcome: 'ok', fields: [], details: e.details })),
+  );
+}
+
 // Over 80 lines on purpose: the entry's three ways of being written share its state, and read best together.
 export function createAuditLog(db: Database) {
   const outcomes = alias(auditLog, 'outcome');

@@ -136,6 +136,6 @@ export interface DeliveryLifecycle {
   replayMatching(destinationId: string, filter: DeliveryFilter, dryRun: boolean, within?: Change, fill?: { keptDays: number }): Promise<{ matched: number; replayed: DeliveryKey[]; created: number }>;
   /** The relay: answering destinations with deliveries due since `graceMs` (their job may be lost). */
   overdueDestinations(graceMs: number, limit: number): Promise<DestinationKey[]>;
-  /** expire: pending deliveries older than `retentionDays`; answers how many (by destination). */
-  expire(retentionDays: number): Promise<{ companyId: string; destinationId: string; expired: number }[]>;
+  /** expire: pending deliveries older than `retentionDays`; answers how many (by destination). `within`: as part of that change. */
+  expire(retentionDays: number, within?: Change): Promise<{ companyId: string; destinationId: string; expired: number }[]>;
 }

@@ -424,8 +424,8 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
       return rows.map((r) => ({ companyId: r.company_id, destinationId: r.destination_id }));
     },
 
-    async expire(retentionDays) {
-      const { rows } = await db.execute<{ company_id: string; destination_id: string; expired: string }>(sql`
+    async expire(retentionDays, within) {
+      const { rows } = await (within?.tx ?? db).execute<{ company_id: string; destination_id: string; expired: string }>(sql`
         WITH ex AS (
           UPDATE deliveries SET status = 'expired', finished_at = now(), replay = false
           WHERE ${sql.raw(deliveryGuard('expire'))} AND created_at < now() - make_interval(days => ${retentionDays})

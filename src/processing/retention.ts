@@ -12,6 +12,8 @@
 import { Queue, Worker } from 'bullmq';
 import type pg from 'pg';
 import type { Logger } from 'pino';
+import { appendBySkyhook } from '../access/audit.js';
+import { inChange } from '../db/client.js';
 import { maintainPartitions, type MaintainResult, type Retentions } from '../db/partitions.js';
 import type { DeliveryLifecycle } from '../destinations/lifecycle.js';
 import { deliveryGuard } from '../destinations/transitions.js';
@@ -27,9 +29,12 @@ const RESOURCES_BATCH = 5000;
 /** The rows a day's partition may not be dropped with: notifications retention may not purge, deliveries still to expire. */
 export const UNFINISHED = { notifications: `NOT (${fromGuard('purge')})`, deliveries: deliveryGuard('expire') };
 
+/** The audit log's action for deliveries retention ended `expired`. */
+export const EXPIRED_ACTION = 'retention: pending deliveries expired';
+
 /** One pass: pending deliveries past retention end expired, then the partitions are made ahead and the old ones dropped. */
 export async function retentionPass(deps: {
-  pool: Pick<pg.Pool, 'query' | 'connect'>;
+  pool: pg.Pool;
   resources: Pick<NotificationsRepository, 'forgetQuietResources'>;
   deliveries: Pick<DeliveryLifecycle, 'expire'>;
   countExpired: (n: number) => void;
@@ -39,7 +44,13 @@ export async function retentionPass(deps: {
 }): Promise<MaintainResult> {
   // A delivery is sent with its event's body: with EVENTS_RETENTION_DAYS the shorter, it ends when its event would go.
   const retentionDays = Math.min(deps.retentions.notifications, deps.retentions.events);
-  for (const { companyId, destinationId, expired } of await deps.deliveries.expire(retentionDays)) {
+  // Counted and audited (SPEC §5.2): an entry by Skyhook per destination, in the transaction that ends them.
+  const ended = await inChange({ $client: deps.pool }, async (change) => {
+    const rows = await deps.deliveries.expire(retentionDays, change);
+    await appendBySkyhook(change, rows.map((r) => ({ action: EXPIRED_ACTION, companyId: r.companyId, targets: { destinationId: r.destinationId }, details: { retentionDays, expired: r.expired } })));
+    return rows;
+  });
+  for (const { companyId, destinationId, expired } of ended) {
     deps.countExpired(expired);
     deps.log.warn({ companyId, destinationId, expired, retentionDays }, 'deliveries still pending past retention ended expired');
   }

@@ -325,7 +325,7 @@ export const auditQuery = z.object({
 export const auditEntrySchema = z.object({
   id: z.number(),
   at: z.string(),
-  actor: z.object({ kind: z.string().describe('`key`, `bootstrap` (ADMIN_TOKEN) or `local` (the CLI on the database)'), id: z.string().nullable(), name: z.string() }),
+  actor: z.object({ kind: z.string().describe('`key`, `bootstrap` (ADMIN_TOKEN), `local` (the CLI on the database) or `system` (Skyhook on its own: retention ending deliveries `expired`)'), id: z.string().nullable(), name: z.string() }),
   address: z.string().nullable(),
   action: z.string(),
   companyId: z.string().nullable(),

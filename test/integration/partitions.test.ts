@@ -15,7 +15,7 @@ import { destinationGateOptions } from '../../src/delivery/delivery.queue.js';
 import { createNotificationsRepository } from '../../src/notifications/postgres.js';
 import { createDestinationStates } from '../../src/destinations/postgres.js';
 import { Gate } from '../../src/gate/gate.js';
-import { retentionPass } from '../../src/processing/retention.js';
+import { EXPIRED_ACTION, retentionPass } from '../../src/processing/retention.js';
 import { createTestDatabase, REDIS_URL, testQueuePrefix, type TestDatabase } from '../helpers/database.js';
 import { runSkyhook } from '../helpers/cli.js';
 import { connectFixtures, seedCompany, seedWebhook } from '../helpers/fixtures.js';
@@ -244,7 +244,11 @@ describe('partitions', () => {
     const status = async () => (await fx.pool.query('SELECT status FROM deliveries WHERE id = $1', [id])).rows[0]?.status;
     await pass(dayOf(401), { notifications: 60, events: 90, audit: 365 });
     expect(await status()).toBe('pending');
+    const auditedSince = new Date();
     await pass(dayOf(401), { notifications: 60, events: 30, audit: 365 });
     expect(await status()).toBe('expired');
+    // Counted and audited (SPEC §5.2): one entry by Skyhook for the destination, with how many and why.
+    const { rows: entries } = await fx.pool.query("SELECT actor_kind, actor_name, address, company_id, targets, details, outcome FROM audit_log WHERE action = $1 AND at >= $2", [EXPIRED_ACTION, auditedSince]);
+    expect(entries).toEqual([{ actor_kind: 'system', actor_name: 'skyhook', address: null, company_id: companyId, targets: { destinationId }, details: { retentionDays: 30, expired: 1 }, outcome: 'ok' }]);
   });
 });
