@@ -128,7 +128,7 @@ export function givenFields(input: object): string[] {
 }
 
 /** What Skyhook changes on its own, as the audit log names it: no key, no address. */
-export const SKYHOOK_ACTOR = { kind: 'system', name: 'skyhook' } as const;
+const SKYHOOK_ACTOR = { kind: 'system', name: 'skyhook' } as const;
 
 /**
  * Entries of changes Skyhook makes on its own (deliveries that retention ended `expired`, SPEC §5.2), one per
