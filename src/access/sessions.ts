@@ -25,14 +25,16 @@ export interface ConsoleSession {
 
 export function createSessionStore(db: Database) {
   return {
-    /** A session for `principal` (a key's, or BOOTSTRAP). */
-    async create(principal: Principal, now = new Date()): Promise<Required<ConsoleSession>> {
-      // Expired sessions go at each sign-in: a handful of operators make this table tiny.
-      await db.delete(consoleSessions).where(lt(consoleSessions.expiresAt, now));
+    /** Sign-in: a session for `principal` (a key's, or BOOTSTRAP), a change by it, in the audit log (who signed in, from where). */
+    async create(principal: Principal, audit: Pick<Audit, 'change'>, now = new Date()): Promise<Required<ConsoleSession>> {
       const id = randomToken(32);
       const session = { id, csrfToken: randomToken(32), expiresAt: new Date(now.getTime() + SESSION_TTL_MS), principal };
-      await db.insert(consoleSessions).values({ idSha256: sha256(id), csrfToken: session.csrfToken, expiresAt: session.expiresAt, keyId: principal.id });
-      return session;
+      return audit.change(async ({ tx }) => {
+        // Expired sessions go at each sign-in: a handful of operators make this table tiny.
+        await tx.delete(consoleSessions).where(lt(consoleSessions.expiresAt, now));
+        await tx.insert(consoleSessions).values({ idSha256: sha256(id), csrfToken: session.csrfToken, expiresAt: session.expiresAt, keyId: principal.id });
+        return { value: session };
+      });
     },
 
     /** The live session of this cookie value, or undefined (none, expired, or its key revoked or expired). */

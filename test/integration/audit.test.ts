@@ -333,13 +333,14 @@ describe('each change through the console leaves one entry, written by the chang
     await changed('POST /console/companies/:companyId/declines/:id/resend', async () => status(await form(`${base}/declines/${decline.id}/resend`), 303), { call: true, targets: { id: decline.id } });
   });
 
-  it('keys made and revoked, and a sign-out', async () => {
+  it('keys made and revoked, a sign-in and a sign-out', async () => {
     const made = await changed('POST /console/keys', async () => status(await form('/keys', { name: 'made in the console', role: 'viewer', companyId: '', expiresAt: '' }), 200), { fields: ['name', 'role'] });
     const [key] = (await made.value.text()).match(/skh_[0-9A-Za-z]{46}/) ?? [];
     secrets.push(key!);
     const keyId = made.entry.targets.keyId;
     await changed('POST /console/keys/:keyId/revoke', async () => status(await form(`/keys/${keyId}/revoke`), 303), { fields: ['revokedAt'] });
-    const other = await web.signIn(walker.key);
+    // A sign-in is the key's own change: who signed in, from where.
+    const { value: other } = await changed('POST /console/sign-in', () => web.signIn(walker.key));
     await changed('POST /console/sign-out', async () => status(await web.post('/sign-out', { _csrf: other.csrf }, other.cookie), 303));
     expect((await web.get('/notifications', other.cookie)).status).toBe(303);
   });

@@ -56,7 +56,11 @@ export function signInPages(
       for (const [name, value] of Object.entries(refused.extra.headers ?? {})) reply.header(name, value);
       return kit.send(reply, signInPage(kit.ctx(req), { next, message: problemBox(refused) }), refused.status);
     }
-    const session = await kit.deps.sessions.create(found);
+    // The guard let the form through unsigned-in, so no entry was opened for it: the key now known opens its own.
+    const audit = kit.deps.services.audit.open({ principal: found, address: req.ip }, { action: 'POST /console/sign-in', companyId: found.companyId }, (err) =>
+      req.log.error({ err }, "the sign-in's audit entry could not be settled"),
+    );
+    const session = await kit.deps.sessions.create(found, audit);
     reply.header('set-cookie', opts.sessionCookie(session.id));
     // A company key's console starts at its company.
     const landing = next === '/' && found.companyId ? `/companies/${found.companyId}` : next;
