@@ -34,13 +34,32 @@ type Companies = Pick<CompaniesService, 'search' | 'names'>;
 const isId = (text: string): boolean => isUuid(text);
 
 /**
+ * The companies as a company key may see them: its own, and no other's name or id (SPEC §13: its console
+ * is that company's alone), so that a picked name or id of another reads as no company at all.
+ */
+function reachOf(companies: Companies, own: string | undefined): Companies {
+  if (own === undefined) return companies;
+  const ownName = async () => (await companies.names([own])).get(own.toLowerCase());
+  return {
+    names: (ids) => companies.names(ids.filter((id) => id.toLowerCase() === own.toLowerCase())),
+    search: async (text) => {
+      const name = await ownName();
+      const t = text.trim().toLowerCase();
+      return name !== undefined && (name.toLowerCase().includes(t) || t === own.toLowerCase()) ? [{ id: own, name }] : [];
+    },
+  };
+}
+
+/**
  * The company a page's query picks. A query without `company` (a link, or the form sent with script) is its
  * `companyId`. One with `company` (the form sent without script, or its text not picked) is that text: empty
  * for none; an id; the name of the company `companyId` already holds; else the one company whose whole name
  * it is (in any case), or the one whose name contains it. `query` is the page's query with `companyId` as
  * picked and `company` removed; `problem`, what to show when the text designates no single company.
+ * `own`: a company key's company, the only one it can pick or be told of.
  */
-export async function pickCompany(companies: Companies, raw: unknown): Promise<{ query: Record<string, unknown>; picked: Picked; problem?: Problem }> {
+export async function pickCompany(all: Companies, raw: unknown, own: string | undefined): Promise<{ query: Record<string, unknown>; picked: Picked; problem?: Problem }> {
+  const companies = reachOf(all, own);
   const { company, ...rest } = (raw ?? {}) as Record<string, unknown>;
   const givenId = typeof rest.companyId === 'string' ? rest.companyId.trim() : '';
   const nameOf = async (id: string) => (isId(id) ? (await companies.names([id])).get(id.toLowerCase()) : undefined);

@@ -173,4 +173,24 @@ describe('the company picker with 1,000 companies', () => {
     expect(picker(await page('/outbound'), 'o-company')).toEqual({ text: 'Fleet 0001', companyId: nth(1) });
     expect(await page('/outbound?company=zeppelin', 400)).toContain('No company');
   });
+
+  it("a company key's picker names no other company: not by a name, a part of one, or an id", async () => {
+    const key = await sky.admin('POST', '/keys', { name: 'northwind app', role: 'company', companyId: late });
+    const own = (await signIn(key.body.key)).cookie;
+    const text = async (path: string) => (await get(path, own)).text();
+    // Others' names appear nowhere, nor ids it did not send: not as candidates, not in the field (the
+    // 'Fleet' names all start so); another's id it pasted is as if no company had it.
+    for (const path of ['/notifications?company=fleet', '/notifications?company=twin+air', '/outbound?company=fleet']) {
+      const shown = await text(path);
+      expect(shown, path).not.toMatch(/Fleet \d{4}|Twin Air/);
+      expect(shown, path).not.toMatch(/00000000-0000-4000-8000-0000000(?!00751)\d{5}/);
+    }
+    for (const path of [`/notifications?company=${other}`, `/notifications?companyId=${other}`, `/outbound?company=${other}`]) {
+      const res = await get(path, own);
+      expect(res.status, path).toBe(404);
+      expect(await res.text(), path).not.toMatch(/Fleet \d{4}/);
+    }
+    // Its own company it still picks by its name.
+    expect(picker(await text('/notifications?company=northwind&companyId='), 'f-company')).toEqual({ text: 'Northwind Aviation', companyId: late });
+  });
 });

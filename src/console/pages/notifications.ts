@@ -134,7 +134,7 @@ export function notificationPages(scope: FastifyInstance, kit: ConsoleKit): void
   scope.get('/notifications', async (req, reply) => {
     const ctx = kit.ctx(req);
     // The company field's text, read into the companyId filter (company-picker.ts).
-    const pick = await pickCompany(companies, req.query);
+    const pick = await pickCompany(companies, req.query, ownCompany(req));
     let body: Html;
     try {
       if (pick.problem) throw pick.problem;

@@ -4,7 +4,7 @@
  * services/send-once.ts); and the RFQ page's Quote… and Decline… forms, posted to the same services.
  */
 import { auditOf, type Audit } from '../../access/audit.js';
-import { companyInReach } from '../../access/guard.js';
+import { companyInReach, ownCompany } from '../../access/guard.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Problem } from '../../lib/problem.js';
@@ -81,7 +81,7 @@ export function outboundPages(scope: FastifyInstance, kit: ConsoleKit): void {
   const outboundPage = async (req: FastifyRequest, reply: FastifyReply, companyIdGiven?: string, problem?: Problem) => {
     const ctx = kit.ctx(req);
     // The company field's text, read into companyId (company-picker.ts); none picked: the first company by id.
-    const pick = await pickCompany(companies, companyIdGiven ? { ...(req.query as object), companyId: companyIdGiven, company: undefined } : req.query);
+    const pick = await pickCompany(companies, companyIdGiven ? { ...(req.query as object), companyId: companyIdGiven, company: undefined } : req.query, ownCompany(req));
     const q = parseForm(outboundQuery, pick.query);
     // A company key sees its own company's, whatever the picker says.
     q.companyId = companyInReach(req, q.companyId);
