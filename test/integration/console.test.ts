@@ -519,4 +519,17 @@ describe('the overview and the companies page with many companies', () => {
     expect((await post({ _csrf: csrf, fetchConcurrency: 'default' })).status).toBe(303);
     expect(await fetches()).toMatchObject({ limit: before.limit, ownLimit: null });
   });
+
+  it("replays what the list's filter matches, not only a page of it, whatever the page size", async () => {
+    const id = byId[5]!;
+    await notificationsOf(id, 'failed', 30, 60);
+    const list = await page(`/notifications?companyId=${id}&status=failed&limit=25`);
+    const link = /href="([^"]*\/notifications\/replay[^"]*)">Replay the matching ones/.exec(list)?.[1]?.replaceAll('&amp;', '&');
+    expect(link).toBeDefined();
+    expect(link).not.toContain('limit=');
+    const confirm = await page(link!.replace('/console', ''));
+    expect(confirm).toContain('<strong>30</strong> notifications match');
+    expect(confirm).toContain('Replay 30 notifications');
+    expect(confirm).not.toContain('Only the oldest');
+  });
 });

@@ -142,7 +142,7 @@ export function notificationPages(scope: FastifyInstance, kit: ConsoleKit): void
       const replayable = q.status !== 'discarded';
       body = html`<h1>Notifications</h1>
 ${filterForm(ctx, q, pick.picked)}
-<p class="actions">${replayable && can(ctx, 'replay') ? html`<a class="button secondary" href="${ctx.base}/notifications/replay${listQueryString(q)}">Replay the matching ones…</a>` : ''}</p>
+<p class="actions">${replayable && can(ctx, 'replay') ? html`<a class="button secondary" href="${ctx.base}/notifications/replay${query(filterOf(q))}">Replay the matching ones…</a>` : ''}</p>
 <div hx-ext="sse" sse-connect="${ctx.base}/stream${query({ companyId: q.companyId })}">${listPart(ctx, q, result, names)}</div>`;
     } catch (err) {
       // A bad filter: the form as sent, with what is wrong, rather than a bare error page.
@@ -270,17 +270,17 @@ ${jsonBlock(n.body, 'Notification body')}`;
       ...(['webhookId', 'type', 'resourceId', 'href', 'receivedAfter', 'receivedBefore'] as const).filter((k) => f[k]).map((k) => `${k} ${f[k]}`),
     ];
     const hidden = Object.entries({ ...filterOf(f), limit: f.limit }).map(([k, v]) => html`<input type="hidden" name="${k}" value="${String(v)}">`);
-    const body = html`<p class="crumbs"><a href="${ctx.base}/notifications${listQueryString(f)}">Notifications</a> › Replay</p>
+    const body = html`<p class="crumbs"><a href="${ctx.base}/notifications${query(filterOf(f))}">Notifications</a> › Replay</p>
 <h1>Replay the matching notifications</h1>
 <p>Filter: ${described.join('; ')}. Discarded notifications are never replayed.</p>
 <p class="count"><strong>${count(matched)}</strong> notification${matched === 1 ? '' : 's'} match.</p>
 ${
   matched === 0
-    ? html`<p><a href="${ctx.base}/notifications${listQueryString(f)}">Back to the list</a></p>`
+    ? html`<p><a href="${ctx.base}/notifications${query(filterOf(f))}">Back to the list</a></p>`
     : html`<form method="post" action="${ctx.base}/notifications/replay">${csrfField(ctx)}${hidden}
   <p>${matched > f.limit ? `Only the oldest ${count(f.limit)} of them will be replayed (at most 10,000 at a time); repeat for the rest.` : 'Each one’s resource is fetched again; earlier attempts stay in its timeline.'}</p>
   <button type="submit">Replay ${plural(Math.min(matched, f.limit), 'notification')}</button>
-  <a class="button secondary" href="${ctx.base}/notifications${listQueryString(f)}">Cancel</a>
+  <a class="button secondary" href="${ctx.base}/notifications${query(filterOf(f))}">Cancel</a>
 </form>`
 }`;
     return kit.send(reply, page(ctx, { title: 'Replay', section: '/notifications', body }));
