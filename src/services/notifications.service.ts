@@ -282,10 +282,19 @@ export function createNotificationsService(deps: {
       return pageOf(rows, filter.limit, (last) => [last.companyId, last.href], resourceView);
     },
 
-    /** The stored snapshot of one resource (a notification's page shows the one it led to), or null. */
-    async resource(companyId: string, href: string): Promise<ResourceView | null> {
+    /**
+     * The stored snapshot of one resource, or null; with `version`, that version's as its event keeps it (a
+     * notification's page shows the one it led to), else the latest (as when that event is no longer kept).
+     */
+    async resource(companyId: string, href: string, version?: number): Promise<ResourceView | null> {
       const [row] = await db.select().from(resources).where(and(eq(resources.companyId, companyId), eq(resources.href, href))).limit(1);
-      return row ? resourceView(row) : null;
+      if (!row || version === undefined || version === row.version) return row ? resourceView(row) : null;
+      const [e] = await db
+        .select({ snapshot: events.snapshot, createdAt: events.createdAt })
+        .from(events)
+        .where(and(eq(events.companyId, companyId), eq(events.href, href), eq(events.snapshotVersion, version)))
+        .limit(1);
+      return e && e.snapshot !== null ? { ...resourceView(row), version, fetchedAt: e.createdAt.toISOString(), gone: false, body: e.snapshot } : resourceView(row);
     },
 
     /** A resource's stored versions, newest first, each with what changed from the one before. */

@@ -240,6 +240,30 @@ describe('console headers, files and errors', () => {
     expect(detail).toContain('&lt;svg onload=alert(1)&gt;');
     expect(list).toContain('&lt;script&gt;alert(&quot;type&quot;)&lt;/script&gt;');
   });
+
+  it('shows the snapshot a notification led to, not a later version of its resource', async () => {
+    const href = `${apiBaseUrl}/rfqs/led-to`;
+    const id = await storeNotification({ id: 'led-to', type: 'rfqs', href });
+    const { rows } = await fixtures.pool.query<{ company_id: string }>('SELECT company_id FROM notifications WHERE id = $1', [id]);
+    const companyId = rows[0]!.company_id;
+    // Version 1 is what it led to; a later notification's fetch stored version 2 since.
+    await fixtures.pool.query('UPDATE notifications SET snapshot_version = 1 WHERE id = $1', [id]);
+    await fixtures.pool.query(`INSERT INTO resources (company_id, href, type, resource_id, version, fetched_at, body) VALUES ($1, $2, 'rfqs', 'led-to', 2, now(), '{"seats": "version two"}')`, [companyId, href]);
+    await fixtures.pool.query(
+      `INSERT INTO events (company_id, seq, type, resource_id, href, snapshot_version, snapshot) VALUES ($1, 9001, 'rfqs', 'led-to', $2, 1, '{"seats": "version one"}'), ($1, 9002, 'rfqs', 'led-to', $2, 2, '{"seats": "version two"}')`,
+      [companyId, href],
+    );
+    const { cookie } = await signIn();
+    const shown = await (await get(`/notifications/${id}`, cookie)).text();
+    expect(shown).toContain('Version 1 of');
+    expect(shown).toContain('version one');
+    expect(shown).not.toContain('version two');
+    // Its version no longer kept: the latest, said so.
+    await fixtures.pool.query("DELETE FROM events WHERE company_id = $1 AND href = $2 AND snapshot_version = 1", [companyId, href]);
+    const latest = await (await get(`/notifications/${id}`, cookie)).text();
+    expect(latest).toContain('version two');
+    expect(latest).toContain('covered by version 1, which is no longer kept');
+  });
 });
 
 describe('a company page', () => {

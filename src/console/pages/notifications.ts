@@ -167,7 +167,7 @@ ${filterForm(ctx, q, pick.picked)}
 
   /** The live part of a notification's page: status, timeline and the snapshot it led to (its content; the element stays). */
   const liveContent = async (ctx: PageContext, n: NotificationView & { timeline?: TimelineEntry[] }) => {
-    const snapshot = await notifications.resource(n.companyId, n.href);
+    const snapshot = await notifications.resource(n.companyId, n.href, n.snapshotVersion ?? undefined);
     const pending = n.status === 'received' || n.status === 'queued';
     return html`<p class="status-line">Status ${statusBadge(n.status)} after ${n.attempts} fetch attempt${n.attempts === 1 ? '' : 's'}${n.outcome ? html`, outcome <strong>${n.outcome}</strong>` : ''}${
     pending ? html` <span class="muted">(updates live)</span>` : ''
@@ -184,7 +184,11 @@ ${filterForm(ctx, q, pick.picked)}
   ${
     snapshot
       ? html`<p>Version ${snapshot.version} of <code class="wrap">${snapshot.href}</code>, fetched ${time(snapshot.fetchedAt)}${snapshot.gone ? ' (gone: the marketplace answered 404 or 410)' : ''}.
-      ${n.snapshotVersion !== null && n.snapshotVersion !== snapshot.version ? html`This notification was covered by version ${n.snapshotVersion}; a later fetch stored this one.` : ''}
+      ${
+        n.snapshotVersion !== null && n.snapshotVersion !== snapshot.version
+          ? html`This notification was covered by version ${n.snapshotVersion}, which is no longer kept; this is the latest.`
+          : ''
+      }
       <a href="${ctx.base}/resources${query({ companyId: n.companyId, href: n.href })}">Its versions and what changed</a></p>
     ${snapshot.body === null ? '' : html`<details><summary>The resource as stored</summary>${jsonBlock(snapshot.body, 'Stored resource')}</details>`}`
       : html`<p class="muted">No snapshot of this resource is stored yet.</p>`
