@@ -52,7 +52,10 @@ export function createDeletionsService(deps: {
         try {
           await deps.webhooks.updateRow(row, { active: false });
         } catch (err) {
-          if (!(err instanceof Problem) || err.status !== 502) throw err;
+          // Asked to wait (the company is held after a 429): without force the caller waits too (503 with
+          // Retry-After); with it, as for a refusal, the setting stays active there and is named.
+          const held = err instanceof Problem && err.extra.code === 'company_throttled';
+          if (!(err instanceof Problem) || (err.status !== 502 && !held) || (held && !force)) throw err;
           refused.push({ webhookId: row.id, remoteId: row.remoteId, error: err.detail ?? err.title });
         }
       }

@@ -237,6 +237,23 @@ describe('deleting webhooks and companies', () => {
     expect((await s.sql.query('SELECT count(*)::int AS n FROM webhooks WHERE company_id = $1', [stuck.companyId])).rows[0].n).toBe(0);
   });
 
+  it('a company held after a 429: its deletion waits (503, Retry-After), and force=true deletes it anyway, naming what stays active there', async () => {
+    const held = await s.company('held-then-deleted');
+    const href = `${s.sim.apiBaseUrl}/rfqs/rfq-held`;
+    s.sim.programResource({ href, responses: [{ status: 429, headers: { 'retry-after': '60' } }] });
+    await s.sim.fire({ companyId: 'held-then-deleted', eventType: 'TripRequest', resourceId: 'rfq-held' });
+    await eventually(async () => (await s.skyhook.admin('GET', `/companies/${held.companyId}`)).body.state.status === 'throttled', 'the company held');
+    const waits = await s.skyhook.admin('DELETE', `/companies/${held.companyId}`);
+    expect(waits.status).toBe(503);
+    expect(waits.body).toMatchObject({ code: 'company_throttled' });
+    expect((await s.skyhook.admin('GET', `/companies/${held.companyId}`)).status).toBe(200);
+
+    const forced = await s.skyhook.admin('DELETE', `/companies/${held.companyId}?force=true`);
+    expect(forced.status).toBe(200);
+    expect(forced.body.remainingRemoteSettings).toEqual([{ webhookId: held.webhookId, remoteId: held.remoteWebhookId, error: expect.stringContaining('wait') }]);
+    expect((await s.skyhook.admin('GET', `/companies/${held.companyId}`)).status).toBe(404);
+  });
+
   it('answers 404 for an unknown company or webhook, 400 for a bad force', async () => {
     expect((await s.skyhook.admin('DELETE', '/companies/00000000-0000-4000-8000-000000000000')).status).toBe(404);
     expect((await s.skyhook.admin('DELETE', `/companies/${companyId}/webhooks/00000000-0000-4000-8000-000000000000`)).status).toBe(404);
