@@ -4,7 +4,7 @@ import type { Audit } from '../access/audit.js';
 import { leads, type LeadRow } from '../db/schema/index.js';
 import { LEADS_PATH, leadKind, type ClientLead, type LeadCreated } from '../marketplace/leads.js';
 import type { RfqAnswerDeps } from './rfq-answers.js';
-import { listOutbound, sendOnce } from './send-once.js';
+import { createdBefore, listOutbound, sendOnce } from './send-once.js';
 import { leadViewSchema, viewOf, type LeadView } from './views.js';
 
 // A lead is never held `unknown`: it is safe to send again (services/send-once.ts).
@@ -24,13 +24,14 @@ export function createLeadsService(deps: Omit<RfqAnswerDeps, 'requireHttpsHrefs'
   };
 
   async function send(companyId: string, lead: ClientLead): Promise<{ lead: LeadView; created: boolean }> {
+    const once = { table: leads, key: ['companyId', 'clientIdentifier'] as const, values: { companyId, clientIdentifier: lead.clientIdentifier, kind: leadKind(lead), request: lead } };
+    const done = await createdBefore(db, once);
+    if (done) return { lead: view(done), created: false };
     const { conn, call } = await deps.companies.connection(companyId);
     // Outside sendOnce, which tells a refused call from one that may have been acted on by its MarketplaceError.
     const { row, created } = await call(() =>
       sendOnce(db, {
-        table: leads,
-        key: ['companyId', 'clientIdentifier'],
-        values: { companyId, clientIdentifier: lead.clientIdentifier, kind: leadKind(lead), request: lead },
+        ...once,
         callTimeoutMs: deps.timeoutMs,
         // Safe to repeat after a timeout or a crash: the marketplace itself keeps one lead per clientIdentifier.
         ifUnknown: 'resend',

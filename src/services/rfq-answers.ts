@@ -12,7 +12,7 @@ import type { ApiConnection, MarketplaceClient } from '../marketplace/client.js'
 import { NOTIFICATION_TYPE_BY_EVENT, rfqActionPath, type RfqAction } from '../marketplace/contract.js';
 import { checkHrefScope } from '../receiver/ingest.js';
 import type { CompaniesService } from './companies.service.js';
-import { sendOnce, type OutboundCall } from './send-once.js';
+import { createdBefore, sendOnce, type OutboundCall } from './send-once.js';
 
 type AnswerTable = typeof quotes | typeof declines;
 type Row<T extends AnswerTable> = T['$inferSelect'];
@@ -123,6 +123,8 @@ interface RfqAnswer<T extends AnswerTable> extends Pick<OutboundCall<T>, 'table'
 /** Sends the answer once and stores the marketplace's; `created` is false for a repeat that sent nothing. */
 export async function sendRfqAnswer<T extends AnswerTable>(deps: RfqAnswerDeps, companyId: string, a: RfqAnswer<T>): Promise<{ row: Row<T>; created: boolean }> {
   const { requestId, actAsAccount, resendUnknown } = a.request;
+  const done = await createdBefore(deps.db, { table: a.table, key: a.key, values: { ...a.values, companyId, requestId } as T['$inferInsert'] });
+  if (done) return { row: done, created: false };
   const { conn, call } = await deps.companies.connection(companyId);
   const sent = await resolveActionTarget(deps.db, conn, { companyId, requestId, action: a.action }, deps.requireHttpsHrefs);
   // Drizzle's builders do not narrow over a union of tables; the update is valid for each of them.

@@ -45,6 +45,22 @@ export interface OutboundCall<T extends OutboundTable> {
 
 const POLL_MS = 50;
 
+/** The call's row by its unique key (its columns' values are in `values`). */
+function keyOf<T extends OutboundTable>(call: Pick<OutboundCall<T>, 'table' | 'key' | 'values'>): SQL | undefined {
+  const columns: Record<string, PgColumn> = getTableColumns(call.table as typeof leads);
+  const values = call.values as Record<string, unknown>;
+  return and(...call.key.map((name) => eq(columns[name as string]!, values[name as string])));
+}
+
+/**
+ * The row a repeat finds `created` already: answered as stored before anything else is asked (the company's
+ * connection, a hold after a 429), since nothing is to be sent (SPEC §6: a repeat returns the stored result).
+ */
+export async function createdBefore<T extends OutboundTable>(db: Database, call: Pick<OutboundCall<T>, 'table' | 'key' | 'values'>): Promise<T['$inferSelect'] | undefined> {
+  const table = call.table as typeof leads;
+  return (await db.select().from(table).where(and(keyOf(call), eq(table.status, 'created'))).limit(1))[0];
+}
+
 /**
  * One INSERT claims the call. Otherwise each turn is one SELECT of the row (an UPDATE only when it
  * looks stale or is taken over, another INSERT only when it was removed), until it is `created`.
@@ -63,9 +79,7 @@ export async function sendOnce<T extends OutboundTable>(
   // `hold` is typed to quotes and declines, whose tables have the `error` column.
   const held = call.table as typeof quotes;
   const hold = call.ifUnknown === 'hold';
-  const columns: Record<string, PgColumn> = getTableColumns(table);
-  const values = call.values as Record<string, unknown>;
-  const key = and(...call.key.map((name) => eq(columns[name as string]!, values[name as string])));
+  const key = keyOf(call);
   const staleMs = 2 * call.callTimeoutMs;
 
   const claim = async (): Promise<Row | undefined> => (await db.insert(table).values(call.values as typeof table.$inferInsert).onConflictDoNothing().returning())[0];
