@@ -174,6 +174,21 @@ describe('the company picker with 1,000 companies', () => {
     expect(await page('/outbound?company=zeppelin', 400)).toContain('No company');
   });
 
+  it('says when more quotes are of unknown outcome than the leads & quotes page shows', async () => {
+    const unknownQuotes = (n: number) =>
+      sql.pool.query(
+        `INSERT INTO quotes (company_id, seller_unique_quote_identifier, request_id, status, submission, error)
+         SELECT $1, 'q-unknown-' || g || '-' || $2, 'rfq-' || g, 'unknown', '{}', 'no answer' FROM generate_series(1, $2) g`,
+        [other, n],
+      );
+    await unknownQuotes(100);
+    expect(await page(`/outbound?companyId=${other}`)).not.toContain('More are unknown than');
+    await unknownQuotes(1);
+    const more = await page(`/outbound?companyId=${other}`);
+    expect(more).toContain('More are unknown than the 100 of each shown here');
+    expect([...more.matchAll(/q-unknown-/g)].length).toBeGreaterThanOrEqual(100);
+  });
+
   it("a company key's picker names no other company: not by a name, a part of one, or an id", async () => {
     const key = await sky.admin('POST', '/keys', { name: 'northwind app', role: 'company', companyId: late });
     const own = (await signIn(key.body.key)).cookie;

@@ -75,6 +75,9 @@ function declinesTable(ctx: PageContext, declines: DeclineView[], withResend: bo
 }
 
 // Over 80 lines on purpose: a registrar, one page or form after another, each a few lines; the helpers it shares sit above it.
+/** Quotes and declines of unknown outcome shown at once, of each: more are said to be there. */
+const UNKNOWN_SHOWN = 100;
+
 export function outboundPages(scope: FastifyInstance, kit: ConsoleKit): void {
   const { companies, leads, quotes, declines } = kit.deps.services;
 
@@ -97,8 +100,8 @@ export function outboundPages(scope: FastifyInstance, kit: ConsoleKit): void {
     }
     if (!companyId) return kit.send(reply, page(ctx, { title: 'Leads & quotes', section: '/outbound', body: html`<h1>Leads &amp; quotes</h1><p>No company yet.</p>` }));
     const [unknown, unknownDeclines, quotePage, declinePage, leadPage] = await Promise.all([
-      quotes.list(companyId, { status: 'unknown', limit: 100 }),
-      declines.list(companyId, { status: 'unknown', limit: 100 }),
+      quotes.list(companyId, { status: 'unknown', limit: UNKNOWN_SHOWN }),
+      declines.list(companyId, { status: 'unknown', limit: UNKNOWN_SHOWN }),
       quotes.list(companyId, { limit: PAGE, cursor: q.quotesCursor }),
       declines.list(companyId, { limit: PAGE, cursor: q.declinesCursor }),
       leads.list(companyId, { limit: PAGE, cursor: q.leadsCursor }),
@@ -116,7 +119,11 @@ ${
     ? html`<p class="muted">None: every quote's and decline's outcome is known.</p>`
     : html`<p>The marketplace may have received these, but no success was read. Check on the marketplace: resend only what is not there.</p>${
         unknown.items.length > 0 ? quotesTable(ctx, unknown.items, true) : ''
-      }${unknownDeclines.items.length > 0 ? declinesTable(ctx, unknownDeclines.items, true) : ''}`
+      }${unknownDeclines.items.length > 0 ? declinesTable(ctx, unknownDeclines.items, true) : ''}${
+        unknown.nextCursor || unknownDeclines.nextCursor
+          ? html`<p class="notice warn">More are unknown than the ${UNKNOWN_SHOWN} of each shown here: resend or settle these, and the next ones appear (the admin API lists them all: <code>GET …/quotes?status=unknown</code>, <code>GET …/declines?status=unknown</code>).</p>`
+          : ''
+      }`
 }
 </section>
 <section aria-labelledby="quotes">
