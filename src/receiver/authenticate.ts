@@ -271,7 +271,7 @@ export async function authenticateOAuth(deps: AuthDeps, request: RequestLine, he
     fresh = await deps.nonces.firstUse(webhook.clientIdentifier, check.nonce, check.timestamp);
   } catch (err) {
     // Without the nonce store a replay cannot be ruled out: refuse for now, the marketplace retries.
-    deps.reporter.report('nonce_store', err, 'the OAuth nonce store (Redis) did not answer: OAuth notifications are answered 503 until it does');
+    deps.reporter.report('nonce_store', err, 'the OAuth nonce store (Redis) did not answer: OAuth notifications are answered 503 until it does', { companyId: webhook.companyId });
     throw serviceUnavailable('The OAuth nonce store is unavailable; retry later.', 'nonce_store_unavailable');
   }
   if (!fresh) throw unauthorized(OAUTH_CHALLENGE, 'The OAuth nonce was already used.');
