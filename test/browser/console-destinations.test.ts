@@ -130,8 +130,11 @@ describe.skipIf(!available)("a company's destinations and deliveries in Chromium
 
   it("fits a phone's width: no page scrolls sideways", { timeout: 30_000 }, async () => {
     await page.setViewportSize({ width: 390, height: 844 });
-    for (const url of [`${origin}/console/companies/${company.companyId}`, destinationUrl, deliveryUrl]) {
-      await page.goto(url);
+    // The overview, the lists and a notification's page too (SPEC §13: at phone width).
+    const { rows } = await scenario.sql.query('SELECT id FROM notifications WHERE company_id = $1 ORDER BY id DESC LIMIT 1', [company.companyId]);
+    const pages = ['/console/', '/console/companies', '/console/notifications', `/console/notifications/${rows[0].id}`, '/console/outbound', '/console/audit'].map((p) => `${origin}${p}`);
+    for (const url of [...pages, `${origin}/console/companies/${company.companyId}`, destinationUrl, deliveryUrl]) {
+      expect((await page.goto(url))?.status(), url).toBe(200);
       const overflow = await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
       expect(overflow, url).toBe(0);
     }
