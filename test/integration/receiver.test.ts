@@ -652,7 +652,7 @@ describe('check 9: the notification is committed (503 when the database is unava
     try {
       const c = await seedCompany(fx.db, behind.instance.config.secretKey);
       const w = await seedWebhook(fx.db, behind.instance.config.secretKey, { companyId: c.id, authType: 'BASIC', publicBaseUrl: behind.instance.url });
-      // The webhook-change listener (its own connection, no application_name) must be listening, or its
+      // The webhook-change listener (its own connection, named by its channel) must be listening, or its
       // first connect would drop the credentials cache after the warm-up below.
       const isPool = (startup: Buffer) => startup.includes('skyhook-api');
       await eventually(async () => {
@@ -660,7 +660,8 @@ describe('check 9: the notification is committed (503 when the database is unava
           .links()
           .filter((l) => !isPool(l.startup))
           .map((l) => l.upstreamPort);
-        const { rows } = await fx.pool.query(`SELECT 1 FROM pg_stat_activity WHERE query = 'LISTEN skyhook_webhooks' AND state = 'idle' AND client_port = ANY($1::int[])`, [ports]);
+        const { rows } = await fx.pool.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'skyhook-listen skyhook_webhooks' AND state = 'idle' AND client_port = ANY($1::int[])
+           AND (query LIKE 'LISTEN skyhook_ping%' OR query LIKE 'NOTIFY skyhook_ping%')`, [ports]);
         return rows.length > 0;
       }, 'the webhook-change listener of the proxied Skyhook');
 
