@@ -7,7 +7,7 @@
  * (notifications/postgres.ts STORE_SQL; test/integration/events-feed.test.ts proves it under concurrent
  * stores). Cursors are opaque: one older than what is kept answers 410 with the oldest valid cursor.
  */
-import { and, asc, eq, gt, min, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, sql } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
 import type { Listener } from '../db/listen.js';
 import { events } from '../db/schema/index.js';
@@ -96,18 +96,15 @@ export function createEventsService(deps: {
     await deps.companies.get(companyId);
     const seq = after === undefined ? 0 : seqOf(after);
     const rows = await db.select().from(events).where(and(eq(events.companyId, companyId), gt(events.seq, seq))).orderBy(asc(events.seq)).limit(limit);
-    // A cursor before the oldest kept event: what it asked for is gone.
-    if (seq > 0 && rows[0] !== undefined && rows[0].seq > seq + 1) {
-      const [oldest] = await db.select({ seq: min(events.seq) }).from(events).where(eq(events.companyId, companyId));
-      if (oldest?.seq !== null && oldest !== undefined && oldest.seq > seq + 1) throw cursorGone(oldest.seq - 1);
-    }
-    // None kept after it, though the company's events went past it: all of those are gone. One statement
+    // A page that does not start right after the cursor may have lost what it asked for: the oldest valid
+    // cursor is the one before the oldest kept event, or the company's last when none is kept. One statement
     // (one snapshot), so an event committing meanwhile is never taken for a gap.
-    if (seq > 0 && rows.length === 0) {
-      const { rows: head } = await db.execute<{ last: string }>(sql`
-        SELECT s.last FROM event_sequences s WHERE s.company_id = ${companyId} AND s.last > ${seq}
-          AND NOT EXISTS (SELECT 1 FROM events e WHERE e.company_id = ${companyId} AND e.seq > ${seq})`);
-      if (head[0]) throw cursorGone(Number(head[0].last));
+    if (seq > 0 && (rows[0] === undefined || rows[0].seq > seq + 1)) {
+      const { rows: kept } = await db.execute<{ last: string; oldest: string | null }>(sql`
+        SELECT s.last, (SELECT min(e.seq) FROM events e WHERE e.company_id = s.company_id) AS oldest FROM event_sequences s WHERE s.company_id = ${companyId}`);
+      const k = kept[0];
+      const oldestValid = k === undefined ? 0 : k.oldest === null ? Number(k.last) : Number(k.oldest) - 1;
+      if (oldestValid > seq) throw cursorGone(oldestValid);
     }
     const items = rows.map(viewOfEvent);
     return { items, nextCursor: items.at(-1)?.cursor ?? after ?? null };
