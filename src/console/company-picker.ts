@@ -108,9 +108,8 @@ export function companyPickerRoutes(scope: FastifyInstance, kit: ConsoleKit): vo
   scope.get('/companies/search', async (req, reply) => {
     const parsed = searchQuery.safeParse(req.query ?? {});
     if (!parsed.success) throw badRequest(`Please correct: company ${parsed.error.issues[0]?.message ?? 'is not a search'}`, parsed.error.issues.map((i) => ({ field: 'company', message: i.message })));
-    // A company key finds only its own company.
-    const own = ownCompany(req);
-    const found = own === undefined ? await kit.deps.services.companies.search(parsed.data.company, SUGGESTIONS) : [await kit.deps.services.companies.get(own)];
+    // A company key finds only its own company (reachOf), as the pages' picker reads only it.
+    const found = await reachOf(kit.deps.services.companies, ownCompany(req)).search(parsed.data.company, SUGGESTIONS);
     const options = found.map(
       (c) => html`<li role="option" aria-selected="false" data-id="${c.id}" data-name="${c.name}"><span class="picker-name">${c.name}</span> <span class="picker-id">${c.id}</span></li>`,
     );

@@ -205,6 +205,11 @@ describe('the company picker with 1,000 companies', () => {
       expect(res.status, path).toBe(404);
       expect(await res.text(), path).not.toMatch(/Fleet \d{4}/);
     }
+    // Its suggestions: its own company, for part of its name, and nothing else for any other text.
+    const suggested = async (q: string) => [...(await text(`/companies/search?company=${encodeURIComponent(q)}`)).matchAll(/data-id="([^"]+)"/g)].map((m) => m[1]);
+    expect(await suggested('wind')).toEqual([late]);
+    expect(await suggested('')).toEqual([late]);
+    expect(await suggested('fleet')).toEqual([]);
     // Its own company it still picks by its name.
     expect(picker(await text('/notifications?company=northwind&companyId='), 'f-company')).toEqual({ text: 'Northwind Aviation', companyId: late });
   });
