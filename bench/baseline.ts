@@ -39,7 +39,7 @@ const CREDENTIAL = process.env.BASIC_CREDENTIAL ?? 'bench:baseline-secret';
 const COMPANY = CREDENTIAL.split(':')[0]!;
 const RESOURCE_TOKEN = 'baseline';
 
-const SCHEMA = `
+const PLAIN_SCHEMA = `
   CREATE TABLE IF NOT EXISTS notifications (
     id bigserial PRIMARY KEY,
     company text NOT NULL,
@@ -72,6 +72,27 @@ const SCHEMA = `
     started_at timestamptz NOT NULL,
     finished_at timestamptz NOT NULL DEFAULT now()
   )`;
+
+/**
+ * A diagnosis knob (docs/performance.md, "What partitioning costs the yardstick"): BENCH_BASELINE_PARTITIONS=skyhook
+ * partitions the growing tables by id as Skyhook's are (SPEC §5.3): a history partition, today's, the seven
+ * days made ahead and a default, ten each, every row in today's. Written plainly: no plan is forced, so
+ * PostgreSQL prunes each statement's partitions when it plans it.
+ */
+const PARTITIONED = process.env.BENCH_BASELINE_PARTITIONS === 'skyhook';
+const GROWING = ['notifications', 'events', 'fetch_attempts'];
+const DAY = 1e12;
+const partitionsOf = (table: string) => [
+  `CREATE TABLE ${table}_history PARTITION OF ${table} FOR VALUES FROM (MINVALUE) TO (0)`,
+  ...Array.from({ length: 8 }, (_, d) => `CREATE TABLE ${table}_d${d} PARTITION OF ${table} FOR VALUES FROM (${d * DAY}) TO (${(d + 1) * DAY})`),
+  `CREATE TABLE ${table}_default PARTITION OF ${table} DEFAULT`,
+];
+const SCHEMA = PARTITIONED
+  ? [
+      ...PLAIN_SCHEMA.split(';').map((st) => (GROWING.some((t) => st.includes(`CREATE TABLE IF NOT EXISTS ${t} (`)) ? `${st} PARTITION BY RANGE (id)` : st)),
+      ...GROWING.flatMap(partitionsOf),
+    ].join(';\n')
+  : PLAIN_SCHEMA;
 
 /** One statement shape for any batch size (planned once per connection); ids come back in input order. */
 const INSERT = `
