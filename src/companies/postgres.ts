@@ -22,12 +22,6 @@ import type { CheckVerdict, CompanyStates, CredentialColumns, Refusal } from './
 import { COMPANY_STATES, PAUSED_SQL, pauseGuard, stateOf, type CompanyStateName } from './transitions.js';
 import { CONNECTION_KEEP_ALIVE_DAYS } from './usage.js';
 
-/** What a check's error says of the credentials: refused (the marketplace said no), or no answer (try later). */
-export function verdictOf(err: MarketplaceError | null): CheckVerdict {
-  if (err === null) return { status: 'accepted', error: null };
-  return { status: err.transient ? 'unreachable' : 'refused', error: err.message };
-}
-
 /** What a worker says when the marketplace asks a company to slow down (gate/gate.ts GateFinishes: once per hold per process). */
 export const sayThrottled =
   (log: Pick<Logger, 'warn'>) =>
@@ -82,15 +76,21 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
   const bounded = <T>(work: Promise<T>, what: string) => withTimeout(work, deps.gateTimeoutMs, what);
   /** Tells the gate; if it cannot be told, the error is reported and repair() mends it from PostgreSQL. */
   const tell = (work: Promise<unknown>, what: string) => bounded(work, what).then(() => undefined, deps.onGateError);
+  /** Reads the gate; if it cannot be read, the error is reported and `unread` answered instead. */
+  const read = <T>(work: Promise<T>, what: string, unread: T): Promise<T> =>
+    bounded(work, what).catch((err: unknown) => {
+      deps.onGateError(err);
+      return unread;
+    });
 
-  /** One harmless call with `row`'s credentials, asked once. */
+  /** One harmless call with `row`'s credentials, asked once: accepted, refused (the marketplace said no), or no answer (try later). */
   async function checkWith(row: CompanyRow): Promise<CheckVerdict> {
     try {
       await deps.settings.list(connectionFromRow(row, deps.secretKey), { retry: false });
-      return verdictOf(null);
+      return { status: 'accepted', error: null };
     } catch (err) {
       if (!(err instanceof MarketplaceError)) throw err;
-      return verdictOf(err);
+      return { status: err.transient ? 'unreachable' : 'refused', error: err.message };
     }
   }
 
@@ -133,12 +133,7 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
     return checked ?? findCompany(db, row.id);
   }
 
-  async function views(ids: string[]): Promise<(GateView | undefined)[]> {
-    return bounded(gate.views(ids), 'reading the company gates').catch((err: unknown) => {
-      deps.onGateError(err);
-      return [];
-    });
-  }
+  const views = (ids: string[]) => read<(GateView | undefined)[]>(gate.views(ids), 'reading the company gates', []);
 
   /**
    * SPEC §14: the marketplace deactivates a connection unused for 60 days, so a company otherwise quiet for
@@ -243,11 +238,7 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
 
     hold: (companyId, retryAfterMs, why) => tell(gate.hold(companyId, retryAfterMs, why), 'holding the company'),
 
-    heldUntil: (companyId) =>
-      bounded(gate.heldUntil(companyId), 'reading the company gate').catch((err: unknown) => {
-        deps.onGateError(err);
-        return null;
-      }),
+    heldUntil: (companyId) => read(gate.heldUntil(companyId), 'reading the company gate', null),
 
     async states(rows) {
       const gates = await views(rows.map((r) => r.id));
@@ -257,10 +248,7 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
     async troubled() {
       // Paused, or a check's verdict that stands until a fetch is answered (stateOf): the rows PostgreSQL says may not be ok; beside them, the gate's trouble set.
       const [trouble, rows, [total]] = await Promise.all([
-        bounded(gate.troubled(), 'reading the company gates').catch((err: unknown) => {
-          deps.onGateError(err);
-          return [];
-        }),
+        read(gate.troubled(), 'reading the company gates', []),
         db.select(STATE_COLUMNS).from(companies).where(or(sql.raw(PAUSED_SQL), inArray(companies.credentialsStatus, ['unchecked', 'unreachable']))),
         db.select({ n: count() }).from(companies),
       ]);

@@ -129,7 +129,6 @@ async function staleQueuedKeys(sql: Sql, olderThanMs: number, after: ResourceRef
   return rows.map((r) => ({ companyId: r.company_id, href: r.href }));
 }
 
-/** A company's resources with notifications still pending: what resuming it queues again. */
 async function pendingResources(sql: Sql, companyId: string): Promise<ResourceRef[]> {
   const { rows } = await sql.query<{ href: string }>(`SELECT DISTINCT href FROM notifications WHERE company_id = $1 AND ${fromGuard('finish')}`, [companyId]);
   return rows.map((r) => ({ companyId, href: r.href }));

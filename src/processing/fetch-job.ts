@@ -57,7 +57,7 @@ export type JobEnd =
 
 export async function runFetchJob(
   deps: FetchJobDeps,
-  job: { resource: FetchJob; attemptsMade: number; attempts: number; id?: string; /** This run's span, when traces are exported. */ trace?: FetchSpan },
+  job: { resource: FetchJob; attemptsMade: number; attempts: number; /** This run's span, when traces are exported. */ trace?: FetchSpan },
 ): Promise<JobEnd> {
   const { resource, trace } = job;
   // Before the claim: rows that arrive while the job is held are claimed with the rest.
@@ -399,7 +399,7 @@ export function createFetchWorker(deps: {
       attemptsStarted: job.attemptsStarted,
       attemptsMade: job.attemptsMade,
     });
-    const running = runFetchJob(deps.job, { resource, attemptsMade: job.attemptsMade, attempts: job.opts.attempts ?? 1, id: job.id, trace });
+    const running = runFetchJob(deps.job, { resource, attemptsMade: job.attemptsMade, attempts: job.opts.attempts ?? 1, trace });
     const end = trace ? await traced(trace, running) : await running;
     switch (end.next) {
       case 'done':

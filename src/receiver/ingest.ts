@@ -140,9 +140,7 @@ export function hrefDisposition(url: URL, bases: readonly URL[], requireHttps: b
   if (url.protocol !== 'http:' && url.protocol !== 'https:') reasons.push('must be an http(s) URL');
   else if (requireHttps && url.protocol !== 'https:') reasons.push('must use https');
   if (url.username || url.password) reasons.push('must not carry credentials');
-  if (reasons.length > 0) {
-    throw new Problem(422, 'Unprocessable Content', `href ${reasons.join(', ')}.`, { code: 'href_out_of_scope', errors: [{ field: 'href', message: reasons.join(', ') }] });
-  }
+  if (reasons.length > 0) throw hrefOutOfScope('href', reasons);
   return bases.some((base) => isUnder(url, base)) ? 'fetch' : 'not_fetched';
 }
 
@@ -158,13 +156,12 @@ export function checkHrefScope(url: URL, apiBaseUrl: URL, requireHttps: boolean,
   if (url.protocol !== apiBaseUrl.protocol || url.host !== apiBaseUrl.host) reasons.push("must be on the company's API host");
   const base = apiBaseUrl.pathname.replace(/\/+$/, '');
   if (url.pathname !== base && !url.pathname.startsWith(`${base}/`)) reasons.push("must be under the company's API base path");
-  if (reasons.length > 0) {
-    throw new Problem(422, 'Unprocessable Content', `${field} ${reasons.join(', ')}.`, {
-      code: 'href_out_of_scope',
-      errors: [{ field, message: reasons.join(', ') }],
-    });
-  }
+  if (reasons.length > 0) throw hrefOutOfScope(field, reasons);
 }
+
+/** The 422 for an href that must not be fetched: `field` named, with every reason. */
+const hrefOutOfScope = (field: string, reasons: string[]) =>
+  new Problem(422, 'Unprocessable Content', `${field} ${reasons.join(', ')}.`, { code: 'href_out_of_scope', errors: [{ field, message: reasons.join(', ') }] });
 
 function tooDeep(root: unknown, limit: number): boolean {
   const stack: [unknown, number][] = [[root, 1]];
