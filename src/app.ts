@@ -231,7 +231,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   return app;
 }
 
-type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues' | 'started' | 'reporter' | 'companyStates' | 'connectionWarnings' | 'destinationStates' | 'access' | 'authFailures'>;
+export type OpsDeps = Pick<AppDeps, 'pool' | 'redis' | 'metrics' | 'queues' | 'started' | 'reporter' | 'companyStates' | 'connectionWarnings' | 'destinationStates' | 'access' | 'authFailures'>;
 
 /** A worker's own ops server (OPS_PORT): the probes and metrics alone, as quiet as the main app's. */
 export async function buildOpsApp(logger: Logger, deps: OpsDeps): Promise<FastifyInstance> {

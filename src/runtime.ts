@@ -13,7 +13,7 @@ import type { Worker } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { buildApp, buildOpsApp } from './app.js';
+import { buildApp, buildOpsApp, type OpsDeps } from './app.js';
 import type { Config } from './config.js';
 import { connectDatabase, type DbHandle } from './db/client.js';
 import { waitForDatabase } from './db/migrate.js';
@@ -198,11 +198,13 @@ interface RolePart {
 export async function createRuntime(config: Config, log: Logger, opts: { handlers?: HandlerRegistry } = {}): Promise<Runtime> {
   const core = await createCore(config, log);
   const { api, relay, producer, queue, received, finished, sent, tracing, outages } = core;
+  // What the probes and /metrics read: served by the main app, or by a worker's ops app.
+  const ops: OpsDeps = { pool: api.pool, redis: producer, metrics: core.metrics, queues: [queue], started: () => core.started, reporter: core.reporter, companyStates: core.companyStates, connectionWarnings: core.connectionWarnings, destinationStates: core.destinationStates, access: core.access, authFailures: core.authFailures };
   const parts: RolePart[] = [];
-  if (config.role !== 'worker') parts.push(await apiRole(core));
+  if (config.role !== 'worker') parts.push(await apiRole(core, ops));
   if (config.role !== 'api') parts.push(workerRole(core, opts.handlers ?? builtInHandlers()));
   if (config.role === 'worker' && config.opsPort !== undefined) {
-    const app = await buildOpsApp(log, { pool: api.pool, redis: producer, metrics: core.metrics, queues: [queue], started: () => core.started, reporter: core.reporter, companyStates: core.companyStates, connectionWarnings: core.connectionWarnings, destinationStates: core.destinationStates, access: core.access, authFailures: core.authFailures });
+    const app = await buildOpsApp(log, ops);
     parts.unshift({ app, closers: [['ops http', () => app.close()]] });
   }
   const closers: RolePart['closers'] = [
@@ -263,7 +265,7 @@ async function partitionsAhead(pool: pg.Pool, log: Logger): Promise<void> {
 }
 
 /** Roles api and all: the receiver, the admin API, the console and the live stream, on one HTTP app. */
-async function apiRole(core: Core): Promise<RolePart> {
+async function apiRole(core: Core, ops: OpsDeps): Promise<RolePart> {
   const { config, log, notifications, enqueuer, report, metrics, tracing, reporter, api, producer, ingestFirst } = core;
   const directory = new WebhookDirectory(loadWebhookFrom(api.db, config.secretKey));
   let listener: { stop: () => Promise<void> } | undefined;
@@ -290,12 +292,10 @@ async function apiRole(core: Core): Promise<RolePart> {
     onError: report('notification_stream', 'the live stream met an error; it carries on', 'postgres'),
   });
   const app = await buildApp({
+    ...ops,
     logger: log,
     trustProxy: config.trustProxy,
     requestTimeoutMs: config.requestTimeoutMs,
-    started: () => core.started,
-    pool: api.pool,
-    redis: producer,
     receiver: {
       directory,
       writer: new NotificationWriter(notifications, enqueuer, report('enqueue', 'queueing committed notifications failed; the relay queues them'), tracing),
@@ -312,14 +312,6 @@ async function apiRole(core: Core): Promise<RolePart> {
     },
     admin: { ...services, stream },
     console: { adminToken: config.adminToken, services, stream, sessions: createSessionStore(api.db), keys: core.access.keys, publicBaseUrl: config.publicBaseUrl },
-    access: core.access,
-    queues: [core.queue],
-    companyStates: core.companyStates,
-    connectionWarnings: core.connectionWarnings,
-    destinationStates: core.destinationStates,
-    authFailures: core.authFailures,
-    metrics,
-    reporter,
   });
   return {
     app,

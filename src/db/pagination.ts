@@ -4,7 +4,7 @@
  */
 import { desc, sql } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
-import { hasUnstorableText } from '../lib/json-body.js';
+import { unstorableTextAt } from '../lib/json-body.js';
 import { badRequest } from '../lib/problem.js';
 
 export interface Page<V> {
@@ -27,7 +27,7 @@ export function decodeCursor<T>(cursor: string, valid: (v: unknown) => v is T): 
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
     // Text PostgreSQL cannot take (NUL, a lone surrogate) would fail the query, not name the cursor.
-    if (valid(value) && !hasUnstorableText(value)) return value;
+    if (valid(value) && unstorableTextAt(value) === undefined) return value;
   } catch {
     /* below */
   }

@@ -149,6 +149,3 @@ export function unstorableTextAt(root: unknown): string[] | undefined {
   }
   return undefined;
 }
-
-/** Text PostgreSQL cannot store (NUL, a lone UTF-16 surrogate), anywhere in a parsed JSON value. */
-export const hasUnstorableText = (root: unknown): boolean => unstorableTextAt(root) !== undefined;

@@ -106,18 +106,14 @@ export async function startWebhookListener(opts: { host?: string; port: number; 
     const path = (req.url ?? '/').split('?')[0]!;
     const base = { at, method: req.method ?? '?', path, webhookId: header(req, 'webhook-id') };
     const body = await readBody(req);
-    if (path !== opts.path) {
-      answer(res, 404, `nothing here: deliveries are POSTed to ${opts.path}`);
-      return opts.onRequest({ ...base, event: null, verification: 'failed', problem: `not the path listened on (${opts.path})`, status: 404 });
-    }
-    if (req.method !== 'POST') {
-      answer(res, 405, 'deliveries are POSTed', { allow: 'POST' });
-      return opts.onRequest({ ...base, event: null, verification: 'failed', problem: 'not a POST', status: 405 });
-    }
-    if (body === null) {
-      answer(res, 413, `the body is over ${MAX_BODY_BYTES} bytes`);
-      return opts.onRequest({ ...base, event: null, verification: 'failed', problem: 'body too large', status: 413 });
-    }
+    /** A request that is not a delivery: answered `text`, and said as `problem`. */
+    const refuse = (status: number, text: string, problem: string, extra?: Record<string, string>) => {
+      answer(res, status, text, extra);
+      opts.onRequest({ ...base, event: null, verification: 'failed', problem, status });
+    };
+    if (path !== opts.path) return refuse(404, `nothing here: deliveries are POSTed to ${opts.path}`, `not the path listened on (${opts.path})`);
+    if (req.method !== 'POST') return refuse(405, 'deliveries are POSTed', 'not a POST', { allow: 'POST' });
+    if (body === null) return refuse(413, `the body is over ${MAX_BODY_BYTES} bytes`, 'body too large');
     const text = body.toString('utf8');
     const event = parseEvent(text);
     if (!verifier) {

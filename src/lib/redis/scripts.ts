@@ -9,7 +9,7 @@ import type { RedisClient } from './connection.js';
 const INCLUDE = /^--- @include "([^"]+)"\s*$/gm;
 
 /** The text of the script at `file` with its includes expanded (each at most once). */
-export function loadLua(file: URL, seen = new Set<string>()): string {
+function loadLua(file: URL, seen = new Set<string>()): string {
   return readFileSync(file, 'utf8').replace(INCLUDE, (_, path: string) => {
     const included = new URL(`${path}.lua`, file);
     if (seen.has(included.href)) return '';
@@ -21,17 +21,14 @@ export function loadLua(file: URL, seen = new Set<string>()): string {
 export type Script<T> = (keys: string[], args: (string | number)[]) => Promise<T>;
 
 /**
- * A Lua script as a function of its keys and arguments, defined once on `redis` under `name` (ioredis
- * sends EVALSHA, and the script itself when the server does not know it yet).
+ * The script in `file` (includes expanded) as a function of its keys and arguments, defined once on `redis`
+ * under `name` (ioredis sends EVALSHA, and the script itself when the server does not know it yet).
  */
-export function redisScript<T>(redis: RedisClient, name: string, lua: string): Script<T> {
-  redis.defineCommand(name, { lua });
+export function luaScript<T>(redis: RedisClient, name: string, file: URL): Script<T> {
+  redis.defineCommand(name, { lua: loadLua(file) });
   const command = (redis as unknown as Record<string, (numKeys: number, ...rest: (string | number)[]) => Promise<T>>)[name]!.bind(redis);
   return (keys, args) => command(keys.length, ...keys, ...args);
 }
-
-/** The script in `file` (includes expanded) as a function, under `name`. */
-export const luaScript = <T>(redis: RedisClient, name: string, file: URL): Script<T> => redisScript<T>(redis, name, loadLua(file));
 
 /** reserve-keys.lua: SET NX PX for a batch of keys; per key 0 (taken now) or how long it stays taken. */
 export const reserveKeys = (redis: RedisClient) => luaScript<number[]>(redis, 'skyhookReserveKeys', new URL('./lua/reserve-keys.lua', import.meta.url));
