@@ -7,7 +7,6 @@
  * repair() mends the gate from PostgreSQL (every worker runs it: delivery/loop.ts).
  */
 import { sql } from 'drizzle-orm';
-import type pg from 'pg';
 import type { Logger } from 'pino';
 import { CachedPlans, type Statement } from '../db/cached-plans.js';
 import { inTransaction, type Change, type ChangeTx, type Database } from '../db/client.js';
@@ -295,7 +294,7 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
       run.ids.add(item.attempt.deliveryId);
     }
     const effects: AttemptEffect[] = [];
-    const write = async (client: Pick<pg.PoolClient, 'query'>) => {
+    const recorded = await inTransaction(db.$client, async (client) => {
       const out: { run: Recorded[]; destinations: Map<string, DestinationOutcome>; rows: Map<string, AttemptRow> }[] = [];
       for (const { items: run } of runs) {
         const outcomes = run.map(deliveryOutcome);
@@ -304,10 +303,7 @@ export function createDestinationStates(deps: DestinationStatesDeps) {
         out.push({ run, destinations, rows: new Map(rows.map((r) => [r.id, r])) });
       }
       return out;
-    };
-    // One statement commits alone (two round trips fewer a batch than BEGIN and COMMIT around it); the rare
-    // batch of several runs is one transaction.
-    const recorded = runs.length === 1 ? await write(db.$client) : await inTransaction(db.$client, write);
+    });
     for (const { run, destinations, rows } of recorded) {
       for (const [i, { attempt }] of run.entries()) {
         const row = destinations.get(attempt.destinationId)?.last === i ? rows.get(attempt.destinationId) : undefined;
