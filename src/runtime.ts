@@ -458,7 +458,6 @@ function fetchJobDeps(core: Core, own: { db: DbHandle; notifications: Notificati
     now: () => new Date(),
     metrics,
     finished: core.finished,
-    log: core.log,
   };
 }
 

@@ -4,14 +4,14 @@
  * the parked resources of companies whose places freed without a fetch ending (a dead worker's lapsed
  * leases, a raised limit).
  */
+import { every } from '../lib/every.js';
 import type { CompanyStatesRepository } from './postgres.js';
 
 /** How often each worker process looks at the companies, at most (the probes themselves are rarer). */
 const LOOP_MS = 15_000;
 
 export class CompanyMirror {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private loop: { stop: () => Promise<void> } | undefined;
 
   constructor(
     private readonly deps: {
@@ -24,15 +24,11 @@ export class CompanyMirror {
   ) {}
 
   start(): void {
-    this.timer = setInterval(() => {
-      if (!this.running) this.running = this.runOnce().catch(this.deps.onError).finally(() => (this.running = undefined));
-    }, Math.min(LOOP_MS, this.deps.probeIntervalMs / 2));
-    this.timer.unref();
+    this.loop = every(Math.min(LOOP_MS, this.deps.probeIntervalMs / 2), () => this.runOnce(), this.deps.onError);
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+    await this.loop?.stop();
   }
 
   /** One pass: the companies with work waiting given their freed places, the gates mended, the probes due made. */

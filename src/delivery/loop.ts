@@ -5,6 +5,7 @@
  * destinations that are due (one process each), and the disabling of those failing for days.
  */
 import type { DestinationStatesRepository } from '../destinations/postgres.js';
+import { every } from '../lib/every.js';
 import type { DeliveryEnqueuer } from './enqueue.js';
 
 const LOOP_MS = 5000;
@@ -14,8 +15,7 @@ const RELAY_LIMIT = 1000;
 const PROBES_PER_PASS = 20;
 
 export class DeliveryLoop {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private loop: { stop: () => Promise<void> } | undefined;
 
   constructor(
     private readonly deps: {
@@ -29,15 +29,11 @@ export class DeliveryLoop {
   ) {}
 
   start(): void {
-    this.timer = setInterval(() => {
-      if (!this.running) this.running = this.runOnce().catch(this.deps.onError).finally(() => (this.running = undefined));
-    }, LOOP_MS);
-    this.timer.unref();
+    this.loop = every(LOOP_MS, () => this.runOnce(), this.deps.onError);
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+    await this.loop?.stop();
   }
 
   async runOnce(): Promise<void> {

@@ -19,7 +19,6 @@
  * its end turned into BullMQ's (done, delayed without an attempt, retried with backoff).
  */
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { Logger } from 'pino';
 import { CLAIM_LIMIT, type Claimed, type FetchAttempt, type FetchedSnapshot, type NotificationLifecycle, type Stored } from '../notifications/lifecycle.js';
 import type { BatchSummary } from '../lib/batch-summary.js';
 import type { Metrics } from '../lib/metrics.js';
@@ -44,7 +43,6 @@ export interface FetchJobDeps extends OutcomeDeps {
   metrics: Pick<Metrics, 'fetchOutcomes' | 'processingLatency'>;
   /** Counts the notifications each fetch finished, by company and outcome, for the per-batch log line. */
   finished: Pick<BatchSummary, 'add'>;
-  log: Logger;
 }
 
 /** What the job asks of its queue when it ends. */

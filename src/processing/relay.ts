@@ -8,6 +8,7 @@
  * rows are taken with SKIP LOCKED.
  */
 import type { Logger } from 'pino';
+import { every } from '../lib/every.js';
 import type { NotificationLifecycle, ResourceRef } from '../notifications/lifecycle.js';
 import type { FetchEnqueuer } from './enqueue.js';
 
@@ -15,8 +16,7 @@ const BATCH = 1000;
 const STALE_QUEUED_MS = 60_000;
 
 export class Relay {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private loop: { stop: () => Promise<void> } | undefined;
   private lastStaleScan = 0;
   private lastRunId: string | undefined;
   /** Where the stale scan resumes: the last key it re-added. */
@@ -34,15 +34,11 @@ export class Relay {
   ) {}
 
   start(): void {
-    this.timer = setInterval(() => {
-      if (!this.running) this.running = this.runOnce().then(() => undefined, this.onError).then(() => (this.running = undefined));
-    }, this.opts.intervalMs);
-    this.timer.unref();
+    this.loop = every(this.opts.intervalMs, () => this.runOnce(), this.onError);
   }
 
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+    await this.loop?.stop();
   }
 
   /** Queues what is waiting; returns how many notifications it queued. Throws when Redis is down. */

@@ -2,7 +2,6 @@
  * A fetch job and its outcomes (SPEC §5) without Redis or PostgreSQL: the job is a plain function of
  * narrow dependencies (processing/fetch-job.ts), here in-memory fakes that record what was asked of them.
  */
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { FetchAttempt, FetchedSnapshot, Verdict } from '../../src/notifications/lifecycle.js';
 import { createMetrics } from '../../src/lib/metrics.js';
@@ -57,7 +56,6 @@ function world(answer: FetchResult | Error, opts: { start?: FetchStart; company?
     now: () => new Date('2026-11-24T10:00:00Z'),
     metrics: createMetrics(),
     finished: { add: (companyId, outcome, count = 1) => void finished.push({ companyId, outcome, count }) },
-    log: pino({ level: 'silent' }),
   };
   return { deps, recorded, stored, gone, paused, requeued, forgotten, finished, gate, begun };
 }

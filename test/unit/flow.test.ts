@@ -88,7 +88,6 @@ async function pipeline() {
     now: () => new Date(),
     metrics: createMetrics(),
     finished: { add: () => {} },
-    log: pino({ level: 'silent' }),
   };
   /** Runs every job until none is left, as a worker would: a retry spends an attempt, a delay does not. */
   const drain = async (): Promise<void> => {
