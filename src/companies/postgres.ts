@@ -12,7 +12,7 @@ import { and, count, eq, inArray, or, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { inChange, type Change, type Database } from '../db/client.js';
 import { connectionFromRow, findCompany } from '../db/company-connection.js';
-import { companies, fetchAttempts, type CompanyRow } from '../db/schema/index.js';
+import { companies, companyPurges, type CompanyRow } from '../db/schema/index.js';
 import type { Gate, GateView } from '../gate/gate.js';
 import type { RedisClient } from '../lib/redis/connection.js';
 import { withTimeout } from '../lib/timeout.js';
@@ -20,6 +20,7 @@ import { MarketplaceError } from '../marketplace/client.js';
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
 import type { CheckVerdict, CompanyStates, CredentialColumns, Refusal } from './states.js';
 import { COMPANY_STATES, PAUSED_SQL, pauseGuard, stateOf, type CompanyStateName } from './transitions.js';
+import { purgeDeletedCompanies } from './purge.js';
 import { CONNECTION_KEEP_ALIVE_DAYS } from './usage.js';
 
 /** What a worker says when the marketplace asks a company to slow down (gate/gate.ts GateFinishes: once per hold per process). */
@@ -269,17 +270,16 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
 
     delete: (companyId, within) => {
       const remove = async ({ tx, afterCommit }: Change) => {
-        // Its key cascades to everything of it (webhooks and their notifications, resources, events, leads,
-        // quotes, declines, destinations and their deliveries) but its fetch attempts, which have no key to it
-        // (for the worker's sake), and the replays and delivery attempts, whose keys partitioning took
-        // (docs/decisions.md, "Partitions").
-        await tx.delete(fetchAttempts).where(eq(fetchAttempts.companyId, companyId));
-        await tx.execute(sql`DELETE FROM notification_replays r USING notifications n WHERE n.id = r.notification_id AND n.company_id = ${companyId}`);
-        await tx.execute(sql`DELETE FROM delivery_attempts a USING deliveries d WHERE d.id = a.delivery_id AND d.company_id = ${companyId}`);
+        // Its key cascades to what is small (webhooks, destinations, keys, resources, leads, quotes, declines); what
+        // grows with traffic is purged in batches once this commits (companies/purge.ts), left out by readers meanwhile.
         const existed = (await tx.delete(companies).where(eq(companies.id, companyId)).returning({ id: companies.id })).length > 0;
+        if (!existed) return false;
+        await tx.insert(companyPurges).values({ companyId }).onConflictDoNothing();
         // Nothing of it stays in Redis; a gate out of reach keeps a few keys that nothing reads (repair() skips unknown ids).
-        if (existed) afterCommit(() => tell(Promise.all([gate.forget(companyId), deps.redis.del(probeKey(companyId), keepAliveKey(companyId))]), 'forgetting the company gate'));
-        return existed;
+        afterCommit(() => tell(Promise.all([gate.forget(companyId), deps.redis.del(probeKey(companyId), keepAliveKey(companyId))]), 'forgetting the company gate'));
+        // Not waited for: the deletion is answered at once.
+        afterCommit(async () => void purgeDeletedCompanies(db.$client, { only: companyId }).catch((err: unknown) => deps.log.warn({ err, companyId }, "purging a deleted company's rows stopped: the next retention pass goes on")));
+        return true;
       };
       return within ? remove(within) : inChange(db, remove);
     },

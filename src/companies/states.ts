@@ -87,6 +87,6 @@ export interface CompanyStates {
    * the gate notes as held or unanswered (its trouble set), never from every company's gate.
    */
   troubled(): Promise<TroubledCompanies>;
-  /** delete: the company with everything it owns, in PostgreSQL and at its gate (once `within` committed, when given); answers whether it existed. */
+  /** delete: the company with everything it owns, in PostgreSQL (what grows with traffic purged in batches after: purge.ts) and at its gate (once `within` committed, when given); answers whether it existed. */
   delete(companyId: string, within?: Change): Promise<boolean>;
 }

@@ -18,7 +18,7 @@ import pino, { type Logger } from 'pino';
 import { CachedPlans, type Statement } from '../db/cached-plans.js';
 import { inTransaction, type Change } from '../db/client.js';
 import { NOTIFICATION_TYPE_BY_EVENT } from '../marketplace/contract.js';
-import type { NotificationStatus } from '../db/schema/index.js';
+import { notPurging, type NotificationStatus } from '../db/schema/index.js';
 import { CLAIM_LIMIT, statusOnAccept, type Claimed, type FetchAttempt, type FetchedSnapshot, type InsertedStatus, type NewNotification, type NotificationLifecycle, type NotificationSummary, type PendingKey, type ResourceRef, type Stored, type Verdict } from './lifecycle.js';
 import { fromGuard, NOT_REPLAYABLE_OUTCOME, TRANSITIONS } from './transitions.js';
 
@@ -105,7 +105,7 @@ async function requeue(sql: Sql, ids: number[], transition: 'queue' | 'unqueue')
 async function lockUnqueued(client: Sql, graceMs: number, limit: number): Promise<PendingKey[]> {
   const { rows } = await client.query<{ id: string; company_id: string; href: string }>(
     `SELECT id, company_id, href FROM notifications
-     WHERE ${fromGuard('queue')} AND received_at < now() - make_interval(secs => $1::double precision / 1000)
+     WHERE ${fromGuard('queue')} AND received_at < now() - make_interval(secs => $1::double precision / 1000) AND ${notPurging('company_id')}
      ORDER BY received_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
     [graceMs, limit],
   );
@@ -122,7 +122,7 @@ async function staleQueuedKeys(sql: Sql, olderThanMs: number, after: ResourceRef
     `SELECT DISTINCT company_id, href FROM notifications
      WHERE status = 'queued' AND received_at < now() - make_interval(secs => $1::double precision / 1000)
        AND ($2::uuid IS NULL OR (company_id, href) > ($2::uuid, $3::text))
-       AND company_id NOT IN (SELECT id FROM companies WHERE connection_status = 'unauthorized')
+       AND company_id NOT IN (SELECT id FROM companies WHERE connection_status = 'unauthorized') AND ${notPurging('company_id')}
      ORDER BY company_id, href LIMIT $4`,
     [olderThanMs, after?.companyId ?? null, after?.href ?? null, limit],
   );
@@ -444,12 +444,12 @@ async function deleteOrphanAttempts(client: Sql, attemptIds: number[]): Promise<
 const attemptIdsOf = (rows: { fetch_attempt_ids: string[] | null }[]): number[] => [...new Set(rows.flatMap((r) => (r.fetch_attempt_ids ?? []).map(Number)))];
 
 /**
- * A deleted webhook's notifications go with it (its key cascades to them), and so does their history: their
- * replays (no key of their own: docs/decisions.md, "Partitions") and the fetch attempts no kept one shares.
+ * A deleted webhook's notifications go with it, and so does their history: their replays and the fetch
+ * attempts no kept one shares (none of them has a key: docs/decisions.md, "Partitions").
  */
 async function deleteWebhook(client: Sql, webhookId: string): Promise<void> {
-  const { rows } = await client.query<{ fetch_attempt_ids: string[] | null }>('SELECT fetch_attempt_ids FROM notifications WHERE webhook_id = $1', [webhookId]);
   await client.query('DELETE FROM notification_replays r USING notifications n WHERE n.id = r.notification_id AND n.webhook_id = $1', [webhookId]);
+  const { rows } = await client.query<{ fetch_attempt_ids: string[] | null }>('DELETE FROM notifications WHERE webhook_id = $1 RETURNING fetch_attempt_ids', [webhookId]);
   await client.query('DELETE FROM webhooks WHERE id = $1', [webhookId]);
   await deleteOrphanAttempts(client, attemptIdsOf(rows));
 }

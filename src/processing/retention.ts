@@ -1,7 +1,7 @@
 /**
  * Retention (SPEC §5.3): a BullMQ job scheduler runs `maintain-partitions` hourly. It ends deliveries still
  * pending past RETENTION_DAYS (or EVENTS_RETENTION_DAYS, when shorter: their events go then) `expired`
- * (said in the log per destination), then makes the growing tables'
+ * (said in the log per destination), purges what deleted companies left (companies/purge.ts), then makes the growing tables'
  * partitions ahead and drops the days past their retention (db/partitions.ts): notifications with their
  * fetch attempts and replays, and deliveries with their attempts, after RETENTION_DAYS; events after
  * EVENTS_RETENTION_DAYS; the audit log after AUDIT_RETENTION_DAYS. A day that still holds a notification not
@@ -13,6 +13,7 @@ import { Queue, Worker } from 'bullmq';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { appendBySkyhook } from '../access/audit.js';
+import { purgeDeletedCompanies } from '../companies/purge.js';
 import { inChange } from '../db/client.js';
 import { maintainPartitions, type MaintainResult, type Retentions } from '../db/partitions.js';
 import type { DeliveryLifecycle } from '../destinations/lifecycle.js';
@@ -54,6 +55,9 @@ export async function retentionPass(deps: {
     deps.countExpired(expired);
     deps.log.warn({ companyId, destinationId, expired, retentionDays }, 'deliveries still pending past retention ended expired');
   }
+  // What a deletion's own purge left (a process stopped halfway, a row written in the deletion's moment): before the days are judged.
+  const purged = await purgeDeletedCompanies(deps.pool);
+  if (purged > 0) deps.log.info({ rows: purged }, "deleted companies' rows purged");
   const result = await maintainPartitions(deps.pool, { now: deps.now, retentions: deps.retentions, unfinished: UNFINISHED });
   // A role that may not change the schema leaves them to the owner's `skyhook partitions maintain`: said only when that falls behind.
   if (!result.owner && result.daysAhead < 2) deps.log.warn({ daysAhead: result.daysAhead }, 'partitions run out soon, and this role may not make them: run `skyhook partitions maintain` as the database owner');

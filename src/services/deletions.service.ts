@@ -1,9 +1,10 @@
 /**
  * Deleting a company or a webhook (SPEC §7): every active webhook setting is deactivated on the
  * marketplace first, so it stops sending; if the marketplace refuses, nothing is deleted (502), unless
- * `force`, which deletes locally all the same and says which settings stay active there. Deleting takes
- * the notifications with it, and their history; a company goes with everything it owns (src/companies/),
- * its destinations' gates included (src/destinations/).
+ * `force`, which deletes locally all the same and says which settings stay active there. Deleting a webhook
+ * takes its notifications with it, and their history; a company goes at once with everything it owns, its
+ * rows in the growing tables purged in batches after (src/companies/), its destinations' gates included
+ * (src/destinations/).
  */
 import { eq } from 'drizzle-orm';
 import type { z } from 'zod';

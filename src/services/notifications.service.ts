@@ -17,6 +17,7 @@ import {
   fetchAttempts,
   notificationReplays,
   notifications,
+  notPurging,
   resources,
   webhooks,
   type FetchAttemptRow,
@@ -90,6 +91,9 @@ const REPLAY_CHUNK = 1000;
 /** The filters that select by equality with their column of the same name. */
 const EQUAL_FILTERS = ['companyId', 'webhookId', 'status', 'type', 'resourceId', 'href'] as const;
 
+/** A deleted company's notifications, purged in batches (companies/purge.ts), are gone from here at once. */
+const NOT_PURGING = notPurging('notifications.company_id');
+
 // Over 80 lines on purpose: its body is the service's methods, each short, over the dependencies they share.
 export function createNotificationsService(deps: {
   db: Database;
@@ -101,6 +105,7 @@ export function createNotificationsService(deps: {
   const { db } = deps;
 
   const filterSql = (f: NotificationFilter): SQL[] => [
+    sql.raw(NOT_PURGING),
     ...EQUAL_FILTERS.flatMap((k) => (f[k] ? [eq(notifications[k], f[k])] : [])),
     ...(f.receivedAfter ? [gte(notifications.receivedAt, new Date(f.receivedAfter))] : []),
     ...(f.receivedBefore ? [lt(notifications.receivedAt, new Date(f.receivedBefore))] : []),
@@ -132,7 +137,7 @@ export function createNotificationsService(deps: {
     and(...filterSql(filter), inArray(notifications.status, [...TRANSITIONS.replay.from]), sql`${notifications.outcome} IS DISTINCT FROM ${NOT_REPLAYABLE_OUTCOME}`);
 
   async function getRow(id: number): Promise<NotificationRow> {
-    const [row] = await db.select().from(notifications).where(eq(notifications.id, id)).limit(1);
+    const [row] = await db.select().from(notifications).where(and(eq(notifications.id, id), sql.raw(NOT_PURGING))).limit(1);
     if (!row) throw notFound(`Notification ${id}`);
     return row;
   }

@@ -9,7 +9,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../db/client.js';
-import { failureReason } from '../db/schema/index.js';
+import { failureReason, notPurging } from '../db/schema/index.js';
 import type { CompanyStates, TroubledCompanies } from '../companies/states.js';
 import type { CompanyState, CompanyStateName } from '../companies/transitions.js';
 
@@ -166,7 +166,7 @@ const inSeries = (i: number) => i >= 0 && i < OVERVIEW_MINUTES;
 /** Each company's pending notifications and the oldest one's age, as the `backlog` view counts them (notifications_pending_idx). */
 const backlogSql = (these?: SQL) => sql`
   SELECT company_id, count(*) AS pending, extract(epoch FROM now() - min(received_at))::int AS oldest_pending_age_s
-  FROM notifications WHERE status IN ('received', 'queued')${these ? sql` AND ${these}` : sql``} GROUP BY company_id`;
+  FROM notifications WHERE status IN ('received', 'queued') AND ${sql.raw(notPurging('company_id'))}${these ? sql` AND ${these}` : sql``} GROUP BY company_id`;
 const backlogOf = (r: { pending: string; oldest_pending_age_s: number }): Backlog => ({ pending: num(r.pending), oldestPendingAgeS: Math.max(0, num(r.oldest_pending_age_s)) });
 
 /** What finished in a minute (the query groups by it): how many processed and failed, and the processed ones' latency. */

@@ -10,6 +10,7 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { purgeDeletedCompanies } from '../../src/companies/purge.js';
 import { connectDatabase, type DbHandle } from '../../src/db/client.js';
 import { destinationGateOptions } from '../../src/delivery/delivery.queue.js';
 import { createDestinationStates, type DestinationStatesRepository, type Recorded } from '../../src/destinations/postgres.js';
@@ -18,7 +19,7 @@ import { REDIS_URL } from '../helpers/database.js';
 import { deliveriesOf, destinationFor, destinationView, storedVersion } from '../helpers/destinations.js';
 import { startReceiver, type Answer, type TestReceiver } from '../helpers/receiver.js';
 import { startScenario, type Scenario } from '../helpers/scenario.js';
-import { eventually } from '../helpers/skyhook.js';
+import { adminClient, eventually } from '../helpers/skyhook.js';
 import { sleep } from '../faults/support.js';
 
 /** A destination's requests time out after this (the hanging destination's). */
@@ -222,7 +223,7 @@ describe("a destination's pending deliveries (SPEC §5.2)", () => {
     expect((await deliveriesOf(admin, company.companyId, dest.id)).map((d) => d.status)).toEqual(['skipped', 'skipped', 'skipped']);
   });
 
-  it('a deleted company: its destinations go with it, their deliveries’ attempts and its replays too (no key cascades to them), and nothing of their gates stays in Redis', async () => {
+  it('a deleted company stops at once (its ids answer 404, its key is refused, its rows in no list) and its rows are purged after, nothing of its gates left in Redis', async () => {
     const company = await s.company('deleted-co');
     const r = await receiver(() => ({ status: 429, headers: { 'retry-after': '60' } }));
     const dest = await destinationFor(admin, company, r);
@@ -234,26 +235,71 @@ describe("a destination's pending deliveries (SPEC §5.2)", () => {
       await eventually(async () => (await gateKeys()).length > 0, "the destination's gate in Redis");
       await s.sql.query(`INSERT INTO notification_replays (notification_id, previous_status) SELECT id, 'processed' FROM notifications WHERE company_id = $1`, [company.companyId]);
       const deliveryIds = (await s.sql.query('SELECT id FROM deliveries WHERE company_id = $1', [company.companyId])).rows.map((row) => row.id);
-      const notificationIds = (await s.sql.query('SELECT id FROM notifications WHERE company_id = $1', [company.companyId])).rows.map((row) => row.id);
+      const notificationIds = (await s.sql.query('SELECT id FROM notifications WHERE company_id = $1', [company.companyId])).rows.map((row) => Number(row.id));
       const left = async () =>
         (
           await s.sql.query(
-            `SELECT (SELECT count(*) FROM delivery_attempts WHERE delivery_id = ANY($1::bigint[]))::int AS attempts,
-                    (SELECT count(*) FROM notification_replays WHERE notification_id = ANY($2::bigint[]))::int AS replays`,
-            [deliveryIds, notificationIds],
+            `SELECT (SELECT count(*) FROM notifications WHERE company_id = $3)::int AS notifications,
+                    (SELECT count(*) FROM fetch_attempts WHERE company_id = $3)::int AS "fetchAttempts",
+                    (SELECT count(*) FROM notification_replays WHERE notification_id = ANY($2::bigint[]))::int AS replays,
+                    (SELECT count(*) FROM events WHERE company_id = $3)::int AS events,
+                    (SELECT count(*) FROM deliveries WHERE company_id = $3)::int AS deliveries,
+                    (SELECT count(*) FROM delivery_attempts WHERE delivery_id = ANY($1::bigint[]))::int AS "deliveryAttempts"`,
+            [deliveryIds, notificationIds, company.companyId],
           )
-        ).rows[0];
-      expect(await left()).toEqual({ attempts: expect.any(Number), replays: notificationIds.length });
-      expect((await left()).attempts).toBeGreaterThan(0);
-      expect(notificationIds.length).toBeGreaterThan(0);
+        ).rows[0] as Record<string, number>;
+      const before = await left();
+      expect(Object.values(before).every((n) => n > 0), JSON.stringify(before)).toBe(true);
+      const made = await admin('POST', '/keys', { name: 'its application', role: 'company', companyId: company.companyId });
+      expect(made.status, JSON.stringify(made.body)).toBe(201);
+      const asCompany = adminClient(s.skyhook.url, made.body.key);
+      expect((await asCompany('GET', `/companies/${company.companyId}/events`)).status).toBe(200);
+
       expect((await admin('DELETE', `/companies/${company.companyId}?force=true`)).status).toBe(204);
+      // At once, whatever is left to purge.
       expect((await admin('GET', `/companies/${company.companyId}/destinations/${dest.id}`)).status).toBe(404);
-      expect(await left()).toEqual({ attempts: 0, replays: 0 });
+      expect((await admin('GET', `/companies/${company.companyId}/events`)).status).toBe(404);
+      expect((await admin('GET', `/notifications/${notificationIds[0]}`)).status).toBe(404);
+      expect((await admin('GET', `/notifications?companyId=${company.companyId}`)).body.items).toEqual([]);
+      expect((await admin('GET', '/notifications?limit=500')).body.items.map((n: { companyId: string }) => n.companyId)).not.toContain(company.companyId);
+      expect((await asCompany('GET', `/companies/${company.companyId}/events`)).status).toBe(401);
+      // Then purged: every row of it in the growing tables, those without a key to it included.
+      await eventually(async () => Object.values(await left()).every((n) => n === 0), 'its rows purged');
       // (Its job, delayed by the hold, stays queued until then: it runs, finds nothing to send, and ends.)
       expect(await gateKeys()).toEqual([]);
     } finally {
       redis.disconnect();
     }
+  });
+
+  it('a purge a stopped process left: the next one purges in batches, then forgets the company once a purge finds nothing, a while after its deletion', async () => {
+    const company = await s.company('purged-later');
+    const r = await receiver();
+    await destinationFor(admin, company, r);
+    for (const [id, n] of [['p1', 1], ['p1', 2], ['p2', 1]] as const) await storedVersion(s, company, id, n);
+    await eventually(async () => r.attempts.length >= 3, 'its deliveries sent');
+    const rowsOf = async () => (await s.sql.query('SELECT (SELECT count(*) FROM notifications WHERE company_id = $1) + (SELECT count(*) FROM events WHERE company_id = $1) + (SELECT count(*) FROM deliveries WHERE company_id = $1) AS n', [company.companyId])).rows[0].n;
+    const rows = Number(await rowsOf());
+    expect(rows).toBeGreaterThanOrEqual(9);
+    // What the deletion's transaction commits, its own purge never run (the process stopped).
+    const notificationId = Number((await s.sql.query('SELECT min(id) AS id FROM notifications WHERE company_id = $1', [company.companyId])).rows[0].id);
+    expect((await admin('GET', `/notifications/${notificationId}`)).status).toBe(200);
+    const replayable = async () => (await admin('POST', '/notifications/replay', { companyId: company.companyId, status: 'processed', dryRun: true })).body.matched;
+    expect(await replayable()).toBeGreaterThan(0);
+    await s.sql.query(`WITH p AS (INSERT INTO company_purges (company_id) VALUES ($1)) DELETE FROM companies WHERE id = $1`, [company.companyId]);
+    // Its rows still there, and shown nowhere.
+    expect(Number(await rowsOf())).toBe(rows);
+    expect((await admin('GET', `/notifications/${notificationId}`)).status).toBe(404);
+    expect((await admin('GET', `/notifications?companyId=${company.companyId}`)).body.items).toEqual([]);
+    expect((await admin('GET', '/notifications?limit=500')).body.items.map((n: { companyId: string }) => n.companyId)).not.toContain(company.companyId);
+    expect(await replayable()).toBe(0);
+    const purged = await purgeDeletedCompanies(s.sql, { only: company.companyId, batch: 2, forgetAfterMs: 60_000 });
+    expect(purged).toBeGreaterThanOrEqual(rows);
+    expect(Number(await rowsOf())).toBe(0);
+    const purging = async () => (await s.sql.query('SELECT count(*)::int AS n FROM company_purges WHERE company_id = $1', [company.companyId])).rows[0].n;
+    expect(await purging(), 'kept for what a fetch in flight may still store').toBe(1);
+    expect(await purgeDeletedCompanies(s.sql, { only: company.companyId, forgetAfterMs: 0 })).toBe(0);
+    expect(await purging()).toBe(0);
   });
 
   it('enabled with skipBefore: what was created before it is skipped, the rest sent in order (the next version says its previous one)', async () => {

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { purgeDeletedCompanies } from '../../src/companies/purge.js';
 import { migrateDatabase } from '../../src/db/migrate.js';
 import { defaultPartitionRows, listPartitions, maintainPartitions, PARTITIONED_TABLES } from '../../src/db/partitions.js';
 import { UNFINISHED } from '../../src/processing/retention.js';
@@ -142,7 +143,7 @@ describe('the conversion of a database the previous version made', () => {
     expect([...(await defaultPartitionRows(pool)).values()].every((n) => n === 0)).toBe(true);
 
     // Guarantees: the audit log refuses changes to old entries; a company's (company, seq) stays unique among
-    // its old events; the webhook's key still cascades into the old rows; the views read the new tables.
+    // its old events; the views read the new tables.
     await expect(pool.query(`UPDATE audit_log SET outcome = 'changed' WHERE id = (SELECT min(id) FROM audit_log)`)).rejects.toThrow(/append-only|refuse|not allowed|audit/i);
     await expect(pool.query(`INSERT INTO events (id, company_id, seq, type, resource_id, href, snapshot_version) VALUES (5, $1, 1, 'x', 'x', 'x', 1)`, [companyId])).rejects.toMatchObject({ code: '23505' });
     const backlog = await pool.query<{ pending: string }>('SELECT pending FROM backlog WHERE company_id = $1', [companyId]);
@@ -164,7 +165,9 @@ describe('the conversion of a database the previous version made', () => {
     expect(result.dropped).toEqual(expect.arrayContaining(['notifications_history', 'fetch_attempts_history', 'notification_replays_history', 'deliveries_history', 'delivery_attempts_history']));
     expect((await listPartitions(pool)).map((p) => p.name)).toEqual(expect.arrayContaining(['events_history', 'audit_log_history']));
 
-    await pool.query('DELETE FROM webhooks WHERE id = $1', [webhookId]);
-    expect((await pool.query('SELECT count(*)::int AS n FROM notifications')).rows[0].n).toBe(0);
+    // A deleted company's purge reaches every row of it, the converted ones included.
+    await pool.query('WITH p AS (INSERT INTO company_purges (company_id) VALUES ($1)) DELETE FROM companies WHERE id = $1', [companyId]);
+    await purgeDeletedCompanies(pool, { only: companyId });
+    expect((await pool.query('SELECT (SELECT count(*) FROM notifications) + (SELECT count(*) FROM events) + (SELECT count(*) FROM deliveries) AS n')).rows[0].n).toBe('0');
   }, 120_000);
 });

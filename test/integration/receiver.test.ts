@@ -220,15 +220,6 @@ describe('check 2: Basic secret', () => {
     expect(stored).toEqual({ amount: '12345678901234567890123', rate: '0.1000000000000000055511151231257827' });
   });
 
-  it("deleting a company deletes its notifications, through its webhooks' key", async () => {
-    const { company: c, webhook: w } = await companyWithWebhook('BASIC');
-    const answer = await sendBasic(w, notificationBody(c.apiBaseUrl));
-    expect(answer.status, answer.text).toBe(200);
-    await fx.pool.query('DELETE FROM companies WHERE id = $1', [c.id]);
-    const { rows } = await fx.pool.query('SELECT count(*)::int AS n FROM notifications WHERE company_id = $1', [c.id]);
-    expect(rows[0].n).toBe(0);
-  });
-
   it('numbers JavaScript reads as Infinity or 0 but jsonb holds (1e400, 1e10000, 1e-400) are stored exactly as sent', async () => {
     const stored = await storedWithExtra('"huge":1e400,"huger":1e10000,"tiny":1e-400,"amount":12345678901234567890123', ['huge', 'huger', 'tiny', 'amount']);
     expect(stored).toEqual({ huge: `1${'0'.repeat(400)}`, huger: `1${'0'.repeat(10000)}`, tiny: `0.${'0'.repeat(399)}1`, amount: '12345678901234567890123' });

@@ -68,3 +68,21 @@ export type CompanyRow = typeof companies.$inferSelect;
 
 /** The company_id column of a company's own rows, deleted with it. */
 export const ownedByCompany = () => uuid('company_id').notNull().references(() => companies.id, { onDelete: 'cascade' });
+
+/**
+ * The company_id column of a table that grows with traffic: no key to the company, whose deletion would then
+ * delete them all in its transaction; they are purged in batches after it (src/companies/purge.ts).
+ */
+export const purgedWithCompany = () => uuid('company_id').notNull();
+
+/**
+ * A deleted company whose rows in the growing tables are being purged (SPEC §5.2): readers leave them out
+ * meanwhile; the row goes once a purge finds nothing left, a while after the deletion (what was written in its moment).
+ */
+export const companyPurges = pgTable('company_purges', {
+  companyId: uuid('company_id').primaryKey(),
+  deletedAt: timestamp('deleted_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
+/** SQL true for a row whose `column` (a company_id) names no company being purged: readers leave the others out. */
+export const notPurging = (column: string): string => `${column} NOT IN (SELECT company_id FROM company_purges)`;

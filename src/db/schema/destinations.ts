@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { bigint, boolean, index, integer, pgEnum, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
-import { companies, ownedByCompany } from './companies.js';
+import { companies, ownedByCompany, purgedWithCompany } from './companies.js';
 import { timeId } from './partitioned.js';
 
 /**
@@ -61,10 +61,10 @@ export const deliveries = pgTable(
   'deliveries',
   {
     id: bigint('id', { mode: 'number' }).primaryKey().default(timeId('deliveries')),
-    companyId: ownedByCompany(),
-    destinationId: uuid('destination_id')
-      .notNull()
-      .references(() => destinations.id, { onDelete: 'cascade' }),
+    companyId: purgedWithCompany(),
+    // No foreign key to its destination either: a destination is deleted with its company, whose rows are
+    // purged in batches (src/companies/purge.ts); deleted alone, it stays (deleted_at) with its deliveries.
+    destinationId: uuid('destination_id').notNull(),
     /** The event (no key: events are kept longer than deliveries, and the code keeps the link). */
     eventId: bigint('event_id', { mode: 'number' }).notNull(),
     href: text('href').notNull(),

@@ -1,7 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { bigint, index, integer, jsonb, pgEnum, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { timeId } from './partitioned.js';
-import { webhooks } from './webhooks.js';
 
 /** received -> queued -> processed | failed | discarded (SPEC §4). */
 export const notificationStatus = pgEnum('notification_status', ['received', 'queued', 'processed', 'failed', 'discarded']);
@@ -17,13 +16,11 @@ export const notifications = pgTable(
   'notifications',
   {
     id: bigint('id', { mode: 'number' }).primaryKey().default(timeId('notifications')),
-    // No foreign key of its own: the webhook's key covers it (a webhook belongs to one company, and deleting a
-    // company deletes its webhooks, hence their notifications), and a second key check per inserted row
-    // would slow the receiver's group commit.
+    // No foreign key: a key check per inserted row would slow the receiver's group commit, and a deleted
+    // company's notifications are purged in batches after its deletion (src/companies/purge.ts); deleting a
+    // webhook deletes its notifications explicitly (src/notifications/postgres.ts).
     companyId: uuid('company_id').notNull(),
-    webhookId: uuid('webhook_id')
-      .notNull()
-      .references(() => webhooks.id, { onDelete: 'cascade' }),
+    webhookId: uuid('webhook_id').notNull(),
     receivedAt: timestamp('received_at', { withTimezone: true }).notNull().defaultNow(),
     /** The notification body's `id`: the id of the resource that changed. */
     resourceId: text('resource_id').notNull(),
@@ -87,7 +84,7 @@ export const fetchAttempts = pgTable(
   {
     id: bigint('id', { mode: 'number' }).primaryKey().default(timeId('fetch_attempts')),
     // No foreign key, as notifications have none of their own: its check cost every stored fetch, and
-    // deleting a company deletes its attempts explicitly (services/deletions.service.ts).
+    // a deleted company's are purged with its notifications (src/companies/purge.ts).
     companyId: uuid('company_id').notNull(),
     href: text('href').notNull(),
     startedAt: timestamp('started_at', { withTimezone: true }).notNull(),

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { bigint, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
-import { ownedByCompany } from './companies.js';
+import { ownedByCompany, purgedWithCompany } from './companies.js';
 import { timeId } from './partitioned.js';
 
 /** The latest fetched copy of what a notification's href points to, per company. */
@@ -35,7 +35,7 @@ export const events = pgTable(
   'events',
   {
     id: bigint('id', { mode: 'number' }).primaryKey().default(timeId('events')),
-    companyId: ownedByCompany(),
+    companyId: purgedWithCompany(),
     /** Its place among the company's events, in commit order (event_sequences): the pull feed's cursor. */
     seq: bigint('seq', { mode: 'number' }).notNull(),
     type: text('type').notNull(),
