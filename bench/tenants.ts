@@ -27,6 +27,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { Pool } from 'undici';
+import { deleteCompaniesNow } from '../src/companies/purge.js';
 import { GAUGES_MAX_AGE_MS } from '../src/app.js';
 import { encryptSecret, randomToken, sha256 } from '../src/lib/crypto.js';
 
@@ -450,7 +451,7 @@ async function consoleOverview(o: TenantsBenchOptions, sql: pg.Client) {
   const atThousand = await measureAt(o, `${OVERVIEW_COMPANIES.toLocaleString('en')} companies`, cookie);
 
   o.log(`console and /metrics: those gone, ${MANY_COMPANIES.toLocaleString('en')} companies, a webhook and ${MANY_NOTIFICATIONS_EACH} notifications each over the last hour; one paused, one with a failing backlog`);
-  await sql.query(`DELETE FROM companies WHERE name LIKE 'overview %'`);
+  await deleteCompaniesNow(sql, 'overview %');
   await sql.query(
     `INSERT INTO companies (name, api_base_url, api_token_encrypted, credentials_status, credentials_checked_at)
      SELECT 'many ' || lpad(c::text, 5, '0'), $1, $2, 'accepted', now() - interval '2 hours' FROM generate_series(1, ${MANY_COMPANIES}) c`,

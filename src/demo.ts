@@ -8,6 +8,7 @@
 import { createServer } from 'node:net';
 import pg from 'pg';
 import { pino } from 'pino';
+import { deleteCompaniesNow } from './companies/purge.js';
 import { loadConfig } from './config.js';
 import type { EventType } from './marketplace/contract.js';
 import { deleteKeysWithPrefix } from './lib/redis/keys.js';
@@ -293,10 +294,8 @@ async function progress(sql: pg.Pool): Promise<Row[]> {
   return rows as Row[];
 }
 
-/** The demo's companies go, and with them (cascade) their webhooks, notifications, snapshots and events. */
-async function deleteDemoCompanies(sql: pg.Pool): Promise<void> {
-  await sql.query(`DELETE FROM companies WHERE name LIKE '${DEMO_NAME}%'`);
-}
+/** The demo's companies go, and with them their webhooks, notifications, snapshots, events and deliveries. */
+const deleteDemoCompanies = (sql: pg.Pool): Promise<void> => deleteCompaniesNow(sql, `${DEMO_NAME}%`);
 
 function printTable(say: (line: string) => void, rows: Record<string, string | number | null>[]): void {
   const headers = Object.keys(rows[0] ?? {});

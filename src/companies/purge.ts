@@ -11,6 +11,9 @@
  */
 import type pg from 'pg';
 
+/** A pool, or one client (each statement then its own transaction all the same). */
+type Sql = Pick<pg.Pool, 'query'>;
+
 const BATCH = 5000;
 const FORGET_AFTER_MS = 600_000;
 
@@ -30,7 +33,7 @@ const BATCHES = [
  * Purges every deleted company (or `only` that one) and answers how many rows went. Concurrent purges of
  * one company are safe: each batch deletes what the other left.
  */
-export async function purgeDeletedCompanies(pool: pg.Pool, opts: { only?: string; batch?: number; forgetAfterMs?: number } = {}): Promise<number> {
+export async function purgeDeletedCompanies(pool: Sql, opts: { only?: string; batch?: number; forgetAfterMs?: number } = {}): Promise<number> {
   const batch = opts.batch ?? BATCH;
   const { rows } = await pool.query<{ company_id: string }>('SELECT company_id FROM company_purges WHERE $1::uuid IS NULL OR company_id = $1', [opts.only ?? null]);
   let purged = 0;
@@ -41,4 +44,13 @@ export async function purgeDeletedCompanies(pool: pg.Pool, opts: { only?: string
     await pool.query(`DELETE FROM company_purges WHERE company_id = $1 AND deleted_at < now() - make_interval(secs => $2::double precision / 1000)`, [companyId, opts.forgetAfterMs ?? FORGET_AFTER_MS]);
   }
   return purged;
+}
+
+/** The companies named like `pattern` (SQL LIKE) deleted as a deletion does, their rows purged at once (the demo's and the bench's clean-up). */
+export async function deleteCompaniesNow(pool: Sql, pattern: string): Promise<void> {
+  const { rows } = await pool.query<{ id: string }>(
+    'WITH gone AS (DELETE FROM companies WHERE name LIKE $1 RETURNING id) INSERT INTO company_purges (company_id) SELECT id FROM gone RETURNING company_id AS id',
+    [pattern],
+  );
+  for (const { id } of rows) await purgeDeletedCompanies(pool, { only: id, forgetAfterMs: 0 });
 }
