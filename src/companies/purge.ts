@@ -22,7 +22,7 @@ const FORGET_AFTER_MS = 600_000;
  * as arrays (`= ANY(ARRAY(…))`), not `IN (subquery)`: PostgreSQL then finds each by its primary key where a
  * semi-join would read the whole table for every batch.
  */
-export const BATCHES = [
+const BATCHES = [
   `WITH n AS (DELETE FROM notifications WHERE id = ANY(ARRAY(SELECT id FROM notifications WHERE company_id = $1 LIMIT $2)) RETURNING id, fetch_attempt_ids),
      r AS (DELETE FROM notification_replays WHERE notification_id = ANY(ARRAY(SELECT id FROM n))),
      a AS (DELETE FROM fetch_attempts WHERE id = ANY(ARRAY(SELECT unnest(fetch_attempt_ids) FROM n)))
