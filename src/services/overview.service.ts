@@ -163,10 +163,13 @@ const finishedIn = (first: Date) => sql`received_at >= ${new Date(first.getTime(
 const minuteIn = (column: SQL, first: Date) => sql`floor(extract(epoch FROM ${column} - ${first}::timestamptz) / 60)::int`;
 const inSeries = (i: number) => i >= 0 && i < OVERVIEW_MINUTES;
 
+/** A deleted company's notifications, purged in batches after it (companies/purge.ts), are counted nowhere meanwhile. */
+const NOT_PURGING = sql.raw(notPurging('company_id'));
+
 /** Each company's pending notifications and the oldest one's age, as the `backlog` view counts them (notifications_pending_idx). */
 const backlogSql = (these?: SQL) => sql`
   SELECT company_id, count(*) AS pending, extract(epoch FROM now() - min(received_at))::int AS oldest_pending_age_s
-  FROM notifications WHERE status IN ('received', 'queued') AND ${sql.raw(notPurging('company_id'))}${these ? sql` AND ${these}` : sql``} GROUP BY company_id`;
+  FROM notifications WHERE status IN ('received', 'queued') AND ${NOT_PURGING}${these ? sql` AND ${these}` : sql``} GROUP BY company_id`;
 const backlogOf = (r: { pending: string; oldest_pending_age_s: number }): Backlog => ({ pending: num(r.pending), oldestPendingAgeS: Math.max(0, num(r.oldest_pending_age_s)) });
 
 /** What finished in a minute (the query groups by it): how many processed and failed, and the processed ones' latency. */
@@ -227,11 +230,11 @@ export function createOverviewService(deps: { db: Database; states: Pick<Company
   /** The whole deployment minute by minute (two grouped queries, by minute alone), and the companies with a failure in it (as lastHour counts them). */
   async function deploymentSeries(first: Date): Promise<{ series: MinuteSeries; failing: Set<string> }> {
     const [received, finished] = await Promise.all([
-      db.execute<{ minute: number; n: string }>(sql`SELECT ${minuteIn(sql`received_at`, first)} AS minute, count(*) AS n FROM notifications WHERE received_at >= ${first} GROUP BY 1`),
+      db.execute<{ minute: number; n: string }>(sql`SELECT ${minuteIn(sql`received_at`, first)} AS minute, count(*) AS n FROM notifications WHERE received_at >= ${first} AND ${NOT_PURGING} GROUP BY 1`),
       db.execute<FinishedRow & { failing: string[] | null }>(sql`
         SELECT ${minuteIn(sql`finished_at`, first)} AS minute, ${FINISHED_COLUMNS},
                array_agg(DISTINCT company_id) FILTER (WHERE status = 'failed') AS failing
-        FROM notifications WHERE ${finishedIn(first)} GROUP BY 1`),
+        FROM notifications WHERE ${finishedIn(first)} AND ${NOT_PURGING} GROUP BY 1`),
     ]);
     const s = emptySeries();
     const failing = new Set<string>();
