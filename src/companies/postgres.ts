@@ -12,7 +12,7 @@ import { and, count, eq, inArray, or, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { inChange, type Change, type Database } from '../db/client.js';
 import { connectionFromRow, findCompany } from '../db/company-connection.js';
-import { companies, companyPurges, type CompanyRow } from '../db/schema/index.js';
+import { companies, type CompanyRow } from '../db/schema/index.js';
 import type { Gate, GateView } from '../gate/gate.js';
 import type { RedisClient } from '../lib/redis/connection.js';
 import { withTimeout } from '../lib/timeout.js';
@@ -20,7 +20,7 @@ import { MarketplaceError } from '../marketplace/client.js';
 import type { WebhookSettingsApi } from '../marketplace/webhook-settings.js';
 import type { CheckVerdict, CompanyStates, CredentialColumns, Refusal } from './states.js';
 import { COMPANY_STATES, PAUSED_SQL, pauseGuard, stateOf, type CompanyStateName } from './transitions.js';
-import { purgeDeletedCompanies } from './purge.js';
+import { purgeDeletedCompanies, removeCompanies } from './purge.js';
 import { CONNECTION_KEEP_ALIVE_DAYS } from './usage.js';
 
 /** What a worker says when the marketplace asks a company to slow down (gate/gate.ts GateFinishes: once per hold per process). */
@@ -269,12 +269,10 @@ export function createCompanyStates(deps: CompanyStatesDeps) {
     },
 
     delete: (companyId, within) => {
-      const remove = async ({ tx, afterCommit }: Change) => {
+      const remove = async ({ client, afterCommit }: Change) => {
         // Its key cascades to what is small (webhooks, destinations, keys, resources, leads, quotes, declines); what
         // grows with traffic is purged in batches once this commits (companies/purge.ts), left out by readers meanwhile.
-        const existed = (await tx.delete(companies).where(eq(companies.id, companyId)).returning({ id: companies.id })).length > 0;
-        if (!existed) return false;
-        await tx.insert(companyPurges).values({ companyId }).onConflictDoNothing();
+        if ((await removeCompanies(client, 'id = $1', companyId)).length === 0) return false;
         // Nothing of it stays in Redis; a gate out of reach keeps a few keys that nothing reads (repair() skips unknown ids).
         afterCommit(() => tell(Promise.all([gate.forget(companyId), deps.redis.del(probeKey(companyId), keepAliveKey(companyId))]), 'forgetting the company gate'));
         // Not waited for: the deletion is answered at once.

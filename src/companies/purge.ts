@@ -50,11 +50,19 @@ export async function purgeDeletedCompanies(pool: Sql, opts: { only?: string; ba
   return purged;
 }
 
-/** The companies named like `pattern` (SQL LIKE) deleted as a deletion does, their rows purged at once (the demo's and the bench's clean-up). */
-export async function deleteCompaniesNow(pool: Sql, pattern: string): Promise<void> {
-  const { rows } = await pool.query<{ id: string }>(
-    'WITH gone AS (DELETE FROM companies WHERE name LIKE $1 RETURNING id) INSERT INTO company_purges (company_id) SELECT id FROM gone RETURNING company_id AS id',
-    [pattern],
+/**
+ * Deletes the companies matching `where` (`id = $1`, or `name LIKE $1`) as a deletion does: their rows, with
+ * what cascades from them, and their names in company_purges, in one statement. Answers their ids.
+ */
+export async function removeCompanies(sql: Sql, where: 'id = $1' | 'name LIKE $1', value: string): Promise<string[]> {
+  const { rows } = await sql.query<{ id: string }>(
+    `WITH gone AS (DELETE FROM companies WHERE ${where} RETURNING id) INSERT INTO company_purges (company_id) SELECT id FROM gone ON CONFLICT DO NOTHING RETURNING company_id AS id`,
+    [value],
   );
-  for (const { id } of rows) await purgeDeletedCompanies(pool, { only: id, forgetAfterMs: 0 });
+  return rows.map((r) => r.id);
+}
+
+/** The companies named like `pattern` (SQL LIKE) deleted, their rows purged at once (the demo's and the bench's clean-up). */
+export async function deleteCompaniesNow(pool: Sql, pattern: string): Promise<void> {
+  for (const id of await removeCompanies(pool, 'name LIKE $1', pattern)) await purgeDeletedCompanies(pool, { only: id, forgetAfterMs: 0 });
 }
